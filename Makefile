@@ -1,0 +1,154 @@
+# inferd - top-level Makefile.
+#
+#   make            build build/inferd, build/lib/libtritonserver.so, the shipped backends
+#   make run        install missing Debian packages, build, serve examples/model_repository
+#   make test       build and run the unit (cmocka) and end-to-end (pytest) tests
+#   make test-asan  the same tests on an ASan/UBSan build (in build-asan/)
+#
+# Generated code (protoc-c output) and every object go to $(BUILD); nothing
+# generated is committed.
+
+BUILD ?= build
+CC ?= cc
+PROTOC_C ?= protoc-c
+PYTHON ?= /usr/bin/python3
+SAN ?=
+OPT ?= -O2 -g
+
+LLHTTP_DIR ?= /usr/share/llhttp
+LLHTTP_INC ?= /usr/share/include/llhttp
+
+# CUDA is optional: found when nvcc and cuda_runtime.h are present.
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUDA ?= $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1 || echo 0)
+
+CPPFLAGS := -I. -Ibackend_api/include -I$(BUILD) -I$(LLHTTP_INC) -D_GNU_SOURCE
+CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) -MMD -MP
+LDFLAGS := -pthread
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+ifeq ($(HAVE_CUDA),1)
+CPPFLAGS += -DIFD_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart
+endif
+
+LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
+EXE_DEPS := -luv -ljansson -lprotobuf-c -lm
+
+# ---- sources -------------------------------------------------------------
+PROTOS := $(wildcard proto/*.proto)
+PROTO_C := $(PROTOS:%.proto=$(BUILD)/%.pb-c.c)
+PROTO_H := $(PROTO_C:.c=.h)
+LIB_SRC := $(wildcard core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
+NET_SRC := $(filter-out net/main.c,$(wildcard net/*.c))
+LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(PROTO_C:%.c=%.o)
+NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o)
+LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC))
+MAIN_OBJ := $(BUILD)/obj/net/main.o
+
+BACKENDS := $(notdir $(wildcard backend_api/backends/*))
+TEST_BACKENDS := $(notdir $(wildcard test/models/backends/*))
+BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
+TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
+
+UNIT_SRC := $(wildcard test/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(BUILD)/test/unit/%)
+TEST_PROTOS := $(wildcard test/unit/*.proto)
+TEST_PROTO_C := $(TEST_PROTOS:%.proto=$(BUILD)/%.pb-c.c)
+TEST_PROTO_OBJ := $(TEST_PROTO_C:%.c=%.o)
+
+LIBTS := $(BUILD)/lib/libtritonserver.so
+INFERD := $(BUILD)/inferd
+TESTLIB := $(BUILD)/libifd_test.a
+
+.PHONY: all run test test-unit test-e2e test-asan deps clean format-check
+.DEFAULT_GOAL := all
+
+all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
+
+# ---- generated protobuf code ----------------------------------------------
+$(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto
+	@mkdir -p $(dir $@)
+	$(PROTOC_C) -I. --c_out=$(BUILD) $<
+
+$(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c
+	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
+
+# Every object may include any generated header.
+$(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ) $(UNIT_BIN): | $(PROTO_H)
+$(UNIT_BIN): | $(TEST_PROTO_C:.c=.h)
+
+# ---- objects ----------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# llhttp comes as C sources in Debian's node-llhttp; it is not our code, so its
+# warnings are not ours to fix.
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -I$(LLHTTP_INC) -std=c11 -fPIC $(OPT) -w $(filter -fsanitize%,$(CFLAGS)) -c -o $@ $<
+
+# ---- the library backends link against ----------------------------------------
+$(LIBTS): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libtritonserver.so $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
+
+$(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIBTS)
+	$(CC) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) \
+	  -L$(BUILD)/lib -ltritonserver -Wl,-rpath,'$$ORIGIN/lib' $(EXE_DEPS)
+
+# ---- backends (built exactly as a third-party backend would be) ---------------
+define backend_rule
+$(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $$(OPT) $$(filter -fsanitize%,$$(CFLAGS)) \
+	  -Ibackend_api/include -shared -o $$@ $(wildcard $(3)/$(2)/*.c) \
+	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver
+endef
+$(foreach b,$(BACKENDS),$(eval $(call backend_rule,$(BUILD)/backends,$(b),backend_api/backends)))
+$(foreach b,$(TEST_BACKENDS),$(eval $(call backend_rule,$(BUILD)/test/backends,$(b),test/models/backends)))
+
+# ---- tests --------------------------------------------------------------------
+$(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(LIB_DEPS) -lcmocka
+
+test-unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+test-e2e: all
+	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q test/e2e
+
+test: deps-check
+	$(MAKE) all test-unit
+	$(MAKE) test-e2e
+
+test-asan:
+	$(MAKE) BUILD=build-asan SAN=1 OPT="-O1 -g" all test-unit test-e2e
+
+deps:
+	bash third_party/install-deps.sh
+
+deps-check:
+	@bash third_party/install-deps.sh --check || bash third_party/install-deps.sh
+
+run: deps
+	$(MAKE) all
+	$(INFERD) --model-repository=examples/model_repository --backend-directory=$(BUILD)/backends
+
+format-check:
+	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj $(BUILD)/test -name '*.d' 2>/dev/null)

@@ -1,0 +1,155 @@
+/*
+ * backend_api/internal.h - declarations shared only inside backend_api/.
+ *
+ * Include this first in every .c file of backend_api: it asks the Triton
+ * headers to mark the TRITONSERVER_* and TRITONBACKEND_* functions with
+ * default visibility, as they are exported from libtritonserver.so.
+ */
+#ifndef IFD_BACKEND_API_INTERNAL_H
+#define IFD_BACKEND_API_INTERNAL_H
+
+#ifndef _COMPILING_TRITONSERVER
+#define _COMPILING_TRITONSERVER 1
+#endif
+#ifndef _COMPILING_TRITONBACKEND
+#define _COMPILING_TRITONBACKEND 1
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triton/core/tritonbackend.h"
+#include "triton/core/tritonserver.h"
+
+/* ---- tsrv_error.c ------------------------------------------------------ */
+
+/* An error is one allocation: the code followed by the NUL-terminated text. */
+struct TRITONSERVER_Error {
+  TRITONSERVER_Error_Code code;
+  char msg[]; /* owned: part of the same allocation */
+};
+
+/* ---- tsrv_message.c ---------------------------------------------------- */
+
+struct TRITONSERVER_Message {
+  char *json; /* owned: NUL-terminated, len bytes before the NUL */
+  size_t len;
+};
+
+/**
+ * Wraps a malloc'd JSON string in a message without copying it. On success
+ * the message owns `json` (freed by TRITONSERVER_MessageDelete); on failure
+ * (NULL, out of memory) `json` is freed here, so the caller never frees it.
+ * json[len] must be a NUL byte.
+ */
+TRITONSERVER_Message *ifd__message_new_owned(char *json, size_t len);
+
+/* ---- tsrv_types.c ------------------------------------------------------ */
+
+struct TRITONSERVER_Parameter {
+  char *name; /* owned */
+  TRITONSERVER_ParameterType type;
+  union {
+    char *s; /* owned (STRING) */
+    int64_t i;
+    bool b;
+    double d;
+    struct {
+      const void *base; /* borrowed: must outlive the parameter (BYTES) */
+      uint64_t size;
+    } bytes;
+  } v;
+};
+
+/* ---- backends, models, instances (loader.c, instance.c) --------------- */
+
+#include <pthread.h>
+
+#include "backend_api/backend_api.h"
+#include "core/event.h"
+#include "core/model.h"
+
+typedef TRITONSERVER_Error *(*ifd_tb_backend_fn)(TRITONBACKEND_Backend *);
+typedef TRITONSERVER_Error *(*ifd_tb_model_fn)(TRITONBACKEND_Model *);
+typedef TRITONSERVER_Error *(*ifd_tb_instance_fn)(TRITONBACKEND_ModelInstance *);
+typedef TRITONSERVER_Error *(*ifd_tb_execute_fn)(TRITONBACKEND_ModelInstance *,
+                                                 TRITONBACKEND_Request **,
+                                                 const uint32_t);
+
+/* A loaded backend shared library. Created and destroyed under the loader's
+ * registry lock; its fields are immutable after TRITONBACKEND_Initialize
+ * except state, which belongs to the backend. */
+struct TRITONBACKEND_Backend {
+  char *name;            /* owned: "identity" */
+  char *path;            /* owned: resolved path of the .so */
+  char *dir;             /* owned: folder of the .so (artifacts) */
+  void *dl;              /* owned: dlopen handle */
+  int refs;              /* guarded by the loader's registry lock */
+  ifd_tb_backend_fn init, fini;
+  ifd_tb_model_fn model_init, model_fini;
+  ifd_tb_instance_fn inst_init, inst_fini;
+  ifd_tb_execute_fn execute;
+  void *state;           /* the backend's, through BackendSetState */
+  TRITONBACKEND_ExecutionPolicy policy;
+  TRITONSERVER_Message *config; /* owned: {"cmdline":{...}} */
+  TRITONBACKEND_Backend *next;  /* registry list, under the lock */
+};
+
+struct TRITONBACKEND_Model {
+  ifd_model_t *model;             /* borrowed: owns this object */
+  TRITONBACKEND_Backend *backend; /* counted reference */
+  void *state;                    /* the backend's, through ModelSetState */
+  int strict;                     /* no auto-complete */
+  TRITONBACKEND_ModelInstance *instances; /* owned array */
+  uint32_t n_instances;
+  ifd_instance_idle_cb idle;      /* loop thread */
+  void *idle_arg;
+  int unloading;                  /* set before instances stop; loop reads */
+  ifd_event_t free_ev;            /* frees this object on the loop */
+  void (*freed)(void *);
+  void *freed_arg;
+};
+
+struct TRITONBACKEND_ModelInstance {
+  TRITONBACKEND_Model *model;     /* borrowed: owns the instance */
+  uint32_t index;
+  char *name;                     /* owned */
+  TRITONSERVER_InstanceGroupKind kind;
+  int32_t device_id;
+  int passive;
+  TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{}} */
+  void *state;                    /* the backend's */
+  pthread_t thread;
+  int started;                    /* thread created */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  /* guarded by mu: */
+  ifd_request_t **job;            /* owned array; the batch to run */
+  uint32_t n_job, cap_job;
+  int has_job, stop;
+  int init_state;                 /* 0 running init, 1 ok, -1 failed */
+  TRITONSERVER_Error *init_err;   /* owned until the loader takes it */
+  ifd_event_t idle_ev;            /* pushed after each execute */
+};
+
+/** Acquires (opening and initializing on first use) the backend library at
+ *  `path`. Blocking. Returns 0 and *out (counted reference). */
+int ifd__backend_acquire(const char *name, const char *path,
+                         const char *backend_dir, int strict,
+                         TRITONBACKEND_Backend **out, ifd_errmsg_t *err);
+/** Drops a reference; the last one finalizes and closes the library. */
+void ifd__backend_release(TRITONBACKEND_Backend *b);
+
+/** Starts instance threads and waits for their initialization. */
+int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err);
+/** Stops and joins every started instance thread (finalizing each). */
+void ifd__instances_stop(TRITONBACKEND_Model *bm);
+
+/** The IFD code for a TRITONSERVER_Error_Code class. */
+int ifd__code_from_class(int cls);
+/** Converts a backend's error into an ifd code and message (frees err). */
+int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
+/** Makes a TRITONSERVER_Error from a negative IFD code and message. */
+TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
+
+#endif

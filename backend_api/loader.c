@@ -1,0 +1,395 @@
+/*
+ * backend_api/loader.c - backend libraries and model lifecycles.
+ *
+ * Backends are shared libraries found by Triton's search order and shared by
+ * every model that names the same file. The registry of open libraries is the
+ * only state here touched by several threads (loads run in parallel on the
+ * thread pool), so it sits behind one mutex, held across dlopen and
+ * TRITONBACKEND_Initialize/Finalize so that a library is initialized exactly
+ * once and finalized only after its last model.
+ *
+ * Lifecycles, as Triton documents them: TRITONBACKEND_Initialize once per
+ * library, TRITONBACKEND_ModelInitialize per model version,
+ * TRITONBACKEND_ModelInstanceInitialize per instance on the instance's own
+ * thread; finalization in the reverse order, the library closed when no model
+ * uses it.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend_api/internal.h"
+#include "core/log.h"
+#include "core/server.h"
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static TRITONBACKEND_Backend *registry; /* guarded by registry_mu */
+
+uint64_t ifd_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ifd__code_from_class(int cls) {
+  static const int codes[] = {IFD_EUNKNOWN, IFD_EINTERNAL,    IFD_ENOTFOUND,
+                              IFD_EINVAL,   IFD_EUNAVAIL,     IFD_EUNSUPPORTED,
+                              IFD_EEXISTS,  IFD_ECANCELLED};
+  return cls >= 0 && cls < 8 ? codes[cls] : IFD_EUNKNOWN;
+}
+
+int ifd__take_error(TRITONSERVER_Error *e, const char *what,
+                    ifd_errmsg_t *err) {
+  int rc = ifd__code_from_class(TRITONSERVER_ErrorCode(e));
+  ifd_errf(err, rc, "%s: %s", what, TRITONSERVER_ErrorMessage(e));
+  TRITONSERVER_ErrorDelete(e);
+  return rc;
+}
+
+TRITONSERVER_Error *ifd__error_from(int code, const char *msg) {
+  return TRITONSERVER_ErrorNew((TRITONSERVER_Error_Code)ifd_error_class(code),
+                               msg != NULL ? msg : ifd_strerror(code));
+}
+
+static int is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Triton's search order: the version folder, the model folder, then the
+ * backend directory. Returns 0 with the resolved path in `out`. */
+static int find_library(const ifd_model_t *m, const char *backend,
+                        const char *backend_dir, char *out, size_t size,
+                        ifd_errmsg_t *err) {
+  char cand[3][PATH_MAX];
+  int i, n = 0;
+  snprintf(cand[n++], PATH_MAX, "%s/%" PRId64 "/libtriton_%s.so", m->path,
+           m->version, backend);
+  snprintf(cand[n++], PATH_MAX, "%s/libtriton_%s.so", m->path, backend);
+  if (backend_dir != NULL && backend_dir[0] != '\0')
+    snprintf(cand[n++], PATH_MAX, "%s/%s/libtriton_%s.so", backend_dir,
+             backend, backend);
+  for (i = 0; i < n; i++) {
+    if (!is_file(cand[i])) continue;
+    if (realpath(cand[i], out) == NULL || strlen(out) >= size)
+      return ifd_errf(err, IFD_EIO, "cannot resolve '%s': %s", cand[i],
+                      strerror(errno));
+    return 0;
+  }
+  return ifd_errf(err, IFD_ENOTFOUND,
+                  "unable to find backend library for backend '%s', try "
+                  "specifying runtime on the model configuration (searched "
+                  "%s/%" PRId64 "/, %s/ and %s/%s/)",
+                  backend, m->path, m->version, m->path,
+                  backend_dir ? backend_dir : "<no backend directory>",
+                  backend);
+}
+
+static void backend_free(TRITONBACKEND_Backend *b) {
+  if (b->dl != NULL) dlclose(b->dl);
+  if (b->config != NULL) TRITONSERVER_MessageDelete(b->config);
+  free(b->name);
+  free(b->path);
+  free(b->dir);
+  free(b);
+}
+
+static void *sym(void *dl, const char *name) {
+  return dlsym(dl, name);
+}
+
+/* Opens and initializes a backend library. Called with registry_mu held. */
+static int backend_open(const char *name, const char *path,
+                        const char *backend_dir, int strict,
+                        TRITONBACKEND_Backend **out, ifd_errmsg_t *err) {
+  TRITONBACKEND_Backend *b = calloc(1, sizeof(*b));
+  char *slash, *cfg = NULL;
+  int rc, n;
+
+  if (b == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  b->name = strdup(name);
+  b->path = strdup(path);
+  b->dir = strdup(path);
+  if (b->name == NULL || b->path == NULL || b->dir == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out_free;
+  }
+  slash = strrchr(b->dir, '/');
+  if (slash != NULL) *slash = '\0';
+  b->policy = TRITONBACKEND_EXECUTION_BLOCKING;
+
+  /* RTLD_LOCAL keeps backends from seeing each other's symbols, as Triton
+   * loads them; RTLD_NOW reports a missing symbol here, not mid-request. */
+  b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (b->dl == NULL) {
+    rc = ifd_errf(err, IFD_EINVAL, "unable to load backend library '%s': %s",
+                  path, dlerror());
+    goto out_free;
+  }
+  b->init = (ifd_tb_backend_fn)sym(b->dl, "TRITONBACKEND_Initialize");
+  b->fini = (ifd_tb_backend_fn)sym(b->dl, "TRITONBACKEND_Finalize");
+  b->model_init = (ifd_tb_model_fn)sym(b->dl, "TRITONBACKEND_ModelInitialize");
+  b->model_fini = (ifd_tb_model_fn)sym(b->dl, "TRITONBACKEND_ModelFinalize");
+  b->inst_init =
+      (ifd_tb_instance_fn)sym(b->dl, "TRITONBACKEND_ModelInstanceInitialize");
+  b->inst_fini =
+      (ifd_tb_instance_fn)sym(b->dl, "TRITONBACKEND_ModelInstanceFinalize");
+  b->execute =
+      (ifd_tb_execute_fn)sym(b->dl, "TRITONBACKEND_ModelInstanceExecute");
+  if (b->execute == NULL) {
+    rc = ifd_errf(err, IFD_EINVAL,
+                  "backend library '%s' does not implement "
+                  "TRITONBACKEND_ModelInstanceExecute",
+                  path);
+    goto out_free;
+  }
+
+  /* The backend configuration Triton passes: command-line settings. */
+  n = asprintf(&cfg,
+               "{\"cmdline\":{\"auto-complete-config\":\"%s\","
+               "\"backend-directory\":\"%s\",\"min-compute-capability\":"
+               "\"6.000000\",\"default-max-batch-size\":\"4\"}}",
+               strict ? "false" : "true", backend_dir ? backend_dir : "");
+  if (n < 0 || (b->config = ifd__message_new_owned(cfg, (size_t)n)) == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out_free;
+  }
+
+  if (b->init != NULL) {
+    TRITONSERVER_Error *e = b->init(b);
+    if (e != NULL) {
+      rc = ifd__take_error(e, "TRITONBACKEND_Initialize failed", err);
+      goto out_free;
+    }
+  }
+  IFD_INFO("loaded backend '%s' from %s", name, path);
+  *out = b;
+  return 0;
+
+out_free:
+  backend_free(b);
+  return rc;
+}
+
+int ifd__backend_acquire(const char *name, const char *path,
+                         const char *backend_dir, int strict,
+                         TRITONBACKEND_Backend **out, ifd_errmsg_t *err) {
+  TRITONBACKEND_Backend *b;
+  int rc = 0;
+
+  pthread_mutex_lock(&registry_mu);
+  for (b = registry; b != NULL; b = b->next)
+    if (strcmp(b->path, path) == 0) break;
+  if (b == NULL) {
+    rc = backend_open(name, path, backend_dir, strict, &b, err);
+    if (rc == 0) {
+      b->next = registry;
+      registry = b;
+    }
+  }
+  if (rc == 0) {
+    b->refs++;
+    *out = b;
+  }
+  pthread_mutex_unlock(&registry_mu);
+  return rc;
+}
+
+void ifd__backend_release(TRITONBACKEND_Backend *b) {
+  TRITONBACKEND_Backend **pp;
+  pthread_mutex_lock(&registry_mu);
+  if (--b->refs > 0) {
+    pthread_mutex_unlock(&registry_mu);
+    return;
+  }
+  for (pp = &registry; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == b) {
+      *pp = b->next;
+      break;
+    }
+  if (b->fini != NULL) {
+    TRITONSERVER_Error *e = b->fini(b);
+    if (e != NULL) {
+      IFD_ERROR("TRITONBACKEND_Finalize of '%s' failed: %s", b->name,
+                TRITONSERVER_ErrorMessage(e));
+      TRITONSERVER_ErrorDelete(e);
+    }
+  }
+  IFD_INFO("unloaded backend '%s'", b->name);
+  backend_free(b);
+  pthread_mutex_unlock(&registry_mu);
+}
+
+/* ---- models --------------------------------------------------------------- */
+
+static void model_obj_free(TRITONBACKEND_Model *bm) {
+  uint32_t i;
+  for (i = 0; i < bm->n_instances; i++) {
+    TRITONBACKEND_ModelInstance *in = &bm->instances[i];
+    free(in->name);
+    if (in->host_policy != NULL) TRITONSERVER_MessageDelete(in->host_policy);
+    free(in->job);
+    if (in->init_err != NULL) TRITONSERVER_ErrorDelete(in->init_err);
+    pthread_mutex_destroy(&in->mu);
+    pthread_cond_destroy(&in->cv);
+  }
+  free(bm->instances);
+  free(bm);
+}
+
+/* One instance per count of every instance group, named as Triton names
+ * them: "<group>_<k>" for the k-th of a group. */
+static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
+  const ifd_model_config_t *c = bm->model->config;
+  uint32_t total = 0, k = 0;
+  size_t g;
+  int j;
+
+  for (g = 0; g < c->n_instance_group; g++) {
+    const Inference__ModelInstanceGroup *ig = c->instance_group[g];
+    uint32_t per = ig->count > 0 ? (uint32_t)ig->count : 1;
+    if (ig->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU &&
+        ig->n_gpus > 0)
+      per *= (uint32_t)ig->n_gpus;
+    total += per;
+  }
+  if (total == 0) total = 1;
+  bm->instances = calloc(total, sizeof(*bm->instances));
+  if (bm->instances == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+
+  for (g = 0; g < c->n_instance_group; g++) {
+    const Inference__ModelInstanceGroup *ig = c->instance_group[g];
+    int count = ig->count > 0 ? ig->count : 1;
+    size_t ndev = ig->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU &&
+                          ig->n_gpus > 0
+                      ? ig->n_gpus
+                      : 1;
+    size_t d;
+    for (d = 0; d < ndev; d++)
+      for (j = 0; j < count; j++) {
+        TRITONBACKEND_ModelInstance *in = &bm->instances[k];
+        in->model = bm;
+        in->index = k++;
+        in->kind = (TRITONSERVER_InstanceGroupKind)ig->kind;
+        in->device_id = ig->n_gpus > 0 ? ig->gpus[d] : 0;
+        in->passive = ig->passive;
+        pthread_mutex_init(&in->mu, NULL);
+        pthread_cond_init(&in->cv, NULL);
+        bm->n_instances = k;
+        char *hp = NULL;
+        int hn;
+        if (asprintf(&in->name, "%s_%d", ig->name, j) < 0) in->name = NULL;
+        hn = asprintf(&hp, "{\"%s\":{}}",
+                      in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? "gpu_0"
+                                                                     : "cpu");
+        in->host_policy = hn < 0 ? NULL : ifd__message_new_owned(hp, (size_t)hn);
+        if (in->name == NULL || in->host_policy == NULL)
+          return ifd_errf(err, IFD_ENOMEM, "out of memory");
+      }
+  }
+  return 0;
+}
+
+int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
+                           void *idle_arg, ifd_errmsg_t *err) {
+  const ifd_server_opts_t *o = ifd_server_opts(m->server);
+  const char *backend = ifd_config_backend_name(m->config);
+  TRITONBACKEND_Model *bm;
+  char path[PATH_MAX];
+  int rc;
+
+  if (backend == NULL || backend[0] == '\0')
+    return ifd_errf(err, IFD_EINVAL,
+                    "model '%s' names no backend (set 'backend' or 'platform')",
+                    m->name);
+  rc = find_library(m, backend, o->backend_dir, path, sizeof(path), err);
+  if (rc < 0) return rc;
+
+  bm = calloc(1, sizeof(*bm));
+  if (bm == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  bm->model = m;
+  bm->strict = o->strict_config;
+  bm->idle = idle;
+  bm->idle_arg = idle_arg;
+  m->backend_model = bm;
+
+  rc = ifd__backend_acquire(backend, path, o->backend_dir, o->strict_config,
+                            &bm->backend, err);
+  if (rc < 0) goto out_free;
+
+  if (bm->backend->model_init != NULL) {
+    TRITONSERVER_Error *e = bm->backend->model_init(bm);
+    if (e != NULL) {
+      rc = ifd__take_error(e, "TRITONBACKEND_ModelInitialize failed", err);
+      goto out_release;
+    }
+  }
+  /* The backend may have completed the config in ModelInitialize. */
+  rc = instances_plan(bm, err);
+  if (rc < 0) goto out_model_fini;
+  rc = ifd__instances_start(bm, err);
+  if (rc < 0) goto out_model_fini;
+  return 0;
+
+out_model_fini:
+  ifd__instances_stop(bm);
+  if (bm->backend->model_fini != NULL) {
+    TRITONSERVER_Error *e = bm->backend->model_fini(bm);
+    if (e != NULL) TRITONSERVER_ErrorDelete(e);
+  }
+out_release:
+  ifd__backend_release(bm->backend);
+out_free:
+  model_obj_free(bm);
+  m->backend_model = NULL;
+  return rc;
+}
+
+static void on_model_freed(ifd_event_t *ev) {
+  TRITONBACKEND_Model *bm =
+      (TRITONBACKEND_Model *)((char *)ev - offsetof(TRITONBACKEND_Model, free_ev));
+  void (*freed)(void *) = bm->freed;
+  void *arg = bm->freed_arg;
+  bm->model->backend_model = NULL;
+  model_obj_free(bm);
+  if (freed != NULL) freed(arg);
+}
+
+void ifd_backend_model_unload(ifd_model_t *m, void (*freed)(void *arg),
+                              void *arg) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  if (bm == NULL) {
+    if (freed != NULL) freed(arg);
+    return;
+  }
+  bm->unloading = 1;
+  ifd__instances_stop(bm);
+  if (bm->backend->model_fini != NULL) {
+    TRITONSERVER_Error *e = bm->backend->model_fini(bm);
+    if (e != NULL) {
+      IFD_ERROR("TRITONBACKEND_ModelFinalize of '%s' failed: %s", m->name,
+                TRITONSERVER_ErrorMessage(e));
+      TRITONSERVER_ErrorDelete(e);
+    }
+  }
+  ifd__backend_release(bm->backend);
+  bm->backend = NULL;
+  /* Idle events of the stopped instances may still be queued: free on the
+   * loop, after them (the queue is FIFO). */
+  bm->freed = freed;
+  bm->freed_arg = arg;
+  bm->free_ev.fn = on_model_freed;
+  ifd_evq_push(ifd_server_evq(m->server), &bm->free_ev);
+}
+
+uint32_t ifd_backend_instance_count(const ifd_model_t *m) {
+  const TRITONBACKEND_Model *bm = m->backend_model;
+  return bm != NULL ? bm->n_instances : 0;
+}

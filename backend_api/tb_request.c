@@ -1,0 +1,533 @@
+/*
+ * backend_api/tb_request.c - TRITONBACKEND_Request*, _Input*, _Response*,
+ * _Output* and statistics reporting.
+ *
+ * A TRITONBACKEND_Request is an ifd_request_t, an input an ifd_input_t and a
+ * response an ifd_response_t: the backend reads the very objects the
+ * protocol built, so input bytes reach the backend where they arrived.
+ * Everything here may run on any thread; calls that hand something back to
+ * the loop (send, release) only push an event.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_api/internal.h"
+#include "core/log.h"
+#include "core/model.h"
+#include "core/server.h"
+
+#define ARG_CHECK(cond)                                                  \
+  do {                                                                   \
+    if (!(cond))                                                         \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,       \
+                                   "invalid argument: " #cond);          \
+  } while (0)
+
+#define REQ(r) ((ifd_request_t *)(r))
+#define RESP(r) ((ifd_response_t *)(r))
+
+/* ---- requests --------------------------------------------------------------- */
+
+TRITONSERVER_Error *TRITONBACKEND_RequestId(TRITONBACKEND_Request *request,
+                                            const char **id) {
+  ARG_CHECK(request != NULL && id != NULL);
+  *id = REQ(request)->id;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestIsCancelled(
+    TRITONBACKEND_Request *request, bool *is_cancelled) {
+  ARG_CHECK(request != NULL && is_cancelled != NULL);
+  *is_cancelled = false;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestCorrelationId(
+    TRITONBACKEND_Request *request, uint64_t *id) {
+  ARG_CHECK(request != NULL && id != NULL);
+  if (REQ(request)->correlation_id_str != NULL)
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "correlation ID of the request is a string, not an unsigned integer");
+  *id = REQ(request)->correlation_id;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestCorrelationIdString(
+    TRITONBACKEND_Request *request, const char **id) {
+  ARG_CHECK(request != NULL && id != NULL);
+  if (REQ(request)->correlation_id_str == NULL)
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "correlation ID of the request is an unsigned integer, not a string");
+  *id = REQ(request)->correlation_id_str;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_InferenceRequestTimeoutMicroseconds(
+    TRITONBACKEND_Request *request, uint64_t *timeout) {
+  ARG_CHECK(request != NULL && timeout != NULL);
+  *timeout = REQ(request)->timeout_us;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestFlags(TRITONBACKEND_Request *request,
+                                               uint32_t *flags) {
+  ARG_CHECK(request != NULL && flags != NULL);
+  *flags = REQ(request)->flags;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestParameterCount(
+    TRITONBACKEND_Request *request, uint32_t *count) {
+  ARG_CHECK(request != NULL && count != NULL);
+  *count = REQ(request)->n_params;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestParameter(
+    TRITONBACKEND_Request *request, const uint32_t index, const char **key,
+    TRITONSERVER_ParameterType *type, const void **vvalue) {
+  ifd_param_t *p;
+  ARG_CHECK(request != NULL && key != NULL && type != NULL && vvalue != NULL);
+  if (index >= REQ(request)->n_params)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "parameter index out of range");
+  p = &REQ(request)->params[index];
+  *key = p->key;
+  *type = (TRITONSERVER_ParameterType)p->type;
+  /* Triton points at the value itself: a C string for STRING, else the
+   * int64_t / bool / double. */
+  switch (p->type) {
+    case IFD_PARAM_STRING: *vvalue = p->v.s; break;
+    case IFD_PARAM_INT: *vvalue = &p->v.i; break;
+    case IFD_PARAM_BOOL: *vvalue = &p->v.b; break;
+    default: *vvalue = &p->v.d; break;
+  }
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestInputCount(
+    TRITONBACKEND_Request *request, uint32_t *count) {
+  ARG_CHECK(request != NULL && count != NULL);
+  *count = REQ(request)->n_inputs;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestInputName(
+    TRITONBACKEND_Request *request, const uint32_t index,
+    const char **input_name) {
+  ARG_CHECK(request != NULL && input_name != NULL);
+  if (index >= REQ(request)->n_inputs)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "input index out of range");
+  *input_name = REQ(request)->inputs[index].name;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestInput(TRITONBACKEND_Request *request,
+                                               const char *name,
+                                               TRITONBACKEND_Input **input) {
+  ifd_request_t *req = REQ(request);
+  uint32_t i;
+  ARG_CHECK(request != NULL && name != NULL && input != NULL);
+  for (i = 0; i < req->n_inputs; i++)
+    if (strcmp(req->inputs[i].name, name) == 0) {
+      *input = (TRITONBACKEND_Input *)&req->inputs[i];
+      return NULL;
+    }
+  *input = NULL;
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                               "unknown request input name");
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestInputByIndex(
+    TRITONBACKEND_Request *request, const uint32_t index,
+    TRITONBACKEND_Input **input) {
+  ARG_CHECK(request != NULL && input != NULL);
+  if (index >= REQ(request)->n_inputs)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "input index out of range");
+  *input = (TRITONBACKEND_Input *)&REQ(request)->inputs[index];
+  return NULL;
+}
+
+/* The requested outputs: those the client named, or every output of the
+ * model when it named none. */
+TRITONSERVER_Error *TRITONBACKEND_RequestOutputCount(
+    TRITONBACKEND_Request *request, uint32_t *count) {
+  ifd_request_t *req = REQ(request);
+  ARG_CHECK(request != NULL && count != NULL);
+  *count = req->n_outputs > 0 ? req->n_outputs
+                              : (uint32_t)req->model->config->n_output;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestOutputName(
+    TRITONBACKEND_Request *request, const uint32_t index,
+    const char **output_name) {
+  ifd_request_t *req = REQ(request);
+  ARG_CHECK(request != NULL && output_name != NULL);
+  if (req->n_outputs > 0) {
+    if (index >= req->n_outputs) goto out_range;
+    *output_name = req->outputs[index].name;
+    return NULL;
+  }
+  if (index >= req->model->config->n_output) goto out_range;
+  *output_name = req->model->config->output[index]->name;
+  return NULL;
+out_range:
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                               "output index out of range");
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestOutputBufferProperties(
+    TRITONBACKEND_Request *request, const char *name, size_t *byte_size,
+    TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id) {
+  ARG_CHECK(request != NULL && name != NULL);
+  /* Outputs go to CPU memory the server allocates; the size is unknown
+   * until the backend asks for the buffer. */
+  if (byte_size != NULL) *byte_size = 0;
+  if (memory_type != NULL) *memory_type = TRITONSERVER_MEMORY_CPU;
+  if (memory_type_id != NULL) *memory_type_id = 0;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request,
+                                                 uint32_t release_flags) {
+  ARG_CHECK(request != NULL);
+  if (release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_UNSUPPORTED,
+        "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not "
+        "supported by inferd yet");
+  ifd_request_release(REQ(request), release_flags);
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_RequestTrace(TRITONBACKEND_Request *request,
+                                               TRITONSERVER_InferenceTrace **trace) {
+  ARG_CHECK(request != NULL && trace != NULL);
+  *trace = NULL; /* requests are not traced */
+  return NULL;
+}
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+TRITONSERVER_Error *TRITONBACKEND_InputProperties(
+    TRITONBACKEND_Input *input, const char **name,
+    TRITONSERVER_DataType *datatype, const int64_t **shape,
+    uint32_t *dims_count, uint64_t *byte_size, uint32_t *buffer_count) {
+  const ifd_input_t *in = (const ifd_input_t *)input;
+  ARG_CHECK(input != NULL);
+  if (name != NULL) *name = in->name;
+  if (datatype != NULL) *datatype = (TRITONSERVER_DataType)in->dtype;
+  if (shape != NULL) *shape = in->shape;
+  if (dims_count != NULL) *dims_count = in->ndims;
+  if (byte_size != NULL) *byte_size = in->byte_size;
+  if (buffer_count != NULL) *buffer_count = 1;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_InputPropertiesForHostPolicy(
+    TRITONBACKEND_Input *input, const char *host_policy_name, const char **name,
+    TRITONSERVER_DataType *datatype, const int64_t **shape,
+    uint32_t *dims_count, uint64_t *byte_size, uint32_t *buffer_count) {
+  (void)host_policy_name; /* one copy of the data serves every policy */
+  return TRITONBACKEND_InputProperties(input, name, datatype, shape, dims_count,
+                                       byte_size, buffer_count);
+}
+
+TRITONSERVER_Error *TRITONBACKEND_InputBuffer(
+    TRITONBACKEND_Input *input, const uint32_t index, const void **buffer,
+    uint64_t *buffer_byte_size, TRITONSERVER_MemoryType *memory_type,
+    int64_t *memory_type_id) {
+  const ifd_input_t *in = (const ifd_input_t *)input;
+  ARG_CHECK(input != NULL && buffer != NULL && buffer_byte_size != NULL &&
+            memory_type != NULL && memory_type_id != NULL);
+  if (index != 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "input buffer index out of range");
+  *buffer = in->data;
+  *buffer_byte_size = in->byte_size;
+  *memory_type = TRITONSERVER_MEMORY_CPU;
+  *memory_type_id = 0;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_InputBufferForHostPolicy(
+    TRITONBACKEND_Input *input, const char *host_policy_name,
+    const uint32_t index, const void **buffer, uint64_t *buffer_byte_size,
+    TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id) {
+  (void)host_policy_name;
+  return TRITONBACKEND_InputBuffer(input, index, buffer, buffer_byte_size,
+                                   memory_type, memory_type_id);
+}
+
+/* ---- responses --------------------------------------------------------------- */
+
+static TRITONSERVER_Error *response_new(ifd_request_t *req,
+                                        TRITONBACKEND_Response **response) {
+  ifd_response_t *resp = ifd_response_new(req);
+  size_t cap = req->model->config->n_output;
+  if (resp == NULL) goto out_nomem;
+  /* Outputs never move once created (backends keep TRITONBACKEND_Output
+   * pointers), so the array is sized once for every output the model has. */
+  resp->cap_outputs = (uint32_t)(cap > 0 ? cap : 1);
+  resp->outputs = calloc(resp->cap_outputs, sizeof(*resp->outputs));
+  if (resp->outputs == NULL) goto out_nomem;
+  *response = (TRITONBACKEND_Response *)resp;
+  return NULL;
+out_nomem:
+  if (resp != NULL) ifd_response_discard(resp);
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseNew(TRITONBACKEND_Response **response,
+                                              TRITONBACKEND_Request *request) {
+  ARG_CHECK(response != NULL && request != NULL);
+  return response_new(REQ(request), response);
+}
+
+typedef struct factory {
+  ifd_request_t *req; /* borrowed: held open by ifd_request_hold */
+  ifd_event_t ev;     /* deletion reaches the loop through this */
+} factory_t;
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseFactoryNew(
+    TRITONBACKEND_ResponseFactory **factory, TRITONBACKEND_Request *request) {
+  factory_t *f;
+  ARG_CHECK(factory != NULL && request != NULL);
+  f = calloc(1, sizeof(*f));
+  if (f == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  f->req = REQ(request);
+  ifd_request_hold(f->req);
+  *factory = (TRITONBACKEND_ResponseFactory *)f;
+  return NULL;
+}
+
+static void on_factory_deleted(ifd_event_t *ev) {
+  factory_t *f = (factory_t *)((char *)ev - offsetof(factory_t, ev));
+  ifd_request_t *req = f->req;
+  free(f);
+  ifd_request_unhold(req);
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseFactoryDelete(
+    TRITONBACKEND_ResponseFactory *factory) {
+  factory_t *f = (factory_t *)factory;
+  ARG_CHECK(factory != NULL);
+  f->ev.fn = on_factory_deleted;
+  ifd_evq_push(ifd_server_evq(f->req->server), &f->ev);
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseFactoryIsCancelled(
+    TRITONBACKEND_ResponseFactory *factory, bool *is_cancelled) {
+  ARG_CHECK(factory != NULL && is_cancelled != NULL);
+  *is_cancelled = false;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseNewFromFactory(
+    TRITONBACKEND_Response **response, TRITONBACKEND_ResponseFactory *factory) {
+  ARG_CHECK(response != NULL && factory != NULL);
+  return response_new(((factory_t *)factory)->req, response);
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseFactorySendFlags(
+    TRITONBACKEND_ResponseFactory *factory, const uint32_t send_flags) {
+  TRITONBACKEND_Response *r;
+  TRITONSERVER_Error *e;
+  ARG_CHECK(factory != NULL);
+  e = TRITONBACKEND_ResponseNewFromFactory(&r, factory);
+  if (e != NULL) return e;
+  RESP(r)->empty = 1;
+  ifd_response_send(RESP(r), send_flags, 0, NULL);
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response *response) {
+  ARG_CHECK(response != NULL);
+  ifd_response_discard(RESP(response));
+  return NULL;
+}
+
+static TRITONSERVER_Error *add_param(ifd_response_t *resp, const char *name,
+                                     ifd_param_t **out) {
+  ifd_param_t *p;
+  if (resp->n_params == resp->cap_params) {
+    uint32_t ncap = resp->cap_params ? resp->cap_params * 2 : 4;
+    ifd_param_t *np = realloc(resp->params, ncap * sizeof(*np));
+    if (np == NULL) goto out_nomem;
+    resp->params = np;
+    resp->cap_params = ncap;
+  }
+  p = &resp->params[resp->n_params];
+  memset(p, 0, sizeof(*p));
+  p->key = ifd_pool_strndup(&resp->pool, name, strlen(name));
+  if (p->key == NULL) goto out_nomem;
+  resp->n_params++;
+  *out = p;
+  return NULL;
+out_nomem:
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseSetStringParameter(
+    TRITONBACKEND_Response *response, const char *name, const char *value) {
+  ifd_param_t *p;
+  TRITONSERVER_Error *e;
+  ARG_CHECK(response != NULL && name != NULL && value != NULL);
+  e = add_param(RESP(response), name, &p);
+  if (e != NULL) return e;
+  p->type = IFD_PARAM_STRING;
+  p->v.s = ifd_pool_strndup(&RESP(response)->pool, value, strlen(value));
+  if (p->v.s == NULL) {
+    RESP(response)->n_params--;
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  }
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseSetIntParameter(
+    TRITONBACKEND_Response *response, const char *name, const int64_t value) {
+  ifd_param_t *p;
+  TRITONSERVER_Error *e;
+  ARG_CHECK(response != NULL && name != NULL);
+  e = add_param(RESP(response), name, &p);
+  if (e != NULL) return e;
+  p->type = IFD_PARAM_INT;
+  p->v.i = value;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseSetBoolParameter(
+    TRITONBACKEND_Response *response, const char *name, const bool value) {
+  ifd_param_t *p;
+  TRITONSERVER_Error *e;
+  ARG_CHECK(response != NULL && name != NULL);
+  e = add_param(RESP(response), name, &p);
+  if (e != NULL) return e;
+  p->type = IFD_PARAM_BOOL;
+  p->v.b = value;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseSetDoubleParameter(
+    TRITONBACKEND_Response *response, const char *name, const double value) {
+  ifd_param_t *p;
+  TRITONSERVER_Error *e;
+  ARG_CHECK(response != NULL && name != NULL);
+  e = add_param(RESP(response), name, &p);
+  if (e != NULL) return e;
+  p->type = IFD_PARAM_DOUBLE;
+  p->v.d = value;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(
+    TRITONBACKEND_Response *response, TRITONBACKEND_Output **output,
+    const char *name, const TRITONSERVER_DataType datatype,
+    const int64_t *shape, const uint32_t dims_count) {
+  ifd_response_t *resp = RESP(response);
+  ifd_output_t *o;
+  uint32_t i;
+  ARG_CHECK(response != NULL && output != NULL && name != NULL &&
+            (shape != NULL || dims_count == 0));
+  if (dims_count > IFD_MAX_DIMS)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "output has too many dimensions");
+  for (i = 0; i < resp->n_outputs; i++)
+    if (strcmp(resp->outputs[i].name, name) == 0)
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_ALREADY_EXISTS,
+                                   "output already exists in the response");
+  if (resp->n_outputs == resp->cap_outputs)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "more outputs than the model configuration "
+                                 "declares");
+  o = &resp->outputs[resp->n_outputs];
+  memset(o, 0, sizeof(*o));
+  o->name = ifd_pool_strndup(&resp->pool, name, strlen(name));
+  if (o->name == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  o->dtype = (ifd_dtype_t)datatype;
+  if (dims_count > 0) memcpy(o->shape, shape, dims_count * sizeof(int64_t));
+  o->ndims = dims_count;
+  resp->n_outputs++;
+  *output = (TRITONBACKEND_Output *)o;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
+    TRITONBACKEND_Output *output, void **buffer,
+    const uint64_t buffer_byte_size, TRITONSERVER_MemoryType *memory_type,
+    int64_t *memory_type_id) {
+  ifd_output_t *o = (ifd_output_t *)output;
+  ARG_CHECK(output != NULL && buffer != NULL && memory_type != NULL &&
+            memory_type_id != NULL);
+  if (o->buffer != NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_ALREADY_EXISTS,
+                                 "output buffer already allocated");
+  if (buffer_byte_size > ((uint64_t)1 << 40))
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "output buffer too large");
+  /* Whatever memory the backend preferred, it gets CPU memory: Triton's
+   * contract lets the allocator choose, and reports the choice back. */
+  o->buffer = malloc(buffer_byte_size > 0 ? buffer_byte_size : 1);
+  if (o->buffer == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                 "out of memory allocating an output buffer");
+  o->byte_size = buffer_byte_size;
+  *buffer = o->buffer;
+  *memory_type = TRITONSERVER_MEMORY_CPU;
+  *memory_type_id = 0;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response,
+                                               const uint32_t send_flags,
+                                               TRITONSERVER_Error *error) {
+  ARG_CHECK(response != NULL);
+  if (error != NULL)
+    ifd_response_send(RESP(response), send_flags,
+                      ifd__code_from_class(TRITONSERVER_ErrorCode(error)),
+                      TRITONSERVER_ErrorMessage(error));
+  else
+    ifd_response_send(RESP(response), send_flags, 0, NULL);
+  /* Triton's contract: the caller keeps ownership of `error`. */
+  return NULL;
+}
+
+/* ---- statistics ----------------------------------------------------------------- */
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(
+    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request,
+    const bool success, const uint64_t exec_start_ns,
+    const uint64_t compute_start_ns, const uint64_t compute_end_ns,
+    const uint64_t exec_end_ns) {
+  ifd_request_t *req = REQ(request);
+  ARG_CHECK(instance != NULL && request != NULL);
+  (void)success;
+  (void)compute_start_ns;
+  (void)compute_end_ns;
+  /* Statistics aggregation lands with the statistics extension; the
+   * execution window is kept on the request for it. */
+  req->t_exec_start = exec_start_ns;
+  req->t_exec_end = exec_end_ns;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(
+    TRITONBACKEND_ModelInstance *instance, const uint64_t batch_size,
+    const uint64_t exec_start_ns, const uint64_t compute_start_ns,
+    const uint64_t compute_end_ns, const uint64_t exec_end_ns) {
+  ARG_CHECK(instance != NULL);
+  (void)batch_size;
+  (void)exec_start_ns;
+  (void)compute_start_ns;
+  (void)compute_end_ns;
+  (void)exec_end_ns;
+  return NULL;
+}

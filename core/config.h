@@ -1,0 +1,139 @@
+/*
+ * core/config.h - model configuration: load, defaults, validation, JSON.
+ *
+ * A model's configuration is the protoc-c message inference.ModelConfig
+ * (proto/model_config.proto, Triton's schema). It is read from
+ * <model dir>/config.pbtxt, completed with the defaults Triton fills in, and
+ * validated as Triton validates it. Functions that touch files block: call them
+ * from the thread pool, never from the loop thread.
+ */
+#ifndef IFD_CORE_CONFIG_H
+#define IFD_CORE_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "proto/model_config.pb-c.h"
+
+typedef Inference__ModelConfig ifd_model_config_t;
+
+/** Options that change how configs are completed. */
+typedef struct ifd_config_opts {
+  int strict;       /* --strict-model-config: no auto-completion */
+  int gpu_count;    /* GPUs present; 0 on a CPU-only machine */
+} ifd_config_opts_t;
+
+/**
+ * Reads and parses `<model_dir>/config.pbtxt`. A missing file gives an empty
+ * config (name set, everything else default) when !opts->strict, else an
+ * IFD_ENOTFOUND error. An empty config `name` is set to `model_name`; a name
+ * different from `model_name` is an IFD_EINVAL error (Triton requires the
+ * config name to match the directory).
+ *
+ * Then fills platform, backend and default_model_filename as Triton's
+ * server-side auto-completion does, from each other and from the files of the
+ * first sub-folder (model.onnx -> onnxruntime, model.plan -> tensorrt,
+ * model.pt -> pytorch, model.py -> python, model.savedmodel/ or
+ * model.graphdef -> tensorflow, model.xml -> openvino); a config that names
+ * nothing takes its backend from a model name "<name>.<backend>", else is an
+ * IFD_EINVAL "Invalid model name" error.
+ *
+ * Returns 0 and sets *out (owned by the caller: ifd_config_free), or a
+ * negative code with a message naming the file (and line/column on a parse
+ * error) in `err`. Blocking.
+ */
+int ifd_config_load(const char *model_dir, const char *model_name,
+                    const ifd_config_opts_t *opts, ifd_model_config_t **out,
+                    ifd_errmsg_t *err);
+
+/** Parses config text (used by ifd_config_load and by tests). Same contract. */
+int ifd_config_parse(const char *text, size_t len, const char *filename,
+                     const char *model_name, ifd_model_config_t **out,
+                     ifd_errmsg_t *err);
+
+/** Frees a config from ifd_config_load / _parse / _from_json. NULL is fine. */
+void ifd_config_free(ifd_model_config_t *cfg);
+
+/**
+ * Returns the backend name a config runs on: `backend` when set, else derived
+ * from `platform` as Triton does (tensorrt_plan -> tensorrt,
+ * tensorflow_graphdef / tensorflow_savedmodel -> tensorflow, onnxruntime_onnx ->
+ * onnxruntime, pytorch_libtorch -> pytorch, ensemble -> "" (no backend)), or
+ * NULL when neither names one. The result is static or borrowed from cfg.
+ */
+const char *ifd_config_backend_name(const ifd_model_config_t *cfg);
+
+/**
+ * Fills in the defaults Triton applies, in place (idempotent):
+ *  - backend / platform / default_model_filename derived from each other as
+ *    in ifd_config_load (without looking at files);
+ *  - version_policy latest { num_versions: 1 } when unset;
+ *  - dynamic_batching without preferred_batch_size prefers max_batch_size
+ *    (when > 0); sequence_batching max_sequence_idle_microseconds 0 becomes
+ *    1000000, and an oldest strategy without preferred sizes prefers
+ *    max_batch_size;
+ *  - except for ensembles: optimization created when unset, with
+ *    input_pinned_memory / output_pinned_memory { enable: true } when unset;
+ *    one instance_group { name: <model> } when there is none; each group
+ *    named "<model>_<index>" when unnamed, KIND_AUTO resolved to KIND_GPU
+ *    when gpu_count > 0 and every listed GPU exists, else KIND_CPU (Triton
+ *    does not ask the backend), count < 1 set to 1 (2 for KIND_CPU with the
+ *    tensorflow and onnxruntime backends), and KIND_GPU without gpus given
+ *    all GPUs 0..gpu_count-1.
+ * Returns 0 or IFD_ENOMEM.
+ */
+int ifd_config_normalize(ifd_model_config_t *cfg,
+                         const ifd_config_opts_t *opts, ifd_errmsg_t *err);
+
+/**
+ * Validates a normalized config with Triton's rules (ValidateModelConfig,
+ * ValidateInstanceGroup, ValidateModelIOConfig) and returns 0, or IFD_EINVAL
+ * (IFD_EINTERNAL for an unresolved KIND_AUTO) with Triton's message, which
+ * names the model. In order: name present; backend present unless platform
+ * is "ensemble", and empty for ensembles; a known backend matches its
+ * platform; max_batch_size >= 0; version_policy set; dynamic batching
+ * preferred sizes in [1, max_batch_size], priority levels and queue policies
+ * consistent, preserve_ordering without priorities or DELAY; sequence
+ * batching controls well formed (START/END/READY: one *_false_true list of
+ * 2, CORRID: a data_type of (U)INT32/(U)INT64/STRING), oldest preferred
+ * sizes in [1, max_batch_size], direct minimum_slot_utilization in [0, 1],
+ * no response cache; ensembles: platform "ensemble", steps with model_name,
+ * input_map and output_map, every tensor written once, used and reachable
+ * from the inputs, no instance groups / optimization / warmup; no response
+ * cache for decoupled models; model_metrics complete; instance groups
+ * present, KIND_GPU only with existing GPUs, no gpus for KIND_CPU /
+ * KIND_MODEL, profiles only for tensorrt_plan; every input and output with
+ * a name, a data_type and non-empty dims each >= 1 or -1 (a scalar is
+ * dims [ 1 ] with an empty reshape, allowed only when batching), reshape
+ * consistent with dims, NHWC/NCHW with 3 dims, shape tensors and non-linear
+ * IO only for tensorrt_plan; batch inputs and outputs well formed.
+ *
+ * Not checked, as Triton does not: that inputs or outputs exist, that
+ * dynamic or sequence batching go with max_batch_size > 0, and latest
+ * num_versions >= 1 (0 loads no version). Added by inferd: input names are
+ * unique, and so are output names.
+ */
+int ifd_config_validate(const ifd_model_config_t *cfg,
+                        const ifd_config_opts_t *opts, ifd_errmsg_t *err);
+
+/**
+ * The config as tritonserver 2.47 prints it for GET /v2/models/<m>/config:
+ * ifd_pbjson_from_message, less the fields Triton added after 2.47
+ * (is_non_linear_format_io, ensemble max_inflight_responses) while they
+ * hold their default. New reference, NULL on ENOMEM.
+ */
+json_t *ifd_config_to_json(const ifd_model_config_t *cfg);
+
+/**
+ * Builds a config from JSON (TRITONBACKEND_ModelSetConfig, auto-complete).
+ * Returns 0 and *out, or IFD_EINVAL / IFD_ENOMEM with a message.
+ */
+int ifd_config_from_json(const json_t *json, ifd_model_config_t **out,
+                         ifd_errmsg_t *err);
+
+/** Looks up a string parameter (`parameters { key: K value { string_value } }`);
+ *  returns the borrowed value or NULL. */
+const char *ifd_config_param(const ifd_model_config_t *cfg, const char *key);
+
+#endif

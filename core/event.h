@@ -1,0 +1,44 @@
+/*
+ * core/event.h - the completion queue: events from any thread to the loop.
+ *
+ * Instance threads and backends push events (response ready, request
+ * released, instance idle); the loop drains them all in one uv_async
+ * callback. A producer signals the async handle only on the queue's
+ * empty-to-non-empty transition, and the consumer swaps the whole list out
+ * under the lock and runs it unlocked, so one wake-up serves many events.
+ * Events are embedded in the objects they concern: pushing never allocates.
+ */
+#ifndef IFD_CORE_EVENT_H
+#define IFD_CORE_EVENT_H
+
+#include <pthread.h>
+#include <uv.h>
+
+typedef struct ifd_event ifd_event_t;
+
+struct ifd_event {
+  ifd_event_t *next;              /* guarded by the queue's mu while queued */
+  void (*fn)(ifd_event_t *ev);    /* runs on the loop thread */
+};
+
+typedef struct ifd_evq {
+  uv_async_t async;     /* embedded; reached back with container_of */
+  pthread_mutex_t mu;
+  ifd_event_t *head;    /* guarded by mu */
+  ifd_event_t *tail;    /* guarded by mu */
+} ifd_evq_t;
+
+/** Initializes the queue on `loop`. Returns 0 or a negative libuv code. */
+int ifd_evq_init(uv_loop_t *loop, ifd_evq_t *q);
+
+/** Pushes `ev` (any thread). Its fn runs on the loop thread later, in push
+ *  order. `ev` must stay valid until then and must not be queued twice. */
+void ifd_evq_push(ifd_evq_t *q, ifd_event_t *ev);
+
+/** Runs every queued event now (loop thread; also used by tests). */
+void ifd_evq_drain(ifd_evq_t *q);
+
+/** Closes the async handle; `q` may be freed in `cb`. Loop thread. */
+void ifd_evq_close(ifd_evq_t *q, uv_close_cb cb);
+
+#endif

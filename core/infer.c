@@ -1,0 +1,285 @@
+/*
+ * core/infer.c - inference request and response objects.
+ *
+ * A request carries two references: the protocol's (from ifd_request_new to
+ * ifd_request_unref) and, once submitted, the backend's (until the release
+ * event reaches the loop). Both are counted on the loop thread only, so the
+ * count needs no atomics. Responses are created and filled on any thread but
+ * reach the protocol only through the completion queue.
+ */
+#include "core/infer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/model.h"
+#include "core/server.h"
+
+static void request_free(ifd_request_t *req) {
+  if (req->model != NULL) ifd_model_unref(req->model);
+  free(req->body);
+  ifd_pool_destroy(&req->pool);
+  free(req);
+}
+
+static void request_put(ifd_request_t *req) {
+  if (--req->refs == 0) request_free(req);
+}
+
+ifd_request_t *ifd_request_new(ifd_server_t *server) {
+  ifd_request_t *req = calloc(1, sizeof(*req));
+  if (req == NULL) return NULL;
+  ifd_pool_init(&req->pool);
+  req->server = server;
+  req->model_version = -1;
+  req->id = "";
+  req->refs = 1;
+  req->state = IFD_REQ_INIT;
+  return req;
+}
+
+/* Grows a pool array by one element; arrays are small, so doubling from 4 in
+ * the pool wastes little and avoids a realloc per element. */
+static void *grow(ifd_pool_t *pool, void *arr, uint32_t n, size_t elem) {
+  void *na;
+  if (n != 0 && (n & (n - 1)) == 0 && n >= 4) {
+    na = ifd_pool_alloc(pool, (size_t)n * 2 * elem);
+    if (na == NULL) return NULL;
+    memcpy(na, arr, (size_t)n * elem);
+    return na;
+  }
+  if (n == 0) return ifd_pool_alloc(pool, 4 * elem);
+  return arr;
+}
+
+ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
+                                   size_t name_len, ifd_dtype_t dtype,
+                                   const int64_t *shape, uint32_t ndims) {
+  ifd_input_t *in;
+  ifd_input_t *arr = grow(&req->pool, req->inputs, req->n_inputs, sizeof(*in));
+  if (arr == NULL || ndims > IFD_MAX_DIMS) return NULL;
+  req->inputs = arr;
+  in = &arr[req->n_inputs];
+  memset(in, 0, sizeof(*in));
+  in->name = ifd_pool_strndup(&req->pool, name, name_len);
+  in->shape = ifd_pool_alloc(&req->pool, sizeof(int64_t) * (ndims ? ndims : 1));
+  if (in->name == NULL || in->shape == NULL) return NULL;
+  if (ndims > 0) memcpy(in->shape, shape, sizeof(int64_t) * ndims);
+  in->ndims = ndims;
+  in->dtype = dtype;
+  req->n_inputs++;
+  return in;
+}
+
+ifd_output_req_t *ifd_request_add_output(ifd_request_t *req, const char *name,
+                                         size_t name_len) {
+  ifd_output_req_t *o;
+  ifd_output_req_t *arr =
+      grow(&req->pool, req->outputs, req->n_outputs, sizeof(*o));
+  if (arr == NULL) return NULL;
+  req->outputs = arr;
+  o = &arr[req->n_outputs];
+  memset(o, 0, sizeof(*o));
+  o->name = ifd_pool_strndup(&req->pool, name, name_len);
+  if (o->name == NULL) return NULL;
+  req->n_outputs++;
+  return o;
+}
+
+ifd_param_t *ifd_request_add_param(ifd_request_t *req, const char *key,
+                                   size_t key_len) {
+  ifd_param_t *p;
+  ifd_param_t *arr = grow(&req->pool, req->params, req->n_params, sizeof(*p));
+  if (arr == NULL) return NULL;
+  req->params = arr;
+  p = &arr[req->n_params];
+  memset(p, 0, sizeof(*p));
+  p->key = ifd_pool_strndup(&req->pool, key, key_len);
+  if (p->key == NULL) return NULL;
+  req->n_params++;
+  return p;
+}
+
+static const struct ifd_model_ops *ops_of(ifd_request_t *req) {
+  return ifd_server_opts(req->server)->ops;
+}
+
+int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
+  ifd_model_t *m;
+  int rc;
+
+  if (req->state != IFD_REQ_INIT)
+    return ifd_errf(err, IFD_EINTERNAL, "request submitted twice");
+  if (!ifd_server_ready(req->server) && !ifd_server_live(req->server))
+    return ifd_errf(err, IFD_EUNAVAIL, "server is shutting down");
+  rc = ifd_server_find_model(req->server, req->model_name,
+                             strlen(req->model_name), req->model_version, &m,
+                             err);
+  if (rc < 0) return rc;
+  rc = ifd_model_validate_request(m, req, err);
+  if (rc < 0) return rc;
+  ifd_model_ref(m);
+  req->model = m;
+  /* The backend's reference: dropped when the release event arrives, or
+   * by the scheduler if it refuses the request below. */
+  req->refs++;
+  req->state = IFD_REQ_QUEUED;
+  rc = ops_of(req)->submit(m, req, err);
+  if (rc < 0) {
+    req->state = IFD_REQ_RELEASED;
+    req->refs--;
+    return rc;
+  }
+  return 0;
+}
+
+void ifd_request_unref(ifd_request_t *req) {
+  if (req != NULL) request_put(req);
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+static void release_done(ifd_request_t *req) {
+  req->state = IFD_REQ_RELEASED;
+  req->release_pending = 0;
+  if (!req->final_delivered) {
+    if (req->responses == 0)
+      ifd_request_fail(req, IFD_EINTERNAL,
+                       "the backend released the request without a response");
+    else
+      ifd_request_fail(req, IFD_EINTERNAL,
+                       "the backend released the request before its final "
+                       "response");
+  }
+  request_put(req);
+}
+
+static void deliver(ifd_response_t *resp) {
+  ifd_request_t *req = resp->req;
+  int counted = resp->counted;
+
+  /* The request may be freed by uncount() once the response is delivered;
+   * keep it alive across the callback. */
+  req->refs++;
+  resp->counted = 0;
+  if (resp->discard) {
+    ifd_response_free(resp);
+  } else if (req->final_delivered) {
+    /* A backend sent after its final response: the client was answered
+     * already, so drop it. */
+    IFD_WARN("dropping a response sent after the final one for request '%s'",
+             req->id);
+    ifd_response_free(resp);
+  } else {
+    if (resp->flags & IFD_RESPONSE_FINAL) req->final_delivered = 1;
+    req->responses++;
+    if (req->on_response != NULL)
+      req->on_response(resp, req->cb_arg);
+    else
+      ifd_response_free(resp);
+  }
+  if (counted && atomic_fetch_sub(&req->open_responses, 1) == 1 &&
+      req->release_pending)
+    release_done(req);
+  request_put(req);
+}
+
+static void on_response_ready(ifd_event_t *ev) {
+  deliver((ifd_response_t *)((char *)ev - offsetof(ifd_response_t, ready_ev)));
+}
+
+ifd_response_t *ifd_response_new(ifd_request_t *req) {
+  ifd_response_t *resp = calloc(1, sizeof(*resp));
+  if (resp == NULL) return NULL;
+  resp->req = req;
+  ifd_pool_init(&resp->pool);
+  resp->counted = 1;
+  atomic_fetch_add(&req->open_responses, 1);
+  return resp;
+}
+
+static void set_error(ifd_response_t *resp, int error, const char *msg) {
+  resp->error = error;
+  free(resp->error_msg);
+  resp->error_msg = strdup(msg != NULL ? msg : ifd_strerror(error));
+}
+
+void ifd_response_send(ifd_response_t *resp, uint32_t flags, int error,
+                       const char *msg) {
+  resp->flags |= flags;
+  if (error < 0) set_error(resp, error, msg);
+  resp->ready_ev.fn = on_response_ready;
+  ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
+}
+
+void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
+  ifd_response_t *resp = ifd_response_new(req);
+  if (resp == NULL) {
+    /* Out of memory while failing: nothing can be sent. The protocol sees
+     * the request finish through its own unref path; log it loudly. */
+    IFD_ERROR("out of memory answering request '%s' with: %s", req->id, msg);
+    return;
+  }
+  resp->flags = IFD_RESPONSE_FINAL;
+  set_error(resp, error, msg);
+  deliver(resp);
+}
+
+void ifd_request_hold(ifd_request_t *req) {
+  atomic_fetch_add(&req->open_responses, 1);
+}
+
+void ifd_request_unhold(ifd_request_t *req) {
+  if (atomic_fetch_sub(&req->open_responses, 1) == 1 && req->release_pending)
+    release_done(req);
+}
+
+void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
+  ifd_request_fail(req, error, msg);
+  req->state = IFD_REQ_RELEASED;
+  request_put(req);
+}
+
+static void on_released(ifd_event_t *ev) {
+  ifd_request_t *req =
+      (ifd_request_t *)((char *)ev - offsetof(ifd_request_t, release_ev));
+  /* Responses still being built (a backend may release a request before it
+   * sends): the release completes when the last of them arrives. */
+  if (atomic_load(&req->open_responses) > 0) {
+    req->release_pending = 1;
+    return;
+  }
+  release_done(req);
+}
+
+void ifd_request_release(ifd_request_t *req, uint32_t flags) {
+  req->release_flags = flags;
+  req->release_ev.fn = on_released;
+  ifd_evq_push(ifd_server_evq(req->server), &req->release_ev);
+}
+
+void ifd_response_discard(ifd_response_t *resp) {
+  resp->discard = 1;
+  resp->ready_ev.fn = on_response_ready;
+  ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
+}
+
+void ifd_response_free(ifd_response_t *resp) {
+  uint32_t i;
+  if (resp == NULL) return;
+  for (i = 0; i < resp->n_outputs; i++) free(resp->outputs[i].buffer);
+  free(resp->outputs);
+  free(resp->params);
+  free(resp->error_msg);
+  ifd_pool_destroy(&resp->pool);
+  free(resp);
+}
+
+const ifd_output_t *ifd_response_output(const ifd_response_t *resp,
+                                        const char *name) {
+  uint32_t i;
+  for (i = 0; i < resp->n_outputs; i++)
+    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
+  return NULL;
+}

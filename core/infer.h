@@ -1,0 +1,244 @@
+/*
+ * core/infer.h - inference requests and responses.
+ *
+ * One request type serves every protocol: net/ builds an ifd_request_t whose
+ * input tensors point into the bytes it received, submits it, and gets each
+ * response through a callback on the loop thread. The backend ABI hands the
+ * same objects to backends as TRITONBACKEND_Request / TRITONBACKEND_Response.
+ *
+ * Life of a request (loop thread unless said otherwise):
+ *   ifd_request_new -> fill fields (net) -> ifd_request_submit: validated
+ *   against the model config, queued by the model's scheduler -> executed on
+ *   an instance thread -> the backend creates responses and releases the
+ *   request (any thread: both only push events) -> the loop calls
+ *   req->on_response for each response -> the protocol writes it and calls
+ *   ifd_response_free when its write completes -> the protocol calls
+ *   ifd_request_unref once it needs the request no more. The request is freed
+ *   when the protocol's reference is gone and the backend has released it.
+ */
+#ifndef IFD_CORE_INFER_H
+#define IFD_CORE_INFER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/event.h"
+#include "core/pool.h"
+
+typedef struct ifd_server ifd_server_t;
+typedef struct ifd_model ifd_model_t;
+typedef struct ifd_request ifd_request_t;
+typedef struct ifd_response ifd_response_t;
+
+/* Request flags, same values as TRITONSERVER_RequestFlag. */
+#define IFD_REQUEST_FLAG_SEQUENCE_START 1u
+#define IFD_REQUEST_FLAG_SEQUENCE_END 2u
+
+typedef enum ifd_param_type {
+  IFD_PARAM_STRING = 0, /* same values as TRITONSERVER_ParameterType */
+  IFD_PARAM_INT = 1,
+  IFD_PARAM_BOOL = 2,
+  IFD_PARAM_DOUBLE = 3,
+} ifd_param_type_t;
+
+/** A request or response parameter. */
+typedef struct ifd_param {
+  const char *key; /* borrowed: pool of the request or response */
+  ifd_param_type_t type;
+  union {
+    const char *s; /* borrowed: same pool as key */
+    int64_t i;
+    int b;
+    double d;
+  } v;
+} ifd_param_t;
+
+/** An input tensor of a request. */
+typedef struct ifd_input {
+  const char *name;   /* borrowed: request pool */
+  ifd_dtype_t dtype;
+  int64_t *shape;     /* borrowed: request pool; full shape incl. batch dim */
+  uint32_t ndims;
+  const void *data;   /* borrowed: request body or pool; NULL until set */
+  uint64_t byte_size; /* bytes at data */
+} ifd_input_t;
+
+/** An output the client asked for. */
+typedef struct ifd_output_req {
+  const char *name;    /* borrowed: request pool */
+  uint32_t class_count; /* classification extension: top-N, 0 = tensor */
+  uint32_t proto_flags; /* protocol-private (e.g. HTTP binary_data), core ignores */
+} ifd_output_req_t;
+
+typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
+
+typedef enum ifd_request_state {
+  IFD_REQ_INIT = 0,  /* being filled by the protocol */
+  IFD_REQ_QUEUED,    /* in a scheduler queue */
+  IFD_REQ_EXECUTING, /* handed to an instance thread */
+  IFD_REQ_RELEASED,  /* the backend released it (or it never ran) */
+} ifd_request_state_t;
+
+struct ifd_request {
+  ifd_pool_t pool;         /* owned: every per-request allocation */
+  ifd_server_t *server;    /* borrowed: outlives every request */
+  ifd_model_t *model;      /* counted reference, set by submit */
+  const char *model_name;  /* borrowed: pool */
+  int64_t model_version;   /* requested version, -1: the policy's latest */
+  const char *id;          /* borrowed: pool; "" when none */
+  uint64_t correlation_id; /* 0 when none or when a string id is used */
+  const char *correlation_id_str; /* borrowed: pool; NULL when numeric/none */
+  uint32_t flags;          /* IFD_REQUEST_FLAG_* */
+  uint32_t priority;       /* 0: the model's default */
+  uint64_t timeout_us;     /* 0: none */
+
+  ifd_input_t *inputs;     /* borrowed: pool */
+  uint32_t n_inputs;
+  ifd_output_req_t *outputs; /* borrowed: pool; n_outputs == 0: all outputs */
+  uint32_t n_outputs;
+  ifd_param_t *params;     /* borrowed: pool */
+  uint32_t n_params;
+
+  void *body;              /* owned (malloc'd): bytes that inputs point into */
+
+  /* Filled by ifd_request_submit. */
+  uint64_t batch_size;     /* 1st dim when the model batches, else 0 */
+
+  ifd_response_cb on_response; /* loop thread; once per response */
+  void *cb_arg;
+
+  /* Timestamps, ns on CLOCK_MONOTONIC (statistics). */
+  uint64_t t_received, t_queued, t_exec_start, t_exec_end;
+
+  /* Core-private from here on. */
+  ifd_request_state_t state;
+  int refs;                /* loop thread only: protocol ref + backend ref */
+  uint32_t release_flags;  /* TRITONSERVER_RequestReleaseFlag from the backend */
+  int final_delivered;     /* loop thread: a FINAL response reached on_response */
+  unsigned responses;      /* loop thread: responses delivered so far */
+  /* Responses (and response factories) created but not yet delivered or
+   * deleted: a request released while some are open is not failed. */
+  atomic_int open_responses;
+  int release_pending;     /* loop thread: released while responses open */
+  ifd_event_t release_ev;  /* pushed by TRITONBACKEND_RequestRelease */
+  ifd_request_t *next;     /* scheduler queue link, loop thread only */
+};
+
+/** An output tensor of a response. */
+typedef struct ifd_output {
+  const char *name;    /* borrowed: response's storage */
+  ifd_dtype_t dtype;
+  int64_t shape[IFD_MAX_DIMS];
+  uint32_t ndims;
+  void *buffer;        /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
+  uint64_t byte_size;
+} ifd_output_t;
+
+struct ifd_response {
+  ifd_request_t *req;  /* borrowed: valid until the protocol's unref; the
+                          protocol reads it before it unrefs the request */
+  int error;           /* 0, or a negative IFD_E* code */
+  char *error_msg;     /* owned: NULL when error == 0 */
+  ifd_output_t *outputs; /* owned array */
+  uint32_t n_outputs, cap_outputs;
+  ifd_param_t *params; /* owned array; keys/strings owned by `pool` */
+  uint32_t n_params, cap_params;
+  uint32_t flags;      /* TRITONSERVER_ResponseCompleteFlag: 1 = FINAL */
+  ifd_pool_t pool;     /* owned: names and strings of the response */
+  ifd_event_t ready_ev; /* pushed by TRITONBACKEND_ResponseSend */
+  int counted;         /* still counted in req->open_responses */
+  int discard;         /* deleted unsent by the backend: free on the loop */
+  int empty;           /* flags only (ResponseFactorySendFlags): no payload */
+  ifd_response_t *next; /* protocol-private list link (e.g. a write queue) */
+};
+
+#define IFD_RESPONSE_FINAL 1u
+
+/** Allocates a request bound to `server`. NULL on ENOMEM. The caller holds
+ *  the protocol's reference. Loop thread. */
+ifd_request_t *ifd_request_new(ifd_server_t *server);
+
+/** Adds an input (name copied into the pool, shape copied); returns it or
+ *  NULL on ENOMEM. Data is set by the caller afterwards. */
+ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
+                                   size_t name_len, ifd_dtype_t dtype,
+                                   const int64_t *shape, uint32_t ndims);
+
+/** Adds a requested output; NULL on ENOMEM. */
+ifd_output_req_t *ifd_request_add_output(ifd_request_t *req, const char *name,
+                                         size_t name_len);
+
+/** Adds a parameter (key/string copied into the pool); NULL on ENOMEM. */
+ifd_param_t *ifd_request_add_param(ifd_request_t *req, const char *key,
+                                   size_t key_len);
+
+/**
+ * Validates the request against its model and queues it. The model is looked
+ * up by req->model_name / req->model_version.
+ *
+ * Returns 0 when queued: every later outcome, error or success, arrives as
+ * responses through req->on_response (the last one carries
+ * IFD_RESPONSE_FINAL). Returns a negative code with `err` filled when the
+ * request is refused up front (IFD_ENOTFOUND unknown model, IFD_EUNAVAIL
+ * model/version not ready, IFD_EINVAL bad input, ...): no callback follows.
+ * Either way the caller still holds its reference.
+ */
+int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err);
+
+/** Drops the protocol's reference. Loop thread. */
+void ifd_request_unref(ifd_request_t *req);
+
+/** Frees a response delivered by on_response. Loop thread. */
+void ifd_response_free(ifd_response_t *resp);
+
+/**
+ * Creates an empty response for `req` (any thread: backends call this through
+ * TRITONBACKEND_ResponseNew). NULL on ENOMEM.
+ */
+ifd_response_t *ifd_response_new(ifd_request_t *req);
+
+/**
+ * Queues `resp` for delivery to req->on_response on the loop thread (any
+ * thread). `error`/`msg` (copied; may be NULL) make it an error response.
+ * Ownership of resp passes to the loop.
+ */
+void ifd_response_send(ifd_response_t *resp, uint32_t flags, int error,
+                       const char *msg);
+
+/** Frees an unsent response on the loop thread (TRITONBACKEND_ResponseDelete;
+ *  any thread). */
+void ifd_response_discard(ifd_response_t *resp);
+
+/**
+ * Delivers an error response to a request that will never reach a backend,
+ * or whose backend failed it (loop thread): calls on_response at once with a
+ * FINAL response carrying `error` and `msg`.
+ */
+void ifd_request_fail(ifd_request_t *req, int error, const char *msg);
+
+/** Counts a response factory as an open response (any thread), so a release
+ *  waits for it; ifd_request_unhold (loop thread) drops it. */
+void ifd_request_hold(ifd_request_t *req);
+void ifd_request_unhold(ifd_request_t *req);
+
+/**
+ * Fails a queued request that never reached a backend (loop thread, used by
+ * schedulers): delivers a FINAL error response and drops the backend's
+ * reference in place of a release.
+ */
+void ifd_request_abort(ifd_request_t *req, int error, const char *msg);
+
+/**
+ * Marks the request released by its backend (any thread: pushes an event).
+ * If no FINAL response was delivered by then, the loop delivers an error
+ * response so that no client waits forever.
+ */
+void ifd_request_release(ifd_request_t *req, uint32_t flags);
+
+/** Finds the output of a response by name; NULL when absent. */
+const ifd_output_t *ifd_response_output(const ifd_response_t *resp,
+                                        const char *name);
+
+#endif

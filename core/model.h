@@ -1,0 +1,59 @@
+/*
+ * core/model.h - one loaded model version, as the layers above core see it.
+ *
+ * A model version is created by the server's registry, loaded on the thread
+ * pool through ifd_model_ops_t, and then read by any thread: its config and
+ * names never change once loaded. Its counters and queues belong to the loop.
+ */
+#ifndef IFD_CORE_MODEL_H
+#define IFD_CORE_MODEL_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/infer.h"
+#include "core/server.h"
+
+typedef enum ifd_model_state {
+  IFD_MODEL_LOADING = 0,
+  IFD_MODEL_READY,
+  IFD_MODEL_UNLOADING,
+  IFD_MODEL_UNAVAILABLE, /* failed to load, or unloaded */
+} ifd_model_state_t;
+
+struct ifd_model {
+  ifd_server_t *server;        /* borrowed: outlives the model */
+  char *name;                  /* owned */
+  int64_t version;
+  char *path;                  /* owned: "<repo>/<name>" */
+  char *repo;                  /* owned: the repository path */
+  ifd_model_config_t *config;  /* owned; immutable once loaded */
+  ifd_model_state_t state;     /* loop thread only */
+  char *reason;                /* owned: why UNAVAILABLE; NULL otherwise */
+  int refs;                    /* loop thread only */
+
+  /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
+  void *backend_model;         /* backend_api: its model object */
+  void *sched;                 /* sched: the scheduler instance */
+
+  uint64_t load_seq;           /* order of load completion (unload reverses) */
+  ifd_model_t *next_version;   /* registry link, loop thread only */
+};
+
+/** Takes a reference (loop thread). */
+void ifd_model_ref(ifd_model_t *m);
+/** Drops one (loop thread); an unloaded model is freed with the last one. */
+void ifd_model_unref(ifd_model_t *m);
+
+/**
+ * Validates a request against the model config as Triton does and computes
+ * req->batch_size: known input names, every non-optional input present, data
+ * types, shapes (batch dim 1..max_batch_size when batching, -1 dims wildcard),
+ * byte sizes (fixed types exact; BYTES well-formed for the element count),
+ * requested outputs known. Returns 0 or IFD_EINVAL with Triton's message in
+ * substance (names the tensor, the model, expected and got).
+ */
+int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
+                               ifd_errmsg_t *err);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * core/repo.h - model repository layout: model folders and version policies.
+ *
+ * A repository is a folder of model folders `<repo>/<model>/`, each holding
+ * config.pbtxt and numeric version folders `<repo>/<model>/<version>/`. These
+ * functions read the file system and block: thread pool only.
+ */
+#ifndef IFD_CORE_REPO_H
+#define IFD_CORE_REPO_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/error.h"
+
+/** One model folder found in a repository scan. */
+typedef struct ifd_repo_entry {
+  char *name; /* owned: the folder name, i.e. the model name */
+  char *path; /* owned: "<repo>/<name>" */
+} ifd_repo_entry_t;
+
+typedef struct ifd_repo_scan {
+  ifd_repo_entry_t *entries; /* owned; sorted by name */
+  size_t count;
+  /* owned: names that appear in more than one repository. Triton refuses to
+   * load such a model; the caller reports each as failed. */
+  char **duplicates;
+  size_t n_duplicates;
+} ifd_repo_scan_t;
+
+/**
+ * Lists the model folders of every repository in `repos` (`n` paths). A folder
+ * is a model folder when it is a directory whose name does not start with '.'.
+ * A repository path that cannot be read is an IFD_EIO error naming it.
+ * Returns 0 and fills *out (free with ifd_repo_scan_free).
+ */
+int ifd_repo_scan(const char *const *repos, size_t n, ifd_repo_scan_t *out,
+                  ifd_errmsg_t *err);
+
+void ifd_repo_scan_free(ifd_repo_scan_t *scan);
+
+/**
+ * Lists the numeric version folders of `model_path` (names made only of
+ * digits that fit int64 and are > 0... Triton accepts 0 too: accept >= 0),
+ * applies the config's version_policy (latest{num_versions} - the N largest;
+ * all; specific{versions} - those listed that exist) and returns the versions
+ * to load in ascending order. *out is malloc'd (caller frees), *n its length;
+ * an empty result is not an error (the caller reports "no version to load").
+ */
+int ifd_repo_versions(const char *model_path, const ifd_model_config_t *cfg,
+                      int64_t **out, size_t *n, ifd_errmsg_t *err);
+
+#endif

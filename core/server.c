@@ -1,0 +1,754 @@
+/*
+ * core/server.c - the server object and its model registry.
+ *
+ * The registry maps a model name to an entry holding that model's versions.
+ * It lives on the loop thread. Everything that touches the file system or a
+ * backend (scan, config parse, ops->load, ops->unload) runs as a uv_work_t on
+ * libuv's thread pool and reports back in its after-work callback, so the
+ * loop never blocks on a load.
+ *
+ * Start-up: scan (pool) -> per model: config + versions (pool) -> per
+ * version: ops->load (pool) -> READY or UNAVAILABLE with a reason. Shutdown:
+ * not ready -> wait for pending requests (bounded) -> unload every version in
+ * reverse order of load completion, one at a time (pool).
+ */
+#include "core/server.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/model.h"
+#include "core/repo.h"
+#include "core/strmap.h"
+#include "core/util.h"
+
+typedef struct model_entry {
+  char *name;            /* owned */
+  char *path;            /* owned */
+  char *repo;            /* owned */
+  ifd_model_t *versions; /* owned list, ascending version */
+  char *reason;          /* owned: model-level failure (bad config), or NULL */
+  int preparing;         /* config/version work in flight */
+} model_entry_t;
+
+struct ifd_server {
+  uv_loop_t *loop;           /* borrowed: outlives the server */
+  ifd_server_opts_t opts;    /* strings owned (copied) */
+  char **repos;              /* owned copies behind opts.repos */
+  char *backend_dir;         /* owned copy behind opts.backend_dir */
+  ifd_evq_t evq;             /* embedded completion queue */
+  ifd_strmap_t by_name;      /* name -> model_entry_t* */
+  model_entry_t **entries;   /* owned array, sorted by name */
+  size_t n_entries;
+  int loading_done;
+  int shutting_down;
+  int failed;                /* models that failed to load */
+  unsigned pending_work;     /* load work items in flight */
+  uint64_t load_seq;
+  void (*start_done)(ifd_server_t *, int, void *);
+  void *start_arg;
+  /* shutdown */
+  uv_timer_t drain_timer;    /* embedded */
+  uint64_t drain_deadline;   /* uv_now() ms */
+  ifd_model_t **unload_order; /* owned array for the unload chain */
+  size_t n_unload, i_unload;
+  void (*stop_done)(ifd_server_t *, void *);
+  void *stop_arg;
+  int closing_handles;
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+
+uv_loop_t *ifd_server_loop(ifd_server_t *s) { return s->loop; }
+ifd_evq_t *ifd_server_evq(ifd_server_t *s) { return &s->evq; }
+const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s) {
+  return &s->opts;
+}
+int ifd_server_live(const ifd_server_t *s) { return !s->shutting_down; }
+
+int ifd_server_ready(const ifd_server_t *s) {
+  if (s->shutting_down || !s->loading_done) return 0;
+  return s->opts.strict_readiness ? s->failed == 0 : 1;
+}
+
+int ifd_parse_version(const char *str, size_t n, int64_t *out) {
+  int64_t v = 0;
+  size_t i;
+  if (n == 0) {
+    *out = -1;
+    return 0;
+  }
+  for (i = 0; i < n; i++) {
+    if (str[i] < '0' || str[i] > '9') return IFD_EINVAL;
+    if (v > (INT64_MAX - (str[i] - '0')) / 10) return IFD_EINVAL;
+    v = v * 10 + (str[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* ---- creation --------------------------------------------------------------- */
+
+int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
+                   ifd_server_t **out, ifd_errmsg_t *err) {
+  ifd_server_t *s = calloc(1, sizeof(*s));
+  size_t i;
+  int rc;
+
+  if (s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  s->loop = loop;
+  s->opts = *opts;
+  s->repos = calloc(opts->n_repos ? opts->n_repos : 1, sizeof(char *));
+  if (s->repos == NULL) goto out_nomem;
+  for (i = 0; i < opts->n_repos; i++) {
+    s->repos[i] = strdup(opts->repos[i]);
+    if (s->repos[i] == NULL) goto out_nomem;
+  }
+  s->opts.repos = (const char *const *)s->repos;
+  s->backend_dir = xstrdup(opts->backend_dir);
+  s->opts.backend_dir = s->backend_dir;
+  ifd_strmap_init(&s->by_name);
+  rc = ifd_evq_init(loop, &s->evq);
+  if (rc < 0) {
+    ifd_errf(err, IFD_ENOMEM, "cannot create the completion queue: %s",
+             uv_strerror(rc));
+    goto out_free;
+  }
+  rc = uv_timer_init(loop, &s->drain_timer);
+  if (rc < 0) abort(); /* uv_timer_init cannot fail on Linux */
+  *out = s;
+  return 0;
+
+out_nomem:
+  ifd_errf(err, IFD_ENOMEM, "out of memory");
+out_free:
+  for (i = 0; s->repos && i < opts->n_repos; i++) free(s->repos[i]);
+  free(s->repos);
+  free(s->backend_dir);
+  free(s);
+  return err ? err->code : IFD_ENOMEM;
+}
+
+/* ---- registry --------------------------------------------------------------- */
+
+static model_entry_t *entry_find(ifd_server_t *s, const char *name,
+                                 size_t len) {
+  return ifd_strmap_get(&s->by_name, name, len);
+}
+
+static model_entry_t *entry_add(ifd_server_t *s, const char *name,
+                                const char *path, const char *repo) {
+  model_entry_t *e = calloc(1, sizeof(*e));
+  model_entry_t **arr;
+  if (e == NULL) return NULL;
+  e->name = strdup(name);
+  e->path = xstrdup(path);
+  e->repo = xstrdup(repo);
+  arr = realloc(s->entries, (s->n_entries + 1) * sizeof(*arr));
+  if (e->name == NULL || arr == NULL ||
+      ifd_strmap_put(&s->by_name, e->name, strlen(e->name), e) < 0) {
+    if (arr != NULL) s->entries = arr;
+    free(e->name);
+    free(e->path);
+    free(e->repo);
+    free(e);
+    return NULL;
+  }
+  s->entries = arr;
+  s->entries[s->n_entries++] = e;
+  return e;
+}
+
+static void entry_fail(model_entry_t *e, const char *why) {
+  free(e->reason);
+  e->reason = strdup(why);
+}
+
+static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
+                              int64_t version) {
+  ifd_model_t *m = calloc(1, sizeof(*m));
+  ifd_model_t **pp;
+  if (m == NULL) return NULL;
+  m->server = s;
+  m->name = strdup(e->name);
+  m->path = strdup(e->path);
+  m->repo = strdup(e->repo);
+  m->version = version;
+  m->state = IFD_MODEL_LOADING;
+  m->refs = 1; /* the registry's */
+  if (m->name == NULL || m->path == NULL || m->repo == NULL) {
+    free(m->name);
+    free(m->path);
+    free(m->repo);
+    free(m);
+    return NULL;
+  }
+  for (pp = &e->versions; *pp != NULL && (*pp)->version < version;
+       pp = &(*pp)->next_version)
+    ;
+  m->next_version = *pp;
+  *pp = m;
+  return m;
+}
+
+static void model_free(ifd_model_t *m) {
+  ifd_config_free(m->config);
+  free(m->name);
+  free(m->path);
+  free(m->repo);
+  free(m->reason);
+  free(m);
+}
+
+/* Called when a model's last reference goes. The registry keeps its own
+ * reference until ifd_server_free, so this only runs then. */
+void ifd__server_model_released(ifd_model_t *m) { model_free(m); }
+
+static void model_fail(ifd_model_t *m, const char *why) {
+  m->state = IFD_MODEL_UNAVAILABLE;
+  free(m->reason);
+  m->reason = strdup(why);
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+typedef struct scan_job {
+  uv_work_t work;          /* embedded */
+  ifd_server_t *server;    /* borrowed */
+  ifd_repo_scan_t scan;    /* owned */
+  int rc;
+  ifd_errmsg_t err;
+} scan_job_t;
+
+typedef struct prepare_job {
+  uv_work_t work;          /* embedded */
+  ifd_server_t *server;    /* borrowed */
+  model_entry_t *entry;    /* borrowed: registry */
+  ifd_model_config_t *cfg; /* owned until handed to the versions */
+  int64_t *versions;       /* owned */
+  size_t n_versions;
+  int rc;
+  ifd_errmsg_t err;
+} prepare_job_t;
+
+typedef struct load_job {
+  uv_work_t work;          /* embedded */
+  ifd_model_t *model;      /* borrowed: registry */
+  int rc;
+  ifd_errmsg_t err;
+} load_job_t;
+
+static void work_done(ifd_server_t *s) {
+  if (--s->pending_work > 0 || s->loading_done) return;
+  s->loading_done = 1;
+  IFD_INFO("model loading finished: %d model(s) failed", s->failed);
+  if (s->start_done != NULL) s->start_done(s, s->failed, s->start_arg);
+}
+
+static void load_work(uv_work_t *w) {
+  load_job_t *j = (load_job_t *)w;
+  const ifd_model_ops_t *ops = j->model->server->opts.ops;
+  ifd_errclear(&j->err);
+  j->rc = ops->load(j->model, &j->err);
+}
+
+static void load_after(uv_work_t *w, int status) {
+  load_job_t *j = (load_job_t *)w;
+  ifd_model_t *m = j->model;
+  ifd_server_t *s = m->server;
+  (void)status;
+  if (j->rc == 0) {
+    m->state = IFD_MODEL_READY;
+    m->load_seq = ++s->load_seq;
+    IFD_INFO("successfully loaded '%s' version %" PRId64, m->name, m->version);
+  } else {
+    model_fail(m, j->err.text[0] ? j->err.text : ifd_strerror(j->rc));
+    s->failed++;
+    IFD_ERROR("failed to load '%s' version %" PRId64 ": %s", m->name,
+              m->version, m->reason);
+  }
+  free(j);
+  work_done(s);
+}
+
+/* Deep copy through the wire format: configs are small and this keeps every
+ * version's config independent (a backend may complete each on its own). */
+static ifd_model_config_t *config_clone(const ifd_model_config_t *c) {
+  size_t n = protobuf_c_message_get_packed_size(&c->base);
+  uint8_t *buf = malloc(n ? n : 1);
+  ifd_model_config_t *r;
+  if (buf == NULL) return NULL;
+  protobuf_c_message_pack(&c->base, buf);
+  r = inference__model_config__unpack(NULL, n, buf);
+  free(buf);
+  return r;
+}
+
+static void start_version_load(ifd_server_t *s, ifd_model_t *m) {
+  load_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) {
+    model_fail(m, "out of memory");
+    s->failed++;
+    return;
+  }
+  j->model = m;
+  s->pending_work++;
+  if (uv_queue_work(s->loop, &j->work, load_work, load_after) < 0) {
+    s->pending_work--;
+    free(j);
+    model_fail(m, "cannot queue the load");
+    s->failed++;
+  }
+}
+
+static void prepare_work(uv_work_t *w) {
+  prepare_job_t *j = (prepare_job_t *)w;
+  ifd_server_t *s = j->server;
+  ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count};
+
+  ifd_errclear(&j->err);
+  j->rc = ifd_config_load(j->entry->path, j->entry->name, &copts, &j->cfg,
+                          &j->err);
+  if (j->rc < 0) return;
+  j->rc = ifd_config_normalize(j->cfg, &copts, &j->err);
+  if (j->rc < 0) return;
+  j->rc = ifd_config_validate(j->cfg, &copts, &j->err);
+  if (j->rc < 0) return;
+  j->rc = ifd_repo_versions(j->entry->path, j->cfg, &j->versions,
+                            &j->n_versions, &j->err);
+}
+
+static void prepare_after(uv_work_t *w, int status) {
+  prepare_job_t *j = (prepare_job_t *)w;
+  ifd_server_t *s = j->server;
+  model_entry_t *e = j->entry;
+  size_t i;
+  (void)status;
+
+  e->preparing = 0;
+  if (j->rc < 0) {
+    entry_fail(e, j->err.text[0] ? j->err.text : ifd_strerror(j->rc));
+    s->failed++;
+    IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
+  } else if (j->n_versions == 0) {
+    entry_fail(e, "no version is available for the version policy");
+    s->failed++;
+    IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
+  } else {
+    for (i = 0; i < j->n_versions; i++) {
+      ifd_model_t *m = model_new(s, e, j->versions[i]);
+      if (m == NULL) {
+        entry_fail(e, "out of memory");
+        s->failed++;
+        break;
+      }
+      m->config = i + 1 == j->n_versions ? j->cfg : config_clone(j->cfg);
+      if (m->config == NULL) {
+        model_fail(m, "out of memory");
+        s->failed++;
+        continue;
+      }
+      if (m->config == j->cfg) j->cfg = NULL;
+      start_version_load(s, m);
+    }
+  }
+  ifd_config_free(j->cfg);
+  free(j->versions);
+  free(j);
+  work_done(s);
+}
+
+static void start_prepare(ifd_server_t *s, model_entry_t *e) {
+  prepare_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) {
+    entry_fail(e, "out of memory");
+    s->failed++;
+    return;
+  }
+  j->server = s;
+  j->entry = e;
+  e->preparing = 1;
+  s->pending_work++;
+  if (uv_queue_work(s->loop, &j->work, prepare_work, prepare_after) < 0) {
+    s->pending_work--;
+    e->preparing = 0;
+    free(j);
+    entry_fail(e, "cannot queue the load");
+    s->failed++;
+  }
+}
+
+static void scan_work(uv_work_t *w) {
+  scan_job_t *j = (scan_job_t *)w;
+  ifd_errclear(&j->err);
+  j->rc = ifd_repo_scan(j->server->opts.repos, j->server->opts.n_repos,
+                        &j->scan, &j->err);
+}
+
+static void scan_after(uv_work_t *w, int status) {
+  scan_job_t *j = (scan_job_t *)w;
+  ifd_server_t *s = j->server;
+  size_t i, k;
+  (void)status;
+
+  if (j->rc < 0) {
+    IFD_ERROR("cannot read the model repository: %s", j->err.text);
+    s->failed++;
+  } else {
+    for (i = 0; i < j->scan.count; i++) {
+      ifd_repo_entry_t *re = &j->scan.entries[i];
+      const char *repo = s->opts.repos[0];
+      model_entry_t *e;
+      int dup = 0;
+      for (k = 0; k < s->opts.n_repos; k++) {
+        size_t rl = strlen(s->opts.repos[k]);
+        if (strncmp(re->path, s->opts.repos[k], rl) == 0 && re->path[rl] == '/')
+          repo = s->opts.repos[k];
+      }
+      if (entry_find(s, re->name, strlen(re->name)) != NULL) continue;
+      e = entry_add(s, re->name, re->path, repo);
+      if (e == NULL) {
+        s->failed++;
+        continue;
+      }
+      for (k = 0; k < j->scan.n_duplicates; k++)
+        dup |= strcmp(j->scan.duplicates[k], re->name) == 0;
+      if (dup) {
+        entry_fail(e, "the model appears in more than one model repository");
+        s->failed++;
+        IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
+        continue;
+      }
+      start_prepare(s, e);
+    }
+    ifd_repo_scan_free(&j->scan);
+  }
+  free(j);
+  work_done(s);
+}
+
+void ifd_server_start(ifd_server_t *s,
+                      void (*done)(ifd_server_t *s, int failed, void *arg),
+                      void *arg) {
+  scan_job_t *j = calloc(1, sizeof(*j));
+  s->start_done = done;
+  s->start_arg = arg;
+  s->pending_work = 1;
+  if (j == NULL || (j->server = s, uv_queue_work(s->loop, &j->work, scan_work,
+                                                 scan_after)) < 0) {
+    free(j);
+    IFD_ERROR("cannot start loading models");
+    s->failed++;
+    s->pending_work = 0;
+    s->loading_done = 1;
+    if (done != NULL) done(s, s->failed, arg);
+  }
+}
+
+/* ---- lookup and metadata ------------------------------------------------------ */
+
+int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
+                          int64_t version, ifd_model_t **out,
+                          ifd_errmsg_t *err) {
+  model_entry_t *e = entry_find(s, name, name_len);
+  ifd_model_t *m, *best = NULL;
+  int len = name_len > 256 ? 256 : (int)name_len;
+
+  if (e == NULL)
+    return ifd_errf(err, IFD_ENOTFOUND,
+                    "Request for unknown model: '%.*s' is not found", len,
+                    name);
+  if (version < 0) {
+    for (m = e->versions; m != NULL; m = m->next_version)
+      if (m->state == IFD_MODEL_READY) best = m;
+    if (best == NULL)
+      return ifd_errf(err, IFD_EUNAVAIL,
+                      "Request for unknown model: '%.*s' has no available "
+                      "versions",
+                      len, name);
+    *out = best;
+    return 0;
+  }
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->version == version) break;
+  if (m == NULL)
+    return ifd_errf(err, IFD_ENOTFOUND,
+                    "Request for unknown model: '%.*s' version %" PRId64
+                    " is not found",
+                    len, name, version);
+  if (m->state != IFD_MODEL_READY)
+    return ifd_errf(err, IFD_EUNAVAIL,
+                    "Request for unknown model: '%.*s' version %" PRId64
+                    " is not at ready state",
+                    len, name, version);
+  *out = m;
+  return 0;
+}
+
+int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
+                           int64_t version) {
+  ifd_model_t *m;
+  if (s->shutting_down) return 0;
+  return ifd_server_find_model(s, name, name_len, version, &m, NULL) == 0;
+}
+
+json_t *ifd_server_metadata(const ifd_server_t *s) {
+  (void)s;
+  return json_pack("{s:s, s:s, s:[s, s, s]}", "name", IFD_SERVER_NAME,
+                   "version", IFD_SERVER_VERSION, "extensions",
+                   "binary_tensor_data", "parameters", "model_configuration");
+}
+
+static json_t *tensor_meta(const char *name, int dtype, const int64_t *dims,
+                           size_t n_dims, int batched) {
+  json_t *shape = json_array();
+  size_t i;
+  if (shape == NULL) return NULL;
+  if (batched) json_array_append_new(shape, json_integer(-1));
+  for (i = 0; i < n_dims; i++) json_array_append_new(shape, json_integer(dims[i]));
+  return json_pack("{s:s, s:s, s:o}", "name", name, "datatype",
+                   ifd_dtype_name((ifd_dtype_t)dtype), "shape", shape);
+}
+
+json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m) {
+  const ifd_model_config_t *c = m->config;
+  model_entry_t *e = entry_find(s, m->name, strlen(m->name));
+  json_t *versions = json_array(), *inputs = json_array(),
+         *outputs = json_array();
+  const ifd_model_t *v;
+  size_t i;
+  int batched = c->max_batch_size > 0;
+  const char *platform =
+      c->platform && c->platform[0] ? c->platform : c->backend;
+
+  if (versions == NULL || inputs == NULL || outputs == NULL) goto out_fail;
+  for (v = e ? e->versions : NULL; v != NULL; v = v->next_version) {
+    char buf[24];
+    if (v->state != IFD_MODEL_READY) continue;
+    snprintf(buf, sizeof(buf), "%" PRId64, v->version);
+    json_array_append_new(versions, json_string(buf));
+  }
+  for (i = 0; i < c->n_input; i++)
+    json_array_append_new(
+        inputs, tensor_meta(c->input[i]->name, c->input[i]->data_type,
+                            c->input[i]->dims, c->input[i]->n_dims, batched));
+  for (i = 0; i < c->n_output; i++)
+    json_array_append_new(
+        outputs, tensor_meta(c->output[i]->name, c->output[i]->data_type,
+                             c->output[i]->dims, c->output[i]->n_dims,
+                             batched));
+  return json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", m->name, "versions",
+                   versions, "platform", platform ? platform : "", "inputs",
+                   inputs, "outputs", outputs);
+
+out_fail:
+  json_decref(versions);
+  json_decref(inputs);
+  json_decref(outputs);
+  return NULL;
+}
+
+static const char *state_name(ifd_model_state_t st) {
+  switch (st) {
+    case IFD_MODEL_LOADING: return "LOADING";
+    case IFD_MODEL_READY: return "READY";
+    case IFD_MODEL_UNLOADING: return "UNLOADING";
+    default: return "UNAVAILABLE";
+  }
+}
+
+json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only) {
+  json_t *arr = json_array();
+  size_t i;
+  if (arr == NULL) return NULL;
+  for (i = 0; i < s->n_entries; i++) {
+    model_entry_t *e = s->entries[i];
+    ifd_model_t *m;
+    if (e->versions == NULL) {
+      if (ready_only) continue;
+      json_array_append_new(
+          arr, e->reason ? json_pack("{s:s, s:s, s:s}", "name", e->name,
+                                     "state", "UNAVAILABLE", "reason",
+                                     e->reason)
+                         : json_pack("{s:s, s:s}", "name", e->name, "state",
+                                     e->preparing ? "LOADING" : "UNAVAILABLE"));
+      continue;
+    }
+    for (m = e->versions; m != NULL; m = m->next_version) {
+      char buf[24];
+      json_t *o;
+      if (ready_only && m->state != IFD_MODEL_READY) continue;
+      snprintf(buf, sizeof(buf), "%" PRId64, m->version);
+      o = json_pack("{s:s, s:s, s:s}", "name", e->name, "version", buf,
+                    "state", state_name(m->state));
+      if (o != NULL && m->reason != NULL)
+        json_object_set_new(o, "reason", json_string(m->reason));
+      json_array_append_new(arr, o);
+    }
+  }
+  return arr;
+}
+
+/* ---- shutdown --------------------------------------------------------------- */
+
+typedef struct unload_job {
+  uv_work_t work;      /* embedded */
+  ifd_model_t *model;  /* borrowed: registry */
+} unload_job_t;
+
+static void unload_next(ifd_server_t *s);
+
+static void unload_work(uv_work_t *w) {
+  unload_job_t *j = (unload_job_t *)w;
+  j->model->server->opts.ops->unload(j->model);
+}
+
+static void unload_after(uv_work_t *w, int status) {
+  unload_job_t *j = (unload_job_t *)w;
+  ifd_model_t *m = j->model;
+  (void)status;
+  m->state = IFD_MODEL_UNAVAILABLE;
+  IFD_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
+  free(j);
+  unload_next(m->server);
+}
+
+static void unload_next(ifd_server_t *s) {
+  while (s->i_unload < s->n_unload) {
+    ifd_model_t *m = s->unload_order[s->i_unload++];
+    unload_job_t *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+      /* Out of memory at exit: unload inline rather than leak a backend. */
+      s->opts.ops->stop(m);
+      s->opts.ops->unload(m);
+      m->state = IFD_MODEL_UNAVAILABLE;
+      continue;
+    }
+    j->model = m;
+    s->opts.ops->stop(m);
+    if (uv_queue_work(s->loop, &j->work, unload_work, unload_after) == 0)
+      return;
+    free(j);
+    s->opts.ops->unload(m);
+    m->state = IFD_MODEL_UNAVAILABLE;
+  }
+  free(s->unload_order);
+  s->unload_order = NULL;
+  if (s->stop_done != NULL) s->stop_done(s, s->stop_arg);
+}
+
+static int by_load_seq_desc(const void *a, const void *b) {
+  const ifd_model_t *x = *(ifd_model_t *const *)a, *y = *(ifd_model_t *const *)b;
+  return x->load_seq < y->load_seq ? 1 : x->load_seq > y->load_seq ? -1 : 0;
+}
+
+static void start_unload(ifd_server_t *s) {
+  size_t i, n = 0;
+  ifd_model_t *m;
+  for (i = 0; i < s->n_entries; i++)
+    for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
+      if (m->state == IFD_MODEL_READY) n++;
+  s->unload_order = calloc(n ? n : 1, sizeof(*s->unload_order));
+  s->n_unload = s->i_unload = 0;
+  if (s->unload_order != NULL) {
+    for (i = 0; i < s->n_entries; i++)
+      for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
+        if (m->state == IFD_MODEL_READY) {
+          m->state = IFD_MODEL_UNLOADING;
+          s->unload_order[s->n_unload++] = m;
+        }
+    qsort(s->unload_order, s->n_unload, sizeof(*s->unload_order),
+          by_load_seq_desc);
+  }
+  unload_next(s);
+}
+
+static uint64_t pending_requests(ifd_server_t *s) {
+  uint64_t n = 0;
+  size_t i;
+  ifd_model_t *m;
+  for (i = 0; i < s->n_entries; i++)
+    for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
+      if (m->state == IFD_MODEL_READY) n += s->opts.ops->pending(m);
+  return n;
+}
+
+static void on_drain_timer(uv_timer_t *t) {
+  ifd_server_t *s = ifd_container_of(t, ifd_server_t, drain_timer);
+  uint64_t n = pending_requests(s);
+  if (n > 0 && uv_now(s->loop) < s->drain_deadline) return;
+  if (n > 0)
+    IFD_WARN("exit timeout reached with %" PRIu64 " request(s) in flight", n);
+  uv_timer_stop(t);
+  start_unload(s);
+}
+
+static void shutdown_when_loaded(ifd_server_t *s, int failed, void *arg) {
+  (void)failed;
+  (void)arg;
+  ifd_server_shutdown(s, s->stop_done, s->stop_arg);
+}
+
+void ifd_server_shutdown(ifd_server_t *s,
+                         void (*done)(ifd_server_t *s, void *arg), void *arg) {
+  s->stop_done = done;
+  s->stop_arg = arg;
+  if (!s->loading_done) {
+    /* Loads in flight own their models: let them finish, then unload. */
+    s->shutting_down = 1;
+    s->start_done = shutdown_when_loaded;
+    return;
+  }
+  s->shutting_down = 1;
+  s->drain_deadline =
+      uv_now(s->loop) + (uint64_t)(s->opts.exit_timeout_secs > 0
+                                       ? s->opts.exit_timeout_secs
+                                       : 0) * 1000;
+  if (pending_requests(s) == 0) {
+    start_unload(s);
+    return;
+  }
+  IFD_INFO("waiting for in-flight requests to finish");
+  uv_timer_start(&s->drain_timer, on_drain_timer, 50, 50);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  ifd_server_t *s = h->data;
+  if (--s->closing_handles > 0) return;
+  for (size_t i = 0; i < s->opts.n_repos; i++) free(s->repos[i]);
+  free(s->repos);
+  free(s->backend_dir);
+  free(s);
+}
+
+void ifd_server_free(ifd_server_t *s) {
+  size_t i;
+  if (s == NULL) return;
+  for (i = 0; i < s->n_entries; i++) {
+    model_entry_t *e = s->entries[i];
+    ifd_model_t *m = e->versions, *next;
+    for (; m != NULL; m = next) {
+      next = m->next_version;
+      ifd_model_unref(m);
+    }
+    free(e->name);
+    free(e->path);
+    free(e->repo);
+    free(e->reason);
+    free(e);
+  }
+  free(s->entries);
+  ifd_strmap_free(&s->by_name);
+  /* Run whatever the last unloads pushed before the queue goes away. */
+  ifd_evq_drain(&s->evq);
+  s->closing_handles = 2;
+  s->evq.async.data = s;
+  s->drain_timer.data = s;
+  uv_close((uv_handle_t *)&s->evq.async, on_handle_closed);
+  uv_close((uv_handle_t *)&s->drain_timer, on_handle_closed);
+}

@@ -1,0 +1,124 @@
+/*
+ * core/server.h - the server object: options, model registry, readiness,
+ * metadata.
+ *
+ * The server and its registry belong to the loop thread. Loading and
+ * unloading run on libuv's thread pool through the model operations that the
+ * caller supplies (sched/ provides them), so core/ depends on no module above
+ * it: net -> core <- sched -> backend_api -> core.
+ */
+#ifndef IFD_CORE_SERVER_H
+#define IFD_CORE_SERVER_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/event.h"
+#include "core/infer.h"
+
+#define IFD_SERVER_NAME "inferd"
+#define IFD_SERVER_VERSION "0.1.0"
+
+/**
+ * What the server needs from the layers above core to run a model version.
+ * load and unload run on a thread-pool thread and may block; submit runs on
+ * the loop thread and must not.
+ */
+typedef struct ifd_model_ops {
+  /** Loads backend, model and instances for `m` (config already normalized
+   *  and validated). Returns 0, or a negative code with `err` filled. */
+  int (*load)(ifd_model_t *m, ifd_errmsg_t *err);
+  /** Finalizes instances and model, releases the backend. Never fails. */
+  void (*unload)(ifd_model_t *m);
+  /** Queues a validated request. Returns 0, or a negative code with `err`. */
+  int (*submit)(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err);
+  /** Refuses every request still queued for `m` (loop thread), just before
+   *  its unload starts. */
+  void (*stop)(ifd_model_t *m);
+  /** Requests queued or executing for `m` (for a graceful shutdown). */
+  uint64_t (*pending)(const ifd_model_t *m);
+} ifd_model_ops_t;
+
+typedef struct ifd_server_opts {
+  const char *const *repos;  /* borrowed: --model-repository paths */
+  size_t n_repos;
+  const char *backend_dir;   /* borrowed: --backend-directory */
+  int strict_config;         /* --strict-model-config */
+  int exit_on_error;         /* --exit-on-error */
+  int strict_readiness;      /* --strict-readiness */
+  int exit_timeout_secs;     /* --exit-timeout-secs */
+  int gpu_count;             /* GPUs found at start */
+  const ifd_model_ops_t *ops; /* borrowed: static table */
+} ifd_server_opts_t;
+
+/**
+ * Creates a server on `loop`. Copies the options' strings. Returns 0 and
+ * *out, or IFD_ENOMEM.
+ */
+int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
+                   ifd_server_t **out, ifd_errmsg_t *err);
+
+/**
+ * Scans the repositories and loads every model version the policies select,
+ * all on the thread pool. `done` runs on the loop once every load has ended;
+ * `failed` counts the models that failed to load.
+ */
+void ifd_server_start(ifd_server_t *s,
+                      void (*done)(ifd_server_t *s, int failed, void *arg),
+                      void *arg);
+
+/**
+ * Begins shutdown: marks the server not ready, refuses new requests, waits
+ * for queued and executing ones (at most exit_timeout_secs), then unloads
+ * every model (thread pool, reverse load order). `done` runs on the loop
+ * when all models are unloaded; then ifd_server_free may be called.
+ */
+void ifd_server_shutdown(ifd_server_t *s,
+                         void (*done)(ifd_server_t *s, void *arg), void *arg);
+
+/** Frees the server. Every model must be unloaded (after shutdown's done). */
+void ifd_server_free(ifd_server_t *s);
+
+uv_loop_t *ifd_server_loop(ifd_server_t *s);
+/** The completion queue every instance thread and backend pushes to. */
+ifd_evq_t *ifd_server_evq(ifd_server_t *s);
+const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s);
+
+int ifd_server_live(const ifd_server_t *s);
+int ifd_server_ready(const ifd_server_t *s);
+
+/** GET /v2 body: name, version, extensions. New reference or NULL. */
+json_t *ifd_server_metadata(const ifd_server_t *s);
+
+/**
+ * Finds a READY model version. `version` -1 picks the highest ready version.
+ * Returns 0 and a borrowed pointer valid until the loop next runs model
+ * unloading (take ifd_model_ref to keep it longer), or: IFD_ENOTFOUND
+ * ("Request for unknown model: 'm' is not found", or "... version v is not
+ * found"), IFD_EUNAVAIL (known but not ready).
+ */
+int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
+                          int64_t version, ifd_model_t **out,
+                          ifd_errmsg_t *err);
+
+/** Is the model (version -1: any version) ready? */
+int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
+                           int64_t version);
+
+/** Model metadata (GET /v2/models/m[/versions/v]) as Triton renders it:
+ *  name, versions (ready versions as strings), platform, inputs, outputs. */
+json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m);
+
+/** Repository index: [{name, version, state, reason}], ready_only filters. */
+json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only);
+
+/**
+ * Parses a version string from a URL or request ("", "3"): -1 for empty,
+ * else a non-negative int64. Returns 0 or IFD_EINVAL.
+ */
+int ifd_parse_version(const char *s, size_t n, int64_t *out);
+
+#endif

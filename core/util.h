@@ -1,0 +1,15 @@
+/*
+ * core/util.h - small macros every module uses.
+ */
+#ifndef IFD_CORE_UTIL_H
+#define IFD_CORE_UTIL_H
+
+#include <stddef.h>
+
+/** The struct of type `type` that embeds `ptr` as its member `member`. */
+#define ifd_container_of(ptr, type, member) \
+  ((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define IFD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

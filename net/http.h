@@ -1,0 +1,57 @@
+/*
+ * net/http.h - the HTTP/1.1 front end: KServe v2 REST routes over libuv.
+ *
+ * One listener on the server's loop accepts connections; each connection
+ * parses requests with llhttp, answers health, metadata, config, repository
+ * index and infer routes, and writes responses strictly in request order
+ * (pipelining). Everything runs on the loop thread; nothing here locks.
+ */
+#ifndef IFD_NET_HTTP_H
+#define IFD_NET_HTTP_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/error.h"
+#include "core/server.h"
+
+typedef struct ifd_http ifd_http_t;
+
+typedef struct ifd_http_opts {
+  const char *host;        /* borrowed: address to bind; NULL = "0.0.0.0" */
+  int port;                /* 0 picks a free port (see ifd_http_port) */
+  uint64_t max_input_size; /* --http-max-input-size; 0 = default 64 MiB */
+  unsigned max_connections; /* 0 = default 65536 */
+  int reuse_port;          /* set SO_REUSEPORT before binding */
+} ifd_http_opts_t;
+
+#define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
+#define IFD_HTTP_DEFAULT_MAX_CONNECTIONS 65536u
+
+/**
+ * Binds, listens and starts accepting on `loop`. `server` is borrowed and
+ * must outlive the front end (until ifd_http_stop's `done`); `opts` is copied
+ * (its host string is not kept).
+ *
+ * Returns 0 and *out, or: IFD_EIO with a message naming the address when
+ * resolving, binding or listening fails; IFD_ENOMEM.
+ */
+int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
+                   const ifd_http_opts_t *opts, ifd_http_t **out,
+                   ifd_errmsg_t *err);
+
+/** The bound port (useful after binding port 0). */
+int ifd_http_port(const ifd_http_t *h);
+
+/**
+ * Stops accepting, closes idle connections now and busy ones once their
+ * in-flight responses are written (a request parsed only in part is
+ * dropped). Requests still executing for connections that the client closed
+ * do not delay it: their responses are dropped when they arrive.
+ *
+ * `done(arg)` runs on the loop once every handle is closed; `h` has been
+ * freed by then. Call at most once.
+ */
+void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg);
+
+#endif

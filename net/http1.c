@@ -1,0 +1,745 @@
+/*
+ * net/http1.c - the HTTP/1.1 listener and connections: llhttp on libuv.
+ *
+ * Reading. All connections share one 64 KiB read buffer owned by the front
+ * end: libuv calls alloc, read and the read callback back to back for one
+ * stream, and the callback parses everything before returning, so no bytes
+ * wait in it between reads and an idle connection holds no buffer. The URL
+ * and the two headers we need are copied out as llhttp reports them. A body
+ * goes into ONE malloc'd buffer sized from Content-Length (chunked bodies
+ * grow, capped by max_input_size); once a body has started, alloc hands
+ * libuv the rest of that buffer directly, so a large body is read into place
+ * and only its first read is copied. The buffer moves to the request
+ * (req->body) with the message.
+ *
+ * Writing. Each parsed message appends a slot to the connection's FIFO;
+ * slots are finished in any order (an infer answers later) but written from
+ * the head only, so responses keep request order. A finished slot marks its
+ * connection dirty; a uv_prepare handle writes every dirty connection's
+ * ready slots in one uv_write just before the loop blocks, which batches
+ * pipelined responses. One write is in flight per connection.
+ *
+ * Lifetime. A connection's memory is freed only in its close callback.
+ * Slots still waiting for a response then become orphans (slot->conn =
+ * NULL): the response is dropped when it arrives, so a request never points
+ * at a freed connection.
+ */
+#include <errno.h>
+#include <llhttp.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "core/log.h"
+#include "net/internal.h"
+#include "net/status.h"
+
+#define container_of(p, type, member) \
+  ((type *)((char *)(p) - offsetof(type, member)))
+
+#define READ_BUF_SIZE 65536
+#define MAX_URL 8192
+/* Slots queued on one connection before it stops reading (backpressure). */
+#define MAX_PIPELINE 128
+/* A body read goes straight into the body buffer when this much is left. */
+#define DIRECT_READ_MIN 4096
+#define MAX_WRITE_IOV 1024
+
+typedef struct link {
+  struct link *prev, *next;
+} link_t;
+
+static void link_init(link_t *l) { l->prev = l->next = l; }
+static int link_empty(const link_t *l) { return l->next == l; }
+static void link_add(link_t *head, link_t *l) {
+  l->prev = head->prev;
+  l->next = head;
+  head->prev->next = l;
+  head->prev = l;
+}
+static void link_del(link_t *l) {
+  l->prev->next = l->next;
+  l->next->prev = l->prev;
+  link_init(l);
+}
+
+struct ifd_http {
+  uv_tcp_t listener;       /* embedded: closed by ifd_http_stop */
+  uv_prepare_t flusher;    /* embedded: writes dirty connections */
+  uv_loop_t *loop;         /* borrowed */
+  ifd_server_t *server;    /* borrowed: outlives the front end */
+  llhttp_settings_t settings;
+  uint64_t max_input_size;
+  unsigned max_connections;
+  int port;
+  link_t conns;            /* every open connection (ifd_http_conn.link) */
+  link_t dirty;            /* connections with ready slots to write */
+  unsigned n_conns;
+  int stopping, listener_closed;
+  void (*done)(void *arg);
+  void *done_arg;          /* borrowed: the caller's */
+  char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
+};
+
+struct ifd_http_conn {
+  uv_tcp_t tcp;            /* embedded: the connection is freed in its close cb */
+  uv_write_t wreq;         /* embedded: the one write in flight */
+  uv_shutdown_t sreq;      /* embedded: graceful close */
+  ifd_http_t *h;           /* borrowed: outlives the connection */
+  llhttp_t parser;
+  link_t link;             /* in h->conns */
+  link_t dirty;            /* in h->dirty while it has slots to write */
+  ifd_http_slot_t *head;   /* owned: response FIFO, oldest first */
+  ifd_http_slot_t *tail;   /* borrowed: last of the FIFO */
+  unsigned n_slots;
+  unsigned n_writing;      /* slots at the head inside the write in flight */
+
+  /* The message being parsed. */
+  char *url;               /* owned when != url_inline */
+  size_t url_len, url_cap;
+  char hname[40];          /* header name, lower-cased; hname_len > size: ignored */
+  size_t hname_len;
+  char hval[24];           /* value of a header we want; hval_len > size: too long */
+  size_t hval_len;
+  uint64_t header_len;     /* Inference-Header-Content-Length */
+  char *body;              /* owned (malloc'd); NULL while idle */
+  size_t body_len, body_cap;
+  uint64_t t_begin;
+  unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
+
+  unsigned closing : 1;    /* uv_shutdown or uv_close called */
+  unsigned no_more : 1;    /* parse no further requests */
+  unsigned eof : 1;        /* the client half-closed */
+  unsigned stopping : 1;   /* ifd_http_stop: close once the FIFO drains */
+  unsigned read_paused : 1; /* stopped reading for backpressure */
+  unsigned error_sent : 1; /* an error slot ends the FIFO */
+  char url_inline[256];
+};
+
+static const char oom_response[] =
+    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+    "Content-Length: 25\r\nConnection: close\r\n\r\n{\"error\":\"out of memory\"}";
+static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+static void close_conn(ifd_http_conn_t *c, int graceful);
+static void maybe_finish_stop(ifd_http_t *h);
+static void on_prepare(uv_prepare_t *p);
+
+ifd_server_t *ifd__http_server(const ifd_http_t *h) { return h->server; }
+
+int ifd_http_port(const ifd_http_t *h) { return h->port; }
+
+/* ---- slots ------------------------------------------------------------- */
+
+static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
+  ifd_http_slot_t *s = calloc(1, sizeof(*s));
+
+  if (s == NULL) return NULL;
+  s->conn = c;
+  s->iov = s->iov_inline;
+  if (c->tail != NULL)
+    c->tail->next = s;
+  else
+    c->head = s;
+  c->tail = s;
+  c->n_slots++;
+  return s;
+}
+
+void ifd__http_slot_free(ifd_http_slot_t *s) {
+  if (s->resp != NULL) ifd_response_free(s->resp);
+  if (s->req != NULL) ifd_request_unref(s->req);
+  if (s->iov != s->iov_inline) free(s->iov);
+  free(s->buf);
+  free(s);
+}
+
+static void mark_dirty(ifd_http_conn_t *c) {
+  ifd_http_t *h = c->h;
+
+  if (c->closing || !link_empty(&c->dirty)) return;
+  link_add(&h->dirty, &c->dirty);
+  if (!uv_is_active((uv_handle_t *)&h->flusher)) uv_prepare_start(&h->flusher, on_prepare);
+}
+
+static void slot_static(ifd_http_slot_t *s, const char *text, size_t n) {
+  s->iov[0] = uv_buf_init((char *)text, (unsigned)n);
+  s->niov = 1;
+  s->ready = 1;
+  if (s->conn != NULL) mark_dirty(s->conn);
+}
+
+void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
+                           ifd_hbuf_t *body, const uv_buf_t *bin,
+                           unsigned nbin, int64_t hdr_len) {
+  char head[IFD_HTTP_HEADROOM];
+  uint64_t total = ifd__hbuf_size(body);
+  unsigned i;
+  int n;
+
+  for (i = 0; i < nbin; i++) total += bin[i].len;
+  n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s", status,
+               ifd_http_reason(status), ctype != NULL ? "Content-Type: " : "",
+               ctype != NULL ? ctype : "", ctype != NULL ? "\r\n" : "");
+  if (hdr_len >= 0)
+    n += snprintf(head + n, sizeof(head) - (size_t)n,
+                  "Inference-Header-Content-Length: %lld\r\n", (long long)hdr_len);
+  n += snprintf(head + n, sizeof(head) - (size_t)n,
+                "Content-Length: %llu\r\n%s\r\n", (unsigned long long)total,
+                s->close_after || !s->keep_alive ? "Connection: close\r\n"
+                : s->http10                      ? "Connection: keep-alive\r\n"
+                                                 : "");
+  if ((size_t)n >= sizeof(head) || ifd__hbuf_prepend(body, head, (size_t)n) != 0)
+    goto out_oom;
+  if (nbin + 1 > IFD_SLOT_INLINE_IOV) {
+    s->iov = malloc((nbin + 1) * sizeof(uv_buf_t));
+    if (s->iov == NULL) {
+      s->iov = s->iov_inline;
+      goto out_oom;
+    }
+  }
+  s->buf = body->data;
+  s->iov[0] = uv_buf_init(body->data + body->start, (unsigned)ifd__hbuf_size(body));
+  body->data = NULL;
+  for (i = 0; i < nbin; i++) s->iov[i + 1] = bin[i];
+  s->niov = nbin + 1;
+  s->ready = 1;
+  if (s->conn != NULL) mark_dirty(s->conn);
+  return;
+
+out_oom:
+  ifd__hbuf_free(body);
+  s->close_after = 1;
+  slot_static(s, oom_response, sizeof(oom_response) - 1);
+}
+
+void ifd__http_slot_error(ifd_http_slot_t *s, int status, const char *msg) {
+  ifd_hbuf_t b;
+
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__hbuf_puts(&b, "{\"error\":");
+  ifd__json_str(&b, msg, strlen(msg));
+  ifd__hbuf_puts(&b, "}");
+  ifd__http_slot_finish(s, status, "application/json", &b, NULL, 0, -1);
+}
+
+/* Answers `status` with {"error": msg} and closes once written; parsing
+ * stops. Returns -1 for llhttp callbacks to return. */
+static int fail(ifd_http_conn_t *c, int status, const char *msg) {
+  ifd_http_slot_t *s;
+
+  c->no_more = 1;
+  if (c->error_sent) return -1;
+  c->error_sent = 1;
+  s = slot_push(c);
+  if (s == NULL) return -1; /* close_conn follows from the read callback */
+  s->close_after = 1;
+  ifd__http_slot_error(s, status, msg);
+  return -1;
+}
+
+/* ---- llhttp callbacks ---------------------------------------------------- */
+
+static ifd_http_conn_t *conn_of(llhttp_t *p) { return p->data; }
+
+static void reset_msg(ifd_http_conn_t *c) {
+  free(c->body);
+  c->body = NULL;
+  c->body_len = c->body_cap = 0;
+  c->url_len = 0;
+  c->hname_len = c->hval_len = 0;
+  c->header_len = 0;
+  c->has_header_len = c->expect_continue = c->chunked = 0;
+}
+
+static int on_message_begin(llhttp_t *p) {
+  ifd_http_conn_t *c = conn_of(p);
+
+  reset_msg(c);
+  c->t_begin = uv_hrtime();
+  return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n) {
+  ifd_http_conn_t *c = conn_of(p);
+
+  if (n > MAX_URL - c->url_len) return fail(c, 400, "request URL too long");
+  if (c->url_len + n > c->url_cap) {
+    char *u = malloc(MAX_URL);
+    if (u == NULL) return fail(c, 500, "out of memory");
+    memcpy(u, c->url, c->url_len);
+    c->url = u;
+    c->url_cap = MAX_URL;
+  }
+  memcpy(c->url + c->url_len, at, n);
+  c->url_len += n;
+  return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n) {
+  ifd_http_conn_t *c = conn_of(p);
+  size_t i;
+
+  /* Only short names interest us; a longer one is marked and skipped. */
+  if (c->hname_len > sizeof(c->hname) || n > sizeof(c->hname) - c->hname_len) {
+    c->hname_len = sizeof(c->hname) + 1;
+    return 0;
+  }
+  for (i = 0; i < n; i++) {
+    char ch = at[i];
+    c->hname[c->hname_len++] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
+  }
+  return 0;
+}
+
+static int wanted_header(const ifd_http_conn_t *c) {
+  static const char ihcl[] = "inference-header-content-length";
+  if (c->hname_len == 6 && memcmp(c->hname, "expect", 6) == 0) return 1;
+  if (c->hname_len == sizeof(ihcl) - 1 && memcmp(c->hname, ihcl, sizeof(ihcl) - 1) == 0)
+    return 2;
+  return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n) {
+  ifd_http_conn_t *c = conn_of(p);
+
+  if (wanted_header(c) == 0) return 0;
+  if (c->hval_len > sizeof(c->hval) || n > sizeof(c->hval) - c->hval_len) {
+    c->hval_len = sizeof(c->hval) + 1;
+    return 0;
+  }
+  memcpy(c->hval + c->hval_len, at, n);
+  c->hval_len += n;
+  return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p) {
+  ifd_http_conn_t *c = conn_of(p);
+  int which = wanted_header(c);
+  size_t i, n = c->hval_len;
+  uint64_t v = 0;
+
+  c->hname_len = 0;
+  c->hval_len = 0;
+  if (which == 1) {
+    c->expect_continue = n == 12 && strncasecmp(c->hval, "100-continue", 12) == 0;
+  } else if (which == 2) {
+    if (n == 0 || n > 19) goto out_bad;
+    for (i = 0; i < n; i++) {
+      if (c->hval[i] < '0' || c->hval[i] > '9') goto out_bad;
+      v = v * 10 + (uint64_t)(c->hval[i] - '0');
+    }
+    c->header_len = v;
+    c->has_header_len = 1;
+  }
+  return 0;
+
+out_bad:
+  return fail(c, 400, "invalid Inference-Header-Content-Length header");
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  ifd_http_conn_t *c = conn_of(p);
+  ifd_http_t *h = c->h;
+  char msg[160];
+
+  if (p->flags & F_CHUNKED) {
+    c->chunked = 1;
+  } else if (p->content_length > 0) {
+    if (p->content_length > h->max_input_size) {
+      snprintf(msg, sizeof(msg),
+               "request body of %llu bytes exceeds the limit of %llu bytes "
+               "(--http-max-input-size)",
+               (unsigned long long)p->content_length,
+               (unsigned long long)h->max_input_size);
+      return fail(c, 400, msg);
+    }
+    c->body = malloc(p->content_length);
+    if (c->body == NULL) return fail(c, 500, "out of memory");
+    c->body_cap = p->content_length;
+  }
+  if (c->expect_continue && (c->chunked || c->body_cap > 0)) {
+    ifd_http_slot_t *s = slot_push(c);
+    if (s == NULL) return fail(c, 500, "out of memory");
+    s->keep_alive = 1;
+    slot_static(s, continue_response, sizeof(continue_response) - 1);
+  }
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+  ifd_http_conn_t *c = conn_of(p);
+  size_t cap;
+  char *b;
+
+  /* Read straight into the body by on_alloc: nothing to copy. */
+  if (c->body != NULL && at == c->body + c->body_len) {
+    c->body_len += n;
+    return 0;
+  }
+  if (n > c->body_cap - c->body_len) {
+    if (!c->chunked) return fail(c, 400, "request body longer than its Content-Length");
+    if (n > c->h->max_input_size - c->body_len)
+      return fail(c, 400, "request body exceeds the limit (--http-max-input-size)");
+    cap = c->body_cap != 0 ? c->body_cap : 16384;
+    while (cap < c->body_len + n) cap *= 2;
+    if (cap > c->h->max_input_size) cap = c->h->max_input_size;
+    b = realloc(c->body, cap);
+    if (b == NULL) return fail(c, 500, "out of memory");
+    c->body = b;
+    c->body_cap = cap;
+  }
+  memcpy(c->body + c->body_len, at, n);
+  c->body_len += n;
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  ifd_http_conn_t *c = conn_of(p);
+  ifd_http_slot_t *s = slot_push(c);
+  ifd_http_msg_t msg;
+  char *q;
+
+  if (s == NULL) return fail(c, 500, "out of memory");
+  s->keep_alive = llhttp_should_keep_alive(p) != 0;
+  s->http10 = p->http_major == 1 && p->http_minor == 0;
+  if (!s->keep_alive || c->stopping) {
+    s->close_after = 1;
+    c->no_more = 1;
+  }
+  memset(&msg, 0, sizeof(msg));
+  msg.method = p->method == HTTP_GET    ? IFD_HTTP_GET
+               : p->method == HTTP_POST ? IFD_HTTP_POST
+                                        : IFD_HTTP_OTHER;
+  msg.path = c->url;
+  q = memchr(c->url, '?', c->url_len);
+  msg.path_len = q != NULL ? (size_t)(q - c->url) : c->url_len;
+  msg.body = c->body;
+  msg.body_len = c->body_len;
+  msg.header_len = c->header_len;
+  msg.has_header_len = c->has_header_len;
+  msg.t_received = c->t_begin;
+  c->body = NULL; /* the dispatch owns it now */
+  c->body_len = c->body_cap = 0;
+  ifd__http_dispatch(c->h, s, &msg);
+  return c->no_more ? HPE_PAUSED : 0;
+}
+
+/* ---- reading and writing ------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
+  ifd_http_conn_t *c = container_of(hd, ifd_http_conn_t, tcp);
+  size_t left = c->body_cap - c->body_len;
+
+  (void)suggested;
+  if (c->body != NULL && !c->chunked && left >= DIRECT_READ_MIN) {
+    if (left > UINT32_MAX) left = UINT32_MAX;
+    *buf = uv_buf_init(c->body + c->body_len, (unsigned)left);
+    return;
+  }
+  *buf = uv_buf_init(c->h->rbuf, READ_BUF_SIZE);
+}
+
+static void stop_reading(ifd_http_conn_t *c) { uv_read_stop((uv_stream_t *)&c->tcp); }
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  ifd_http_conn_t *c = container_of(st, ifd_http_conn_t, tcp);
+  llhttp_errno_t rc;
+  char msg[200];
+
+  if (nread == 0) return;
+  if (nread < 0) {
+    /* A client that half-closes after its requests still gets answers. */
+    if (nread == UV_EOF && c->head != NULL) {
+      c->eof = 1;
+      c->no_more = 1;
+      stop_reading(c);
+      return;
+    }
+    close_conn(c, 0);
+    return;
+  }
+  if (c->no_more || c->closing) return;
+  rc = llhttp_execute(&c->parser, buf->base, (size_t)nread);
+  if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
+    snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
+             llhttp_get_error_reason(&c->parser) != NULL
+                 ? llhttp_get_error_reason(&c->parser)
+                 : llhttp_errno_name(rc));
+    fail(c, 400, msg);
+  }
+  if (c->no_more) {
+    stop_reading(c);
+    /* The error slot could not be allocated: nothing left to say. */
+    if (c->head == NULL) close_conn(c, 0);
+  } else if (c->n_slots >= MAX_PIPELINE) {
+    stop_reading(c);
+    c->read_paused = 1;
+  }
+}
+
+static void flush(ifd_http_conn_t *c);
+
+static void on_write(uv_write_t *w, int status) {
+  ifd_http_conn_t *c = container_of(w, ifd_http_conn_t, wreq);
+  unsigned i, k = c->n_writing;
+  int close_after = 0;
+
+  c->n_writing = 0;
+  for (i = 0; i < k; i++) {
+    ifd_http_slot_t *s = c->head;
+    c->head = s->next;
+    if (c->head == NULL) c->tail = NULL;
+    c->n_slots--;
+    close_after |= s->close_after;
+    ifd__http_slot_free(s);
+  }
+  if (c->closing) return;
+  if (status < 0) {
+    close_conn(c, 0);
+    return;
+  }
+  if (close_after || (c->head == NULL && (c->eof || c->stopping))) {
+    close_conn(c, 1);
+    return;
+  }
+  if (c->read_paused && c->n_slots < MAX_PIPELINE / 2) {
+    c->read_paused = 0;
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  }
+  flush(c);
+}
+
+/* Writes the ready slots at the head of the FIFO in one uv_write. */
+static void flush(ifd_http_conn_t *c) {
+  uv_buf_t stack[64], *bufs = stack;
+  ifd_http_slot_t *s;
+  unsigned k = 0, n = 0;
+
+  if (c->closing || c->n_writing != 0) return;
+  for (s = c->head; s != NULL && s->ready; s = s->next) {
+    if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
+    n += s->niov;
+    k++;
+    if (s->close_after) break;
+  }
+  if (k == 0) return;
+  if (n > sizeof(stack) / sizeof(stack[0])) {
+    bufs = malloc(n * sizeof(uv_buf_t));
+    if (bufs == NULL) {
+      close_conn(c, 0);
+      return;
+    }
+  }
+  n = 0;
+  for (s = c->head; k-- > 0; s = s->next) {
+    memcpy(bufs + n, s->iov, s->niov * sizeof(uv_buf_t));
+    n += s->niov;
+    c->n_writing++;
+  }
+  /* uv_write copies the uv_buf_t array, so bufs may go at once. */
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write) != 0) {
+    c->n_writing = 0;
+    close_conn(c, 0);
+  }
+  if (bufs != stack) free(bufs);
+}
+
+static void on_prepare(uv_prepare_t *p) {
+  ifd_http_t *h = container_of(p, ifd_http_t, flusher);
+
+  while (!link_empty(&h->dirty)) {
+    ifd_http_conn_t *c = container_of(h->dirty.next, ifd_http_conn_t, dirty);
+    link_del(&c->dirty);
+    flush(c);
+  }
+  uv_prepare_stop(p);
+}
+
+/* ---- connection life ------------------------------------------------------ */
+
+static void on_conn_close(uv_handle_t *hd) {
+  ifd_http_conn_t *c = container_of(hd, ifd_http_conn_t, tcp);
+  ifd_http_t *h = c->h;
+  ifd_http_slot_t *s, *next;
+
+  for (s = c->head; s != NULL; s = next) {
+    next = s->next;
+    if (s->req != NULL && !s->answered) {
+      s->conn = NULL; /* an orphan: its response callback frees it */
+      s->next = NULL;
+    } else {
+      ifd__http_slot_free(s);
+    }
+  }
+  free(c->body);
+  if (c->url != c->url_inline) free(c->url);
+  link_del(&c->link);
+  h->n_conns--;
+  free(c);
+  maybe_finish_stop(h);
+}
+
+static void on_shutdown(uv_shutdown_t *r, int status) {
+  ifd_http_conn_t *c = container_of(r, ifd_http_conn_t, sreq);
+
+  (void)status;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_close);
+}
+
+/* Closes now, or after a FIN (graceful: the last response is out). */
+static void close_conn(ifd_http_conn_t *c, int graceful) {
+  if (c->closing) return;
+  c->closing = 1;
+  link_del(&c->dirty);
+  stop_reading(c);
+  if (graceful && c->n_writing == 0 &&
+      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
+    return;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_close);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  ifd_http_t *h = container_of(server, ifd_http_t, listener);
+  ifd_http_conn_t *c;
+
+  if (status < 0) {
+    IFD_WARN("HTTP accept failed: %s", uv_strerror(status));
+    return;
+  }
+  c = calloc(1, sizeof(*c));
+  if (c == NULL) return; /* libuv retries the accept later */
+  c->h = h;
+  c->url = c->url_inline;
+  c->url_cap = sizeof(c->url_inline);
+  link_init(&c->dirty);
+  uv_tcp_init(h->loop, &c->tcp);
+  link_add(&h->conns, &c->link);
+  h->n_conns++;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
+      h->n_conns > h->max_connections || h->stopping) {
+    close_conn(c, 0);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
+  c->parser.data = c;
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) close_conn(c, 0);
+}
+
+/* ---- start and stop -------------------------------------------------------- */
+
+static void free_on_close(uv_handle_t *hd) {
+  free(container_of(hd, ifd_http_t, listener));
+}
+
+int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
+                   const ifd_http_opts_t *opts, ifd_http_t **out,
+                   ifd_errmsg_t *err) {
+  const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
+  struct addrinfo hints, *res = NULL;
+  struct sockaddr_storage ss;
+  int rc, len = sizeof(ss), one = 1;
+  char port[16];
+  uv_os_fd_t fd;
+  ifd_http_t *h;
+
+  h = calloc(1, sizeof(*h));
+  if (h == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  h->loop = loop;
+  h->server = server;
+  h->max_input_size = opts->max_input_size != 0 ? opts->max_input_size
+                                                : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  h->max_connections = opts->max_connections != 0 ? opts->max_connections
+                                                  : IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
+  link_init(&h->conns);
+  link_init(&h->dirty);
+  llhttp_settings_init(&h->settings);
+  h->settings.on_message_begin = on_message_begin;
+  h->settings.on_url = on_url;
+  h->settings.on_header_field = on_header_field;
+  h->settings.on_header_value = on_header_value;
+  h->settings.on_header_value_complete = on_header_value_complete;
+  h->settings.on_headers_complete = on_headers_complete;
+  h->settings.on_body = on_body;
+  h->settings.on_message_complete = on_message_complete;
+
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  snprintf(port, sizeof(port), "%d", opts->port);
+  rc = getaddrinfo(host, port, &hints, &res);
+  if (rc != 0) {
+    free(h);
+    return ifd_errf(err, IFD_EIO, "unable to resolve HTTP address %s:%d: %s",
+                    host, opts->port, gai_strerror(rc));
+  }
+  rc = uv_tcp_init_ex(loop, &h->listener, (unsigned)res->ai_family);
+  if (rc != 0) {
+    freeaddrinfo(res);
+    free(h);
+    return ifd_errf(err, IFD_EIO, "unable to create HTTP socket: %s", uv_strerror(rc));
+  }
+  if (opts->reuse_port && (rc = uv_fileno((uv_handle_t *)&h->listener, &fd)) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+    rc = uv_translate_sys_error(errno);
+  if (rc == 0) rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
+  freeaddrinfo(res);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)&h->listener, SOMAXCONN, on_connection);
+  if (rc == 0)
+    rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &len);
+  if (rc != 0) {
+    uv_close((uv_handle_t *)&h->listener, free_on_close);
+    return ifd_errf(err, IFD_EIO, "unable to bind HTTP to %s:%d: %s", host,
+                    opts->port, uv_strerror(rc));
+  }
+  h->port = ss.ss_family == AF_INET6
+                ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  uv_prepare_init(loop, &h->flusher);
+  *out = h;
+  return 0;
+}
+
+static void on_flusher_close(uv_handle_t *hd) {
+  ifd_http_t *h = container_of(hd, ifd_http_t, flusher);
+  void (*done)(void *) = h->done;
+  void *arg = h->done_arg;
+
+  free(h);
+  if (done != NULL) done(arg);
+}
+
+static void maybe_finish_stop(ifd_http_t *h) {
+  if (!h->stopping || !h->listener_closed || h->n_conns != 0) return;
+  h->listener_closed = 0; /* run once */
+  uv_close((uv_handle_t *)&h->flusher, on_flusher_close);
+}
+
+static void on_listener_close(uv_handle_t *hd) {
+  ifd_http_t *h = container_of(hd, ifd_http_t, listener);
+
+  h->listener_closed = 1;
+  maybe_finish_stop(h);
+}
+
+void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg) {
+  link_t *l, *next;
+
+  h->stopping = 1;
+  h->done = done;
+  h->done_arg = arg;
+  uv_close((uv_handle_t *)&h->listener, on_listener_close);
+  for (l = h->conns.next; l != &h->conns; l = next) {
+    ifd_http_conn_t *c = container_of(l, ifd_http_conn_t, link);
+    next = l->next;
+    c->stopping = 1;
+    c->no_more = 1;
+    stop_reading(c);
+    if (c->head == NULL) close_conn(c, 0);
+  }
+}

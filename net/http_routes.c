@@ -1,0 +1,352 @@
+/*
+ * net/http_routes.c - the KServe v2 / Triton REST routes.
+ *
+ * The matcher walks the path's segments once, without regexes or tables of
+ * patterns, so routing costs O(path length). Each handler answers into the
+ * message's slot: at once for health, metadata, config and the repository
+ * index; from the request's on_response for infer. Status codes come from
+ * net/status.c only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/model.h"
+#include "core/server.h"
+#include "net/internal.h"
+#include "net/status.h"
+
+/* ---- matching ------------------------------------------------------------ */
+
+#define MAX_SEGS 6
+
+static int seg_is(const char *s, size_t n, const char *lit) {
+  size_t l = strlen(lit);
+  return n == l && memcmp(s, lit, l) == 0;
+}
+
+static ifd_http_route_t want(ifd_http_method_t got, ifd_http_method_t need,
+                             ifd_http_route_t r) {
+  return got == need ? r : IFD_ROUTE_BAD_METHOD;
+}
+
+ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
+                                 size_t len, ifd_route_match_t *m) {
+  const char *seg[MAX_SEGS];
+  size_t seglen[MAX_SEGS];
+  size_t nseg = 0, i = 3, at = 2;
+
+  memset(m, 0, sizeof(*m));
+  if (len < 3 || memcmp(path, "/v2", 3) != 0) return IFD_ROUTE_NOT_FOUND;
+  if (len == 3) return want(method, IFD_HTTP_GET, IFD_ROUTE_SERVER_META);
+  /* Split "/a/b/c" after "/v2"; an empty segment ("//", trailing "/")
+   * matches nothing. */
+  while (i < len) {
+    size_t start;
+    if (path[i] != '/' || nseg == MAX_SEGS) return IFD_ROUTE_NOT_FOUND;
+    start = ++i;
+    while (i < len && path[i] != '/') i++;
+    if (i == start) return IFD_ROUTE_NOT_FOUND;
+    seg[nseg] = path + start;
+    seglen[nseg++] = i - start;
+  }
+  if (seg_is(seg[0], seglen[0], "health")) {
+    if (nseg != 2) return IFD_ROUTE_NOT_FOUND;
+    if (seg_is(seg[1], seglen[1], "live")) return want(method, IFD_HTTP_GET, IFD_ROUTE_LIVE);
+    if (seg_is(seg[1], seglen[1], "ready")) return want(method, IFD_HTTP_GET, IFD_ROUTE_READY);
+    return IFD_ROUTE_NOT_FOUND;
+  }
+  if (seg_is(seg[0], seglen[0], "repository")) {
+    if (nseg == 2 && seg_is(seg[1], seglen[1], "index"))
+      return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_INDEX);
+    return IFD_ROUTE_NOT_FOUND;
+  }
+  if (!seg_is(seg[0], seglen[0], "models") || nseg < 2) return IFD_ROUTE_NOT_FOUND;
+  m->model = seg[1];
+  m->model_len = seglen[1];
+  if (nseg >= 4 && seg_is(seg[2], seglen[2], "versions")) {
+    m->version = seg[3];
+    m->version_len = seglen[3];
+    at = 4;
+  }
+  if (nseg == at) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_META);
+  if (nseg == at + 1) {
+    const char *s = seg[at];
+    size_t n = seglen[at];
+    if (seg_is(s, n, "ready")) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_READY);
+    if (seg_is(s, n, "config")) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_CONFIG);
+    if (seg_is(s, n, "infer")) return want(method, IFD_HTTP_POST, IFD_ROUTE_INFER);
+  }
+  memset(m, 0, sizeof(*m));
+  return IFD_ROUTE_NOT_FOUND;
+}
+
+/* Percent-decodes `n` bytes of `s` into `out` (room for n bytes). Returns
+ * the decoded length, or -1 for a malformed escape. */
+static long url_decode(const char *s, size_t n, char *out) {
+  size_t i, o = 0;
+
+  for (i = 0; i < n; i++) {
+    int hi, lo;
+    if (s[i] != '%') {
+      out[o++] = s[i];
+      continue;
+    }
+    if (n - i < 3) return -1;
+    hi = s[i + 1] <= '9' ? s[i + 1] - '0' : (s[i + 1] | 0x20) - 'a' + 10;
+    lo = s[i + 2] <= '9' ? s[i + 2] - '0' : (s[i + 2] | 0x20) - 'a' + 10;
+    if (hi < 0 || hi > 15 || lo < 0 || lo > 15) return -1;
+    out[o++] = (char)(hi * 16 + lo);
+    i += 2;
+  }
+  return (long)o;
+}
+
+/* ---- simple answers ------------------------------------------------------ */
+
+static void reply_json(ifd_http_slot_t *s, json_t *j) {
+  ifd_hbuf_t b;
+
+  if (j == NULL) {
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_dump(&b, j);
+  json_decref(j);
+  ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
+}
+
+/* Health and readiness answer with an empty body, as tritonserver does. */
+static void reply_empty(ifd_http_slot_t *s, int status) {
+  ifd_hbuf_t b;
+
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__http_slot_finish(s, status, "text/plain", &b, NULL, 0, -1);
+}
+
+static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
+  ifd__http_slot_error(s, ifd_http_status(code), msg[0] != '\0' ? msg : ifd_strerror(code));
+}
+
+/* Resolves the model of a metadata/config route. Returns 0 and *out, or
+ * answers the slot and returns the error. */
+static int find_model(ifd_server_t *srv, ifd_http_slot_t *s,
+                      const ifd_route_match_t *m, ifd_model_t **out) {
+  char name[512];
+  long n = m->model_len <= sizeof(name) ? url_decode(m->model, m->model_len, name) : -1;
+  int64_t version = -1;
+  ifd_errmsg_t err;
+  int rc;
+
+  ifd_errclear(&err);
+  if (n < 0) {
+    ifd__http_slot_error(s, 400, "malformed model name in the URL");
+    return IFD_EINVAL;
+  }
+  if (m->version != NULL && ifd_parse_version(m->version, m->version_len, &version) != 0) {
+    ifd__http_slot_error(s, 400, "malformed model version in the URL");
+    return IFD_EINVAL;
+  }
+  rc = ifd_server_find_model(srv, name, (size_t)n, version, out, &err);
+  if (rc != 0) reply_code(s, rc, err.text);
+  return rc;
+}
+
+static void route_model_ready(ifd_server_t *srv, ifd_http_slot_t *s,
+                              const ifd_route_match_t *m) {
+  char name[512];
+  long n = m->model_len <= sizeof(name) ? url_decode(m->model, m->model_len, name) : -1;
+  int64_t version = -1;
+
+  if (n < 0 || (m->version != NULL &&
+                ifd_parse_version(m->version, m->version_len, &version) != 0)) {
+    ifd__http_slot_error(s, 400, "malformed model name or version in the URL");
+    return;
+  }
+  if (ifd_server_model_ready(srv, name, (size_t)n, version))
+    reply_empty(s, 200);
+  else
+    ifd__http_slot_error(s, 400, "Model version not ready");
+}
+
+static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
+                             const char *body, size_t len) {
+  int ready_only = 0;
+
+  if (len != 0) {
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr), *r;
+    if (!json_is_object(root)) {
+      json_decref(root);
+      ifd__http_slot_error(s, 400, "failed to parse the request JSON buffer: expected an object");
+      return;
+    }
+    r = json_object_get(root, "ready");
+    if (r != NULL && !json_is_boolean(r)) {
+      json_decref(root);
+      ifd__http_slot_error(s, 400, "Unable to parse 'ready': expected a boolean");
+      return;
+    }
+    ready_only = json_is_true(r);
+    json_decref(root);
+  }
+  reply_json(s, ifd_server_repository_index(srv, ready_only));
+}
+
+/* ---- infer ----------------------------------------------------------------- */
+
+/* After the first response, the rest of a decoupled stream has nowhere to go
+ * over HTTP/1.1: they are freed as they come. */
+static void drop_response(ifd_response_t *resp, void *arg) {
+  (void)arg;
+  ifd_response_free(resp);
+}
+
+static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
+  ifd_request_t *req = s->req;
+  uv_buf_t stack[8], *bin = stack;
+  unsigned nbin = 0;
+  ifd_errmsg_t err;
+  ifd_hbuf_t b;
+  int64_t version = req->model != NULL ? req->model->version : req->model_version;
+  int rc;
+
+  if (resp->error != 0) {
+    ifd__http_slot_error(s, ifd_http_status(resp->error),
+                         resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
+    return;
+  }
+  if (resp->n_outputs > sizeof(stack) / sizeof(stack[0])) {
+    bin = malloc(resp->n_outputs * sizeof(uv_buf_t));
+    if (bin == NULL) {
+      ifd__http_slot_error(s, 500, "out of memory");
+      return;
+    }
+  }
+  ifd_errclear(&err);
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  rc = ifd__http_infer_serialize(req, resp, version, s->binary_all, &b, bin, &nbin, &err);
+  if (rc != 0) {
+    ifd__hbuf_free(&b);
+    reply_code(s, rc, err.text);
+  } else if (nbin != 0) {
+    ifd__http_slot_finish(s, 200, "application/octet-stream", &b, bin, nbin,
+                          (int64_t)ifd__hbuf_size(&b));
+  } else {
+    ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
+  }
+  if (bin != stack) free(bin);
+}
+
+static void on_infer_response(ifd_response_t *resp, void *arg) {
+  ifd_http_slot_t *s = arg;
+
+  /* HTTP answers once: later responses of this request are dropped. */
+  s->req->on_response = drop_response;
+  s->req->cb_arg = NULL;
+  s->answered = 1;
+  s->resp = resp; /* the slot frees it after the write (or now, below) */
+  if (s->conn == NULL) {
+    ifd__http_slot_free(s); /* the client went away meanwhile */
+    return;
+  }
+  answer_infer(s, resp);
+}
+
+static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
+                        const ifd_route_match_t *m, ifd_http_msg_t *msg) {
+  ifd_http_infer_info_t info;
+  ifd_errmsg_t err;
+  ifd_request_t *req;
+  char *name;
+  long n;
+  int rc;
+
+  ifd_errclear(&err);
+  req = ifd_request_new(srv);
+  if (req == NULL) {
+    free(msg->body);
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  req->body = msg->body; /* the request owns the bytes its inputs point into */
+  msg->body = NULL;
+  req->t_received = msg->t_received;
+  name = ifd_pool_alloc(&req->pool, m->model_len + 1);
+  n = name != NULL ? url_decode(m->model, m->model_len, name) : -1;
+  if (n < 0) {
+    rc = ifd_errf(&err, name != NULL ? IFD_EINVAL : IFD_ENOMEM,
+                  "malformed model name in the URL");
+    goto out_fail;
+  }
+  name[n] = '\0';
+  req->model_name = name;
+  req->model_version = -1;
+  if (m->version != NULL &&
+      ifd_parse_version(m->version, m->version_len, &req->model_version) != 0) {
+    rc = ifd_errf(&err, IFD_EINVAL, "malformed model version in the URL");
+    goto out_fail;
+  }
+  rc = ifd__http_infer_decode(req, req->body, msg->body_len,
+                              msg->has_header_len ? msg->header_len : msg->body_len,
+                              &info, &err);
+  if (rc != 0) goto out_fail;
+  s->binary_all = info.binary_all != 0;
+  s->req = req;
+  req->on_response = on_infer_response;
+  req->cb_arg = s;
+  rc = ifd_request_submit(req, &err);
+  if (rc != 0) {
+    s->req = NULL; /* refused up front: no callback follows */
+    goto out_fail;
+  }
+  return;
+
+out_fail:
+  reply_code(s, rc, err.text);
+  ifd_request_unref(req);
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg) {
+  ifd_server_t *srv = ifd__http_server(h);
+  ifd_route_match_t m;
+  ifd_model_t *model;
+
+  switch (ifd__http_route(msg->method, msg->path, msg->path_len, &m)) {
+    case IFD_ROUTE_NOT_FOUND:
+      ifd__http_slot_error(s, 404, "Not Found");
+      break;
+    case IFD_ROUTE_BAD_METHOD:
+      ifd__http_slot_error(s, 405, "Method Not Allowed");
+      break;
+    case IFD_ROUTE_SERVER_META:
+      reply_json(s, ifd_server_metadata(srv));
+      break;
+    case IFD_ROUTE_LIVE:
+      reply_empty(s, ifd_server_live(srv) ? 200 : 400);
+      break;
+    case IFD_ROUTE_READY:
+      reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
+      break;
+    case IFD_ROUTE_MODEL_META:
+      if (find_model(srv, s, &m, &model) == 0)
+        reply_json(s, ifd_server_model_metadata(srv, model));
+      break;
+    case IFD_ROUTE_MODEL_CONFIG:
+      if (find_model(srv, s, &m, &model) == 0) reply_json(s, ifd_config_to_json(model->config));
+      break;
+    case IFD_ROUTE_MODEL_READY:
+      route_model_ready(srv, s, &m);
+      break;
+    case IFD_ROUTE_REPO_INDEX:
+      route_repo_index(srv, s, msg->body, msg->body_len);
+      break;
+    case IFD_ROUTE_INFER:
+      route_infer(srv, s, &m, msg);
+      break;
+  }
+  free(msg->body); /* NULL when a request took it */
+  msg->body = NULL;
+}

@@ -1,0 +1,217 @@
+/*
+ * net/internal.h - what the files of the HTTP front end share.
+ *
+ *   jsonw.c       a growable text buffer with head room, JSON text writers
+ *   http1.c       listener, connections, llhttp, the response FIFO, writes
+ *   http_routes.c the route matcher and the KServe v2 handlers
+ *   http_infer.c  infer request JSON/binary decoding, response serializing
+ *
+ * A response slot is the unit that ties them together: http1.c appends one
+ * to its connection's FIFO per parsed request, a handler fills it (at once,
+ * or later from the request's on_response), and http1.c writes the ready
+ * slots at the head of the FIFO in one uv_write.
+ */
+#ifndef IFD_NET_INTERNAL_H
+#define IFD_NET_INTERNAL_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/error.h"
+#include "core/infer.h"
+#include "net/http.h"
+
+/* ---- text buffer (jsonw.c) -------------------------------------------- */
+
+/* Bytes kept free in front of a response body for its status line and
+ * headers, so head and JSON go out as one contiguous block. */
+#define IFD_HTTP_HEADROOM 256
+
+/**
+ * A growable byte buffer. Appends never fail one by one: an allocation
+ * failure sets `oom` and later appends do nothing, so a writer checks once at
+ * the end. `start` moves back into the head room when a header is prepended.
+ */
+typedef struct ifd_hbuf {
+  char *data;   /* owned (malloc'd) */
+  size_t start; /* first byte of content */
+  size_t len;   /* end of content (offset from data) */
+  size_t cap;
+  int oom;
+} ifd_hbuf_t;
+
+void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom);
+void ifd__hbuf_free(ifd_hbuf_t *b);
+/** Makes room for `n` more bytes; returns 0 or IFD_ENOMEM (sets oom). */
+int ifd__hbuf_reserve(ifd_hbuf_t *b, size_t n);
+void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n);
+void ifd__hbuf_puts(ifd_hbuf_t *b, const char *s);
+void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/** Prepends `n` bytes into the head room; IFD_ENOMEM when it is too small. */
+int ifd__hbuf_prepend(ifd_hbuf_t *b, const char *p, size_t n);
+/** Content length (without the unused head room). */
+static inline size_t ifd__hbuf_size(const ifd_hbuf_t *b) {
+  return b->len - b->start;
+}
+
+/** Appends `s` (n bytes) as a quoted, escaped JSON string. Bytes >= 0x80
+ *  pass through untouched (tensor strings are the client's bytes). */
+void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n);
+/** Appends a float so that it reads back as the same float ("1.0", "0.1"). */
+void ifd__json_f32(ifd_hbuf_t *b, float v);
+/** Appends a double so that it reads back as the same double. */
+void ifd__json_f64(ifd_hbuf_t *b, double v);
+/** Appends a jansson value as compact JSON (insertion order kept). */
+void ifd__json_dump(ifd_hbuf_t *b, const json_t *j);
+
+/** IEEE half / bfloat16 conversions, round to nearest even. */
+uint16_t ifd__f32_to_f16(float f);
+float ifd__f16_to_f32(uint16_t h);
+uint16_t ifd__f32_to_bf16(float f);
+float ifd__bf16_to_f32(uint16_t h);
+
+/* ---- routes (http_routes.c) ------------------------------------------- */
+
+typedef enum ifd_http_route {
+  IFD_ROUTE_NOT_FOUND = 0, /* unknown path: 404 */
+  IFD_ROUTE_BAD_METHOD,    /* known path, wrong method: 405 */
+  IFD_ROUTE_SERVER_META,   /* GET /v2 */
+  IFD_ROUTE_LIVE,          /* GET /v2/health/live */
+  IFD_ROUTE_READY,         /* GET /v2/health/ready */
+  IFD_ROUTE_MODEL_META,    /* GET /v2/models/m[/versions/v] */
+  IFD_ROUTE_MODEL_READY,   /* GET .../ready */
+  IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
+  IFD_ROUTE_INFER,         /* POST .../infer */
+  IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
+} ifd_http_route_t;
+
+typedef enum ifd_http_method {
+  IFD_HTTP_GET = 0,
+  IFD_HTTP_POST,
+  IFD_HTTP_OTHER,
+} ifd_http_method_t;
+
+/** Pieces a route matched; both point into the path (not decoded). */
+typedef struct ifd_route_match {
+  const char *model; /* borrowed: path; NULL when the route has none */
+  size_t model_len;
+  const char *version; /* borrowed: path; NULL when no /versions/v */
+  size_t version_len;
+} ifd_route_match_t;
+
+/**
+ * Matches `path` (no query string) in one pass over its segments. Returns the
+ * route, IFD_ROUTE_BAD_METHOD for a known path with another method, or
+ * IFD_ROUTE_NOT_FOUND.
+ */
+ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
+                                 size_t len, ifd_route_match_t *m);
+
+/* ---- response slots (http1.c) ----------------------------------------- */
+
+typedef struct ifd_http_conn ifd_http_conn_t;
+
+#define IFD_SLOT_INLINE_IOV 4
+
+typedef struct ifd_http_slot {
+  struct ifd_http_slot *next; /* FIFO link; owned by the connection's FIFO */
+  ifd_http_conn_t *conn;      /* borrowed; NULL once the connection closed
+                                 while the slot waited for its response */
+  ifd_request_t *req;         /* counted (the protocol's reference); NULL
+                                 for routes that build no request */
+  ifd_response_t *resp;       /* owned once answered; freed after the write */
+  char *buf;                  /* owned (malloc'd): head, then JSON text */
+  uv_buf_t iov_inline[IFD_SLOT_INLINE_IOV];
+  uv_buf_t *iov;              /* owned when != iov_inline */
+  unsigned niov;
+  unsigned ready : 1;         /* iov complete: may be written */
+  unsigned answered : 1;      /* a response was taken (never answer twice) */
+  unsigned keep_alive : 1;    /* the request allows another after it */
+  unsigned close_after : 1;   /* close the connection once written */
+  unsigned http10 : 1;        /* the request was HTTP/1.0 */
+  unsigned binary_all : 1;    /* binary_data_output: every output binary */
+} ifd_http_slot_t;
+
+/** Message handed to the routes; `body` moves to the handler. */
+typedef struct ifd_http_msg {
+  ifd_http_method_t method;
+  const char *path; /* borrowed: connection's buffer, valid during dispatch */
+  size_t path_len;
+  char *body;       /* owned (malloc'd) or NULL: the handler takes it */
+  size_t body_len;
+  uint64_t header_len; /* Inference-Header-Content-Length */
+  int has_header_len;
+  uint64_t t_received; /* uv_hrtime() when the message began */
+} ifd_http_msg_t;
+
+/** Routes and answers one message (http_routes.c): takes msg->body (frees
+ *  it or hands it to a request) and always ends with the slot finished, now
+ *  or later from a response callback. */
+void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *slot,
+                        ifd_http_msg_t *msg);
+
+/** The core server the front end serves (http1.c). */
+ifd_server_t *ifd__http_server(const ifd_http_t *h);
+
+/**
+ * Completes `slot` with status line and headers in front of `body` (whose
+ * head room receives them; the slot takes body's memory) followed by `nbin`
+ * extra buffers (borrowed: they must live until the slot is freed, e.g.
+ * output tensors of slot->resp). `ctype` NULL: no Content-Type. `hdr_len`
+ * >= 0 adds Inference-Header-Content-Length. Then marks the slot ready.
+ * On ENOMEM the slot gets a static 500 instead.
+ */
+void ifd__http_slot_finish(ifd_http_slot_t *slot, int status,
+                           const char *ctype, ifd_hbuf_t *body,
+                           const uv_buf_t *bin, unsigned nbin,
+                           int64_t hdr_len);
+
+/** Completes `slot` with {"error": msg} and `status`. */
+void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
+
+/** Frees a slot that is no longer in any FIFO (orphans, tests). */
+void ifd__http_slot_free(ifd_http_slot_t *slot);
+
+/* ---- infer encoding (http_infer.c) ------------------------------------ */
+
+/* ifd_output_req_t.proto_flags bits owned by HTTP. */
+#define IFD_HTTP_OUT_BINARY 1u
+
+/** What decoding learned that only the HTTP layer needs. */
+typedef struct ifd_http_infer_info {
+  int binary_all; /* parameters.binary_data_output */
+} ifd_http_infer_info_t;
+
+/**
+ * Decodes an infer request body into `req` (pool, fields zeroed or as set by
+ * ifd_request_new; model name/version are the caller's). The first
+ * `json_len` bytes of `body` are JSON; the rest are binary tensors for the
+ * inputs with parameters.binary_data_size, in input order. Inputs point
+ * into `body` (zero copy), so it must live as long as req (req->body).
+ * JSON `data` is decoded once into a buffer from req->pool.
+ *
+ * Returns 0, or IFD_EINVAL (malformed JSON, bad field, data not matching
+ * shape or type, body shorter than the declared sizes), IFD_EUNSUPPORTED
+ * (shared memory), IFD_ENOMEM; `err` names the field.
+ */
+int ifd__http_infer_decode(ifd_request_t *req, const char *body,
+                           size_t body_len, size_t json_len,
+                           ifd_http_infer_info_t *info, ifd_errmsg_t *err);
+
+/**
+ * Serializes a successful response as its JSON header into `out` (appended)
+ * and lists the binary outputs' buffers in `bin` (borrowed from resp; room
+ * for resp->n_outputs entries; empty outputs included) with their count in
+ * *nbin: *nbin > 0 means the body is JSON followed by binary data. `model_version`
+ * is the executed version (-1 prints ""). Returns 0 or IFD_EINTERNAL (an
+ * output whose bytes do not match its shape) / IFD_ENOMEM with `err`.
+ */
+int ifd__http_infer_serialize(const ifd_request_t *req,
+                              const ifd_response_t *resp, int64_t model_version,
+                              int binary_all, ifd_hbuf_t *out, uv_buf_t *bin,
+                              unsigned *nbin, ifd_errmsg_t *err);
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * net/main.c - the inferd executable: tritonserver's command line, the loop,
+ * start-up and graceful shutdown.
+ *
+ * Flags are spelled as tritonserver spells them and take `--flag=value` or
+ * `--flag value`. Flags for endpoints that this build does not serve yet are
+ * refused with a clear message rather than silently ignored, except the
+ * port/allow flags that every tritonserver command line carries, which are
+ * accepted with a warning so that existing command lines keep working.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/server.h"
+#include "cuda/gpu.h"
+#include "net/http.h"
+#include "sched/sched.h"
+
+#define MAX_REPOS 64
+
+typedef struct options {
+  const char *repos[MAX_REPOS];
+  size_t n_repos;
+  const char *backend_dir;
+  char backend_dir_default[PATH_MAX];
+  const char *http_address;
+  int http_port;
+  int allow_http;
+  uint64_t http_max_input_size;
+  int strict_config;
+  int exit_on_error;
+  int strict_readiness;
+  int exit_timeout_secs;
+  int log_verbose;
+  int log_info, log_warning, log_error;
+} options_t;
+
+typedef struct app {
+  uv_loop_t loop;
+  options_t opt;
+  ifd_server_t *server;   /* owned */
+  ifd_http_t *http;       /* owned until ifd_http_stop's done */
+  uv_signal_t sigint;     /* embedded */
+  uv_signal_t sigterm;    /* embedded */
+  int stopping;
+  int exit_code;
+} app_t;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "Usage: inferd [options]\n"
+          "  --model-repository=DIR     model repository path (repeatable; "
+          "also --model-store)\n"
+          "  --backend-directory=DIR    where <backend>/libtriton_<backend>.so "
+          "are found\n"
+          "                             (default: <inferd dir>/backends)\n"
+          "  --http-port=PORT           HTTP/REST port (default 8000)\n"
+          "  --http-address=ADDR        HTTP bind address (default 0.0.0.0)\n"
+          "  --allow-http=BOOL          serve HTTP (default true)\n"
+          "  --http-max-input-size=N    largest HTTP request body in bytes "
+          "(default 67108864)\n"
+          "  --http-thread-count=N      accepted for compatibility: HTTP is "
+          "served by one event loop\n"
+          "  --grpc-port=PORT, --allow-grpc=BOOL, --metrics-port=PORT,\n"
+          "  --allow-metrics=BOOL       accepted; these endpoints are not "
+          "served by this build yet\n"
+          "  --model-control-mode=none  only 'none' is supported\n"
+          "  --strict-model-config=BOOL no config auto-completion (default "
+          "false)\n"
+          "  --strict-readiness=BOOL    ready only when every model is ready "
+          "(default true)\n"
+          "  --exit-on-error=BOOL       exit when a model fails to load "
+          "(default true)\n"
+          "  --exit-timeout-secs=N      wait for in-flight requests on "
+          "shutdown (default 30)\n"
+          "  --log-verbose=N            verbose log level (default 0)\n"
+          "  --log-info=BOOL, --log-warning=BOOL, --log-error=BOOL\n"
+          "  --help                     this text\n");
+}
+
+static int parse_bool(const char *v, int *out) {
+  static const char *yes[] = {"true", "1", "yes", "on"};
+  static const char *no[] = {"false", "0", "no", "off"};
+  size_t i;
+  for (i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
+    if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
+  }
+  return -1;
+}
+
+static int parse_int(const char *v, long long lo, long long hi,
+                     long long *out) {
+  char *end;
+  long long n;
+  errno = 0;
+  n = strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) return -1;
+  *out = n;
+  return 0;
+}
+
+enum kind { K_REPO, K_STR, K_PORT, K_BOOL, K_INT, K_U64, K_MODE, K_NOTYET };
+
+typedef struct flag {
+  const char *name;
+  enum kind kind;
+  size_t off; /* offset in options_t; unused for K_REPO/K_MODE/K_NOTYET */
+} flag_t;
+
+#define OFF(f) offsetof(options_t, f)
+static const flag_t flags[] = {
+    {"model-repository", K_REPO, 0},
+    {"model-store", K_REPO, 0},
+    {"backend-directory", K_STR, OFF(backend_dir)},
+    {"http-address", K_STR, OFF(http_address)},
+    {"http-port", K_PORT, OFF(http_port)},
+    {"allow-http", K_BOOL, OFF(allow_http)},
+    {"http-max-input-size", K_U64, OFF(http_max_input_size)},
+    {"http-thread-count", K_NOTYET, 0},
+    {"grpc-port", K_NOTYET, 0},
+    {"allow-grpc", K_NOTYET, 0},
+    {"metrics-port", K_NOTYET, 0},
+    {"allow-metrics", K_NOTYET, 0},
+    {"model-control-mode", K_MODE, 0},
+    {"strict-model-config", K_BOOL, OFF(strict_config)},
+    {"strict-readiness", K_BOOL, OFF(strict_readiness)},
+    {"exit-on-error", K_BOOL, OFF(exit_on_error)},
+    {"exit-timeout-secs", K_INT, OFF(exit_timeout_secs)},
+    {"log-verbose", K_INT, OFF(log_verbose)},
+    {"log-info", K_BOOL, OFF(log_info)},
+    {"log-warning", K_BOOL, OFF(log_warning)},
+    {"log-error", K_BOOL, OFF(log_error)},
+};
+
+static int bad(const char *name, const char *value, const char *why) {
+  fprintf(stderr, "inferd: invalid value '%s' for --%s: %s\n", value, name,
+          why);
+  usage(stderr);
+  return -1;
+}
+
+/* Parses argv into o. Returns 0, 1 for --help, or -1 after printing why. */
+static int parse_args(int argc, char **argv, options_t *o) {
+  int i;
+  for (i = 1; i < argc; i++) {
+    const char *arg = argv[i], *eq, *value;
+    size_t nlen, k;
+    const flag_t *f = NULL;
+    long long n;
+
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
+    if (strncmp(arg, "--", 2) != 0) {
+      fprintf(stderr, "inferd: unexpected argument '%s'\n", arg);
+      usage(stderr);
+      return -1;
+    }
+    arg += 2;
+    eq = strchr(arg, '=');
+    nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+    for (k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
+      if (strlen(flags[k].name) == nlen &&
+          strncmp(flags[k].name, arg, nlen) == 0)
+        f = &flags[k];
+    if (f == NULL) {
+      fprintf(stderr, "inferd: unknown option '--%.*s'\n", (int)nlen, arg);
+      usage(stderr);
+      return -1;
+    }
+    if (eq != NULL) {
+      value = eq + 1;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      fprintf(stderr, "inferd: option '--%s' needs a value\n", f->name);
+      usage(stderr);
+      return -1;
+    }
+    switch (f->kind) {
+      case K_REPO:
+        if (o->n_repos == MAX_REPOS)
+          return bad(f->name, value, "too many repositories");
+        if (value[0] == '\0') return bad(f->name, value, "empty path");
+        o->repos[o->n_repos++] = value;
+        break;
+      case K_STR:
+        *(const char **)((char *)o + f->off) = value;
+        break;
+      case K_PORT:
+        if (parse_int(value, 0, 65535, &n) < 0)
+          return bad(f->name, value, "expected a port number 0-65535");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_BOOL:
+        if (parse_bool(value, (int *)((char *)o + f->off)) < 0)
+          return bad(f->name, value, "expected true or false");
+        break;
+      case K_INT:
+        if (parse_int(value, 0, INT_MAX, &n) < 0)
+          return bad(f->name, value, "expected a non-negative integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_U64:
+        if (parse_int(value, 1, LLONG_MAX, &n) < 0)
+          return bad(f->name, value, "expected a positive integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
+        break;
+      case K_MODE:
+        if (strcmp(value, "none") != 0)
+          return bad(f->name, value,
+                     "only 'none' is supported by this build (explicit and "
+                     "poll are not implemented yet)");
+        break;
+      case K_NOTYET:
+        IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
+                 strcmp(f->name, "http-thread-count") == 0
+                     ? "inferd serves HTTP from one event loop"
+                     : "this endpoint is not served by this build yet");
+        break;
+    }
+  }
+  if (o->n_repos == 0) {
+    fprintf(stderr, "inferd: --model-repository must be specified\n");
+    usage(stderr);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- lifecycle --------------------------------------------------------------- */
+
+static void on_handle_closed(uv_handle_t *h) { (void)h; }
+
+static void on_http_stopped(void *arg) {
+  app_t *a = arg;
+  a->http = NULL;
+  ifd_server_free(a->server);
+  a->server = NULL;
+  uv_close((uv_handle_t *)&a->sigint, on_handle_closed);
+  uv_close((uv_handle_t *)&a->sigterm, on_handle_closed);
+}
+
+static void on_server_down(ifd_server_t *s, void *arg) {
+  app_t *a = arg;
+  (void)s;
+  if (a->http != NULL)
+    ifd_http_stop(a->http, on_http_stopped, a);
+  else
+    on_http_stopped(a);
+}
+
+static void begin_shutdown(app_t *a, int code) {
+  if (a->stopping) return;
+  a->stopping = 1;
+  a->exit_code = code;
+  IFD_INFO("shutting down");
+  ifd_server_shutdown(a->server, on_server_down, a);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  app_t *a = h->data;
+  IFD_INFO("received signal %d", signum);
+  begin_shutdown(a, a->exit_code);
+}
+
+static void on_loaded(ifd_server_t *s, int failed, void *arg) {
+  app_t *a = arg;
+  (void)s;
+  if (failed > 0 && a->opt.exit_on_error) {
+    IFD_ERROR("%d model(s) failed to load and --exit-on-error is true", failed);
+    begin_shutdown(a, 1);
+    return;
+  }
+  IFD_INFO("inferd %s ready (%s build)", IFD_SERVER_VERSION, ifd_gpu_build());
+}
+
+static void default_backend_dir(options_t *o, const char *argv0) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char *slash;
+  (void)argv0;
+  if (n <= 0) return;
+  exe[n] = '\0';
+  slash = strrchr(exe, '/');
+  if (slash == NULL) return;
+  *slash = '\0';
+  if (strlen(exe) + sizeof("/backends") > sizeof(o->backend_dir_default))
+    return;
+  memcpy(o->backend_dir_default, exe, strlen(exe));
+  memcpy(o->backend_dir_default + strlen(exe), "/backends", sizeof("/backends"));
+  o->backend_dir = o->backend_dir_default;
+}
+
+int main(int argc, char **argv) {
+  static app_t app;
+  app_t *a = &app;
+  ifd_server_opts_t so;
+  ifd_errmsg_t err;
+  int rc;
+
+  a->opt.http_port = 8000;
+  a->opt.allow_http = 1;
+  a->opt.http_address = "0.0.0.0";
+  a->opt.http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  a->opt.exit_on_error = 1;
+  a->opt.strict_readiness = 1;
+  a->opt.exit_timeout_secs = 30;
+  a->opt.log_info = a->opt.log_warning = a->opt.log_error = 1;
+  default_backend_dir(&a->opt, argv[0]);
+
+  rc = parse_args(argc, argv, &a->opt);
+  if (rc != 0) {
+    if (rc > 0) usage(stdout);
+    return rc > 0 ? 0 : 1;
+  }
+  ifd_log_set_verbose(a->opt.log_verbose);
+  ifd_log_set_enabled(IFD_LOG_INFO, a->opt.log_info);
+  ifd_log_set_enabled(IFD_LOG_WARN, a->opt.log_warning);
+  ifd_log_set_enabled(IFD_LOG_ERROR, a->opt.log_error);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (uv_loop_init(&a->loop) != 0) {
+    fprintf(stderr, "inferd: cannot create the event loop\n");
+    return 1;
+  }
+  memset(&so, 0, sizeof(so));
+  so.repos = a->opt.repos;
+  so.n_repos = a->opt.n_repos;
+  so.backend_dir = a->opt.backend_dir;
+  so.strict_config = a->opt.strict_config;
+  so.exit_on_error = a->opt.exit_on_error;
+  so.strict_readiness = a->opt.strict_readiness;
+  so.exit_timeout_secs = a->opt.exit_timeout_secs;
+  so.gpu_count = ifd_gpu_count();
+  so.ops = ifd_sched_model_ops();
+  ifd_errclear(&err);
+  if (ifd_server_new(&a->loop, &so, &a->server, &err) < 0) {
+    fprintf(stderr, "inferd: %s\n", err.text);
+    return 1;
+  }
+
+  if (a->opt.allow_http) {
+    ifd_http_opts_t ho;
+    memset(&ho, 0, sizeof(ho));
+    ho.host = a->opt.http_address;
+    ho.port = a->opt.http_port;
+    ho.max_input_size = a->opt.http_max_input_size;
+    if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
+      IFD_ERROR("failed to start the HTTP service: %s", err.text);
+      a->exit_code = 1;
+      a->stopping = 1;
+      a->http = NULL;
+      ifd_server_shutdown(a->server, on_server_down, a);
+    } else {
+      IFD_INFO("started HTTPService at %s:%d", a->opt.http_address,
+               ifd_http_port(a->http));
+    }
+  }
+
+  uv_signal_init(&a->loop, &a->sigint);
+  uv_signal_init(&a->loop, &a->sigterm);
+  a->sigint.data = a->sigterm.data = a;
+  uv_signal_start(&a->sigint, on_signal, SIGINT);
+  uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+
+  if (!a->stopping) ifd_server_start(a->server, on_loaded, a);
+  uv_run(&a->loop, UV_RUN_DEFAULT);
+  rc = uv_loop_close(&a->loop);
+  if (rc != 0) IFD_WARN("event loop closed with handles open: %s", uv_strerror(rc));
+  IFD_INFO("exiting with status %d", a->exit_code);
+  return a->exit_code;
+}

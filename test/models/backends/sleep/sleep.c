@@ -1,0 +1,149 @@
+/*
+ * test/models/backends/sleep/sleep.c - the "sleep" test backend.
+ *
+ * README: built as libtriton_sleep.so; uses the public Triton ABI only.
+ * Input "IN" (INT32, one value per batch item, milliseconds) and output
+ * "OUT" (INT32, same shape). Each request sleeps for the largest IN value,
+ * then copies IN to OUT. Errors become that request's error response.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "triton/core/tritonbackend.h"
+#include "triton/core/tritonserver.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void log_if_error(TRITONSERVER_Error *err, const char *what) {
+  char buf[512];
+  if (err == NULL)
+    return;
+  snprintf(buf, sizeof(buf), "sleep: %s: %s", what,
+           TRITONSERVER_ErrorMessage(err));
+  TRITONSERVER_ErrorDelete(
+      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
+  TRITONSERVER_ErrorDelete(err);
+}
+
+TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
+  uint32_t major = 0, minor = 0;
+  (void)backend;
+  TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
+  if (err != NULL)
+    return err;
+  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
+      minor < TRITONBACKEND_API_VERSION_MINOR)
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_UNSUPPORTED,
+        "triton backend API version does not support this backend");
+  return NULL;
+}
+
+/* Gathers IN into a malloc'd buffer, sleeps max(IN) ms, writes OUT. */
+static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
+                                   TRITONBACKEND_Response *response) {
+  TRITONBACKEND_Input *input = NULL;
+  TRITONBACKEND_Output *output = NULL;
+  TRITONSERVER_DataType dtype;
+  const int64_t *shape = NULL;
+  uint32_t dims = 0, nbuf = 0;
+  uint64_t size = 0, off = 0;
+  TRITONSERVER_Error *err = TRITONBACKEND_RequestInput(request, "IN", &input);
+  if (err == NULL)
+    err = TRITONBACKEND_InputProperties(input, NULL, &dtype, &shape, &dims,
+                                        &size, &nbuf);
+  if (err != NULL)
+    return err;
+  if (dtype != TRITONSERVER_TYPE_INT32 || size % sizeof(int32_t) != 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "IN must be INT32");
+  int32_t *vals = malloc(size > 0 ? size : 1);
+  if (vals == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  for (uint32_t b = 0; err == NULL && b < nbuf; b++) {
+    const void *src = NULL;
+    uint64_t n = 0;
+    TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+    int64_t mt_id = 0;
+    err = TRITONBACKEND_InputBuffer(input, b, &src, &n, &mt, &mt_id);
+    if (err == NULL && (n > size - off || (mt == TRITONSERVER_MEMORY_GPU && n)))
+      err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                  "bad IN buffer");
+    if (err == NULL && n > 0)
+      memcpy((char *)vals + off, src, n);
+    off += n;
+  }
+  if (err == NULL && off != size)
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                "IN buffers are shorter than IN");
+  if (err != NULL)
+    goto out_free_vals;
+
+  int32_t ms = 0;
+  for (uint64_t i = 0; i < size / sizeof(int32_t); i++)
+    if (vals[i] > ms)
+      ms = vals[i];
+  struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&d, &d) != 0)
+    ;
+
+  void *dst = NULL;
+  TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+  int64_t mt_id = 0;
+  err = TRITONBACKEND_ResponseOutput(response, &output, "OUT", dtype, shape,
+                                     dims);
+  if (err == NULL)
+    err = TRITONBACKEND_OutputBuffer(output, &dst, size, &mt, &mt_id);
+  if (err == NULL && mt == TRITONSERVER_MEMORY_GPU && size > 0)
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                "sleep needs a CPU output buffer");
+  if (err == NULL && size > 0)
+    memcpy(dst, vals, size);
+out_free_vals:
+  free(vals);
+  return err;
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
+                                   TRITONBACKEND_Request **requests,
+                                   const uint32_t request_count) {
+  uint64_t exec_start = now_ns();
+  for (uint32_t r = 0; r < request_count; r++) {
+    TRITONBACKEND_Response *response = NULL;
+    bool ok = false;
+    uint64_t start = now_ns();
+    TRITONSERVER_Error *err = TRITONBACKEND_ResponseNew(&response, requests[r]);
+    if (err != NULL) {
+      log_if_error(err, "cannot create response");
+    } else {
+      err = process(requests[r], response);
+      ok = (err == NULL);
+      log_if_error(TRITONBACKEND_ResponseSend(
+                       response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
+                   "cannot send response");
+      TRITONSERVER_ErrorDelete(err);
+    }
+    uint64_t end = now_ns();
+    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(
+                     instance, requests[r], ok, exec_start, start, end, end),
+                 "cannot report statistics");
+    log_if_error(TRITONBACKEND_RequestRelease(requests[r],
+                                              TRITONSERVER_REQUEST_RELEASE_ALL),
+                 "cannot release request");
+  }
+  uint64_t end = now_ns();
+  if (request_count > 0)
+    log_if_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+                     instance, request_count, exec_start, exec_start, end, end),
+                 "cannot report batch statistics");
+  return NULL;
+}
