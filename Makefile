@@ -65,7 +65,7 @@ LIBTS := $(BUILD)/lib/libtritonserver.so
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
 
-.PHONY: all run test test-unit test-e2e test-asan deps clean format-check
+.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check
 .DEFAULT_GOAL := all
 
 all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
@@ -133,7 +133,7 @@ test: deps-check
 	$(MAKE) test-e2e
 
 test-asan:
-	$(MAKE) BUILD=build-asan SAN=1 OPT="-O1 -g" all test-unit test-e2e
+	$(MAKE) BUILD=build-asan SAN=1 HAVE_CUDA=0 OPT="-O1 -g" all test-unit test-e2e
 
 deps:
 	bash third_party/install-deps.sh

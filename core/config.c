@@ -1379,20 +1379,6 @@ int ifd_config_validate(const ifd_model_config_t *cfg,
 
 /* ---- JSON ---- */
 
-/* Drops `key` from `obj` when it holds the JSON value `dflt`. */
-static void drop_default(json_t *obj, const char *key, const json_t *dflt) {
-  json_t *v = json_object_get(obj, key);
-  if (v != NULL && json_equal(v, (json_t *)dflt)) json_object_del(obj, key);
-}
-
-static void drop_default_each(json_t *root, const char *array, const char *key,
-                              const json_t *dflt) {
-  json_t *arr = json_object_get(root, array);
-  size_t i;
-  json_t *e;
-  json_array_foreach(arr, i, e) drop_default(e, key, dflt);
-}
-
 /*
  * Field order. protobuf-c descriptors list fields by number, so the JSON
  * comes out in that order; tritonserver prints them in declaration order.

@@ -93,6 +93,8 @@ static int check_input(const ifd_model_t *m, const ifd_request_t *req,
   for (k = 0; k < ci->n_dims && nfull < IFD_MAX_DIMS; k++)
     full[nfull++] = ci->dims[k];
 
+  /* The shape first: a wrong rank says more than the batch size it implies. */
+  if (!ifd_shape_matches(full, nfull, shape, ndims)) goto bad_shape;
   if (c->max_batch_size > 0) {
     if (ndims == 0 || shape[0] < 1) goto bad_shape;
     if (*batch < 0) {
@@ -109,7 +111,6 @@ static int check_input(const ifd_model_t *m, const ifd_request_t *req,
                       "<= %d for '%s'",
                       req_id(req), c->max_batch_size, m->name);
   }
-  if (!ifd_shape_matches(full, nfull, shape, ndims)) goto bad_shape;
   for (k = 0; k < ndims; k++)
     if (shape[k] < 0) goto bad_shape;
 

@@ -43,6 +43,7 @@ struct ifd_server {
   ifd_strmap_t by_name;      /* name -> model_entry_t* */
   model_entry_t **entries;   /* owned array, sorted by name */
   size_t n_entries;
+  int started;               /* ifd_server_start was called */
   int loading_done;
   int shutting_down;
   int failed;                /* models that failed to load */
@@ -160,7 +161,15 @@ static model_entry_t *entry_add(ifd_server_t *s, const char *name,
     return NULL;
   }
   s->entries = arr;
-  s->entries[s->n_entries++] = e;
+  {
+    /* Keep the array sorted by name: the repository index lists it. */
+    size_t i = s->n_entries++;
+    while (i > 0 && strcmp(s->entries[i - 1]->name, e->name) > 0) {
+      s->entries[i] = s->entries[i - 1];
+      i--;
+    }
+    s->entries[i] = e;
+  }
   return e;
 }
 
@@ -404,7 +413,6 @@ static void scan_after(uv_work_t *w, int status) {
       ifd_repo_entry_t *re = &j->scan.entries[i];
       const char *repo = s->opts.repos[0];
       model_entry_t *e;
-      int dup = 0;
       for (k = 0; k < s->opts.n_repos; k++) {
         size_t rl = strlen(s->opts.repos[k]);
         if (strncmp(re->path, s->opts.repos[k], rl) == 0 && re->path[rl] == '/')
@@ -416,15 +424,18 @@ static void scan_after(uv_work_t *w, int status) {
         s->failed++;
         continue;
       }
-      for (k = 0; k < j->scan.n_duplicates; k++)
-        dup |= strcmp(j->scan.duplicates[k], re->name) == 0;
-      if (dup) {
-        entry_fail(e, "the model appears in more than one model repository");
-        s->failed++;
-        IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
-        continue;
-      }
       start_prepare(s, e);
+    }
+    /* A name found in several repositories is ambiguous: Triton refuses to
+     * load it, and so do we, listing it as unavailable with the reason. */
+    for (k = 0; k < j->scan.n_duplicates; k++) {
+      const char *name = j->scan.duplicates[k];
+      model_entry_t *e = entry_find(s, name, strlen(name));
+      if (e == NULL) e = entry_add(s, name, NULL, NULL);
+      s->failed++;
+      if (e == NULL) continue;
+      entry_fail(e, "the model appears in more than one model repository");
+      IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
     }
     ifd_repo_scan_free(&j->scan);
   }
@@ -436,6 +447,7 @@ void ifd_server_start(ifd_server_t *s,
                       void (*done)(ifd_server_t *s, int failed, void *arg),
                       void *arg) {
   scan_job_t *j = calloc(1, sizeof(*j));
+  s->started = 1;
   s->start_done = done;
   s->start_arg = arg;
   s->pending_work = 1;
@@ -698,6 +710,7 @@ void ifd_server_shutdown(ifd_server_t *s,
                          void (*done)(ifd_server_t *s, void *arg), void *arg) {
   s->stop_done = done;
   s->stop_arg = arg;
+  if (!s->started) s->loading_done = 1; /* nothing was ever loaded */
   if (!s->loading_done) {
     /* Loads in flight own their models: let them finish, then unload. */
     s->shutting_down = 1;

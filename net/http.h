@@ -18,11 +18,11 @@
 typedef struct ifd_http ifd_http_t;
 
 typedef struct ifd_http_opts {
-  const char *host;        /* borrowed: address to bind; NULL = "0.0.0.0" */
-  int port;                /* 0 picks a free port (see ifd_http_port) */
-  uint64_t max_input_size; /* --http-max-input-size; 0 = default 64 MiB */
+  const char *host;         /* borrowed: address to bind; NULL = "0.0.0.0" */
+  int port;                 /* 0 picks a free port (see ifd_http_port) */
+  uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
   unsigned max_connections; /* 0 = default 65536 */
-  int reuse_port;          /* set SO_REUSEPORT before binding */
+  int reuse_port;           /* set SO_REUSEPORT before binding */
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)

@@ -37,8 +37,8 @@
 #include "net/internal.h"
 #include "net/status.h"
 
-#define container_of(p, type, member) \
-  ((type *)((char *)(p) - offsetof(type, member)))
+#define container_of(p, type, member)                                          \
+  ((type *)((char *)(p)-offsetof(type, member)))
 
 #define READ_BUF_SIZE 65536
 #define MAX_URL 8192
@@ -67,61 +67,62 @@ static void link_del(link_t *l) {
 }
 
 struct ifd_http {
-  uv_tcp_t listener;       /* embedded: closed by ifd_http_stop */
-  uv_prepare_t flusher;    /* embedded: writes dirty connections */
-  uv_loop_t *loop;         /* borrowed */
-  ifd_server_t *server;    /* borrowed: outlives the front end */
+  uv_tcp_t listener;    /* embedded: closed by ifd_http_stop */
+  uv_prepare_t flusher; /* embedded: writes dirty connections */
+  uv_loop_t *loop;      /* borrowed */
+  ifd_server_t *server; /* borrowed: outlives the front end */
   llhttp_settings_t settings;
   uint64_t max_input_size;
   unsigned max_connections;
   int port;
-  link_t conns;            /* every open connection (ifd_http_conn.link) */
-  link_t dirty;            /* connections with ready slots to write */
+  link_t conns; /* every open connection (ifd_http_conn.link) */
+  link_t dirty; /* connections with ready slots to write */
   unsigned n_conns;
   int stopping, listener_closed;
   void (*done)(void *arg);
-  void *done_arg;          /* borrowed: the caller's */
+  void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
 };
 
 struct ifd_http_conn {
-  uv_tcp_t tcp;            /* embedded: the connection is freed in its close cb */
-  uv_write_t wreq;         /* embedded: the one write in flight */
-  uv_shutdown_t sreq;      /* embedded: graceful close */
-  ifd_http_t *h;           /* borrowed: outlives the connection */
+  uv_tcp_t tcp;       /* embedded: the connection is freed in its close cb */
+  uv_write_t wreq;    /* embedded: the one write in flight */
+  uv_shutdown_t sreq; /* embedded: graceful close */
+  ifd_http_t *h;      /* borrowed: outlives the connection */
   llhttp_t parser;
-  link_t link;             /* in h->conns */
-  link_t dirty;            /* in h->dirty while it has slots to write */
-  ifd_http_slot_t *head;   /* owned: response FIFO, oldest first */
-  ifd_http_slot_t *tail;   /* borrowed: last of the FIFO */
+  link_t link;           /* in h->conns */
+  link_t dirty;          /* in h->dirty while it has slots to write */
+  ifd_http_slot_t *head; /* owned: response FIFO, oldest first */
+  ifd_http_slot_t *tail; /* borrowed: last of the FIFO */
   unsigned n_slots;
-  unsigned n_writing;      /* slots at the head inside the write in flight */
+  unsigned n_writing; /* slots at the head inside the write in flight */
 
   /* The message being parsed. */
-  char *url;               /* owned when != url_inline */
+  char *url; /* owned when != url_inline */
   size_t url_len, url_cap;
-  char hname[40];          /* header name, lower-cased; hname_len > size: ignored */
+  char hname[40]; /* header name, lower-cased; hname_len > size: ignored */
   size_t hname_len;
-  char hval[24];           /* value of a header we want; hval_len > size: too long */
+  char hval[24]; /* value of a header we want; hval_len > size: too long */
   size_t hval_len;
-  uint64_t header_len;     /* Inference-Header-Content-Length */
-  char *body;              /* owned (malloc'd); NULL while idle */
+  uint64_t header_len; /* Inference-Header-Content-Length */
+  char *body;          /* owned (malloc'd); NULL while idle */
   size_t body_len, body_cap;
   uint64_t t_begin;
   unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
 
-  unsigned closing : 1;    /* uv_shutdown or uv_close called */
-  unsigned no_more : 1;    /* parse no further requests */
-  unsigned eof : 1;        /* the client half-closed */
-  unsigned stopping : 1;   /* ifd_http_stop: close once the FIFO drains */
+  unsigned closing : 1;     /* uv_shutdown or uv_close called */
+  unsigned no_more : 1;     /* parse no further requests */
+  unsigned eof : 1;         /* the client half-closed */
+  unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
   unsigned read_paused : 1; /* stopped reading for backpressure */
-  unsigned error_sent : 1; /* an error slot ends the FIFO */
+  unsigned error_sent : 1;  /* an error slot ends the FIFO */
   char url_inline[256];
 };
 
 static const char oom_response[] =
     "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-    "Content-Length: 25\r\nConnection: close\r\n\r\n{\"error\":\"out of memory\"}";
+    "Content-Length: 25\r\nConnection: close\r\n\r\n{\"error\":\"out of "
+    "memory\"}";
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void close_conn(ifd_http_conn_t *c, int graceful);
@@ -137,7 +138,8 @@ int ifd_http_port(const ifd_http_t *h) { return h->port; }
 static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
   ifd_http_slot_t *s = calloc(1, sizeof(*s));
 
-  if (s == NULL) return NULL;
+  if (s == NULL)
+    return NULL;
   s->conn = c;
   s->iov = s->iov_inline;
   if (c->tail != NULL)
@@ -150,9 +152,12 @@ static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
 }
 
 void ifd__http_slot_free(ifd_http_slot_t *s) {
-  if (s->resp != NULL) ifd_response_free(s->resp);
-  if (s->req != NULL) ifd_request_unref(s->req);
-  if (s->iov != s->iov_inline) free(s->iov);
+  if (s->resp != NULL)
+    ifd_response_free(s->resp);
+  if (s->req != NULL)
+    ifd_request_unref(s->req);
+  if (s->iov != s->iov_inline)
+    free(s->iov);
   free(s->buf);
   free(s);
 }
@@ -160,39 +165,45 @@ void ifd__http_slot_free(ifd_http_slot_t *s) {
 static void mark_dirty(ifd_http_conn_t *c) {
   ifd_http_t *h = c->h;
 
-  if (c->closing || !link_empty(&c->dirty)) return;
+  if (c->closing || !link_empty(&c->dirty))
+    return;
   link_add(&h->dirty, &c->dirty);
-  if (!uv_is_active((uv_handle_t *)&h->flusher)) uv_prepare_start(&h->flusher, on_prepare);
+  if (!uv_is_active((uv_handle_t *)&h->flusher))
+    uv_prepare_start(&h->flusher, on_prepare);
 }
 
 static void slot_static(ifd_http_slot_t *s, const char *text, size_t n) {
   s->iov[0] = uv_buf_init((char *)text, (unsigned)n);
   s->niov = 1;
   s->ready = 1;
-  if (s->conn != NULL) mark_dirty(s->conn);
+  if (s->conn != NULL)
+    mark_dirty(s->conn);
 }
 
 void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
-                           ifd_hbuf_t *body, const uv_buf_t *bin,
-                           unsigned nbin, int64_t hdr_len) {
+                           ifd_hbuf_t *body, const uv_buf_t *bin, unsigned nbin,
+                           int64_t hdr_len) {
   char head[IFD_HTTP_HEADROOM];
   uint64_t total = ifd__hbuf_size(body);
   unsigned i;
   int n;
 
-  for (i = 0; i < nbin; i++) total += bin[i].len;
+  for (i = 0; i < nbin; i++)
+    total += bin[i].len;
   n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s", status,
                ifd_http_reason(status), ctype != NULL ? "Content-Type: " : "",
                ctype != NULL ? ctype : "", ctype != NULL ? "\r\n" : "");
   if (hdr_len >= 0)
     n += snprintf(head + n, sizeof(head) - (size_t)n,
-                  "Inference-Header-Content-Length: %lld\r\n", (long long)hdr_len);
+                  "Inference-Header-Content-Length: %lld\r\n",
+                  (long long)hdr_len);
   n += snprintf(head + n, sizeof(head) - (size_t)n,
                 "Content-Length: %llu\r\n%s\r\n", (unsigned long long)total,
                 s->close_after || !s->keep_alive ? "Connection: close\r\n"
                 : s->http10                      ? "Connection: keep-alive\r\n"
                                                  : "");
-  if ((size_t)n >= sizeof(head) || ifd__hbuf_prepend(body, head, (size_t)n) != 0)
+  if ((size_t)n >= sizeof(head) ||
+      ifd__hbuf_prepend(body, head, (size_t)n) != 0)
     goto out_oom;
   if (nbin + 1 > IFD_SLOT_INLINE_IOV) {
     s->iov = malloc((nbin + 1) * sizeof(uv_buf_t));
@@ -202,12 +213,15 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
     }
   }
   s->buf = body->data;
-  s->iov[0] = uv_buf_init(body->data + body->start, (unsigned)ifd__hbuf_size(body));
+  s->iov[0] =
+      uv_buf_init(body->data + body->start, (unsigned)ifd__hbuf_size(body));
   body->data = NULL;
-  for (i = 0; i < nbin; i++) s->iov[i + 1] = bin[i];
+  for (i = 0; i < nbin; i++)
+    s->iov[i + 1] = bin[i];
   s->niov = nbin + 1;
   s->ready = 1;
-  if (s->conn != NULL) mark_dirty(s->conn);
+  if (s->conn != NULL)
+    mark_dirty(s->conn);
   return;
 
 out_oom:
@@ -232,10 +246,12 @@ static int fail(ifd_http_conn_t *c, int status, const char *msg) {
   ifd_http_slot_t *s;
 
   c->no_more = 1;
-  if (c->error_sent) return -1;
+  if (c->error_sent)
+    return -1;
   c->error_sent = 1;
   s = slot_push(c);
-  if (s == NULL) return -1; /* close_conn follows from the read callback */
+  if (s == NULL)
+    return -1; /* close_conn follows from the read callback */
   s->close_after = 1;
   ifd__http_slot_error(s, status, msg);
   return -1;
@@ -266,10 +282,12 @@ static int on_message_begin(llhttp_t *p) {
 static int on_url(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
-  if (n > MAX_URL - c->url_len) return fail(c, 400, "request URL too long");
+  if (n > MAX_URL - c->url_len)
+    return fail(c, 400, "request URL too long");
   if (c->url_len + n > c->url_cap) {
     char *u = malloc(MAX_URL);
-    if (u == NULL) return fail(c, 500, "out of memory");
+    if (u == NULL)
+      return fail(c, 500, "out of memory");
     memcpy(u, c->url, c->url_len);
     c->url = u;
     c->url_cap = MAX_URL;
@@ -297,8 +315,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
 
 static int wanted_header(const ifd_http_conn_t *c) {
   static const char ihcl[] = "inference-header-content-length";
-  if (c->hname_len == 6 && memcmp(c->hname, "expect", 6) == 0) return 1;
-  if (c->hname_len == sizeof(ihcl) - 1 && memcmp(c->hname, ihcl, sizeof(ihcl) - 1) == 0)
+  if (c->hname_len == 6 && memcmp(c->hname, "expect", 6) == 0)
+    return 1;
+  if (c->hname_len == sizeof(ihcl) - 1 &&
+      memcmp(c->hname, ihcl, sizeof(ihcl) - 1) == 0)
     return 2;
   return 0;
 }
@@ -306,7 +326,8 @@ static int wanted_header(const ifd_http_conn_t *c) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
-  if (wanted_header(c) == 0) return 0;
+  if (wanted_header(c) == 0)
+    return 0;
   if (c->hval_len > sizeof(c->hval) || n > sizeof(c->hval) - c->hval_len) {
     c->hval_len = sizeof(c->hval) + 1;
     return 0;
@@ -325,11 +346,14 @@ static int on_header_value_complete(llhttp_t *p) {
   c->hname_len = 0;
   c->hval_len = 0;
   if (which == 1) {
-    c->expect_continue = n == 12 && strncasecmp(c->hval, "100-continue", 12) == 0;
+    c->expect_continue =
+        n == 12 && strncasecmp(c->hval, "100-continue", 12) == 0;
   } else if (which == 2) {
-    if (n == 0 || n > 19) goto out_bad;
+    if (n == 0 || n > 19)
+      goto out_bad;
     for (i = 0; i < n; i++) {
-      if (c->hval[i] < '0' || c->hval[i] > '9') goto out_bad;
+      if (c->hval[i] < '0' || c->hval[i] > '9')
+        goto out_bad;
       v = v * 10 + (uint64_t)(c->hval[i] - '0');
     }
     c->header_len = v;
@@ -358,12 +382,14 @@ static int on_headers_complete(llhttp_t *p) {
       return fail(c, 400, msg);
     }
     c->body = malloc(p->content_length);
-    if (c->body == NULL) return fail(c, 500, "out of memory");
+    if (c->body == NULL)
+      return fail(c, 500, "out of memory");
     c->body_cap = p->content_length;
   }
   if (c->expect_continue && (c->chunked || c->body_cap > 0)) {
     ifd_http_slot_t *s = slot_push(c);
-    if (s == NULL) return fail(c, 500, "out of memory");
+    if (s == NULL)
+      return fail(c, 500, "out of memory");
     s->keep_alive = 1;
     slot_static(s, continue_response, sizeof(continue_response) - 1);
   }
@@ -381,14 +407,19 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
     return 0;
   }
   if (n > c->body_cap - c->body_len) {
-    if (!c->chunked) return fail(c, 400, "request body longer than its Content-Length");
+    if (!c->chunked)
+      return fail(c, 400, "request body longer than its Content-Length");
     if (n > c->h->max_input_size - c->body_len)
-      return fail(c, 400, "request body exceeds the limit (--http-max-input-size)");
+      return fail(c, 400,
+                  "request body exceeds the limit (--http-max-input-size)");
     cap = c->body_cap != 0 ? c->body_cap : 16384;
-    while (cap < c->body_len + n) cap *= 2;
-    if (cap > c->h->max_input_size) cap = c->h->max_input_size;
+    while (cap < c->body_len + n)
+      cap *= 2;
+    if (cap > c->h->max_input_size)
+      cap = c->h->max_input_size;
     b = realloc(c->body, cap);
-    if (b == NULL) return fail(c, 500, "out of memory");
+    if (b == NULL)
+      return fail(c, 500, "out of memory");
     c->body = b;
     c->body_cap = cap;
   }
@@ -403,7 +434,8 @@ static int on_message_complete(llhttp_t *p) {
   ifd_http_msg_t msg;
   char *q;
 
-  if (s == NULL) return fail(c, 500, "out of memory");
+  if (s == NULL)
+    return fail(c, 500, "out of memory");
   s->keep_alive = llhttp_should_keep_alive(p) != 0;
   s->http10 = p->http_major == 1 && p->http_minor == 0;
   if (!s->keep_alive || c->stopping) {
@@ -436,21 +468,25 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
 
   (void)suggested;
   if (c->body != NULL && !c->chunked && left >= DIRECT_READ_MIN) {
-    if (left > UINT32_MAX) left = UINT32_MAX;
+    if (left > UINT32_MAX)
+      left = UINT32_MAX;
     *buf = uv_buf_init(c->body + c->body_len, (unsigned)left);
     return;
   }
   *buf = uv_buf_init(c->h->rbuf, READ_BUF_SIZE);
 }
 
-static void stop_reading(ifd_http_conn_t *c) { uv_read_stop((uv_stream_t *)&c->tcp); }
+static void stop_reading(ifd_http_conn_t *c) {
+  uv_read_stop((uv_stream_t *)&c->tcp);
+}
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   ifd_http_conn_t *c = container_of(st, ifd_http_conn_t, tcp);
   llhttp_errno_t rc;
   char msg[200];
 
-  if (nread == 0) return;
+  if (nread == 0)
+    return;
   if (nread < 0) {
     /* A client that half-closes after its requests still gets answers. */
     if (nread == UV_EOF && c->head != NULL) {
@@ -462,7 +498,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->no_more || c->closing) return;
+  if (c->no_more || c->closing)
+    return;
   rc = llhttp_execute(&c->parser, buf->base, (size_t)nread);
   if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
     snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
@@ -474,7 +511,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   if (c->no_more) {
     stop_reading(c);
     /* The error slot could not be allocated: nothing left to say. */
-    if (c->head == NULL) close_conn(c, 0);
+    if (c->head == NULL)
+      close_conn(c, 0);
   } else if (c->n_slots >= MAX_PIPELINE) {
     stop_reading(c);
     c->read_paused = 1;
@@ -492,12 +530,14 @@ static void on_write(uv_write_t *w, int status) {
   for (i = 0; i < k; i++) {
     ifd_http_slot_t *s = c->head;
     c->head = s->next;
-    if (c->head == NULL) c->tail = NULL;
+    if (c->head == NULL)
+      c->tail = NULL;
     c->n_slots--;
     close_after |= s->close_after;
     ifd__http_slot_free(s);
   }
-  if (c->closing) return;
+  if (c->closing)
+    return;
   if (status < 0) {
     close_conn(c, 0);
     return;
@@ -519,14 +559,18 @@ static void flush(ifd_http_conn_t *c) {
   ifd_http_slot_t *s;
   unsigned k = 0, n = 0;
 
-  if (c->closing || c->n_writing != 0) return;
+  if (c->closing || c->n_writing != 0)
+    return;
   for (s = c->head; s != NULL && s->ready; s = s->next) {
-    if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
+    if (k != 0 && n + s->niov > MAX_WRITE_IOV)
+      break;
     n += s->niov;
     k++;
-    if (s->close_after) break;
+    if (s->close_after)
+      break;
   }
-  if (k == 0) return;
+  if (k == 0)
+    return;
   if (n > sizeof(stack) / sizeof(stack[0])) {
     bufs = malloc(n * sizeof(uv_buf_t));
     if (bufs == NULL) {
@@ -545,7 +589,8 @@ static void flush(ifd_http_conn_t *c) {
     c->n_writing = 0;
     close_conn(c, 0);
   }
-  if (bufs != stack) free(bufs);
+  if (bufs != stack)
+    free(bufs);
 }
 
 static void on_prepare(uv_prepare_t *p) {
@@ -559,7 +604,8 @@ static void on_prepare(uv_prepare_t *p) {
   uv_prepare_stop(p);
 }
 
-/* ---- connection life ------------------------------------------------------ */
+/* ---- connection life ------------------------------------------------------
+ */
 
 static void on_conn_close(uv_handle_t *hd) {
   ifd_http_conn_t *c = container_of(hd, ifd_http_conn_t, tcp);
@@ -576,7 +622,8 @@ static void on_conn_close(uv_handle_t *hd) {
     }
   }
   free(c->body);
-  if (c->url != c->url_inline) free(c->url);
+  if (c->url != c->url_inline)
+    free(c->url);
   link_del(&c->link);
   h->n_conns--;
   free(c);
@@ -592,7 +639,8 @@ static void on_shutdown(uv_shutdown_t *r, int status) {
 
 /* Closes now, or after a FIN (graceful: the last response is out). */
 static void close_conn(ifd_http_conn_t *c, int graceful) {
-  if (c->closing) return;
+  if (c->closing)
+    return;
   c->closing = 1;
   link_del(&c->dirty);
   stop_reading(c);
@@ -611,7 +659,8 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   c = calloc(1, sizeof(*c));
-  if (c == NULL) return; /* libuv retries the accept later */
+  if (c == NULL)
+    return; /* libuv retries the accept later */
   c->h = h;
   c->url = c->url_inline;
   c->url_cap = sizeof(c->url_inline);
@@ -627,10 +676,12 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_tcp_nodelay(&c->tcp, 1);
   llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
   c->parser.data = c;
-  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) close_conn(c, 0);
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    close_conn(c, 0);
 }
 
-/* ---- start and stop -------------------------------------------------------- */
+/* ---- start and stop --------------------------------------------------------
+ */
 
 static void free_on_close(uv_handle_t *hd) {
   free(container_of(hd, ifd_http_t, listener));
@@ -648,13 +699,16 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   ifd_http_t *h;
 
   h = calloc(1, sizeof(*h));
-  if (h == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (h == NULL)
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
   h->loop = loop;
   h->server = server;
-  h->max_input_size = opts->max_input_size != 0 ? opts->max_input_size
-                                                : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
-  h->max_connections = opts->max_connections != 0 ? opts->max_connections
-                                                  : IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
+  h->max_input_size = opts->max_input_size != 0
+                          ? opts->max_input_size
+                          : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  h->max_connections = opts->max_connections != 0
+                           ? opts->max_connections
+                           : IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
   link_init(&h->conns);
   link_init(&h->dirty);
   llhttp_settings_init(&h->settings);
@@ -682,14 +736,18 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   if (rc != 0) {
     freeaddrinfo(res);
     free(h);
-    return ifd_errf(err, IFD_EIO, "unable to create HTTP socket: %s", uv_strerror(rc));
+    return ifd_errf(err, IFD_EIO, "unable to create HTTP socket: %s",
+                    uv_strerror(rc));
   }
-  if (opts->reuse_port && (rc = uv_fileno((uv_handle_t *)&h->listener, &fd)) == 0 &&
+  if (opts->reuse_port &&
+      (rc = uv_fileno((uv_handle_t *)&h->listener, &fd)) == 0 &&
       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
     rc = uv_translate_sys_error(errno);
-  if (rc == 0) rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
+  if (rc == 0)
+    rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
   freeaddrinfo(res);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&h->listener, SOMAXCONN, on_connection);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&h->listener, SOMAXCONN, on_connection);
   if (rc == 0)
     rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &len);
   if (rc != 0) {
@@ -711,11 +769,13 @@ static void on_flusher_close(uv_handle_t *hd) {
   void *arg = h->done_arg;
 
   free(h);
-  if (done != NULL) done(arg);
+  if (done != NULL)
+    done(arg);
 }
 
 static void maybe_finish_stop(ifd_http_t *h) {
-  if (!h->stopping || !h->listener_closed || h->n_conns != 0) return;
+  if (!h->stopping || !h->listener_closed || h->n_conns != 0)
+    return;
   h->listener_closed = 0; /* run once */
   uv_close((uv_handle_t *)&h->flusher, on_flusher_close);
 }
@@ -740,6 +800,7 @@ void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg) {
     c->stopping = 1;
     c->no_more = 1;
     stop_reading(c);
-    if (c->head == NULL) close_conn(c, 0);
+    if (c->head == NULL)
+      close_conn(c, 0);
   }
 }

@@ -36,23 +36,31 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   size_t nseg = 0, i = 3, at = 2;
 
   memset(m, 0, sizeof(*m));
-  if (len < 3 || memcmp(path, "/v2", 3) != 0) return IFD_ROUTE_NOT_FOUND;
-  if (len == 3) return want(method, IFD_HTTP_GET, IFD_ROUTE_SERVER_META);
+  if (len < 3 || memcmp(path, "/v2", 3) != 0)
+    return IFD_ROUTE_NOT_FOUND;
+  if (len == 3)
+    return want(method, IFD_HTTP_GET, IFD_ROUTE_SERVER_META);
   /* Split "/a/b/c" after "/v2"; an empty segment ("//", trailing "/")
    * matches nothing. */
   while (i < len) {
     size_t start;
-    if (path[i] != '/' || nseg == MAX_SEGS) return IFD_ROUTE_NOT_FOUND;
+    if (path[i] != '/' || nseg == MAX_SEGS)
+      return IFD_ROUTE_NOT_FOUND;
     start = ++i;
-    while (i < len && path[i] != '/') i++;
-    if (i == start) return IFD_ROUTE_NOT_FOUND;
+    while (i < len && path[i] != '/')
+      i++;
+    if (i == start)
+      return IFD_ROUTE_NOT_FOUND;
     seg[nseg] = path + start;
     seglen[nseg++] = i - start;
   }
   if (seg_is(seg[0], seglen[0], "health")) {
-    if (nseg != 2) return IFD_ROUTE_NOT_FOUND;
-    if (seg_is(seg[1], seglen[1], "live")) return want(method, IFD_HTTP_GET, IFD_ROUTE_LIVE);
-    if (seg_is(seg[1], seglen[1], "ready")) return want(method, IFD_HTTP_GET, IFD_ROUTE_READY);
+    if (nseg != 2)
+      return IFD_ROUTE_NOT_FOUND;
+    if (seg_is(seg[1], seglen[1], "live"))
+      return want(method, IFD_HTTP_GET, IFD_ROUTE_LIVE);
+    if (seg_is(seg[1], seglen[1], "ready"))
+      return want(method, IFD_HTTP_GET, IFD_ROUTE_READY);
     return IFD_ROUTE_NOT_FOUND;
   }
   if (seg_is(seg[0], seglen[0], "repository")) {
@@ -60,7 +68,8 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
       return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_INDEX);
     return IFD_ROUTE_NOT_FOUND;
   }
-  if (!seg_is(seg[0], seglen[0], "models") || nseg < 2) return IFD_ROUTE_NOT_FOUND;
+  if (!seg_is(seg[0], seglen[0], "models") || nseg < 2)
+    return IFD_ROUTE_NOT_FOUND;
   m->model = seg[1];
   m->model_len = seglen[1];
   if (nseg >= 4 && seg_is(seg[2], seglen[2], "versions")) {
@@ -68,13 +77,17 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
     m->version_len = seglen[3];
     at = 4;
   }
-  if (nseg == at) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_META);
+  if (nseg == at)
+    return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_META);
   if (nseg == at + 1) {
     const char *s = seg[at];
     size_t n = seglen[at];
-    if (seg_is(s, n, "ready")) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_READY);
-    if (seg_is(s, n, "config")) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_CONFIG);
-    if (seg_is(s, n, "infer")) return want(method, IFD_HTTP_POST, IFD_ROUTE_INFER);
+    if (seg_is(s, n, "ready"))
+      return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_READY);
+    if (seg_is(s, n, "config"))
+      return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_CONFIG);
+    if (seg_is(s, n, "infer"))
+      return want(method, IFD_HTTP_POST, IFD_ROUTE_INFER);
   }
   memset(m, 0, sizeof(*m));
   return IFD_ROUTE_NOT_FOUND;
@@ -91,10 +104,12 @@ static long url_decode(const char *s, size_t n, char *out) {
       out[o++] = s[i];
       continue;
     }
-    if (n - i < 3) return -1;
+    if (n - i < 3)
+      return -1;
     hi = s[i + 1] <= '9' ? s[i + 1] - '0' : (s[i + 1] | 0x20) - 'a' + 10;
     lo = s[i + 2] <= '9' ? s[i + 2] - '0' : (s[i + 2] | 0x20) - 'a' + 10;
-    if (hi < 0 || hi > 15 || lo < 0 || lo > 15) return -1;
+    if (hi < 0 || hi > 15 || lo < 0 || lo > 15)
+      return -1;
     out[o++] = (char)(hi * 16 + lo);
     i += 2;
   }
@@ -125,7 +140,8 @@ static void reply_empty(ifd_http_slot_t *s, int status) {
 }
 
 static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
-  ifd__http_slot_error(s, ifd_http_status(code), msg[0] != '\0' ? msg : ifd_strerror(code));
+  ifd__http_slot_error(s, ifd_http_status(code),
+                       msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 
 /* Resolves the model of a metadata/config route. Returns 0 and *out, or
@@ -133,7 +149,9 @@ static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
 static int find_model(ifd_server_t *srv, ifd_http_slot_t *s,
                       const ifd_route_match_t *m, ifd_model_t **out) {
   char name[512];
-  long n = m->model_len <= sizeof(name) ? url_decode(m->model, m->model_len, name) : -1;
+  long n = m->model_len <= sizeof(name)
+               ? url_decode(m->model, m->model_len, name)
+               : -1;
   int64_t version = -1;
   ifd_errmsg_t err;
   int rc;
@@ -143,19 +161,23 @@ static int find_model(ifd_server_t *srv, ifd_http_slot_t *s,
     ifd__http_slot_error(s, 400, "malformed model name in the URL");
     return IFD_EINVAL;
   }
-  if (m->version != NULL && ifd_parse_version(m->version, m->version_len, &version) != 0) {
+  if (m->version != NULL &&
+      ifd_parse_version(m->version, m->version_len, &version) != 0) {
     ifd__http_slot_error(s, 400, "malformed model version in the URL");
     return IFD_EINVAL;
   }
   rc = ifd_server_find_model(srv, name, (size_t)n, version, out, &err);
-  if (rc != 0) reply_code(s, rc, err.text);
+  if (rc != 0)
+    reply_code(s, rc, err.text);
   return rc;
 }
 
 static void route_model_ready(ifd_server_t *srv, ifd_http_slot_t *s,
                               const ifd_route_match_t *m) {
   char name[512];
-  long n = m->model_len <= sizeof(name) ? url_decode(m->model, m->model_len, name) : -1;
+  long n = m->model_len <= sizeof(name)
+               ? url_decode(m->model, m->model_len, name)
+               : -1;
   int64_t version = -1;
 
   if (n < 0 || (m->version != NULL &&
@@ -178,13 +200,16 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
     json_t *root = json_loadb(body, len, 0, &jerr), *r;
     if (!json_is_object(root)) {
       json_decref(root);
-      ifd__http_slot_error(s, 400, "failed to parse the request JSON buffer: expected an object");
+      ifd__http_slot_error(
+          s, 400,
+          "failed to parse the request JSON buffer: expected an object");
       return;
     }
     r = json_object_get(root, "ready");
     if (r != NULL && !json_is_boolean(r)) {
       json_decref(root);
-      ifd__http_slot_error(s, 400, "Unable to parse 'ready': expected a boolean");
+      ifd__http_slot_error(s, 400,
+                           "Unable to parse 'ready': expected a boolean");
       return;
     }
     ready_only = json_is_true(r);
@@ -193,7 +218,8 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
   reply_json(s, ifd_server_repository_index(srv, ready_only));
 }
 
-/* ---- infer ----------------------------------------------------------------- */
+/* ---- infer -----------------------------------------------------------------
+ */
 
 /* After the first response, the rest of a decoupled stream has nowhere to go
  * over HTTP/1.1: they are freed as they come. */
@@ -208,12 +234,14 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   unsigned nbin = 0;
   ifd_errmsg_t err;
   ifd_hbuf_t b;
-  int64_t version = req->model != NULL ? req->model->version : req->model_version;
+  int64_t version =
+      req->model != NULL ? req->model->version : req->model_version;
   int rc;
 
   if (resp->error != 0) {
     ifd__http_slot_error(s, ifd_http_status(resp->error),
-                         resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
+                         resp->error_msg != NULL ? resp->error_msg
+                                                 : ifd_strerror(resp->error));
     return;
   }
   if (resp->n_outputs > sizeof(stack) / sizeof(stack[0])) {
@@ -225,7 +253,8 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   }
   ifd_errclear(&err);
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  rc = ifd__http_infer_serialize(req, resp, version, s->binary_all, &b, bin, &nbin, &err);
+  rc = ifd__http_infer_serialize(req, resp, version, s->binary_all, &b, bin,
+                                 &nbin, &err);
   if (rc != 0) {
     ifd__hbuf_free(&b);
     reply_code(s, rc, err.text);
@@ -235,7 +264,8 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   } else {
     ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
   }
-  if (bin != stack) free(bin);
+  if (bin != stack)
+    free(bin);
 }
 
 static void on_infer_response(ifd_response_t *resp, void *arg) {
@@ -287,10 +317,11 @@ static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
     rc = ifd_errf(&err, IFD_EINVAL, "malformed model version in the URL");
     goto out_fail;
   }
-  rc = ifd__http_infer_decode(req, req->body, msg->body_len,
-                              msg->has_header_len ? msg->header_len : msg->body_len,
-                              &info, &err);
-  if (rc != 0) goto out_fail;
+  rc = ifd__http_infer_decode(
+      req, req->body, msg->body_len,
+      msg->has_header_len ? msg->header_len : msg->body_len, &info, &err);
+  if (rc != 0)
+    goto out_fail;
   s->binary_all = info.binary_all != 0;
   s->req = req;
   req->on_response = on_infer_response;
@@ -307,45 +338,48 @@ out_fail:
   ifd_request_unref(req);
 }
 
-/* ---- dispatch ---------------------------------------------------------------- */
+/* ---- dispatch
+ * ---------------------------------------------------------------- */
 
-void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg) {
+void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
+                        ifd_http_msg_t *msg) {
   ifd_server_t *srv = ifd__http_server(h);
   ifd_route_match_t m;
   ifd_model_t *model;
 
   switch (ifd__http_route(msg->method, msg->path, msg->path_len, &m)) {
-    case IFD_ROUTE_NOT_FOUND:
-      ifd__http_slot_error(s, 404, "Not Found");
-      break;
-    case IFD_ROUTE_BAD_METHOD:
-      ifd__http_slot_error(s, 405, "Method Not Allowed");
-      break;
-    case IFD_ROUTE_SERVER_META:
-      reply_json(s, ifd_server_metadata(srv));
-      break;
-    case IFD_ROUTE_LIVE:
-      reply_empty(s, ifd_server_live(srv) ? 200 : 400);
-      break;
-    case IFD_ROUTE_READY:
-      reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
-      break;
-    case IFD_ROUTE_MODEL_META:
-      if (find_model(srv, s, &m, &model) == 0)
-        reply_json(s, ifd_server_model_metadata(srv, model));
-      break;
-    case IFD_ROUTE_MODEL_CONFIG:
-      if (find_model(srv, s, &m, &model) == 0) reply_json(s, ifd_config_to_json(model->config));
-      break;
-    case IFD_ROUTE_MODEL_READY:
-      route_model_ready(srv, s, &m);
-      break;
-    case IFD_ROUTE_REPO_INDEX:
-      route_repo_index(srv, s, msg->body, msg->body_len);
-      break;
-    case IFD_ROUTE_INFER:
-      route_infer(srv, s, &m, msg);
-      break;
+  case IFD_ROUTE_NOT_FOUND:
+    ifd__http_slot_error(s, 404, "Not Found");
+    break;
+  case IFD_ROUTE_BAD_METHOD:
+    ifd__http_slot_error(s, 405, "Method Not Allowed");
+    break;
+  case IFD_ROUTE_SERVER_META:
+    reply_json(s, ifd_server_metadata(srv));
+    break;
+  case IFD_ROUTE_LIVE:
+    reply_empty(s, ifd_server_live(srv) ? 200 : 400);
+    break;
+  case IFD_ROUTE_READY:
+    reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
+    break;
+  case IFD_ROUTE_MODEL_META:
+    if (find_model(srv, s, &m, &model) == 0)
+      reply_json(s, ifd_server_model_metadata(srv, model));
+    break;
+  case IFD_ROUTE_MODEL_CONFIG:
+    if (find_model(srv, s, &m, &model) == 0)
+      reply_json(s, ifd_config_to_json(model->config));
+    break;
+  case IFD_ROUTE_MODEL_READY:
+    route_model_ready(srv, s, &m);
+    break;
+  case IFD_ROUTE_REPO_INDEX:
+    route_repo_index(srv, s, msg->body, msg->body_len);
+    break;
+  case IFD_ROUTE_INFER:
+    route_infer(srv, s, &m, msg);
+    break;
   }
   free(msg->body); /* NULL when a request took it */
   msg->body = NULL;

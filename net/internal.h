@@ -14,8 +14,8 @@
 #ifndef IFD_NET_INTERNAL_H
 #define IFD_NET_INTERNAL_H
 
-#include <stddef.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -125,14 +125,14 @@ typedef struct ifd_http_slot {
   ifd_response_t *resp;       /* owned once answered; freed after the write */
   char *buf;                  /* owned (malloc'd): head, then JSON text */
   uv_buf_t iov_inline[IFD_SLOT_INLINE_IOV];
-  uv_buf_t *iov;              /* owned when != iov_inline */
+  uv_buf_t *iov; /* owned when != iov_inline */
   unsigned niov;
-  unsigned ready : 1;         /* iov complete: may be written */
-  unsigned answered : 1;      /* a response was taken (never answer twice) */
-  unsigned keep_alive : 1;    /* the request allows another after it */
-  unsigned close_after : 1;   /* close the connection once written */
-  unsigned http10 : 1;        /* the request was HTTP/1.0 */
-  unsigned binary_all : 1;    /* binary_data_output: every output binary */
+  unsigned ready : 1;       /* iov complete: may be written */
+  unsigned answered : 1;    /* a response was taken (never answer twice) */
+  unsigned keep_alive : 1;  /* the request allows another after it */
+  unsigned close_after : 1; /* close the connection once written */
+  unsigned http10 : 1;      /* the request was HTTP/1.0 */
+  unsigned binary_all : 1;  /* binary_data_output: every output binary */
 } ifd_http_slot_t;
 
 /** Message handed to the routes; `body` moves to the handler. */
@@ -140,7 +140,7 @@ typedef struct ifd_http_msg {
   ifd_http_method_t method;
   const char *path; /* borrowed: connection's buffer, valid during dispatch */
   size_t path_len;
-  char *body;       /* owned (malloc'd) or NULL: the handler takes it */
+  char *body; /* owned (malloc'd) or NULL: the handler takes it */
   size_t body_len;
   uint64_t header_len; /* Inference-Header-Content-Length */
   int has_header_len;
@@ -164,9 +164,8 @@ ifd_server_t *ifd__http_server(const ifd_http_t *h);
  * >= 0 adds Inference-Header-Content-Length. Then marks the slot ready.
  * On ENOMEM the slot gets a static 500 instead.
  */
-void ifd__http_slot_finish(ifd_http_slot_t *slot, int status,
-                           const char *ctype, ifd_hbuf_t *body,
-                           const uv_buf_t *bin, unsigned nbin,
+void ifd__http_slot_finish(ifd_http_slot_t *slot, int status, const char *ctype,
+                           ifd_hbuf_t *body, const uv_buf_t *bin, unsigned nbin,
                            int64_t hdr_len);
 
 /** Completes `slot` with {"error": msg} and `status`. */
@@ -205,9 +204,10 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
  * Serializes a successful response as its JSON header into `out` (appended)
  * and lists the binary outputs' buffers in `bin` (borrowed from resp; room
  * for resp->n_outputs entries; empty outputs included) with their count in
- * *nbin: *nbin > 0 means the body is JSON followed by binary data. `model_version`
- * is the executed version (-1 prints ""). Returns 0 or IFD_EINTERNAL (an
- * output whose bytes do not match its shape) / IFD_ENOMEM with `err`.
+ * *nbin: *nbin > 0 means the body is JSON followed by binary data.
+ * `model_version` is the executed version (-1 prints ""). Returns 0 or
+ * IFD_EINTERNAL (an output whose bytes do not match its shape) / IFD_ENOMEM
+ * with `err`.
  */
 int ifd__http_infer_serialize(const ifd_request_t *req,
                               const ifd_response_t *resp, int64_t model_version,

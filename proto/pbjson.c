@@ -4,16 +4,15 @@
  * The output mirrors what tritonserver returns for /v2/models/<m>/config:
  * protobuf's JSON printer with proto field names, enums as names and every
  * primitive field printed, plus Triton's fix-up that prints 64-bit integers
- * as numbers. Fields come out in the order of the descriptor's `fields` array,
- * which protoc-c sorts by field number.
+ * as numbers. Fields come out in declaration order, which protoc-c keeps in
+ * the struct layout (see next_field()), except that a oneof's members come
+ * after the other fields.
  *
  * The input direction accepts what protobuf's JSON parser accepts for the
  * same messages and reports errors with a JSON path ("$.input[0].dims[1]").
  * Field storage goes through the ifd__proto_* helpers in proto/pbtext.c so
  * that both parsers build messages the same way.
  */
-#include "proto/pbtext.h"
-
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -22,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "proto/pbtext.h"
 
 /* The deepest nesting of sub-messages accepted from JSON. */
 #define MAX_DEPTH 64
@@ -61,7 +62,8 @@ typedef union value {
   ProtobufCMessage *m;
 } value_t;
 
-/* ---- message -> JSON ------------------------------------------------------- */
+/* ---- message -> JSON -------------------------------------------------------
+ */
 
 static const char b64_chars[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -294,15 +296,40 @@ static json_t *repeated_to_json(const ProtobufCMessage *msg,
   return a;
 }
 
+/*
+ * Returns the index in d->fields of the field that prints after field `prev`
+ * (the first one when `prev` is n_fields). protoc-c sorts `fields` by number
+ * but lays the C struct out in declaration order (each oneof as one union after
+ * the other members), and tritonserver prints in declaration order, so fields
+ * print in order of their offset. Offsets tie only within a oneof; the field
+ * index breaks the tie. A scan per field is quadratic, but over a few dozen
+ * fields and with no allocation.
+ */
+static unsigned next_field(const ProtobufCMessageDescriptor *d, unsigned prev) {
+  const ProtobufCFieldDescriptor *fs = d->fields;
+  unsigned i, best = d->n_fields;
+  for (i = 0; i < d->n_fields; i++) {
+    if (prev < d->n_fields && (fs[i].offset < fs[prev].offset ||
+                               (fs[i].offset == fs[prev].offset && i <= prev)))
+      continue;
+    if (best == d->n_fields || fs[i].offset < fs[best].offset ||
+        (fs[i].offset == fs[best].offset && i < best))
+      best = i;
+  }
+  return best;
+}
+
 static json_t *msg_to_json(const ProtobufCMessage *msg) {
   const ProtobufCMessageDescriptor *d = msg->descriptor;
   const char *base = (const char *)msg;
   json_t *obj = json_object();
-  unsigned i;
+  unsigned rank, i = d->n_fields;
 
   if (obj == NULL) return NULL;
-  for (i = 0; i < d->n_fields; i++) {
-    const ProtobufCFieldDescriptor *f = &d->fields[i];
+  for (rank = 0; rank < d->n_fields; rank++) {
+    const ProtobufCFieldDescriptor *f;
+    i = next_field(d, i);
+    f = &d->fields[i];
     int oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
     const void *p = base + f->offset;
     json_t *v;
@@ -338,7 +365,8 @@ json_t *ifd_pbjson_from_message(const ProtobufCMessage *msg) {
   return msg_to_json(msg);
 }
 
-/* ---- JSON -> message --------------------------------------------------------- */
+/* ---- JSON -> message
+ * --------------------------------------------------------- */
 
 typedef struct jctx {
   ifd_errmsg_t *err; /* borrowed, may be NULL */
@@ -382,14 +410,22 @@ static int jerr(jctx_t *c, int code, const char *fmt, ...) {
 
 static const char *jtype(const json_t *j) {
   switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_TRUE: return "true";
-    case JSON_FALSE: return "false";
-    case JSON_NULL: return "null";
+    case JSON_OBJECT:
+      return "object";
+    case JSON_ARRAY:
+      return "array";
+    case JSON_STRING:
+      return "string";
+    case JSON_INTEGER:
+      return "integer";
+    case JSON_REAL:
+      return "number";
+    case JSON_TRUE:
+      return "true";
+    case JSON_FALSE:
+      return "false";
+    case JSON_NULL:
+      return "null";
   }
   return "value";
 }
@@ -439,8 +475,8 @@ static int int_from_json(jctx_t *c, const ProtobufCFieldDescriptor *f,
     neg = d < 0;
     mag = (uint64_t)fabs(d);
   } else if (json_is_string(j)) {
-    int rc = parse_decimal(json_string_value(j), json_string_length(j), &neg,
-                           &mag);
+    int rc =
+        parse_decimal(json_string_value(j), json_string_length(j), &neg, &mag);
     if (rc == -2) goto out_of_range;
     if (rc != 0)
       return jerr(c, IFD_EPARSE, "expected integer for field '%s', got \"%s\"",
@@ -520,8 +556,8 @@ static int bytes_from_json(jctx_t *c, const ProtobufCFieldDescriptor *f,
   n = json_string_length(j);
   if (n > 0 && s[n - 1] == '=') n--;
   if (n > 0 && s[n - 1] == '=') n--;
-  if (n % 4 == 1 || (n != json_string_length(j) &&
-                     json_string_length(j) % 4 != 0))
+  if (n % 4 == 1 ||
+      (n != json_string_length(j) && json_string_length(j) % 4 != 0))
     goto out_bad;
   v->bd.len = 0;
   v->bd.data = NULL;
@@ -557,7 +593,7 @@ static int enum_from_json(jctx_t *c, const ProtobufCFieldDescriptor *f,
     return jerr(c, IFD_EPARSE, "expected enum name for field '%s', got %s",
                 f->name, jtype(j));
   ev = protobuf_c_enum_descriptor_get_value_by_name(f->descriptor,
-                                                     json_string_value(j));
+                                                    json_string_value(j));
   if (ev == NULL || strlen(json_string_value(j)) != json_string_length(j))
     return jerr(c, IFD_EPARSE, "unknown enum value '%s' for field '%s'",
                 json_string_value(j), f->name);
@@ -575,8 +611,9 @@ static int value_from_json(jctx_t *c, const ProtobufCFieldDescriptor *f,
       return float_from_json(c, f, j, v);
     case PROTOBUF_C_TYPE_BOOL:
       if (!json_is_boolean(j))
-        return jerr(c, IFD_EPARSE, "expected true or false for field '%s', got %s",
-                    f->name, jtype(j));
+        return jerr(c, IFD_EPARSE,
+                    "expected true or false for field '%s', got %s", f->name,
+                    jtype(j));
       v->b = json_is_true(j);
       return 0;
     case PROTOBUF_C_TYPE_ENUM:
@@ -625,7 +662,8 @@ static int key_from_json(jctx_t *c, const ProtobufCFieldDescriptor *kf,
     uint64_t mag = 0;
     int neg, rc = parse_decimal(key, klen, &neg, &mag);
     if (rc == -1)
-      return jerr(c, IFD_EPARSE, "expected integer as map key, got \"%s\"", key);
+      return jerr(c, IFD_EPARSE, "expected integer as map key, got \"%s\"",
+                  key);
     if (rc != 0 || ifd__proto_int_from_mag(kf->type, neg, mag, v) != 0)
       return jerr(c, IFD_EPARSE, "map key out of range for %s",
                   ifd__proto_type_name(kf->type));
@@ -705,7 +743,8 @@ static int field_from_json(jctx_t *c, ProtobufCMessage *msg,
   size_t i;
 
   if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-    uint32_t cur = *(const uint32_t *)((const char *)msg + f->quantifier_offset);
+    uint32_t cur =
+        *(const uint32_t *)((const char *)msg + f->quantifier_offset);
     if (cur != 0 && cur != f->id) {
       const ProtobufCFieldDescriptor *other =
           protobuf_c_message_descriptor_get_field(msg->descriptor, cur);
@@ -788,7 +827,8 @@ static int obj_to_msg(jctx_t *c, const json_t *j, ProtobufCMessage *msg,
     size_t idx;
 
     if (f == NULL) {
-      rc = jerr(c, IFD_EPARSE, "unknown field '%s' in message %s", key, d->name);
+      rc =
+          jerr(c, IFD_EPARSE, "unknown field '%s' in message %s", key, d->name);
       goto out_free_seen;
     }
     idx = (size_t)(f - d->fields);

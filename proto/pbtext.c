@@ -30,7 +30,8 @@
 /* The deepest nesting of sub-messages either parser accepts. */
 #define MAX_DEPTH 64
 
-/* ---- field helpers shared with pbjson.c -------------------------------------- */
+/* ---- field helpers shared with pbjson.c
+ * -------------------------------------- */
 
 static void *field_at(ProtobufCMessage *msg, unsigned offset) {
   return (char *)msg + offset;
@@ -71,23 +72,40 @@ size_t ifd__proto_value_size(ProtobufCType type) {
 /* Returns the .proto spelling of `type`, for error messages. */
 const char *ifd__proto_type_name(ProtobufCType type) {
   switch (type) {
-    case PROTOBUF_C_TYPE_INT32: return "int32";
-    case PROTOBUF_C_TYPE_SINT32: return "sint32";
-    case PROTOBUF_C_TYPE_SFIXED32: return "sfixed32";
-    case PROTOBUF_C_TYPE_INT64: return "int64";
-    case PROTOBUF_C_TYPE_SINT64: return "sint64";
-    case PROTOBUF_C_TYPE_SFIXED64: return "sfixed64";
-    case PROTOBUF_C_TYPE_UINT32: return "uint32";
-    case PROTOBUF_C_TYPE_FIXED32: return "fixed32";
-    case PROTOBUF_C_TYPE_UINT64: return "uint64";
-    case PROTOBUF_C_TYPE_FIXED64: return "fixed64";
-    case PROTOBUF_C_TYPE_FLOAT: return "float";
-    case PROTOBUF_C_TYPE_DOUBLE: return "double";
-    case PROTOBUF_C_TYPE_BOOL: return "bool";
-    case PROTOBUF_C_TYPE_ENUM: return "enum";
-    case PROTOBUF_C_TYPE_STRING: return "string";
-    case PROTOBUF_C_TYPE_BYTES: return "bytes";
-    case PROTOBUF_C_TYPE_MESSAGE: return "message";
+    case PROTOBUF_C_TYPE_INT32:
+      return "int32";
+    case PROTOBUF_C_TYPE_SINT32:
+      return "sint32";
+    case PROTOBUF_C_TYPE_SFIXED32:
+      return "sfixed32";
+    case PROTOBUF_C_TYPE_INT64:
+      return "int64";
+    case PROTOBUF_C_TYPE_SINT64:
+      return "sint64";
+    case PROTOBUF_C_TYPE_SFIXED64:
+      return "sfixed64";
+    case PROTOBUF_C_TYPE_UINT32:
+      return "uint32";
+    case PROTOBUF_C_TYPE_FIXED32:
+      return "fixed32";
+    case PROTOBUF_C_TYPE_UINT64:
+      return "uint64";
+    case PROTOBUF_C_TYPE_FIXED64:
+      return "fixed64";
+    case PROTOBUF_C_TYPE_FLOAT:
+      return "float";
+    case PROTOBUF_C_TYPE_DOUBLE:
+      return "double";
+    case PROTOBUF_C_TYPE_BOOL:
+      return "bool";
+    case PROTOBUF_C_TYPE_ENUM:
+      return "enum";
+    case PROTOBUF_C_TYPE_STRING:
+      return "string";
+    case PROTOBUF_C_TYPE_BYTES:
+      return "bytes";
+    case PROTOBUF_C_TYPE_MESSAGE:
+      return "message";
   }
   return "unknown";
 }
@@ -475,15 +493,16 @@ int ifd__proto_parse_uint(const char *p, size_t n, uint64_t *out) {
   return 0;
 }
 
-/* ---- lexer ------------------------------------------------------------------ */
+/* ---- lexer ------------------------------------------------------------------
+ */
 
 typedef enum tok_kind {
   TK_EOF,
   TK_IDENT,
   TK_NUMBER,
-  TK_STRING,  /* the raw literal, quotes included */
-  TK_SYMBOL,  /* one of { } < > [ ] : , ; - */
-  TK_BAD,     /* one byte that starts no token */
+  TK_STRING, /* the raw literal, quotes included */
+  TK_SYMBOL, /* one of { } < > [ ] : , ; - */
+  TK_BAD,    /* one byte that starts no token */
 } tok_kind_t;
 
 typedef struct tok {
@@ -522,8 +541,8 @@ static void advance(parser_t *ps, size_t n) {
   }
 }
 
-static int perr(parser_t *ps, unsigned line, unsigned col, const char *fmt,
-                ...) __attribute__((format(printf, 4, 5)));
+static int perr(parser_t *ps, unsigned line, unsigned col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Fills the error with "FILE:LINE:COL: message" and returns IFD_EPARSE. */
 static int perr(parser_t *ps, unsigned line, unsigned col, const char *fmt,
@@ -674,7 +693,8 @@ static int expectedf(parser_t *ps, const tok_t *t, const char *fmt, ...) {
               tok_show(t, shown, sizeof(shown)));
 }
 
-/* ---- values ----------------------------------------------------------------- */
+/* ---- values -----------------------------------------------------------------
+ */
 
 /* One field value, as it is stored in a message or array. */
 typedef union value {
@@ -786,8 +806,7 @@ static int parse_bool(parser_t *ps, const ProtobufCFieldDescriptor *f,
   if ((rc = next(ps, &t)) != 0) return rc;
   if (is_word(&t, "true") || is_word(&t, "True") || is_word(&t, "t")) {
     v->b = 1;
-  } else if (is_word(&t, "false") || is_word(&t, "False") ||
-             is_word(&t, "f")) {
+  } else if (is_word(&t, "false") || is_word(&t, "False") || is_word(&t, "f")) {
     v->b = 0;
   } else if (t.kind == TK_NUMBER &&
              ifd__proto_parse_uint(t.p, t.len, &mag) == 0 && mag <= 1) {
@@ -886,13 +905,27 @@ static int decode_string(parser_t *ps, const tok_t *t, char *o, size_t *olen) {
     }
     c = *s++; /* the lexer made sure a character follows every backslash */
     switch (c) {
-      case 'a': o[n++] = '\a'; break;
-      case 'b': o[n++] = '\b'; break;
-      case 'f': o[n++] = '\f'; break;
-      case 'n': o[n++] = '\n'; break;
-      case 'r': o[n++] = '\r'; break;
-      case 't': o[n++] = '\t'; break;
-      case 'v': o[n++] = '\v'; break;
+      case 'a':
+        o[n++] = '\a';
+        break;
+      case 'b':
+        o[n++] = '\b';
+        break;
+      case 'f':
+        o[n++] = '\f';
+        break;
+      case 'n':
+        o[n++] = '\n';
+        break;
+      case 'r':
+        o[n++] = '\r';
+        break;
+      case 't':
+        o[n++] = '\t';
+        break;
+      case 'v':
+        o[n++] = '\v';
+        break;
       case '\\':
       case '\'':
       case '"':
@@ -902,7 +935,8 @@ static int decode_string(parser_t *ps, const tok_t *t, char *o, size_t *olen) {
       case 'x':
       case 'X': {
         int h = s < e ? hexval((unsigned char)*s) : -1;
-        if (h < 0) return perr(ps, t->line, col, "invalid \\x escape in string");
+        if (h < 0)
+          return perr(ps, t->line, col, "invalid \\x escape in string");
         cp = (uint32_t)h;
         s++;
         if (s < e && (h = hexval((unsigned char)*s)) >= 0) {
@@ -940,8 +974,9 @@ static int decode_string(parser_t *ps, const tok_t *t, char *o, size_t *olen) {
           o[n++] = (char)(cp & 0xff); /* "\777" wraps, as in protobuf */
           break;
         }
-        return perr(ps, t->line, col, "invalid escape sequence '\\%c' in string",
-                    (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
+        return perr(
+            ps, t->line, col, "invalid escape sequence '\\%c' in string",
+            (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
     }
   }
   *olen += n;

@@ -136,6 +136,14 @@ static void conformance(const char *root, const char *model) {
   got = ifd_config_to_json(cfg);
   assert_non_null(got);
   assert_json_equal(got, want);
+  /* Key order is tritonserver's too (declaration order). */
+  char *gs = json_dumps(got, JSON_COMPACT),
+       *ws = json_dumps(want, JSON_COMPACT);
+  assert_non_null(gs);
+  assert_non_null(ws);
+  assert_string_equal(gs, ws);
+  free(gs);
+  free(ws);
 
   /* The JSON converts back to the same config. */
   ifd_model_config_t *back = NULL;
@@ -834,6 +842,46 @@ static void test_json_new_fields(void **state) {
   ifd_config_free(cfg);
 }
 
+/* Keys of `obj` in iteration order, comma-separated, into buf. */
+static const char *keys_of(json_t *obj, char *buf, size_t size) {
+  const char *k;
+  json_t *v;
+  size_t len = 0;
+  buf[0] = '\0';
+  json_object_foreach(obj, k, v) {
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "", k);
+    if (len >= size) break;
+  }
+  return buf;
+}
+
+static void test_json_order(void **state) {
+  char buf[512];
+  ifd_errmsg_t err;
+  (void)state;
+  ifd_model_config_t *cfg = parse_ok(
+      BASE
+      "sequence_batching { control_input [ { name: \"S\" control [ { "
+      "kind: CONTROL_SEQUENCE_START bool_false_true: [ false, true ] } ] "
+      "} ] direct { } }",
+      "m");
+  assert_int_equal(ifd_config_normalize(cfg, &cpu_opts, &err), 0);
+  json_t *j = ifd_config_to_json(cfg);
+  json_t *sb = json_object_get(j, "sequence_batching");
+  assert_string_equal(keys_of(sb, buf, sizeof(buf)),
+                      "direct,max_sequence_idle_microseconds,control_input,"
+                      "state,iterative_sequence");
+  json_t *c = json_array_get(
+      json_object_get(json_array_get(json_object_get(sb, "control_input"), 0),
+                      "control"),
+      0);
+  assert_string_equal(keys_of(c, buf, sizeof(buf)),
+                      "kind,int32_false_true,fp32_false_true,bool_false_true,"
+                      "data_type");
+  json_decref(j);
+  ifd_config_free(cfg);
+}
+
 static void test_from_json_errors(void **state) {
   ifd_model_config_t *cfg = (void *)0x1;
   ifd_errmsg_t err;
@@ -889,6 +937,7 @@ int main(void) {
       cmocka_unit_test(test_ensemble_ok),
       cmocka_unit_test(test_valid_shapes),
       cmocka_unit_test(test_json_new_fields),
+      cmocka_unit_test(test_json_order),
       cmocka_unit_test(test_from_json_errors),
       cmocka_unit_test(test_param),
   };

@@ -4,16 +4,18 @@
  * pbtest2.proto: every syntax form, exact error positions, integer limits,
  * escapes, malformed and truncated input, and a text -> JSON round trip.
  */
-#include <math.h>
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cmocka.h>
 
 #include "pbtest.pb-c.h"
 #include "pbtest2.pb-c.h"
@@ -27,8 +29,8 @@ static int parse_all(const char *text, size_t len, Pbtest__All **out,
   ProtobufCMessage *m = (ProtobufCMessage *)(uintptr_t)1;
   int rc;
   ifd_errclear(err);
-  rc = ifd_pbtext_parse(&pbtest__all__descriptor, text, len, FILE_NAME, &m,
-                        err);
+  rc =
+      ifd_pbtext_parse(&pbtest__all__descriptor, text, len, FILE_NAME, &m, err);
   if (rc != 0) {
     /* The contract: no message on failure, and a located message. */
     assert_null(m);
@@ -83,7 +85,8 @@ static void err_exact(const char *text, const char *want) {
   assert_string_equal(e.text, want);
 }
 
-/* ---- valid documents ------------------------------------------------------ */
+/* ---- valid documents ------------------------------------------------------
+ */
 
 static void test_empty_input(void **state) {
   Pbtest__All *m;
@@ -110,7 +113,8 @@ static void test_empty_input(void **state) {
 static void test_all_scalars(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("f_int32: -1\n"
+  m =
+      ok("f_int32: -1\n"
          "f_int64: -1234567890123\n"
          "f_uint32: 4000000000\n"
          "f_uint64: 12345678901234567890\n"
@@ -231,11 +235,16 @@ static void test_integer_limits(void **state) {
           protobuf_c_message_descriptor_get_field_by_name(
               &pbtest__all__descriptor, cases[i].field);
       static const char *names[] = {
-          [PROTOBUF_C_TYPE_INT32] = "int32",       [PROTOBUF_C_TYPE_SINT32] = "sint32",
-          [PROTOBUF_C_TYPE_SFIXED32] = "sfixed32", [PROTOBUF_C_TYPE_INT64] = "int64",
-          [PROTOBUF_C_TYPE_SINT64] = "sint64",     [PROTOBUF_C_TYPE_SFIXED64] = "sfixed64",
-          [PROTOBUF_C_TYPE_UINT32] = "uint32",     [PROTOBUF_C_TYPE_FIXED32] = "fixed32",
-          [PROTOBUF_C_TYPE_UINT64] = "uint64",     [PROTOBUF_C_TYPE_FIXED64] = "fixed64",
+          [PROTOBUF_C_TYPE_INT32] = "int32",
+          [PROTOBUF_C_TYPE_SINT32] = "sint32",
+          [PROTOBUF_C_TYPE_SFIXED32] = "sfixed32",
+          [PROTOBUF_C_TYPE_INT64] = "int64",
+          [PROTOBUF_C_TYPE_SINT64] = "sint64",
+          [PROTOBUF_C_TYPE_SFIXED64] = "sfixed64",
+          [PROTOBUF_C_TYPE_UINT32] = "uint32",
+          [PROTOBUF_C_TYPE_FIXED32] = "fixed32",
+          [PROTOBUF_C_TYPE_UINT64] = "uint64",
+          [PROTOBUF_C_TYPE_FIXED64] = "fixed64",
       };
       snprintf(want, sizeof(want),
                FILE_NAME ":1:%zu: value out of range for %s field '%s'",
@@ -255,7 +264,8 @@ static void test_bad_integers(void **state) {
   err("f_int32: 0x", "expected integer for field 'f_int32', got '0x'");
   err("f_int32: 12abc", "got '12abc'");
   err("f_int32: \"5\"", "expected integer for field 'f_int32', got '\"5\"'");
-  err("f_int32: -", "unexpected end of input, expected integer for field 'f_int32'");
+  err("f_int32: -",
+      "unexpected end of input, expected integer for field 'f_int32'");
   err("f_int32: --5", "expected integer for field 'f_int32', got '-'");
   err("f_int32:", "unexpected end of input, expected integer");
   err("f_uint64: true", "expected integer for field 'f_uint64', got 'true'");
@@ -264,7 +274,8 @@ static void test_bad_integers(void **state) {
 static void test_floats_values(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("r_float: [1, 2.5, -0.5, .25, 5., 1e3, 1.5e-1, 2.5f, 3F, inf, -inf,"
+  m =
+      ok("r_float: [1, 2.5, -0.5, .25, 5., 1e3, 1.5e-1, 2.5f, 3F, inf, -inf,"
          " Infinity, -INF, nan, 1e39, -1e39]\n"
          "f_double: 1e308 r_double: [NaN, -1.25, 7]\n");
   assert_int_equal(m->n_r_float, 16);
@@ -330,14 +341,16 @@ static void test_enums(void **state) {
   err_exact("f_enum: TYPE_FOO",
             FILE_NAME ":1:9: unknown enum value 'TYPE_FOO' for field 'f_enum'");
   err("f_enum: red", "unknown enum value 'red' for field 'f_enum'");
-  err("f_enum: \"RED\"", "expected enum value name or number for field 'f_enum'");
+  err("f_enum: \"RED\"",
+      "expected enum value name or number for field 'f_enum'");
   err("f_enum: 2147483648", "value out of range for enum field 'f_enum'");
 }
 
 static void test_strings_and_escapes(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("f_string: \"a\\nb\\tc\\\"d\\\\e\\x41\\101\\'\\?\\a\\b\\f\\r\\v\"\n"
+  m =
+      ok("f_string: \"a\\nb\\tc\\\"d\\\\e\\x41\\101\\'\\?\\a\\b\\f\\r\\v\"\n"
          "r_string: 'single \"quoted\"'\n"
          "r_string: \"adj\" 'acent' \"\" \"\\n\"\n"
          "r_string: \"\\u00e9\\U0001F600\\ud83d\\ude00\"\n"
@@ -351,7 +364,9 @@ static void test_strings_and_escapes(void **state) {
   assert_string_equal(m->r_string[1], "adjacent\n");
   assert_string_equal(m->r_string[2],
                       "\xc3\xa9\xf0\x9f\x98\x80\xf0\x9f\x98\x80");
-  assert_string_equal(m->r_string[3], "\x04" "A4");
+  assert_string_equal(m->r_string[3],
+                      "\x04"
+                      "A4");
   assert_string_equal(m->r_string[4], "\xc3\xa9 raw utf-8");
   assert_int_equal(m->n_r_bytes, 2);
   assert_int_equal(m->r_bytes[0].len, 5);
@@ -371,7 +386,8 @@ static void test_strings_and_escapes(void **state) {
   err("f_string: \"\\u12\"", "invalid \\u escape");
   err("f_string: \"\\ud800\"", "invalid code point");
   err("f_string: \"\\U00110000\"", "invalid code point");
-  err("f_string: \"a\\0b\"", "string field 'f_string' contains a NUL character");
+  err("f_string: \"a\\0b\"",
+      "string field 'f_string' contains a NUL character");
   err("f_string: \"\\xff\"", "string field 'f_string' is not valid UTF-8");
   err("f_string: 5", "expected string for field 'f_string', got '5'");
   err("f_bytes: abc", "expected string for field 'f_bytes', got 'abc'");
@@ -380,7 +396,8 @@ static void test_strings_and_escapes(void **state) {
 static void test_comments_and_separators(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("# leading\n"
+  m =
+      ok("# leading\n"
          "f_int32 # after name\n"
          " : # after colon\n"
          " 5 # after value\n"
@@ -432,7 +449,8 @@ static void test_repeated_scalars(void **state) {
   big = malloc(20000 * 8 + 32);
   assert_non_null(big);
   o += (size_t)sprintf(big, "r_sint64: [");
-  for (i = 0; i < 20000; i++) o += (size_t)sprintf(big + o, "%s%zu", i ? "," : "", i);
+  for (i = 0; i < 20000; i++)
+    o += (size_t)sprintf(big + o, "%s%zu", i ? "," : "", i);
   strcpy(big + o, "]");
   m = ok(big);
   assert_int_equal(m->n_r_sint64, 20000);
@@ -440,7 +458,8 @@ static void test_repeated_scalars(void **state) {
   free_all(m);
   free(big);
   err("r_int32: [1, 2,]", "expected integer for field 'r_int32', got ']'");
-  err("r_int32: [1 2]", "expected ',' or ']' in the list of field 'r_int32', got '2'");
+  err("r_int32: [1 2]",
+      "expected ',' or ']' in the list of field 'r_int32', got '2'");
   err("r_int32: [1, 2", "unexpected end of input, expected ',' or ']'");
   err("f_int32: [1]", "expected integer for field 'f_int32', got '['");
   err("r_int32 [1]", "expected ':' after field 'r_int32', got '['");
@@ -472,7 +491,8 @@ static void test_messages(void **state) {
   assert_int_equal(m->f_inner->n_vals, 2);
   free_all(m);
   /* Scalars and strings given twice: the last one wins. */
-  m = ok("f_int32: 1 f_int32: 2 f_string: \"a\" f_string: \"b\" f_bytes: \"x\""
+  m =
+      ok("f_int32: 1 f_int32: 2 f_string: \"a\" f_string: \"b\" f_bytes: \"x\""
          " f_bytes: \"yz\" f_string: \"\"");
   assert_int_equal(m->f_int32, 2);
   assert_string_equal(m->f_string, "");
@@ -490,7 +510,8 @@ static void test_messages(void **state) {
 static void test_message_lists(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("r_inner [ { id: 1 }, < id: 2 >, {} ]\n"
+  m =
+      ok("r_inner [ { id: 1 }, < id: 2 >, {} ]\n"
          "r_inner: [ { label: 'four' } ]\n"
          "r_inner { id: 5 }\n"
          "r_inner: { id: 6 }\n"
@@ -505,14 +526,17 @@ static void test_message_lists(void **state) {
   assert_int_equal(m->r_inner[5]->id, 6);
   free_all(m);
   err("r_inner [ { id: 1 } { id: 2 } ]", "expected ',' or ']'");
-  err("r_inner [ 1 ]", "expected '{' or '<' for message field 'r_inner', got '1'");
-  err("f_inner [ {} ]", "expected '{' or '<' for message field 'f_inner', got '['");
+  err("r_inner [ 1 ]",
+      "expected '{' or '<' for message field 'r_inner', got '1'");
+  err("f_inner [ {} ]",
+      "expected '{' or '<' for message field 'f_inner', got '['");
 }
 
 static void test_maps(void **state) {
   Pbtest__All *m;
   (void)state;
-  m = ok("m_str { key: \"a\" value: \"1\" }\n"
+  m =
+      ok("m_str { key: \"a\" value: \"1\" }\n"
          "m_str [ { key: 'b' value: '2' }, { value: '3' key: 'c' } ]\n"
          "m_str: { key: 'a' value: 'again' }\n"
          "m_inner { key: \"x\" value { id: 9 vals: [1, 2] } }\n"
@@ -550,7 +574,8 @@ static void test_oneof(void **state) {
   assert_int_equal(m->c_int, 5);
   free_all(m);
   /* Switching members frees the previous one (checked under valgrind). */
-  m = ok("c_str: \"s\" c_inner { id: 1 } c_inner { label: 'l' } c_str: 'x'"
+  m =
+      ok("c_str: \"s\" c_inner { id: 1 } c_inner { label: 'l' } c_str: 'x'"
          " c_str: 'y' c_inner { id: 2 }");
   assert_int_equal(m->choice_case, PBTEST__ALL__CHOICE_C_INNER);
   assert_int_equal(m->c_inner->id, 2);
@@ -574,8 +599,8 @@ static void test_error_positions(void **state) {
   (void)state;
   err_exact("f_int32: 1\nmax_batch: 3\n",
             FILE_NAME ":2:1: unknown field 'max_batch' in message pbtest.All");
-  err_exact("f_inner {\n  id: 1\n  max_batch: 2\n}",
-            FILE_NAME ":3:3: unknown field 'max_batch' in message pbtest.Inner");
+  err_exact("f_inner {\n  id: 1\n  max_batch: 2\n}", FILE_NAME
+            ":3:3: unknown field 'max_batch' in message pbtest.Inner");
   err_exact("f_inner {\n  id: 1\n",
             FILE_NAME ":3:1: unexpected end of input, expected '}'");
   err_exact("f_inner <\n  id: 1",
@@ -586,7 +611,8 @@ static void test_error_positions(void **state) {
             FILE_NAME ":2:12: value out of range for int32 field 'f_int32'");
   err_exact("\tf_int32: x",
             FILE_NAME ":1:11: expected integer for field 'f_int32', got 'x'");
-  err_exact("f_int32 5", FILE_NAME ":1:9: expected ':' after field 'f_int32', got '5'");
+  err_exact("f_int32 5",
+            FILE_NAME ":1:9: expected ':' after field 'f_int32', got '5'");
 }
 
 static void test_garbage(void **state) {
@@ -594,7 +620,8 @@ static void test_garbage(void **state) {
   static const char nul_in_bytes[] = "f_bytes: \"a\0b\"";
   Pbtest__All *m;
   (void)state;
-  err_n(nul_doc, sizeof(nul_doc) - 1, FILE_NAME ":1:11: expected field name, got '\\x00'");
+  err_n(nul_doc, sizeof(nul_doc) - 1,
+        FILE_NAME ":1:11: expected field name, got '\\x00'");
   err_n("\0", 1, "expected field name, got '\\x00'");
   m = ok_n(nul_in_bytes, sizeof(nul_in_bytes) - 1);
   assert_int_equal(m->f_bytes.len, 3);
@@ -728,7 +755,8 @@ static void test_truncated_prefixes(void **state) {
     int rc = parse_all(full_doc, n, &m, &e);
     if (rc == 0) {
       if (cut_inside(full_doc, n))
-        print_error("prefix %zu parsed: ...%.20s\n", n, full_doc + n - (n > 20 ? 20 : n));
+        print_error("prefix %zu parsed: ...%.20s\n", n,
+                    full_doc + n - (n > 20 ? 20 : n));
       assert_false(cut_inside(full_doc, n));
       free_all(m);
       oks++;
@@ -745,12 +773,16 @@ static void test_truncated_prefixes(void **state) {
  * cleanly, never crash or leak. */
 static void test_token_soup(void **state) {
   static const char *toks[] = {
-      "f_int32", "f_inner", "r_inner", "m_str", "m_inner", "c_inner", "c_str",
-      "c_int", "child", "id", "key", "value", "r_int32", "f_string", "f_bytes",
-      "f_enum", "RED", "f_float", "r_float", ":", "{", "}", "<", ">", "[", "]",
-      ",", ";", "-", "1", "0x1f", "1.5", "inf", "\"", "'", "\\", "\"s\"",
-      "'q\\x41'", "#", "\n", " ", "\0", "\xff", "true", "99999999999999999999",
-      "label", "vals", "\"\\u00e9\""};
+      "f_int32", "f_inner", "r_inner",    "m_str",    "m_inner",
+      "c_inner", "c_str",   "c_int",      "child",    "id",
+      "key",     "value",   "r_int32",    "f_string", "f_bytes",
+      "f_enum",  "RED",     "f_float",    "r_float",  ":",
+      "{",       "}",       "<",          ">",        "[",
+      "]",       ",",       ";",          "-",        "1",
+      "0x1f",    "1.5",     "inf",        "\"",       "'",
+      "\\",      "\"s\"",   "'q\\x41'",   "#",        "\n",
+      " ",       "\0",      "\xff",       "true",     "99999999999999999999",
+      "label",   "vals",    "\"\\u00e9\""};
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   char buf[512];
   int iter;
@@ -800,7 +832,8 @@ static void test_mutations(void **state) {
   assert_true(oks < 5000);
 }
 
-/* ---- proto2: has_ flags, defaults, required --------------------------------- */
+/* ---- proto2: has_ flags, defaults, required ---------------------------------
+ */
 
 static void test_proto2_presence(void **state) {
   ProtobufCMessage *pm;
@@ -826,7 +859,8 @@ static void test_proto2_presence(void **state) {
     static const char doc[] =
         "req: 2 o_int32: 0 o_def: 8 o_str: 'a' o_str: 'b' o_bytes: ''"
         " kind: ONE o_double: 0 o_bool: false sub { name: 'n' n: 3 }"
-        " subs [{ name: 'x' }, { name: 'y' }] p_str: 'p' p_u64: 18446744073709551615";
+        " subs [{ name: 'x' }, { name: 'y' }] p_str: 'p' p_u64: "
+        "18446744073709551615";
     assert_int_equal(ifd_pbtext_parse(&pbtest2__opt__descriptor, doc,
                                       sizeof(doc) - 1, "p.pbtxt", &pm, &e),
                      0);
@@ -847,24 +881,29 @@ static void test_proto2_presence(void **state) {
   protobuf_c_message_free_unpacked(pm, NULL);
 
   pm = (ProtobufCMessage *)(uintptr_t)1;
-  assert_int_equal(ifd_pbtext_parse(&pbtest2__opt__descriptor,
-                                    "req: 1 sub { n: 1 }", 19, "p.pbtxt", &pm, &e),
-                   IFD_EPARSE);
+  assert_int_equal(
+      ifd_pbtext_parse(&pbtest2__opt__descriptor, "req: 1 sub { n: 1 }", 19,
+                       "p.pbtxt", &pm, &e),
+      IFD_EPARSE);
   assert_null(pm);
-  assert_string_equal(e.text,
-                      "p.pbtxt:1:20: missing required field 'name' in message pbtest2.Sub");
+  assert_string_equal(
+      e.text,
+      "p.pbtxt:1:20: missing required field 'name' in message pbtest2.Sub");
   assert_int_equal(ifd_pbtext_parse(&pbtest2__opt__descriptor,
                                     "req: 1 subs {} ", 15, NULL, &pm, &e),
                    IFD_EPARSE);
-  assert_string_equal(e.text,
-                      "<input>:1:16: missing required field 'name' in message pbtest2.Sub");
-  assert_int_equal(ifd_pbtext_parse(&pbtest2__opt__descriptor, "kind: THREE", 11,
-                                    "p.pbtxt", &pm, &e),
+  assert_string_equal(
+      e.text,
+      "<input>:1:16: missing required field 'name' in message pbtest2.Sub");
+  assert_int_equal(ifd_pbtext_parse(&pbtest2__opt__descriptor, "kind: THREE",
+                                    11, "p.pbtxt", &pm, &e),
                    IFD_EPARSE);
-  assert_string_equal(e.text, "p.pbtxt:1:7: unknown enum value 'THREE' for field 'kind'");
+  assert_string_equal(
+      e.text, "p.pbtxt:1:7: unknown enum value 'THREE' for field 'kind'");
 }
 
-/* ---- round trip through JSON ------------------------------------------------ */
+/* ---- round trip through JSON ------------------------------------------------
+ */
 
 static void test_json_round_trip(void **state) {
   Pbtest__All *m1 = ok(full_doc), *m2;
@@ -876,12 +915,14 @@ static void test_json_round_trip(void **state) {
   (void)state;
   j1 = ifd_pbjson_from_message(&m1->base);
   assert_non_null(j1);
-  assert_int_equal(ifd_pbjson_to_message(&pbtest__all__descriptor, j1, &pm, &e), 0);
+  assert_int_equal(ifd_pbjson_to_message(&pbtest__all__descriptor, j1, &pm, &e),
+                   0);
   m2 = (Pbtest__All *)pm;
   j2 = ifd_pbjson_from_message(pm);
   assert_non_null(j2);
   if (!json_equal(j1, j2)) {
-    char *a = json_dumps(j1, JSON_SORT_KEYS), *b = json_dumps(j2, JSON_SORT_KEYS);
+    char *a = json_dumps(j1, JSON_SORT_KEYS),
+         *b = json_dumps(j2, JSON_SORT_KEYS);
     print_error("%s\n%s\n", a, b);
     free(a);
     free(b);
@@ -902,7 +943,8 @@ static void test_json_round_trip(void **state) {
   assert_string_equal(json_string_value(json_object_get(j1, "f_uint64")),
                       "18446744073709551615");
   assert_true(json_integer_value(json_object_get(j1, "f_int64")) == INT64_MIN);
-  assert_string_equal(json_string_value(json_object_get(j1, "f_enum")), "GREEN");
+  assert_string_equal(json_string_value(json_object_get(j1, "f_enum")),
+                      "GREEN");
   assert_true(m2->f_float == 0.1f);
   free(b1);
   free(b2);

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+#
+# test/abi/check_exports.sh - checks that libtritonserver.so exports every
+# function the Triton ABI headers say the server implements.
+#
+# Usage (from the repository root):
+#   bash test/abi/check_exports.sh build/lib/libtritonserver.so
+#
+# Every function declared with TRITONSERVER_DECLSPEC or TRITONBACKEND_DECLSPEC
+# in backend_api/include/triton/core/tritonserver.h and tritonbackend.h must
+# be a defined dynamic symbol of the library: a backend built for Triton is
+# opened with RTLD_NOW and fails to load if any symbol it calls is missing.
+#
+# Functions declared with TRITONBACKEND_ISPEC are implemented by backends and
+# are not required. Most of them must also NOT be exported: the loader looks
+# them up with dlsym() on the backend's handle, which searches the backend's
+# dependencies too, so a server definition would stand in for an entry point
+# the backend left out. The exceptions are the ISPEC-marked functions that
+# Triton's own core implements anyway (its header marks them ISPEC by
+# mistake); they are listed in SERVER_IMPLEMENTED_ISPEC and are allowed.
+#
+# Prints one line per missing or wrongly exported name, then
+# "check_exports: N passed, M failed". Exits 0 when M is 0, 1 otherwise,
+# 2 on a usage or tool error.
+
+set -u -o pipefail
+
+HEADERS=(backend_api/include/triton/core/tritonserver.h
+         backend_api/include/triton/core/tritonbackend.h)
+
+# ISPEC in the header, defined by Triton's core (src/backend_model.cc).
+SERVER_IMPLEMENTED_ISPEC=" TRITONBACKEND_InferenceResponseOutputByName "
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 path/to/libtritonserver.so" >&2
+  exit 2
+fi
+lib=$1
+if [ ! -f "$lib" ]; then
+  echo "check_exports: no such library: $lib" >&2
+  exit 2
+fi
+for h in "${HEADERS[@]}"; do
+  if [ ! -f "$h" ]; then
+    echo "check_exports: no such header: $h (run from the repository root)" >&2
+    exit 2
+  fi
+done
+
+# Prints "<spec> <name>" for every function declaration of the headers, where
+# spec is DECL (the server implements it) or ISPEC (the backend does).
+# Comments and preprocessor lines (with their continuations) go first, then
+# the text is cut into statements at ';' so that a declaration spanning lines
+# is one statement; a statement declares a function when it carries one of
+# the *_DECLSPEC / *_ISPEC markers, and the function's name is the first
+# identifier followed by '('. Typedefs of function pointers carry no marker.
+declared_functions() {
+  perl -0777 -ne '
+    s{/\*.*?\*/}{ }gs;                 # block comments
+    s{//[^\n]*}{}g;                    # line comments
+    s{^[ \t]*#(?:[^\n]*\\\n)*[^\n]*}{}mg; # preprocessor lines
+    for my $st (split /;/) {
+      my $spec;
+      if ($st =~ /\bTRITONBACKEND_ISPEC\b/) { $spec = "ISPEC"; }
+      elsif ($st =~ /\bTRITON(?:SERVER|BACKEND)_DECLSPEC\b/) { $spec = "DECL"; }
+      else { next; }
+      next if $st =~ /\btypedef\b/;
+      if ($st =~ /\b([A-Za-z_][A-Za-z0-9_]*)\s*\(/) { print "$spec $1\n"; }
+      else { print STDERR "check_exports: cannot parse: $st\n"; exit 3; }
+    }
+  ' "$@"
+}
+
+decls=$(declared_functions "${HEADERS[@]}") || {
+  echo "check_exports: could not parse the headers" >&2
+  exit 2
+}
+exports=$(nm -D --defined-only "$lib" | awk 'NF >= 3 && $2 ~ /^[TtWiV]$/ { print $3 }' |
+          sed 's/@.*//' | sort -u) || {
+  echo "check_exports: nm failed on $lib" >&2
+  exit 2
+}
+
+passed=0
+failed=0
+while read -r spec name; do
+  [ -n "$name" ] || continue
+  if grep -qxF -- "$name" <<<"$exports"; then exported=1; else exported=0; fi
+  if [ "$spec" = DECL ]; then
+    if [ $exported = 1 ]; then
+      passed=$((passed + 1))
+    else
+      echo "MISSING: $name"
+      failed=$((failed + 1))
+    fi
+  elif [[ "$SERVER_IMPLEMENTED_ISPEC" == *" $name "* ]]; then
+    # Either way is acceptable: exported as Triton does, or not at all.
+    passed=$((passed + 1))
+  else
+    if [ $exported = 0 ]; then
+      passed=$((passed + 1))
+    else
+      echo "EXPORTED BUT BACKEND-IMPLEMENTED (ISPEC): $name"
+      failed=$((failed + 1))
+    fi
+  fi
+done < <(sort -u <<<"$decls")
+
+if [ $((passed + failed)) -eq 0 ]; then
+  echo "check_exports: no declarations found in the headers" >&2
+  exit 2
+fi
+echo "check_exports: $passed passed, $failed failed"
+[ $failed -eq 0 ]

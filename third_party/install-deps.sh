@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages listed in debian-packages.txt that are missing.
+# Idempotent: with everything present it changes nothing and says so.
+#   install-deps.sh           install what is missing (apt-get update first)
+#   install-deps.sh --check   exit 1 (listing them) when some are missing
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+mapfile -t pkgs < <(sed -e 's/#.*//' "$here/debian-packages.txt" | awk 'NF { print $1 }')
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${1:-}" = "--check" ]; then
+  if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+  echo "missing Debian packages: ${missing[*]}" >&2
+  exit 1
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} Debian packages present"
+  exit 0
+fi
+
+sudo=
+if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+echo "install-deps: installing ${missing[*]}"
+# A fresh machine has stale package lists: update before installing.
+$sudo apt-get update
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
