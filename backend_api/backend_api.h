@@ -17,8 +17,7 @@
 
 /** Called on the loop thread when instance `index` of `m` has finished an
  *  execute and can take the next batch. */
-typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint32_t index,
-                                     void *arg);
+typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint32_t index, void *arg);
 
 /**
  * Loads `m` (config normalized and validated) on its backend: finds and

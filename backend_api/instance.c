@@ -27,7 +27,8 @@ static void on_idle(ifd_event_t *ev) {
 
 /* An execute that returns an error leaves its requests to the server, as
  * Triton's contract says: each gets an error response and is released. */
-static void fail_batch(ifd_request_t **reqs, uint32_t n, TRITONSERVER_Error *e) {
+static void fail_batch(ifd_request_t **reqs, uint32_t n,
+                       TRITONSERVER_Error *e) {
   const char *msg = TRITONSERVER_ErrorMessage(e);
   int code = ifd__code_from_class(TRITONSERVER_ErrorCode(e));
   uint32_t i;

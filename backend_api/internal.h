@@ -71,7 +71,8 @@ struct TRITONSERVER_Parameter {
 
 typedef TRITONSERVER_Error *(*ifd_tb_backend_fn)(TRITONBACKEND_Backend *);
 typedef TRITONSERVER_Error *(*ifd_tb_model_fn)(TRITONBACKEND_Model *);
-typedef TRITONSERVER_Error *(*ifd_tb_instance_fn)(TRITONBACKEND_ModelInstance *);
+typedef TRITONSERVER_Error *(*ifd_tb_instance_fn)(
+    TRITONBACKEND_ModelInstance *);
 typedef TRITONSERVER_Error *(*ifd_tb_execute_fn)(TRITONBACKEND_ModelInstance *,
                                                  TRITONBACKEND_Request **,
                                                  const uint32_t);
@@ -80,16 +81,16 @@ typedef TRITONSERVER_Error *(*ifd_tb_execute_fn)(TRITONBACKEND_ModelInstance *,
  * registry lock; its fields are immutable after TRITONBACKEND_Initialize
  * except state, which belongs to the backend. */
 struct TRITONBACKEND_Backend {
-  char *name;            /* owned: "identity" */
-  char *path;            /* owned: resolved path of the .so */
-  char *dir;             /* owned: folder of the .so (artifacts) */
-  void *dl;              /* owned: dlopen handle */
-  int refs;              /* guarded by the loader's registry lock */
+  char *name; /* owned: "identity" */
+  char *path; /* owned: resolved path of the .so */
+  char *dir;  /* owned: folder of the .so (artifacts) */
+  void *dl;   /* owned: dlopen handle */
+  int refs;   /* guarded by the loader's registry lock */
   ifd_tb_backend_fn init, fini;
   ifd_tb_model_fn model_init, model_fini;
   ifd_tb_instance_fn inst_init, inst_fini;
   ifd_tb_execute_fn execute;
-  void *state;           /* the backend's, through BackendSetState */
+  void *state; /* the backend's, through BackendSetState */
   TRITONBACKEND_ExecutionPolicy policy;
   TRITONSERVER_Message *config; /* owned: {"cmdline":{...}} */
   TRITONBACKEND_Backend *next;  /* registry list, under the lock */
@@ -102,34 +103,34 @@ struct TRITONBACKEND_Model {
   int strict;                     /* no auto-complete */
   TRITONBACKEND_ModelInstance *instances; /* owned array */
   uint32_t n_instances;
-  ifd_instance_idle_cb idle;      /* loop thread */
+  ifd_instance_idle_cb idle; /* loop thread */
   void *idle_arg;
-  int unloading;                  /* set before instances stop; loop reads */
-  ifd_event_t free_ev;            /* frees this object on the loop */
+  int unloading;       /* set before instances stop; loop reads */
+  ifd_event_t free_ev; /* frees this object on the loop */
   void (*freed)(void *);
   void *freed_arg;
 };
 
 struct TRITONBACKEND_ModelInstance {
-  TRITONBACKEND_Model *model;     /* borrowed: owns the instance */
+  TRITONBACKEND_Model *model; /* borrowed: owns the instance */
   uint32_t index;
-  char *name;                     /* owned */
+  char *name; /* owned */
   TRITONSERVER_InstanceGroupKind kind;
   int32_t device_id;
   int passive;
   TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{}} */
-  void *state;                    /* the backend's */
+  void *state;                       /* the backend's */
   pthread_t thread;
-  int started;                    /* thread created */
+  int started; /* thread created */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   /* guarded by mu: */
-  ifd_request_t **job;            /* owned array; the batch to run */
+  ifd_request_t **job; /* owned array; the batch to run */
   uint32_t n_job, cap_job;
   int has_job, stop;
-  int init_state;                 /* 0 running init, 1 ok, -1 failed */
-  TRITONSERVER_Error *init_err;   /* owned until the loader takes it */
-  ifd_event_t idle_ev;            /* pushed after each execute */
+  int init_state;               /* 0 running init, 1 ok, -1 failed */
+  TRITONSERVER_Error *init_err; /* owned until the loader takes it */
+  ifd_event_t idle_ev;          /* pushed after each execute */
 };
 
 /** Acquires (opening and initializing on first use) the backend library at

@@ -39,8 +39,8 @@ uint64_t ifd_now_ns(void) {
 }
 
 int ifd__code_from_class(int cls) {
-  static const int codes[] = {IFD_EUNKNOWN, IFD_EINTERNAL,    IFD_ENOTFOUND,
-                              IFD_EINVAL,   IFD_EUNAVAIL,     IFD_EUNSUPPORTED,
+  static const int codes[] = {IFD_EUNKNOWN, IFD_EINTERNAL, IFD_ENOTFOUND,
+                              IFD_EINVAL,   IFD_EUNAVAIL,  IFD_EUNSUPPORTED,
                               IFD_EEXISTS,  IFD_ECANCELLED};
   return cls >= 0 && cls < 8 ? codes[cls] : IFD_EUNKNOWN;
 }
@@ -74,8 +74,8 @@ static int find_library(const ifd_model_t *m, const char *backend,
            m->version, backend);
   snprintf(cand[n++], PATH_MAX, "%s/libtriton_%s.so", m->path, backend);
   if (backend_dir != NULL && backend_dir[0] != '\0')
-    snprintf(cand[n++], PATH_MAX, "%s/%s/libtriton_%s.so", backend_dir,
-             backend, backend);
+    snprintf(cand[n++], PATH_MAX, "%s/%s/libtriton_%s.so", backend_dir, backend,
+             backend);
   for (i = 0; i < n; i++) {
     if (!is_file(cand[i])) continue;
     if (realpath(cand[i], out) == NULL || strlen(out) >= size)
@@ -227,7 +227,8 @@ void ifd__backend_release(TRITONBACKEND_Backend *b) {
   pthread_mutex_unlock(&registry_mu);
 }
 
-/* ---- models --------------------------------------------------------------- */
+/* ---- models ---------------------------------------------------------------
+ */
 
 static void model_obj_free(TRITONBACKEND_Model *bm) {
   uint32_t i;
@@ -286,10 +287,11 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         char *hp = NULL;
         int hn;
         if (asprintf(&in->name, "%s_%d", ig->name, j) < 0) in->name = NULL;
-        hn = asprintf(&hp, "{\"%s\":{}}",
-                      in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? "gpu_0"
-                                                                     : "cpu");
-        in->host_policy = hn < 0 ? NULL : ifd__message_new_owned(hp, (size_t)hn);
+        hn = asprintf(
+            &hp, "{\"%s\":{}}",
+            in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? "gpu_0" : "cpu");
+        in->host_policy =
+            hn < 0 ? NULL : ifd__message_new_owned(hp, (size_t)hn);
         if (in->name == NULL || in->host_policy == NULL)
           return ifd_errf(err, IFD_ENOMEM, "out of memory");
       }
@@ -354,7 +356,8 @@ out_free:
 
 static void on_model_freed(ifd_event_t *ev) {
   TRITONBACKEND_Model *bm =
-      (TRITONBACKEND_Model *)((char *)ev - offsetof(TRITONBACKEND_Model, free_ev));
+      (TRITONBACKEND_Model *)((char *)ev -
+                              offsetof(TRITONBACKEND_Model, free_ev));
   void (*freed)(void *) = bm->freed;
   void *arg = bm->freed_arg;
   bm->model->backend_model = NULL;

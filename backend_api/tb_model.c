@@ -12,14 +12,15 @@
 #include "core/log.h"
 #include "core/server.h"
 
-#define ARG_CHECK(cond)                                                  \
-  do {                                                                   \
-    if (!(cond))                                                         \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,       \
-                                   "invalid argument: " #cond);          \
+#define ARG_CHECK(cond)                                            \
+  do {                                                             \
+    if (!(cond))                                                   \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
+                                   "invalid argument: " #cond);    \
   } while (0)
 
-/* ---- backend -------------------------------------------------------------- */
+/* ---- backend --------------------------------------------------------------
+ */
 
 TRITONSERVER_Error *TRITONBACKEND_BackendName(TRITONBACKEND_Backend *backend,
                                               const char **name) {
@@ -75,7 +76,8 @@ TRITONSERVER_Error *TRITONBACKEND_BackendSetState(
   return NULL;
 }
 
-/* ---- model ---------------------------------------------------------------- */
+/* ---- model ----------------------------------------------------------------
+ */
 
 TRITONSERVER_Error *TRITONBACKEND_ModelName(TRITONBACKEND_Model *model,
                                             const char **name) {
@@ -174,8 +176,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelServer(TRITONBACKEND_Model *model,
   return NULL;
 }
 
-TRITONSERVER_Error *TRITONBACKEND_ModelBackend(TRITONBACKEND_Model *model,
-                                               TRITONBACKEND_Backend **backend) {
+TRITONSERVER_Error *TRITONBACKEND_ModelBackend(
+    TRITONBACKEND_Model *model, TRITONBACKEND_Backend **backend) {
   ARG_CHECK(model != NULL && backend != NULL);
   *backend = model->backend;
   return NULL;
@@ -204,7 +206,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelReportMemoryUsage(
   return NULL;
 }
 
-/* ---- model instance --------------------------------------------------------- */
+/* ---- model instance ---------------------------------------------------------
+ */
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceName(
     TRITONBACKEND_ModelInstance *instance, const char **name) {
@@ -297,8 +300,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportMemoryUsage(
-    TRITONBACKEND_ModelInstance *instance, TRITONSERVER_BufferAttributes **usage,
-    uint32_t usage_size) {
+    TRITONBACKEND_ModelInstance *instance,
+    TRITONSERVER_BufferAttributes **usage, uint32_t usage_size) {
   ARG_CHECK(instance != NULL && (usage != NULL || usage_size == 0));
   return NULL;
 }

@@ -16,17 +16,18 @@
 #include "core/model.h"
 #include "core/server.h"
 
-#define ARG_CHECK(cond)                                                  \
-  do {                                                                   \
-    if (!(cond))                                                         \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,       \
-                                   "invalid argument: " #cond);          \
+#define ARG_CHECK(cond)                                            \
+  do {                                                             \
+    if (!(cond))                                                   \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
+                                   "invalid argument: " #cond);    \
   } while (0)
 
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))
 
-/* ---- requests --------------------------------------------------------------- */
+/* ---- requests ---------------------------------------------------------------
+ */
 
 TRITONSERVER_Error *TRITONBACKEND_RequestId(TRITONBACKEND_Request *request,
                                             const char **id) {
@@ -99,10 +100,18 @@ TRITONSERVER_Error *TRITONBACKEND_RequestParameter(
   /* Triton points at the value itself: a C string for STRING, else the
    * int64_t / bool / double. */
   switch (p->type) {
-    case IFD_PARAM_STRING: *vvalue = p->v.s; break;
-    case IFD_PARAM_INT: *vvalue = &p->v.i; break;
-    case IFD_PARAM_BOOL: *vvalue = &p->v.b; break;
-    default: *vvalue = &p->v.d; break;
+    case IFD_PARAM_STRING:
+      *vvalue = p->v.s;
+      break;
+    case IFD_PARAM_INT:
+      *vvalue = &p->v.i;
+      break;
+    case IFD_PARAM_BOOL:
+      *vvalue = &p->v.b;
+      break;
+    default:
+      *vvalue = &p->v.d;
+      break;
   }
   return NULL;
 }
@@ -205,14 +214,15 @@ TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request,
   return NULL;
 }
 
-TRITONSERVER_Error *TRITONBACKEND_RequestTrace(TRITONBACKEND_Request *request,
-                                               TRITONSERVER_InferenceTrace **trace) {
+TRITONSERVER_Error *TRITONBACKEND_RequestTrace(
+    TRITONBACKEND_Request *request, TRITONSERVER_InferenceTrace **trace) {
   ARG_CHECK(request != NULL && trace != NULL);
   *trace = NULL; /* requests are not traced */
   return NULL;
 }
 
-/* ---- inputs ------------------------------------------------------------------ */
+/* ---- inputs
+ * ------------------------------------------------------------------ */
 
 TRITONSERVER_Error *TRITONBACKEND_InputProperties(
     TRITONBACKEND_Input *input, const char **name,
@@ -264,7 +274,8 @@ TRITONSERVER_Error *TRITONBACKEND_InputBufferForHostPolicy(
                                    memory_type, memory_type_id);
 }
 
-/* ---- responses --------------------------------------------------------------- */
+/* ---- responses
+ * --------------------------------------------------------------- */
 
 static TRITONSERVER_Error *response_new(ifd_request_t *req,
                                         TRITONBACKEND_Response **response) {
@@ -348,7 +359,8 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseFactorySendFlags(
   return NULL;
 }
 
-TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response *response) {
+TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(
+    TRITONBACKEND_Response *response) {
   ARG_CHECK(response != NULL);
   ifd_response_discard(RESP(response));
   return NULL;
@@ -500,7 +512,8 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response,
   return NULL;
 }
 
-/* ---- statistics ----------------------------------------------------------------- */
+/* ---- statistics
+ * ----------------------------------------------------------------- */
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(
     TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request,

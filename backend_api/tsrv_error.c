@@ -20,20 +20,17 @@ static struct {
 
 TRITONSERVER_Error *TRITONSERVER_ErrorNew(TRITONSERVER_Error_Code code,
                                           const char *msg) {
-  if (msg == NULL)
-    msg = "";
+  if (msg == NULL) msg = "";
   size_t len = strlen(msg);
   TRITONSERVER_Error *err = malloc(sizeof(*err) + len + 1);
-  if (err == NULL)
-    return OOM_ERROR;
+  if (err == NULL) return OOM_ERROR;
   err->code = code;
   memcpy(err->msg, msg, len + 1);
   return err;
 }
 
 void TRITONSERVER_ErrorDelete(TRITONSERVER_Error *error) {
-  if (error != OOM_ERROR)
-    free(error);
+  if (error != OOM_ERROR) free(error);
 }
 
 TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error *error) {
@@ -42,22 +39,22 @@ TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error *error) {
 
 const char *TRITONSERVER_ErrorCodeString(TRITONSERVER_Error *error) {
   switch (TRITONSERVER_ErrorCode(error)) {
-  case TRITONSERVER_ERROR_UNKNOWN:
-    return "Unknown";
-  case TRITONSERVER_ERROR_INTERNAL:
-    return "Internal";
-  case TRITONSERVER_ERROR_NOT_FOUND:
-    return "Not found";
-  case TRITONSERVER_ERROR_INVALID_ARG:
-    return "Invalid argument";
-  case TRITONSERVER_ERROR_UNAVAILABLE:
-    return "Unavailable";
-  case TRITONSERVER_ERROR_UNSUPPORTED:
-    return "Unsupported";
-  case TRITONSERVER_ERROR_ALREADY_EXISTS:
-    return "Already exists";
-  case TRITONSERVER_ERROR_CANCELLED:
-    return "Cancelled";
+    case TRITONSERVER_ERROR_UNKNOWN:
+      return "Unknown";
+    case TRITONSERVER_ERROR_INTERNAL:
+      return "Internal";
+    case TRITONSERVER_ERROR_NOT_FOUND:
+      return "Not found";
+    case TRITONSERVER_ERROR_INVALID_ARG:
+      return "Invalid argument";
+    case TRITONSERVER_ERROR_UNAVAILABLE:
+      return "Unavailable";
+    case TRITONSERVER_ERROR_UNSUPPORTED:
+      return "Unsupported";
+    case TRITONSERVER_ERROR_ALREADY_EXISTS:
+      return "Already exists";
+    case TRITONSERVER_ERROR_CANCELLED:
+      return "Cancelled";
   }
   return "<invalid code>";
 }

@@ -10,18 +10,18 @@
 /* TRITONSERVER_LogLevel numbering differs from ifd_log_level_t. */
 static int map_level(TRITONSERVER_LogLevel level, ifd_log_level_t *out) {
   switch (level) {
-  case TRITONSERVER_LOG_INFO:
-    *out = IFD_LOG_INFO;
-    return 0;
-  case TRITONSERVER_LOG_WARN:
-    *out = IFD_LOG_WARN;
-    return 0;
-  case TRITONSERVER_LOG_ERROR:
-    *out = IFD_LOG_ERROR;
-    return 0;
-  case TRITONSERVER_LOG_VERBOSE:
-    *out = IFD_LOG_VERBOSE;
-    return 0;
+    case TRITONSERVER_LOG_INFO:
+      *out = IFD_LOG_INFO;
+      return 0;
+    case TRITONSERVER_LOG_WARN:
+      *out = IFD_LOG_WARN;
+      return 0;
+    case TRITONSERVER_LOG_ERROR:
+      *out = IFD_LOG_ERROR;
+      return 0;
+    case TRITONSERVER_LOG_VERBOSE:
+      *out = IFD_LOG_VERBOSE;
+      return 0;
   }
   return -1;
 }

@@ -10,8 +10,7 @@
 #include <string.h>
 
 TRITONSERVER_Message *ifd__message_new_owned(char *json, size_t len) {
-  if (json == NULL)
-    return NULL;
+  if (json == NULL) return NULL;
   TRITONSERVER_Message *m = malloc(sizeof(*m));
   if (m == NULL) {
     free(json);
@@ -31,8 +30,7 @@ TRITONSERVER_Error *TRITONSERVER_MessageNewFromSerializedJson(
   if (copy == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "out of memory copying message");
-  if (byte_size > 0)
-    memcpy(copy, base, byte_size);
+  if (byte_size > 0) memcpy(copy, base, byte_size);
   copy[byte_size] = '\0';
   *message = ifd__message_new_owned(copy, byte_size);
   if (*message == NULL)

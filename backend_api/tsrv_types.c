@@ -40,11 +40,9 @@ const char *TRITONSERVER_DataTypeString(TRITONSERVER_DataType datatype) {
 }
 
 TRITONSERVER_DataType TRITONSERVER_StringToDataType(const char *dtype) {
-  if (dtype == NULL)
-    return TRITONSERVER_TYPE_INVALID;
+  if (dtype == NULL) return TRITONSERVER_TYPE_INVALID;
   for (size_t i = 1; i < NDTYPES; i++)
-    if (strcmp(dtype, dtypes[i].name) == 0)
-      return (TRITONSERVER_DataType)i;
+    if (strcmp(dtype, dtypes[i].name) == 0) return (TRITONSERVER_DataType)i;
   return TRITONSERVER_TYPE_INVALID;
 }
 
@@ -54,44 +52,44 @@ uint32_t TRITONSERVER_DataTypeByteSize(TRITONSERVER_DataType datatype) {
 
 const char *TRITONSERVER_MemoryTypeString(TRITONSERVER_MemoryType memtype) {
   switch (memtype) {
-  case TRITONSERVER_MEMORY_CPU:
-    return "CPU";
-  case TRITONSERVER_MEMORY_CPU_PINNED:
-    return "CPU_PINNED";
-  case TRITONSERVER_MEMORY_GPU:
-    return "GPU";
+    case TRITONSERVER_MEMORY_CPU:
+      return "CPU";
+    case TRITONSERVER_MEMORY_CPU_PINNED:
+      return "CPU_PINNED";
+    case TRITONSERVER_MEMORY_GPU:
+      return "GPU";
   }
   return "<invalid>";
 }
 
-const char *
-TRITONSERVER_ParameterTypeString(TRITONSERVER_ParameterType paramtype) {
+const char *TRITONSERVER_ParameterTypeString(
+    TRITONSERVER_ParameterType paramtype) {
   switch (paramtype) {
-  case TRITONSERVER_PARAMETER_STRING:
-    return "STRING";
-  case TRITONSERVER_PARAMETER_INT:
-    return "INT";
-  case TRITONSERVER_PARAMETER_BOOL:
-    return "BOOL";
-  case TRITONSERVER_PARAMETER_DOUBLE:
-    return "DOUBLE";
-  case TRITONSERVER_PARAMETER_BYTES:
-    return "BYTES";
+    case TRITONSERVER_PARAMETER_STRING:
+      return "STRING";
+    case TRITONSERVER_PARAMETER_INT:
+      return "INT";
+    case TRITONSERVER_PARAMETER_BOOL:
+      return "BOOL";
+    case TRITONSERVER_PARAMETER_DOUBLE:
+      return "DOUBLE";
+    case TRITONSERVER_PARAMETER_BYTES:
+      return "BYTES";
   }
   return "<invalid>";
 }
 
-const char *
-TRITONSERVER_InstanceGroupKindString(TRITONSERVER_InstanceGroupKind kind) {
+const char *TRITONSERVER_InstanceGroupKindString(
+    TRITONSERVER_InstanceGroupKind kind) {
   switch (kind) {
-  case TRITONSERVER_INSTANCEGROUPKIND_AUTO:
-    return "AUTO";
-  case TRITONSERVER_INSTANCEGROUPKIND_CPU:
-    return "CPU";
-  case TRITONSERVER_INSTANCEGROUPKIND_GPU:
-    return "GPU";
-  case TRITONSERVER_INSTANCEGROUPKIND_MODEL:
-    return "MODEL";
+    case TRITONSERVER_INSTANCEGROUPKIND_AUTO:
+      return "AUTO";
+    case TRITONSERVER_INSTANCEGROUPKIND_CPU:
+      return "CPU";
+    case TRITONSERVER_INSTANCEGROUPKIND_GPU:
+      return "GPU";
+    case TRITONSERVER_INSTANCEGROUPKIND_MODEL:
+      return "MODEL";
   }
   return "<invalid>";
 }
@@ -117,41 +115,36 @@ TRITONSERVER_Error *TRITONBACKEND_ApiVersion(uint32_t *major, uint32_t *minor) {
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = malloc(n);
-  if (d != NULL)
-    memcpy(d, s, n);
+  if (d != NULL) memcpy(d, s, n);
   return d;
 }
 
-TRITONSERVER_Parameter *
-TRITONSERVER_ParameterNew(const char *name,
-                          const TRITONSERVER_ParameterType type,
-                          const void *value) {
+TRITONSERVER_Parameter *TRITONSERVER_ParameterNew(
+    const char *name, const TRITONSERVER_ParameterType type,
+    const void *value) {
   if (name == NULL || value == NULL || type == TRITONSERVER_PARAMETER_BYTES)
     return NULL;
   TRITONSERVER_Parameter *p = calloc(1, sizeof(*p));
-  if (p == NULL)
-    return NULL;
+  if (p == NULL) return NULL;
   p->name = dup_str(name);
-  if (p->name == NULL)
-    goto out_free_param;
+  if (p->name == NULL) goto out_free_param;
   p->type = type;
   switch (type) {
-  case TRITONSERVER_PARAMETER_STRING:
-    p->v.s = dup_str((const char *)value);
-    if (p->v.s == NULL)
+    case TRITONSERVER_PARAMETER_STRING:
+      p->v.s = dup_str((const char *)value);
+      if (p->v.s == NULL) goto out_free_name;
+      break;
+    case TRITONSERVER_PARAMETER_INT:
+      memcpy(&p->v.i, value, sizeof(p->v.i));
+      break;
+    case TRITONSERVER_PARAMETER_BOOL:
+      memcpy(&p->v.b, value, sizeof(p->v.b));
+      break;
+    case TRITONSERVER_PARAMETER_DOUBLE:
+      memcpy(&p->v.d, value, sizeof(p->v.d));
+      break;
+    default:
       goto out_free_name;
-    break;
-  case TRITONSERVER_PARAMETER_INT:
-    memcpy(&p->v.i, value, sizeof(p->v.i));
-    break;
-  case TRITONSERVER_PARAMETER_BOOL:
-    memcpy(&p->v.b, value, sizeof(p->v.b));
-    break;
-  case TRITONSERVER_PARAMETER_DOUBLE:
-    memcpy(&p->v.d, value, sizeof(p->v.d));
-    break;
-  default:
-    goto out_free_name;
   }
   return p;
 
@@ -165,11 +158,9 @@ out_free_param:
 TRITONSERVER_Parameter *TRITONSERVER_ParameterBytesNew(const char *name,
                                                        const void *byte_ptr,
                                                        const uint64_t size) {
-  if (name == NULL)
-    return NULL;
+  if (name == NULL) return NULL;
   TRITONSERVER_Parameter *p = calloc(1, sizeof(*p));
-  if (p == NULL)
-    return NULL;
+  if (p == NULL) return NULL;
   p->name = dup_str(name);
   if (p->name == NULL) {
     free(p);
@@ -182,10 +173,8 @@ TRITONSERVER_Parameter *TRITONSERVER_ParameterBytesNew(const char *name,
 }
 
 void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter *parameter) {
-  if (parameter == NULL)
-    return;
-  if (parameter->type == TRITONSERVER_PARAMETER_STRING)
-    free(parameter->v.s);
+  if (parameter == NULL) return;
+  if (parameter->type == TRITONSERVER_PARAMETER_STRING) free(parameter->v.s);
   free(parameter->name);
   free(parameter);
 }

@@ -62,9 +62,13 @@ typedef Inference__ModelInstanceGroup group_t;
 
 /* ---- small helpers ---- */
 
-static int streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+static int streq(const char *a, const char *b) {
+  return strcmp(a, b) == 0;
+}
 
-static int empty(const char *s) { return s == NULL || s[0] == '\0'; }
+static int empty(const char *s) {
+  return s == NULL || s[0] == '\0';
+}
 
 /* Replaces the string in *slot with a copy of `val`, freeing the old one
  * unless it is the shared empty default. */

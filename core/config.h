@@ -20,8 +20,8 @@ typedef Inference__ModelConfig ifd_model_config_t;
 
 /** Options that change how configs are completed. */
 typedef struct ifd_config_opts {
-  int strict;       /* --strict-model-config: no auto-completion */
-  int gpu_count;    /* GPUs present; 0 on a CPU-only machine */
+  int strict;    /* --strict-model-config: no auto-completion */
+  int gpu_count; /* GPUs present; 0 on a CPU-only machine */
 } ifd_config_opts_t;
 
 /**
@@ -58,8 +58,8 @@ void ifd_config_free(ifd_model_config_t *cfg);
 /**
  * Returns the backend name a config runs on: `backend` when set, else derived
  * from `platform` as Triton does (tensorrt_plan -> tensorrt,
- * tensorflow_graphdef / tensorflow_savedmodel -> tensorflow, onnxruntime_onnx ->
- * onnxruntime, pytorch_libtorch -> pytorch, ensemble -> "" (no backend)), or
+ * tensorflow_graphdef / tensorflow_savedmodel -> tensorflow, onnxruntime_onnx
+ * -> onnxruntime, pytorch_libtorch -> pytorch, ensemble -> "" (no backend)), or
  * NULL when neither names one. The result is static or borrowed from cfg.
  */
 const char *ifd_config_backend_name(const ifd_model_config_t *cfg);
@@ -83,8 +83,8 @@ const char *ifd_config_backend_name(const ifd_model_config_t *cfg);
  *    all GPUs 0..gpu_count-1.
  * Returns 0 or IFD_ENOMEM.
  */
-int ifd_config_normalize(ifd_model_config_t *cfg,
-                         const ifd_config_opts_t *opts, ifd_errmsg_t *err);
+int ifd_config_normalize(ifd_model_config_t *cfg, const ifd_config_opts_t *opts,
+                         ifd_errmsg_t *err);
 
 /**
  * Validates a normalized config with Triton's rules (ValidateModelConfig,
@@ -132,8 +132,8 @@ json_t *ifd_config_to_json(const ifd_model_config_t *cfg);
 int ifd_config_from_json(const json_t *json, ifd_model_config_t **out,
                          ifd_errmsg_t *err);
 
-/** Looks up a string parameter (`parameters { key: K value { string_value } }`);
- *  returns the borrowed value or NULL. */
+/** Looks up a string parameter (`parameters { key: K value { string_value }
+ * }`); returns the borrowed value or NULL. */
 const char *ifd_config_param(const ifd_model_config_t *cfg, const char *key);
 
 #endif

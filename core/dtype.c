@@ -60,7 +60,9 @@ ifd_dtype_t ifd_dtype_from_name(const char *name, size_t n) {
   return IFD_TYPE_INVALID;
 }
 
-size_t ifd_dtype_size(ifd_dtype_t t) { return valid(t) ? dtypes[t].size : 0; }
+size_t ifd_dtype_size(ifd_dtype_t t) {
+  return valid(t) ? dtypes[t].size : 0;
+}
 
 int ifd_shape_count(const int64_t *shape, size_t ndims, int64_t *out) {
   int64_t n = 1;

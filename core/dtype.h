@@ -3,7 +3,8 @@
  *
  * ifd_dtype_t uses the numbering shared by TRITONSERVER_DataType and the
  * model config's DataType enum (TYPE_BOOL == TRITONSERVER_TYPE_BOOL == 1, ...,
- * BYTES/TYPE_STRING == 13, BF16 == 14), so converting between the three is a cast.
+ * BYTES/TYPE_STRING == 13, BF16 == 14), so converting between the three is a
+ * cast.
  */
 #ifndef IFD_CORE_DTYPE_H
 #define IFD_CORE_DTYPE_H
@@ -33,7 +34,8 @@ typedef enum ifd_dtype {
  * beyond any real model and keeps shapes in fixed arrays). */
 #define IFD_MAX_DIMS 64
 
-/** KServe name ("FP32", "BYTES"); "INVALID" for anything else. Static string. */
+/** KServe name ("FP32", "BYTES"); "INVALID" for anything else. Static string.
+ */
 const char *ifd_dtype_name(ifd_dtype_t t);
 /** Parses a KServe name ("FP32"); IFD_TYPE_INVALID when unknown. `n` bytes. */
 ifd_dtype_t ifd_dtype_from_name(const char *name, size_t n);

@@ -14,19 +14,19 @@
 
 /* X(name, Triton error class, text). The Triton class is the
  * TRITONSERVER_Error_Code value that the ABI edge reports for this code. */
-#define IFD_ERRNO_MAP(X)                                        \
-  X(UNKNOWN, 0, "unknown error")                                \
-  X(INTERNAL, 1, "internal error")                              \
-  X(NOTFOUND, 2, "not found")                                   \
-  X(INVAL, 3, "invalid argument")                               \
-  X(UNAVAIL, 4, "unavailable")                                  \
-  X(UNSUPPORTED, 5, "unsupported")                              \
-  X(EXISTS, 6, "already exists")                                \
-  X(CANCELLED, 7, "cancelled")                                  \
-  X(NOMEM, 1, "out of memory")                                  \
-  X(IO, 1, "i/o error")                                         \
-  X(PARSE, 3, "parse error")                                    \
-  X(TOOBIG, 3, "too large")                                     \
+#define IFD_ERRNO_MAP(X)           \
+  X(UNKNOWN, 0, "unknown error")   \
+  X(INTERNAL, 1, "internal error") \
+  X(NOTFOUND, 2, "not found")      \
+  X(INVAL, 3, "invalid argument")  \
+  X(UNAVAIL, 4, "unavailable")     \
+  X(UNSUPPORTED, 5, "unsupported") \
+  X(EXISTS, 6, "already exists")   \
+  X(CANCELLED, 7, "cancelled")     \
+  X(NOMEM, 1, "out of memory")     \
+  X(IO, 1, "i/o error")            \
+  X(PARSE, 3, "parse error")       \
+  X(TOOBIG, 3, "too large")        \
   X(TIMEOUT, 4, "deadline exceeded")
 
 enum {
@@ -55,7 +55,8 @@ enum {
 /** Returns a static string describing `code` (0 or a negative IFD_E* code). */
 const char *ifd_strerror(int code);
 
-/** Returns the TRITONSERVER_Error_Code class (0..7) of a negative IFD_E* code. */
+/** Returns the TRITONSERVER_Error_Code class (0..7) of a negative IFD_E* code.
+ */
 int ifd_error_class(int code);
 
 /** A detailed error message, filled by the function that failed. */

@@ -17,15 +17,15 @@
 typedef struct ifd_event ifd_event_t;
 
 struct ifd_event {
-  ifd_event_t *next;              /* guarded by the queue's mu while queued */
-  void (*fn)(ifd_event_t *ev);    /* runs on the loop thread */
+  ifd_event_t *next;           /* guarded by the queue's mu while queued */
+  void (*fn)(ifd_event_t *ev); /* runs on the loop thread */
 };
 
 typedef struct ifd_evq {
-  uv_async_t async;     /* embedded; reached back with container_of */
+  uv_async_t async; /* embedded; reached back with container_of */
   pthread_mutex_t mu;
-  ifd_event_t *head;    /* guarded by mu */
-  ifd_event_t *tail;    /* guarded by mu */
+  ifd_event_t *head; /* guarded by mu */
+  ifd_event_t *tail; /* guarded by mu */
 } ifd_evq_t;
 
 /** Initializes the queue on `loop`. Returns 0 or a negative libuv code. */

@@ -138,7 +138,8 @@ void ifd_request_unref(ifd_request_t *req) {
   if (req != NULL) request_put(req);
 }
 
-/* ---- responses ------------------------------------------------------------ */
+/* ---- responses ------------------------------------------------------------
+ */
 
 static void release_done(ifd_request_t *req) {
   req->state = IFD_REQ_RELEASED;

@@ -57,9 +57,9 @@ typedef struct ifd_param {
 
 /** An input tensor of a request. */
 typedef struct ifd_input {
-  const char *name;   /* borrowed: request pool */
+  const char *name; /* borrowed: request pool */
   ifd_dtype_t dtype;
-  int64_t *shape;     /* borrowed: request pool; full shape incl. batch dim */
+  int64_t *shape; /* borrowed: request pool; full shape incl. batch dim */
   uint32_t ndims;
   const void *data;   /* borrowed: request body or pool; NULL until set */
   uint64_t byte_size; /* bytes at data */
@@ -67,9 +67,10 @@ typedef struct ifd_input {
 
 /** An output the client asked for. */
 typedef struct ifd_output_req {
-  const char *name;    /* borrowed: request pool */
+  const char *name;     /* borrowed: request pool */
   uint32_t class_count; /* classification extension: top-N, 0 = tensor */
-  uint32_t proto_flags; /* protocol-private (e.g. HTTP binary_data), core ignores */
+  uint32_t
+      proto_flags; /* protocol-private (e.g. HTTP binary_data), core ignores */
 } ifd_output_req_t;
 
 typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
@@ -90,21 +91,21 @@ struct ifd_request {
   const char *id;          /* borrowed: pool; "" when none */
   uint64_t correlation_id; /* 0 when none or when a string id is used */
   const char *correlation_id_str; /* borrowed: pool; NULL when numeric/none */
-  uint32_t flags;          /* IFD_REQUEST_FLAG_* */
-  uint32_t priority;       /* 0: the model's default */
-  uint64_t timeout_us;     /* 0: none */
+  uint32_t flags;                 /* IFD_REQUEST_FLAG_* */
+  uint32_t priority;              /* 0: the model's default */
+  uint64_t timeout_us;            /* 0: none */
 
-  ifd_input_t *inputs;     /* borrowed: pool */
+  ifd_input_t *inputs; /* borrowed: pool */
   uint32_t n_inputs;
   ifd_output_req_t *outputs; /* borrowed: pool; n_outputs == 0: all outputs */
   uint32_t n_outputs;
-  ifd_param_t *params;     /* borrowed: pool */
+  ifd_param_t *params; /* borrowed: pool */
   uint32_t n_params;
 
-  void *body;              /* owned (malloc'd): bytes that inputs point into */
+  void *body; /* owned (malloc'd): bytes that inputs point into */
 
   /* Filled by ifd_request_submit. */
-  uint64_t batch_size;     /* 1st dim when the model batches, else 0 */
+  uint64_t batch_size; /* 1st dim when the model batches, else 0 */
 
   ifd_response_cb on_response; /* loop thread; once per response */
   void *cb_arg;
@@ -114,43 +115,43 @@ struct ifd_request {
 
   /* Core-private from here on. */
   ifd_request_state_t state;
-  int refs;                /* loop thread only: protocol ref + backend ref */
-  uint32_t release_flags;  /* TRITONSERVER_RequestReleaseFlag from the backend */
-  int final_delivered;     /* loop thread: a FINAL response reached on_response */
-  unsigned responses;      /* loop thread: responses delivered so far */
+  int refs;               /* loop thread only: protocol ref + backend ref */
+  uint32_t release_flags; /* TRITONSERVER_RequestReleaseFlag from the backend */
+  int final_delivered; /* loop thread: a FINAL response reached on_response */
+  unsigned responses;  /* loop thread: responses delivered so far */
   /* Responses (and response factories) created but not yet delivered or
    * deleted: a request released while some are open is not failed. */
   atomic_int open_responses;
-  int release_pending;     /* loop thread: released while responses open */
-  ifd_event_t release_ev;  /* pushed by TRITONBACKEND_RequestRelease */
-  ifd_request_t *next;     /* scheduler queue link, loop thread only */
+  int release_pending;    /* loop thread: released while responses open */
+  ifd_event_t release_ev; /* pushed by TRITONBACKEND_RequestRelease */
+  ifd_request_t *next;    /* scheduler queue link, loop thread only */
 };
 
 /** An output tensor of a response. */
 typedef struct ifd_output {
-  const char *name;    /* borrowed: response's storage */
+  const char *name; /* borrowed: response's storage */
   ifd_dtype_t dtype;
   int64_t shape[IFD_MAX_DIMS];
   uint32_t ndims;
-  void *buffer;        /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
+  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
   uint64_t byte_size;
 } ifd_output_t;
 
 struct ifd_response {
-  ifd_request_t *req;  /* borrowed: valid until the protocol's unref; the
-                          protocol reads it before it unrefs the request */
-  int error;           /* 0, or a negative IFD_E* code */
-  char *error_msg;     /* owned: NULL when error == 0 */
+  ifd_request_t *req;    /* borrowed: valid until the protocol's unref; the
+                            protocol reads it before it unrefs the request */
+  int error;             /* 0, or a negative IFD_E* code */
+  char *error_msg;       /* owned: NULL when error == 0 */
   ifd_output_t *outputs; /* owned array */
   uint32_t n_outputs, cap_outputs;
   ifd_param_t *params; /* owned array; keys/strings owned by `pool` */
   uint32_t n_params, cap_params;
-  uint32_t flags;      /* TRITONSERVER_ResponseCompleteFlag: 1 = FINAL */
-  ifd_pool_t pool;     /* owned: names and strings of the response */
+  uint32_t flags;       /* TRITONSERVER_ResponseCompleteFlag: 1 = FINAL */
+  ifd_pool_t pool;      /* owned: names and strings of the response */
   ifd_event_t ready_ev; /* pushed by TRITONBACKEND_ResponseSend */
-  int counted;         /* still counted in req->open_responses */
-  int discard;         /* deleted unsent by the backend: free on the loop */
-  int empty;           /* flags only (ResponseFactorySendFlags): no payload */
+  int counted;          /* still counted in req->open_responses */
+  int discard;          /* deleted unsent by the backend: free on the loop */
+  int empty;            /* flags only (ResponseFactorySendFlags): no payload */
   ifd_response_t *next; /* protocol-private list link (e.g. a write queue) */
 };
 

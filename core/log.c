@@ -14,7 +14,9 @@
 static int verbose_level;
 static int enabled[3] = {1, 1, 1};
 
-void ifd_log_set_verbose(int level) { verbose_level = level; }
+void ifd_log_set_verbose(int level) {
+  verbose_level = level;
+}
 
 void ifd_log_set_enabled(ifd_log_level_t level, int on) {
   if (level <= IFD_LOG_INFO) enabled[level] = on;
@@ -39,8 +41,8 @@ void ifd_log_write(ifd_log_level_t level, const char *file, int line,
   gettimeofday(&tv, NULL);
   localtime_r(&tv.tv_sec, &tm);
   k = snprintf(buf, sizeof(buf), "%c%02d%02d %02d:%02d:%02d.%06ld %ld %s:%d] ",
-               letters[level], tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-               tm.tm_min, tm.tm_sec, (long)tv.tv_usec, (long)syscall(SYS_gettid),
+               letters[level], tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+               tm.tm_sec, (long)tv.tv_usec, (long)syscall(SYS_gettid),
                base ? base + 1 : file, line);
   n = k > 0 ? (size_t)k : 0;
   if (n >= sizeof(buf) - 2) n = sizeof(buf) - 2;

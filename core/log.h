@@ -1,9 +1,9 @@
 /*
  * core/log.h - logging in tritonserver's format.
  *
- * Lines go to stderr as `<L><mmdd> <hh:mm:ss.uuuuuu> <tid> <file>:<line>] <msg>`
- * (L is E, W, I or V), the layout tritonserver prints. Safe to call from any
- * thread: each line is formatted into a local buffer and written with one
+ * Lines go to stderr as `<L><mmdd> <hh:mm:ss.uuuuuu> <tid> <file>:<line>]
+ * <msg>` (L is E, W, I or V), the layout tritonserver prints. Safe to call from
+ * any thread: each line is formatted into a local buffer and written with one
  * write(2), so lines never interleave.
  */
 #ifndef IFD_CORE_LOG_H
@@ -26,10 +26,10 @@ int ifd_log_enabled(ifd_log_level_t level);
 void ifd_log_write(ifd_log_level_t level, const char *file, int line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-#define IFD_LOG(level, ...)                                           \
-  do {                                                                \
-    if (ifd_log_enabled(level))                                       \
-      ifd_log_write(level, __FILE__, __LINE__, __VA_ARGS__);          \
+#define IFD_LOG(level, ...)                                  \
+  do {                                                       \
+    if (ifd_log_enabled(level))                              \
+      ifd_log_write(level, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define IFD_ERROR(...) IFD_LOG(IFD_LOG_ERROR, __VA_ARGS__)
 #define IFD_WARN(...) IFD_LOG(IFD_LOG_WARN, __VA_ARGS__)

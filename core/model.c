@@ -13,7 +13,9 @@
 
 #include "core/log.h"
 
-void ifd_model_ref(ifd_model_t *m) { m->refs++; }
+void ifd_model_ref(ifd_model_t *m) {
+  m->refs++;
+}
 
 void ifd__server_model_released(ifd_model_t *m); /* core/server.c */
 
@@ -56,7 +58,8 @@ static int check_missing(const ifd_model_t *m, const ifd_request_t *req,
     for (j = 0; j < req->n_inputs && !found; j++)
       found = strcmp(req->inputs[j].name, c->input[i]->name) == 0;
     if (!found)
-      nm += (size_t)snprintf(missing + nm, nm < sizeof(missing) ? sizeof(missing) - nm : 0,
+      nm += (size_t)snprintf(missing + nm,
+                             nm < sizeof(missing) ? sizeof(missing) - nm : 0,
                              "%s'%s'", nm ? "," : "", c->input[i]->name);
   }
   if (nm == 0) return 0;
@@ -121,11 +124,11 @@ static int check_input(const ifd_model_t *m, const ifd_request_t *req,
                     req_id(req), in->name, m->name);
   if (in->dtype == IFD_TYPE_BYTES) {
     if (ifd_bytes_validate(in->data, in->byte_size, count) < 0)
-      return ifd_errf(err, IFD_EINVAL,
-                      "[request id: %s] input '%s' for model '%s' holds %" PRIu64
-                      " bytes that are not %" PRId64
-                      " length-prefixed BYTES elements",
-                      req_id(req), in->name, m->name, in->byte_size, count);
+      return ifd_errf(
+          err, IFD_EINVAL,
+          "[request id: %s] input '%s' for model '%s' holds %" PRIu64
+          " bytes that are not %" PRId64 " length-prefixed BYTES elements",
+          req_id(req), in->name, m->name, in->byte_size, count);
     return 0;
   }
   if (ifd_shape_byte_size(in->dtype, shape, ndims, &bytes) < 0 ||

@@ -22,22 +22,22 @@ typedef enum ifd_model_state {
 } ifd_model_state_t;
 
 struct ifd_model {
-  ifd_server_t *server;        /* borrowed: outlives the model */
-  char *name;                  /* owned */
+  ifd_server_t *server; /* borrowed: outlives the model */
+  char *name;           /* owned */
   int64_t version;
-  char *path;                  /* owned: "<repo>/<name>" */
-  char *repo;                  /* owned: the repository path */
-  ifd_model_config_t *config;  /* owned; immutable once loaded */
-  ifd_model_state_t state;     /* loop thread only */
-  char *reason;                /* owned: why UNAVAILABLE; NULL otherwise */
-  int refs;                    /* loop thread only */
+  char *path;                 /* owned: "<repo>/<name>" */
+  char *repo;                 /* owned: the repository path */
+  ifd_model_config_t *config; /* owned; immutable once loaded */
+  ifd_model_state_t state;    /* loop thread only */
+  char *reason;               /* owned: why UNAVAILABLE; NULL otherwise */
+  int refs;                   /* loop thread only */
 
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
-  void *backend_model;         /* backend_api: its model object */
-  void *sched;                 /* sched: the scheduler instance */
+  void *backend_model; /* backend_api: its model object */
+  void *sched;         /* sched: the scheduler instance */
 
-  uint64_t load_seq;           /* order of load completion (unload reverses) */
-  ifd_model_t *next_version;   /* registry link, loop thread only */
+  uint64_t load_seq;         /* order of load completion (unload reverses) */
+  ifd_model_t *next_version; /* registry link, loop thread only */
 };
 
 /** Takes a reference (loop thread). */

@@ -16,7 +16,7 @@ typedef struct ifd_pool {
   ifd_pool_chunk_t *chunks; /* owned: singly linked, newest first */
   char *cur;                /* borrowed: next free byte in chunks */
   size_t left;              /* bytes free at cur */
-  char first[512];          /* inline first chunk: small requests never malloc */
+  char first[512]; /* inline first chunk: small requests never malloc */
 } ifd_pool_t;
 
 void ifd_pool_init(ifd_pool_t *p);

@@ -35,25 +35,25 @@ typedef struct model_entry {
 } model_entry_t;
 
 struct ifd_server {
-  uv_loop_t *loop;           /* borrowed: outlives the server */
-  ifd_server_opts_t opts;    /* strings owned (copied) */
-  char **repos;              /* owned copies behind opts.repos */
-  char *backend_dir;         /* owned copy behind opts.backend_dir */
-  ifd_evq_t evq;             /* embedded completion queue */
-  ifd_strmap_t by_name;      /* name -> model_entry_t* */
-  model_entry_t **entries;   /* owned array, sorted by name */
+  uv_loop_t *loop;         /* borrowed: outlives the server */
+  ifd_server_opts_t opts;  /* strings owned (copied) */
+  char **repos;            /* owned copies behind opts.repos */
+  char *backend_dir;       /* owned copy behind opts.backend_dir */
+  ifd_evq_t evq;           /* embedded completion queue */
+  ifd_strmap_t by_name;    /* name -> model_entry_t* */
+  model_entry_t **entries; /* owned array, sorted by name */
   size_t n_entries;
-  int started;               /* ifd_server_start was called */
+  int started; /* ifd_server_start was called */
   int loading_done;
   int shutting_down;
-  int failed;                /* models that failed to load */
-  unsigned pending_work;     /* load work items in flight */
+  int failed;            /* models that failed to load */
+  unsigned pending_work; /* load work items in flight */
   uint64_t load_seq;
   void (*start_done)(ifd_server_t *, int, void *);
   void *start_arg;
   /* shutdown */
-  uv_timer_t drain_timer;    /* embedded */
-  uint64_t drain_deadline;   /* uv_now() ms */
+  uv_timer_t drain_timer;     /* embedded */
+  uint64_t drain_deadline;    /* uv_now() ms */
   ifd_model_t **unload_order; /* owned array for the unload chain */
   size_t n_unload, i_unload;
   void (*stop_done)(ifd_server_t *, void *);
@@ -61,16 +61,25 @@ struct ifd_server {
   int closing_handles;
 };
 
-/* ---- small helpers ---------------------------------------------------------- */
+/* ---- small helpers ----------------------------------------------------------
+ */
 
-static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+static char *xstrdup(const char *s) {
+  return s ? strdup(s) : NULL;
+}
 
-uv_loop_t *ifd_server_loop(ifd_server_t *s) { return s->loop; }
-ifd_evq_t *ifd_server_evq(ifd_server_t *s) { return &s->evq; }
+uv_loop_t *ifd_server_loop(ifd_server_t *s) {
+  return s->loop;
+}
+ifd_evq_t *ifd_server_evq(ifd_server_t *s) {
+  return &s->evq;
+}
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s) {
   return &s->opts;
 }
-int ifd_server_live(const ifd_server_t *s) { return !s->shutting_down; }
+int ifd_server_live(const ifd_server_t *s) {
+  return !s->shutting_down;
+}
 
 int ifd_server_ready(const ifd_server_t *s) {
   if (s->shutting_down || !s->loading_done) return 0;
@@ -93,7 +102,8 @@ int ifd_parse_version(const char *str, size_t n, int64_t *out) {
   return 0;
 }
 
-/* ---- creation --------------------------------------------------------------- */
+/* ---- creation ---------------------------------------------------------------
+ */
 
 int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
                    ifd_server_t **out, ifd_errmsg_t *err) {
@@ -135,7 +145,8 @@ out_free:
   return err ? err->code : IFD_ENOMEM;
 }
 
-/* ---- registry --------------------------------------------------------------- */
+/* ---- registry ---------------------------------------------------------------
+ */
 
 static model_entry_t *entry_find(ifd_server_t *s, const char *name,
                                  size_t len) {
@@ -216,7 +227,9 @@ static void model_free(ifd_model_t *m) {
 
 /* Called when a model's last reference goes. The registry keeps its own
  * reference until ifd_server_free, so this only runs then. */
-void ifd__server_model_released(ifd_model_t *m) { model_free(m); }
+void ifd__server_model_released(ifd_model_t *m) {
+  model_free(m);
+}
 
 static void model_fail(ifd_model_t *m, const char *why) {
   m->state = IFD_MODEL_UNAVAILABLE;
@@ -224,12 +237,13 @@ static void model_fail(ifd_model_t *m, const char *why) {
   m->reason = strdup(why);
 }
 
-/* ---- loading ---------------------------------------------------------------- */
+/* ---- loading ----------------------------------------------------------------
+ */
 
 typedef struct scan_job {
-  uv_work_t work;          /* embedded */
-  ifd_server_t *server;    /* borrowed */
-  ifd_repo_scan_t scan;    /* owned */
+  uv_work_t work;       /* embedded */
+  ifd_server_t *server; /* borrowed */
+  ifd_repo_scan_t scan; /* owned */
   int rc;
   ifd_errmsg_t err;
 } scan_job_t;
@@ -246,8 +260,8 @@ typedef struct prepare_job {
 } prepare_job_t;
 
 typedef struct load_job {
-  uv_work_t work;          /* embedded */
-  ifd_model_t *model;      /* borrowed: registry */
+  uv_work_t work;     /* embedded */
+  ifd_model_t *model; /* borrowed: registry */
   int rc;
   ifd_errmsg_t err;
 } load_job_t;
@@ -321,8 +335,8 @@ static void prepare_work(uv_work_t *w) {
   ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count};
 
   ifd_errclear(&j->err);
-  j->rc = ifd_config_load(j->entry->path, j->entry->name, &copts, &j->cfg,
-                          &j->err);
+  j->rc =
+      ifd_config_load(j->entry->path, j->entry->name, &copts, &j->cfg, &j->err);
   if (j->rc < 0) return;
   j->rc = ifd_config_normalize(j->cfg, &copts, &j->err);
   if (j->rc < 0) return;
@@ -462,7 +476,8 @@ void ifd_server_start(ifd_server_t *s,
   }
 }
 
-/* ---- lookup and metadata ------------------------------------------------------ */
+/* ---- lookup and metadata
+ * ------------------------------------------------------ */
 
 int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
                           int64_t version, ifd_model_t **out,
@@ -522,7 +537,8 @@ static json_t *tensor_meta(const char *name, int dtype, const int64_t *dims,
   size_t i;
   if (shape == NULL) return NULL;
   if (batched) json_array_append_new(shape, json_integer(-1));
-  for (i = 0; i < n_dims; i++) json_array_append_new(shape, json_integer(dims[i]));
+  for (i = 0; i < n_dims; i++)
+    json_array_append_new(shape, json_integer(dims[i]));
   return json_pack("{s:s, s:s, s:o}", "name", name, "datatype",
                    ifd_dtype_name((ifd_dtype_t)dtype), "shape", shape);
 }
@@ -551,9 +567,9 @@ json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m) {
                             c->input[i]->dims, c->input[i]->n_dims, batched));
   for (i = 0; i < c->n_output; i++)
     json_array_append_new(
-        outputs, tensor_meta(c->output[i]->name, c->output[i]->data_type,
-                             c->output[i]->dims, c->output[i]->n_dims,
-                             batched));
+        outputs,
+        tensor_meta(c->output[i]->name, c->output[i]->data_type,
+                    c->output[i]->dims, c->output[i]->n_dims, batched));
   return json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", m->name, "versions",
                    versions, "platform", platform ? platform : "", "inputs",
                    inputs, "outputs", outputs);
@@ -567,10 +583,14 @@ out_fail:
 
 static const char *state_name(ifd_model_state_t st) {
   switch (st) {
-    case IFD_MODEL_LOADING: return "LOADING";
-    case IFD_MODEL_READY: return "READY";
-    case IFD_MODEL_UNLOADING: return "UNLOADING";
-    default: return "UNAVAILABLE";
+    case IFD_MODEL_LOADING:
+      return "LOADING";
+    case IFD_MODEL_READY:
+      return "READY";
+    case IFD_MODEL_UNLOADING:
+      return "UNLOADING";
+    default:
+      return "UNAVAILABLE";
   }
 }
 
@@ -584,11 +604,11 @@ json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only) {
     if (e->versions == NULL) {
       if (ready_only) continue;
       json_array_append_new(
-          arr, e->reason ? json_pack("{s:s, s:s, s:s}", "name", e->name,
-                                     "state", "UNAVAILABLE", "reason",
-                                     e->reason)
-                         : json_pack("{s:s, s:s}", "name", e->name, "state",
-                                     e->preparing ? "LOADING" : "UNAVAILABLE"));
+          arr, e->reason
+                   ? json_pack("{s:s, s:s, s:s}", "name", e->name, "state",
+                               "UNAVAILABLE", "reason", e->reason)
+                   : json_pack("{s:s, s:s}", "name", e->name, "state",
+                               e->preparing ? "LOADING" : "UNAVAILABLE"));
       continue;
     }
     for (m = e->versions; m != NULL; m = m->next_version) {
@@ -596,8 +616,8 @@ json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only) {
       json_t *o;
       if (ready_only && m->state != IFD_MODEL_READY) continue;
       snprintf(buf, sizeof(buf), "%" PRId64, m->version);
-      o = json_pack("{s:s, s:s, s:s}", "name", e->name, "version", buf,
-                    "state", state_name(m->state));
+      o = json_pack("{s:s, s:s, s:s}", "name", e->name, "version", buf, "state",
+                    state_name(m->state));
       if (o != NULL && m->reason != NULL)
         json_object_set_new(o, "reason", json_string(m->reason));
       json_array_append_new(arr, o);
@@ -606,11 +626,12 @@ json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only) {
   return arr;
 }
 
-/* ---- shutdown --------------------------------------------------------------- */
+/* ---- shutdown ---------------------------------------------------------------
+ */
 
 typedef struct unload_job {
-  uv_work_t work;      /* embedded */
-  ifd_model_t *model;  /* borrowed: registry */
+  uv_work_t work;     /* embedded */
+  ifd_model_t *model; /* borrowed: registry */
 } unload_job_t;
 
 static void unload_next(ifd_server_t *s);
@@ -655,7 +676,8 @@ static void unload_next(ifd_server_t *s) {
 }
 
 static int by_load_seq_desc(const void *a, const void *b) {
-  const ifd_model_t *x = *(ifd_model_t *const *)a, *y = *(ifd_model_t *const *)b;
+  const ifd_model_t *x = *(ifd_model_t *const *)a,
+                    *y = *(ifd_model_t *const *)b;
   return x->load_seq < y->load_seq ? 1 : x->load_seq > y->load_seq ? -1 : 0;
 }
 
@@ -721,7 +743,8 @@ void ifd_server_shutdown(ifd_server_t *s,
   s->drain_deadline =
       uv_now(s->loop) + (uint64_t)(s->opts.exit_timeout_secs > 0
                                        ? s->opts.exit_timeout_secs
-                                       : 0) * 1000;
+                                       : 0) *
+                            1000;
   if (pending_requests(s) == 0) {
     start_unload(s);
     return;

@@ -43,14 +43,14 @@ typedef struct ifd_model_ops {
 } ifd_model_ops_t;
 
 typedef struct ifd_server_opts {
-  const char *const *repos;  /* borrowed: --model-repository paths */
+  const char *const *repos; /* borrowed: --model-repository paths */
   size_t n_repos;
-  const char *backend_dir;   /* borrowed: --backend-directory */
-  int strict_config;         /* --strict-model-config */
-  int exit_on_error;         /* --exit-on-error */
-  int strict_readiness;      /* --strict-readiness */
-  int exit_timeout_secs;     /* --exit-timeout-secs */
-  int gpu_count;             /* GPUs found at start */
+  const char *backend_dir;    /* borrowed: --backend-directory */
+  int strict_config;          /* --strict-model-config */
+  int exit_on_error;          /* --exit-on-error */
+  int strict_readiness;       /* --strict-readiness */
+  int exit_timeout_secs;      /* --exit-timeout-secs */
+  int gpu_count;              /* GPUs found at start */
   const ifd_model_ops_t *ops; /* borrowed: static table */
 } ifd_server_opts_t;
 

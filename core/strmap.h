@@ -15,7 +15,7 @@ typedef struct ifd_strmap_slot {
   const char *key; /* borrowed; NULL: empty slot */
   size_t len;
   uint64_t hash;
-  void *value;     /* borrowed */
+  void *value; /* borrowed */
 } ifd_strmap_slot_t;
 
 typedef struct ifd_strmap {

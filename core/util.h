@@ -8,7 +8,7 @@
 
 /** The struct of type `type` that embeds `ptr` as its member `member`. */
 #define ifd_container_of(ptr, type, member) \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
+  ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define IFD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

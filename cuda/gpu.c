@@ -12,9 +12,15 @@ int ifd_gpu_count(void) {
   return n;
 }
 
-const char *ifd_gpu_build(void) { return "cuda"; }
+const char *ifd_gpu_build(void) {
+  return "cuda";
+}
 #else
-int ifd_gpu_count(void) { return 0; }
+int ifd_gpu_count(void) {
+  return 0;
+}
 
-const char *ifd_gpu_build(void) { return "cpu-only"; }
+const char *ifd_gpu_build(void) {
+  return "cpu-only";
+}
 #endif

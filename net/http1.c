@@ -37,7 +37,7 @@
 #include "net/internal.h"
 #include "net/status.h"
 
-#define container_of(p, type, member)                                          \
+#define container_of(p, type, member) \
   ((type *)((char *)(p)-offsetof(type, member)))
 
 #define READ_BUF_SIZE 65536
@@ -52,8 +52,12 @@ typedef struct link {
   struct link *prev, *next;
 } link_t;
 
-static void link_init(link_t *l) { l->prev = l->next = l; }
-static int link_empty(const link_t *l) { return l->next == l; }
+static void link_init(link_t *l) {
+  l->prev = l->next = l;
+}
+static int link_empty(const link_t *l) {
+  return l->next == l;
+}
 static void link_add(link_t *head, link_t *l) {
   l->prev = head->prev;
   l->next = head;
@@ -129,17 +133,20 @@ static void close_conn(ifd_http_conn_t *c, int graceful);
 static void maybe_finish_stop(ifd_http_t *h);
 static void on_prepare(uv_prepare_t *p);
 
-ifd_server_t *ifd__http_server(const ifd_http_t *h) { return h->server; }
+ifd_server_t *ifd__http_server(const ifd_http_t *h) {
+  return h->server;
+}
 
-int ifd_http_port(const ifd_http_t *h) { return h->port; }
+int ifd_http_port(const ifd_http_t *h) {
+  return h->port;
+}
 
 /* ---- slots ------------------------------------------------------------- */
 
 static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
   ifd_http_slot_t *s = calloc(1, sizeof(*s));
 
-  if (s == NULL)
-    return NULL;
+  if (s == NULL) return NULL;
   s->conn = c;
   s->iov = s->iov_inline;
   if (c->tail != NULL)
@@ -152,12 +159,9 @@ static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
 }
 
 void ifd__http_slot_free(ifd_http_slot_t *s) {
-  if (s->resp != NULL)
-    ifd_response_free(s->resp);
-  if (s->req != NULL)
-    ifd_request_unref(s->req);
-  if (s->iov != s->iov_inline)
-    free(s->iov);
+  if (s->resp != NULL) ifd_response_free(s->resp);
+  if (s->req != NULL) ifd_request_unref(s->req);
+  if (s->iov != s->iov_inline) free(s->iov);
   free(s->buf);
   free(s);
 }
@@ -165,8 +169,7 @@ void ifd__http_slot_free(ifd_http_slot_t *s) {
 static void mark_dirty(ifd_http_conn_t *c) {
   ifd_http_t *h = c->h;
 
-  if (c->closing || !link_empty(&c->dirty))
-    return;
+  if (c->closing || !link_empty(&c->dirty)) return;
   link_add(&h->dirty, &c->dirty);
   if (!uv_is_active((uv_handle_t *)&h->flusher))
     uv_prepare_start(&h->flusher, on_prepare);
@@ -176,8 +179,7 @@ static void slot_static(ifd_http_slot_t *s, const char *text, size_t n) {
   s->iov[0] = uv_buf_init((char *)text, (unsigned)n);
   s->niov = 1;
   s->ready = 1;
-  if (s->conn != NULL)
-    mark_dirty(s->conn);
+  if (s->conn != NULL) mark_dirty(s->conn);
 }
 
 void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
@@ -188,8 +190,7 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   unsigned i;
   int n;
 
-  for (i = 0; i < nbin; i++)
-    total += bin[i].len;
+  for (i = 0; i < nbin; i++) total += bin[i].len;
   n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s", status,
                ifd_http_reason(status), ctype != NULL ? "Content-Type: " : "",
                ctype != NULL ? ctype : "", ctype != NULL ? "\r\n" : "");
@@ -216,12 +217,10 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   s->iov[0] =
       uv_buf_init(body->data + body->start, (unsigned)ifd__hbuf_size(body));
   body->data = NULL;
-  for (i = 0; i < nbin; i++)
-    s->iov[i + 1] = bin[i];
+  for (i = 0; i < nbin; i++) s->iov[i + 1] = bin[i];
   s->niov = nbin + 1;
   s->ready = 1;
-  if (s->conn != NULL)
-    mark_dirty(s->conn);
+  if (s->conn != NULL) mark_dirty(s->conn);
   return;
 
 out_oom:
@@ -246,12 +245,10 @@ static int fail(ifd_http_conn_t *c, int status, const char *msg) {
   ifd_http_slot_t *s;
 
   c->no_more = 1;
-  if (c->error_sent)
-    return -1;
+  if (c->error_sent) return -1;
   c->error_sent = 1;
   s = slot_push(c);
-  if (s == NULL)
-    return -1; /* close_conn follows from the read callback */
+  if (s == NULL) return -1; /* close_conn follows from the read callback */
   s->close_after = 1;
   ifd__http_slot_error(s, status, msg);
   return -1;
@@ -259,7 +256,9 @@ static int fail(ifd_http_conn_t *c, int status, const char *msg) {
 
 /* ---- llhttp callbacks ---------------------------------------------------- */
 
-static ifd_http_conn_t *conn_of(llhttp_t *p) { return p->data; }
+static ifd_http_conn_t *conn_of(llhttp_t *p) {
+  return p->data;
+}
 
 static void reset_msg(ifd_http_conn_t *c) {
   free(c->body);
@@ -282,12 +281,10 @@ static int on_message_begin(llhttp_t *p) {
 static int on_url(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
-  if (n > MAX_URL - c->url_len)
-    return fail(c, 400, "request URL too long");
+  if (n > MAX_URL - c->url_len) return fail(c, 400, "request URL too long");
   if (c->url_len + n > c->url_cap) {
     char *u = malloc(MAX_URL);
-    if (u == NULL)
-      return fail(c, 500, "out of memory");
+    if (u == NULL) return fail(c, 500, "out of memory");
     memcpy(u, c->url, c->url_len);
     c->url = u;
     c->url_cap = MAX_URL;
@@ -315,8 +312,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
 
 static int wanted_header(const ifd_http_conn_t *c) {
   static const char ihcl[] = "inference-header-content-length";
-  if (c->hname_len == 6 && memcmp(c->hname, "expect", 6) == 0)
-    return 1;
+  if (c->hname_len == 6 && memcmp(c->hname, "expect", 6) == 0) return 1;
   if (c->hname_len == sizeof(ihcl) - 1 &&
       memcmp(c->hname, ihcl, sizeof(ihcl) - 1) == 0)
     return 2;
@@ -326,8 +322,7 @@ static int wanted_header(const ifd_http_conn_t *c) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
-  if (wanted_header(c) == 0)
-    return 0;
+  if (wanted_header(c) == 0) return 0;
   if (c->hval_len > sizeof(c->hval) || n > sizeof(c->hval) - c->hval_len) {
     c->hval_len = sizeof(c->hval) + 1;
     return 0;
@@ -349,11 +344,9 @@ static int on_header_value_complete(llhttp_t *p) {
     c->expect_continue =
         n == 12 && strncasecmp(c->hval, "100-continue", 12) == 0;
   } else if (which == 2) {
-    if (n == 0 || n > 19)
-      goto out_bad;
+    if (n == 0 || n > 19) goto out_bad;
     for (i = 0; i < n; i++) {
-      if (c->hval[i] < '0' || c->hval[i] > '9')
-        goto out_bad;
+      if (c->hval[i] < '0' || c->hval[i] > '9') goto out_bad;
       v = v * 10 + (uint64_t)(c->hval[i] - '0');
     }
     c->header_len = v;
@@ -382,14 +375,12 @@ static int on_headers_complete(llhttp_t *p) {
       return fail(c, 400, msg);
     }
     c->body = malloc(p->content_length);
-    if (c->body == NULL)
-      return fail(c, 500, "out of memory");
+    if (c->body == NULL) return fail(c, 500, "out of memory");
     c->body_cap = p->content_length;
   }
   if (c->expect_continue && (c->chunked || c->body_cap > 0)) {
     ifd_http_slot_t *s = slot_push(c);
-    if (s == NULL)
-      return fail(c, 500, "out of memory");
+    if (s == NULL) return fail(c, 500, "out of memory");
     s->keep_alive = 1;
     slot_static(s, continue_response, sizeof(continue_response) - 1);
   }
@@ -413,13 +404,10 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
       return fail(c, 400,
                   "request body exceeds the limit (--http-max-input-size)");
     cap = c->body_cap != 0 ? c->body_cap : 16384;
-    while (cap < c->body_len + n)
-      cap *= 2;
-    if (cap > c->h->max_input_size)
-      cap = c->h->max_input_size;
+    while (cap < c->body_len + n) cap *= 2;
+    if (cap > c->h->max_input_size) cap = c->h->max_input_size;
     b = realloc(c->body, cap);
-    if (b == NULL)
-      return fail(c, 500, "out of memory");
+    if (b == NULL) return fail(c, 500, "out of memory");
     c->body = b;
     c->body_cap = cap;
   }
@@ -434,8 +422,7 @@ static int on_message_complete(llhttp_t *p) {
   ifd_http_msg_t msg;
   char *q;
 
-  if (s == NULL)
-    return fail(c, 500, "out of memory");
+  if (s == NULL) return fail(c, 500, "out of memory");
   s->keep_alive = llhttp_should_keep_alive(p) != 0;
   s->http10 = p->http_major == 1 && p->http_minor == 0;
   if (!s->keep_alive || c->stopping) {
@@ -468,8 +455,7 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
 
   (void)suggested;
   if (c->body != NULL && !c->chunked && left >= DIRECT_READ_MIN) {
-    if (left > UINT32_MAX)
-      left = UINT32_MAX;
+    if (left > UINT32_MAX) left = UINT32_MAX;
     *buf = uv_buf_init(c->body + c->body_len, (unsigned)left);
     return;
   }
@@ -485,8 +471,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   llhttp_errno_t rc;
   char msg[200];
 
-  if (nread == 0)
-    return;
+  if (nread == 0) return;
   if (nread < 0) {
     /* A client that half-closes after its requests still gets answers. */
     if (nread == UV_EOF && c->head != NULL) {
@@ -498,8 +483,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->no_more || c->closing)
-    return;
+  if (c->no_more || c->closing) return;
   rc = llhttp_execute(&c->parser, buf->base, (size_t)nread);
   if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
     snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
@@ -511,8 +495,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   if (c->no_more) {
     stop_reading(c);
     /* The error slot could not be allocated: nothing left to say. */
-    if (c->head == NULL)
-      close_conn(c, 0);
+    if (c->head == NULL) close_conn(c, 0);
   } else if (c->n_slots >= MAX_PIPELINE) {
     stop_reading(c);
     c->read_paused = 1;
@@ -530,14 +513,12 @@ static void on_write(uv_write_t *w, int status) {
   for (i = 0; i < k; i++) {
     ifd_http_slot_t *s = c->head;
     c->head = s->next;
-    if (c->head == NULL)
-      c->tail = NULL;
+    if (c->head == NULL) c->tail = NULL;
     c->n_slots--;
     close_after |= s->close_after;
     ifd__http_slot_free(s);
   }
-  if (c->closing)
-    return;
+  if (c->closing) return;
   if (status < 0) {
     close_conn(c, 0);
     return;
@@ -559,18 +540,14 @@ static void flush(ifd_http_conn_t *c) {
   ifd_http_slot_t *s;
   unsigned k = 0, n = 0;
 
-  if (c->closing || c->n_writing != 0)
-    return;
+  if (c->closing || c->n_writing != 0) return;
   for (s = c->head; s != NULL && s->ready; s = s->next) {
-    if (k != 0 && n + s->niov > MAX_WRITE_IOV)
-      break;
+    if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
     n += s->niov;
     k++;
-    if (s->close_after)
-      break;
+    if (s->close_after) break;
   }
-  if (k == 0)
-    return;
+  if (k == 0) return;
   if (n > sizeof(stack) / sizeof(stack[0])) {
     bufs = malloc(n * sizeof(uv_buf_t));
     if (bufs == NULL) {
@@ -589,8 +566,7 @@ static void flush(ifd_http_conn_t *c) {
     c->n_writing = 0;
     close_conn(c, 0);
   }
-  if (bufs != stack)
-    free(bufs);
+  if (bufs != stack) free(bufs);
 }
 
 static void on_prepare(uv_prepare_t *p) {
@@ -622,8 +598,7 @@ static void on_conn_close(uv_handle_t *hd) {
     }
   }
   free(c->body);
-  if (c->url != c->url_inline)
-    free(c->url);
+  if (c->url != c->url_inline) free(c->url);
   link_del(&c->link);
   h->n_conns--;
   free(c);
@@ -639,8 +614,7 @@ static void on_shutdown(uv_shutdown_t *r, int status) {
 
 /* Closes now, or after a FIN (graceful: the last response is out). */
 static void close_conn(ifd_http_conn_t *c, int graceful) {
-  if (c->closing)
-    return;
+  if (c->closing) return;
   c->closing = 1;
   link_del(&c->dirty);
   stop_reading(c);
@@ -659,8 +633,7 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   c = calloc(1, sizeof(*c));
-  if (c == NULL)
-    return; /* libuv retries the accept later */
+  if (c == NULL) return; /* libuv retries the accept later */
   c->h = h;
   c->url = c->url_inline;
   c->url_cap = sizeof(c->url_inline);
@@ -699,8 +672,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   ifd_http_t *h;
 
   h = calloc(1, sizeof(*h));
-  if (h == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (h == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   h->loop = loop;
   h->server = server;
   h->max_input_size = opts->max_input_size != 0
@@ -743,8 +715,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
       (rc = uv_fileno((uv_handle_t *)&h->listener, &fd)) == 0 &&
       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
     rc = uv_translate_sys_error(errno);
-  if (rc == 0)
-    rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
+  if (rc == 0) rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
   freeaddrinfo(res);
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&h->listener, SOMAXCONN, on_connection);
@@ -769,13 +740,11 @@ static void on_flusher_close(uv_handle_t *hd) {
   void *arg = h->done_arg;
 
   free(h);
-  if (done != NULL)
-    done(arg);
+  if (done != NULL) done(arg);
 }
 
 static void maybe_finish_stop(ifd_http_t *h) {
-  if (!h->stopping || !h->listener_closed || h->n_conns != 0)
-    return;
+  if (!h->stopping || !h->listener_closed || h->n_conns != 0) return;
   h->listener_closed = 0; /* run once */
   uv_close((uv_handle_t *)&h->flusher, on_flusher_close);
 }
@@ -800,7 +769,6 @@ void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg) {
     c->stopping = 1;
     c->no_more = 1;
     stop_reading(c);
-    if (c->head == NULL)
-      close_conn(c, 0);
+    if (c->head == NULL) close_conn(c, 0);
   }
 }

@@ -40,8 +40,7 @@ static int put_int(walk_t *w, const json_t *v, int64_t lo, int64_t hi,
                    size_t size) {
   json_int_t x;
 
-  if (!json_is_integer(v))
-    return elem_error(w, "an integer");
+  if (!json_is_integer(v)) return elem_error(w, "an integer");
   x = json_integer_value(v);
   if (x < lo || x > hi) {
     return ifd_errf(w->err, IFD_EINVAL,
@@ -59,59 +58,57 @@ static int put_elem(walk_t *w, const json_t *v) {
   double d;
 
   switch (w->dtype) {
-  case IFD_TYPE_BOOL:
-    if (!json_is_boolean(v))
-      return elem_error(w, "a boolean");
-    *w->out++ = json_is_true(v) ? 1 : 0;
-    return 0;
-  case IFD_TYPE_UINT8:
-    return put_int(w, v, 0, UINT8_MAX, 1);
-  case IFD_TYPE_UINT16:
-    return put_int(w, v, 0, UINT16_MAX, 2);
-  case IFD_TYPE_UINT32:
-    return put_int(w, v, 0, UINT32_MAX, 4);
-  /* jansson reads integers as long long: UINT64 above INT64_MAX cannot be
-   * sent as JSON (binary data can). */
-  case IFD_TYPE_UINT64:
-    return put_int(w, v, 0, INT64_MAX, 8);
-  case IFD_TYPE_INT8:
-    return put_int(w, v, INT8_MIN, INT8_MAX, 1);
-  case IFD_TYPE_INT16:
-    return put_int(w, v, INT16_MIN, INT16_MAX, 2);
-  case IFD_TYPE_INT32:
-    return put_int(w, v, INT32_MIN, INT32_MAX, 4);
-  case IFD_TYPE_INT64:
-    return put_int(w, v, INT64_MIN, INT64_MAX, 8);
-  case IFD_TYPE_FP16:
-  case IFD_TYPE_BF16:
-  case IFD_TYPE_FP32:
-  case IFD_TYPE_FP64:
-    if (!json_is_number(v))
-      return elem_error(w, "a number");
-    d = json_number_value(v);
-    if (w->dtype == IFD_TYPE_FP64) {
-      memcpy(w->out, &d, 8);
-      w->out += 8;
-    } else if (w->dtype == IFD_TYPE_FP32) {
-      memcpy(w->out, &(float){(float)d}, 4);
-      w->out += 4;
-    } else {
-      uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
-                                             : ifd__f32_to_bf16((float)d);
-      memcpy(w->out, &h, 2);
-      w->out += 2;
+    case IFD_TYPE_BOOL:
+      if (!json_is_boolean(v)) return elem_error(w, "a boolean");
+      *w->out++ = json_is_true(v) ? 1 : 0;
+      return 0;
+    case IFD_TYPE_UINT8:
+      return put_int(w, v, 0, UINT8_MAX, 1);
+    case IFD_TYPE_UINT16:
+      return put_int(w, v, 0, UINT16_MAX, 2);
+    case IFD_TYPE_UINT32:
+      return put_int(w, v, 0, UINT32_MAX, 4);
+    /* jansson reads integers as long long: UINT64 above INT64_MAX cannot be
+     * sent as JSON (binary data can). */
+    case IFD_TYPE_UINT64:
+      return put_int(w, v, 0, INT64_MAX, 8);
+    case IFD_TYPE_INT8:
+      return put_int(w, v, INT8_MIN, INT8_MAX, 1);
+    case IFD_TYPE_INT16:
+      return put_int(w, v, INT16_MIN, INT16_MAX, 2);
+    case IFD_TYPE_INT32:
+      return put_int(w, v, INT32_MIN, INT32_MAX, 4);
+    case IFD_TYPE_INT64:
+      return put_int(w, v, INT64_MIN, INT64_MAX, 8);
+    case IFD_TYPE_FP16:
+    case IFD_TYPE_BF16:
+    case IFD_TYPE_FP32:
+    case IFD_TYPE_FP64:
+      if (!json_is_number(v)) return elem_error(w, "a number");
+      d = json_number_value(v);
+      if (w->dtype == IFD_TYPE_FP64) {
+        memcpy(w->out, &d, 8);
+        w->out += 8;
+      } else if (w->dtype == IFD_TYPE_FP32) {
+        memcpy(w->out, &(float){(float)d}, 4);
+        w->out += 4;
+      } else {
+        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
+                                               : ifd__f32_to_bf16((float)d);
+        memcpy(w->out, &h, 2);
+        w->out += 2;
+      }
+      return 0;
+    case IFD_TYPE_BYTES: {
+      size_t n = json_string_length(v);
+      uint32_t len = (uint32_t)n;
+      memcpy(w->out, &len, 4);
+      memcpy(w->out + 4, json_string_value(v), n);
+      w->out += 4 + n;
+      return 0;
     }
-    return 0;
-  case IFD_TYPE_BYTES: {
-    size_t n = json_string_length(v);
-    uint32_t len = (uint32_t)n;
-    memcpy(w->out, &len, 4);
-    memcpy(w->out + 4, json_string_value(v), n);
-    w->out += 4 + n;
-    return 0;
-  }
-  default:
-    return elem_error(w, "of a known type");
+    default:
+      return elem_error(w, "of a known type");
   }
 }
 
@@ -122,23 +119,20 @@ static int walk(walk_t *w, const json_t *v) {
   if (json_is_array(v)) {
     for (i = 0; i < json_array_size(v); i++) {
       rc = walk(w, json_array_get(v, i));
-      if (rc != 0)
-        return rc;
+      if (rc != 0) return rc;
     }
     return 0;
   }
   if (!w->fill) {
     if (w->dtype == IFD_TYPE_BYTES) {
-      if (!json_is_string(v))
-        return elem_error(w, "a string");
+      if (!json_is_string(v)) return elem_error(w, "a string");
       if (json_string_length(v) > UINT32_MAX)
         return elem_error(w, "short enough");
       w->bytes += 4 + json_string_length(v);
     }
   } else {
     rc = put_elem(w, v);
-    if (rc != 0)
-      return rc;
+    if (rc != 0) return rc;
   }
   w->count++;
   return 0;
@@ -152,8 +146,7 @@ static int decode_data(ifd_request_t *req, ifd_input_t *in, const json_t *data,
   char shape[128];
 
   rc = walk(&w, data);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   if (w.count != count) {
     return ifd_errf(
         err, IFD_EINVAL,
@@ -167,8 +160,7 @@ static int decode_data(ifd_request_t *req, ifd_input_t *in, const json_t *data,
              ? w.bytes
              : (size_t)count * ifd_dtype_size(in->dtype);
   w.out = ifd_pool_alloc(&req->pool, size != 0 ? size : 1);
-  if (w.out == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (w.out == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   in->data = w.out;
   in->byte_size = size;
   w.fill = 1;
@@ -193,8 +185,7 @@ static int decode_shape(ifd_request_t *req, ifd_input_t *in, const json_t *js,
   }
   n = json_array_size(js);
   in->shape = ifd_pool_calloc(&req->pool, n != 0 ? n : 1, sizeof(int64_t));
-  if (in->shape == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (in->shape == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   for (i = 0; i < n; i++) {
     const json_t *d = json_array_get(js, i);
     if (!json_is_integer(d) || json_integer_value(d) < 0) {
@@ -227,8 +218,7 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const json_t *j,
                     "Unable to parse 'name' of input %zu: expected a string",
                     idx);
   in->name = pool_str(req, name);
-  if (in->name == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   dt = json_object_get(j, "datatype");
   if (!json_is_string(dt))
     return ifd_errf(
@@ -241,8 +231,7 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const json_t *j,
     return ifd_errf(err, IFD_EINVAL, "invalid datatype '%s' of input '%s'",
                     json_string_value(dt), in->name);
   rc = decode_shape(req, in, json_object_get(j, "shape"), err);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   rc = ifd_shape_count(in->shape, in->ndims, &count);
   if (rc != 0)
     return ifd_errf(err, IFD_EINVAL,
@@ -301,8 +290,7 @@ static int decode_params(ifd_request_t *req, const json_t *params,
                     "Unable to parse 'parameters': expected an object");
   req->params = ifd_pool_calloc(&req->pool, json_object_size(params) + 1,
                                 sizeof(ifd_param_t));
-  if (req->params == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (req->params == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   json_object_foreach((json_t *)params, key, v) {
     ifd_param_t *p;
     if (strcmp(key, "sequence_id") == 0) {
@@ -351,13 +339,11 @@ static int decode_params(ifd_request_t *req, const json_t *params,
     }
     p = &req->params[req->n_params];
     p->key = ifd_pool_strndup(&req->pool, key, strlen(key));
-    if (p->key == NULL)
-      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    if (p->key == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
     if (json_is_string(v)) {
       p->type = IFD_PARAM_STRING;
       p->v.s = pool_str(req, v);
-      if (p->v.s == NULL)
-        return ifd_errf(err, IFD_ENOMEM, "out of memory");
+      if (p->v.s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
     } else if (json_is_integer(v)) {
       p->type = IFD_PARAM_INT;
       p->v.i = json_integer_value(v);
@@ -386,11 +372,9 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
     return ifd_errf(err, IFD_EINVAL,
                     "Unable to parse 'outputs': expected an array");
   n = json_array_size(outs);
-  if (n == 0)
-    return 0;
+  if (n == 0) return 0;
   req->outputs = ifd_pool_calloc(&req->pool, n, sizeof(ifd_output_req_t));
-  if (req->outputs == NULL)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (req->outputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   for (i = 0; i < n; i++) {
     const json_t *o = json_array_get(outs, i), *name, *params, *v;
     ifd_output_req_t *out = &req->outputs[i];
@@ -406,8 +390,7 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
                       "Unable to parse 'name' of output %zu: expected a string",
                       i);
     out->name = pool_str(req, name);
-    if (out->name == NULL)
-      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    if (out->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
     params = json_object_get(o, "parameters");
     if (params != NULL && !json_is_object(params))
       return ifd_errf(
@@ -425,8 +408,7 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
             err, IFD_EINVAL,
             "Unable to parse 'binary_data' of output '%s': expected a boolean",
             out->name);
-      if (v != NULL)
-        binary = json_is_true(v);
+      if (v != NULL) binary = json_is_true(v);
       v = json_object_get(params, "classification");
       if (v != NULL) {
         json_int_t c = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -504,8 +486,7 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   for (i = 0; i < n; i++) {
     rc = decode_input(req, &req->inputs[i], json_array_get(v, i), i,
                       body + json_len, body_len - json_len, &off, err);
-    if (rc != 0)
-      goto out_decref;
+    if (rc != 0) goto out_decref;
     req->n_inputs = (uint32_t)(i + 1);
   }
   if (off != body_len - json_len) {
@@ -535,8 +516,7 @@ static void put_i64(ifd_hbuf_t *b, int64_t v) {
     *--p = (char)('0' + u % 10);
     u /= 10;
   } while (u != 0);
-  if (v < 0)
-    *--p = '-';
+  if (v < 0) *--p = '-';
   ifd__hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
@@ -555,8 +535,7 @@ static void put_shape(ifd_hbuf_t *b, const int64_t *shape, uint32_t n) {
 
   ifd__hbuf_put(b, "[", 1);
   for (i = 0; i < n; i++) {
-    if (i != 0)
-      ifd__hbuf_put(b, ",", 1);
+    if (i != 0) ifd__hbuf_put(b, ",", 1);
     put_i64(b, shape[i]);
   }
   ifd__hbuf_put(b, "]", 1);
@@ -578,48 +557,48 @@ static void put_elem_json(ifd_hbuf_t *b, ifd_dtype_t t,
 
   memcpy(&v, p, ifd_dtype_size(t));
   switch (t) {
-  case IFD_TYPE_BOOL:
-    ifd__hbuf_puts(b, p[0] ? "true" : "false");
-    break;
-  case IFD_TYPE_UINT8:
-    put_u64(b, p[0]);
-    break;
-  case IFD_TYPE_UINT16:
-    put_u64(b, v.u16);
-    break;
-  case IFD_TYPE_UINT32:
-    put_u64(b, v.u32);
-    break;
-  case IFD_TYPE_UINT64:
-    put_u64(b, v.u64);
-    break;
-  case IFD_TYPE_INT8:
-    put_i64(b, v.i8);
-    break;
-  case IFD_TYPE_INT16:
-    put_i64(b, v.i16);
-    break;
-  case IFD_TYPE_INT32:
-    put_i64(b, v.i32);
-    break;
-  case IFD_TYPE_INT64:
-    put_i64(b, v.i64);
-    break;
-  case IFD_TYPE_FP16:
-    ifd__json_f32(b, ifd__f16_to_f32(v.u16));
-    break;
-  case IFD_TYPE_BF16:
-    ifd__json_f32(b, ifd__bf16_to_f32(v.u16));
-    break;
-  case IFD_TYPE_FP32:
-    ifd__json_f32(b, v.f);
-    break;
-  case IFD_TYPE_FP64:
-    ifd__json_f64(b, v.d);
-    break;
-  default:
-    ifd__hbuf_puts(b, "null");
-    break;
+    case IFD_TYPE_BOOL:
+      ifd__hbuf_puts(b, p[0] ? "true" : "false");
+      break;
+    case IFD_TYPE_UINT8:
+      put_u64(b, p[0]);
+      break;
+    case IFD_TYPE_UINT16:
+      put_u64(b, v.u16);
+      break;
+    case IFD_TYPE_UINT32:
+      put_u64(b, v.u32);
+      break;
+    case IFD_TYPE_UINT64:
+      put_u64(b, v.u64);
+      break;
+    case IFD_TYPE_INT8:
+      put_i64(b, v.i8);
+      break;
+    case IFD_TYPE_INT16:
+      put_i64(b, v.i16);
+      break;
+    case IFD_TYPE_INT32:
+      put_i64(b, v.i32);
+      break;
+    case IFD_TYPE_INT64:
+      put_i64(b, v.i64);
+      break;
+    case IFD_TYPE_FP16:
+      ifd__json_f32(b, ifd__f16_to_f32(v.u16));
+      break;
+    case IFD_TYPE_BF16:
+      ifd__json_f32(b, ifd__bf16_to_f32(v.u16));
+      break;
+    case IFD_TYPE_FP32:
+      ifd__json_f32(b, v.f);
+      break;
+    case IFD_TYPE_FP64:
+      ifd__json_f64(b, v.d);
+      break;
+    default:
+      ifd__hbuf_puts(b, "null");
+      break;
   }
 }
 
@@ -634,23 +613,18 @@ static int put_data(ifd_hbuf_t *b, const ifd_output_t *o, int64_t count,
     uint64_t off = 0;
     for (i = 0; i < count; i++) {
       uint32_t len;
-      if (o->byte_size - off < 4)
-        goto out_malformed;
+      if (o->byte_size - off < 4) goto out_malformed;
       memcpy(&len, p + off, 4);
       off += 4;
-      if (o->byte_size - off < len)
-        goto out_malformed;
-      if (i != 0)
-        ifd__hbuf_put(b, ",", 1);
+      if (o->byte_size - off < len) goto out_malformed;
+      if (i != 0) ifd__hbuf_put(b, ",", 1);
       ifd__json_str(b, (const char *)p + off, len);
       off += len;
     }
-    if (off != o->byte_size)
-      goto out_malformed;
+    if (off != o->byte_size) goto out_malformed;
   } else {
     for (i = 0; i < count; i++) {
-      if (i != 0)
-        ifd__hbuf_put(b, ",", 1);
+      if (i != 0) ifd__hbuf_put(b, ",", 1);
       put_elem_json(b, o->dtype, p + (size_t)i * esize);
     }
   }
@@ -699,8 +673,7 @@ static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
   }
   ifd__hbuf_puts(b, ",\"data\":");
   rc = put_data(b, o, count, err);
-  if (rc != 0)
-    return rc;
+  if (rc != 0) return rc;
   ifd__hbuf_put(b, "}", 1);
   return 0;
 }
@@ -711,8 +684,7 @@ static const ifd_output_t *find_output(const ifd_response_t *resp,
 
   /* Responses hold a handful of outputs: a scan beats any index. */
   for (i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, name) == 0)
-      return &resp->outputs[i];
+    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
   return NULL;
 }
 
@@ -722,23 +694,22 @@ static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
   ifd__hbuf_puts(b, ",\"parameters\":{");
   for (i = 0; i < n; i++) {
     const ifd_param_t *p = &params[i];
-    if (i != 0)
-      ifd__hbuf_put(b, ",", 1);
+    if (i != 0) ifd__hbuf_put(b, ",", 1);
     ifd__json_str(b, p->key, strlen(p->key));
     ifd__hbuf_put(b, ":", 1);
     switch (p->type) {
-    case IFD_PARAM_STRING:
-      ifd__json_str(b, p->v.s, strlen(p->v.s));
-      break;
-    case IFD_PARAM_INT:
-      put_i64(b, p->v.i);
-      break;
-    case IFD_PARAM_BOOL:
-      ifd__hbuf_puts(b, p->v.b ? "true" : "false");
-      break;
-    case IFD_PARAM_DOUBLE:
-      ifd__json_f64(b, p->v.d);
-      break;
+      case IFD_PARAM_STRING:
+        ifd__json_str(b, p->v.s, strlen(p->v.s));
+        break;
+      case IFD_PARAM_INT:
+        put_i64(b, p->v.i);
+        break;
+      case IFD_PARAM_BOOL:
+        ifd__hbuf_puts(b, p->v.b ? "true" : "false");
+        break;
+      case IFD_PARAM_DOUBLE:
+        ifd__json_f64(b, p->v.d);
+        break;
     }
   }
   ifd__hbuf_put(b, "}", 1);
@@ -762,38 +733,30 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
   ifd__hbuf_puts(out, "\"model_name\":");
   ifd__json_str(out, name, strlen(name));
   ifd__hbuf_puts(out, ",\"model_version\":\"");
-  if (model_version >= 0)
-    put_i64(out, model_version);
+  if (model_version >= 0) put_i64(out, model_version);
   ifd__hbuf_put(out, "\"", 1);
-  if (resp->n_params != 0)
-    put_params(out, resp->params, resp->n_params);
+  if (resp->n_params != 0) put_params(out, resp->params, resp->n_params);
   ifd__hbuf_puts(out, ",\"outputs\":[");
   if (req->n_outputs != 0) {
     /* The client named its outputs: answer in its order. */
     for (i = 0; i < req->n_outputs; i++) {
       const ifd_output_t *o = find_output(resp, req->outputs[i].name);
-      if (o == NULL)
-        continue;
-      if (!first)
-        ifd__hbuf_put(out, ",", 1);
+      if (o == NULL) continue;
+      if (!first) ifd__hbuf_put(out, ",", 1);
       first = 0;
       rc = put_output(out, o,
                       (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) != 0,
                       bin, nbin, err);
-      if (rc != 0)
-        return rc;
+      if (rc != 0) return rc;
     }
   } else {
     for (i = 0; i < resp->n_outputs; i++) {
-      if (i != 0)
-        ifd__hbuf_put(out, ",", 1);
+      if (i != 0) ifd__hbuf_put(out, ",", 1);
       rc = put_output(out, &resp->outputs[i], binary_all, bin, nbin, err);
-      if (rc != 0)
-        return rc;
+      if (rc != 0) return rc;
     }
   }
   ifd__hbuf_puts(out, "]}");
-  if (out->oom)
-    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (out->oom) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   return 0;
 }

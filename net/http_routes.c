@@ -36,27 +36,21 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   size_t nseg = 0, i = 3, at = 2;
 
   memset(m, 0, sizeof(*m));
-  if (len < 3 || memcmp(path, "/v2", 3) != 0)
-    return IFD_ROUTE_NOT_FOUND;
-  if (len == 3)
-    return want(method, IFD_HTTP_GET, IFD_ROUTE_SERVER_META);
+  if (len < 3 || memcmp(path, "/v2", 3) != 0) return IFD_ROUTE_NOT_FOUND;
+  if (len == 3) return want(method, IFD_HTTP_GET, IFD_ROUTE_SERVER_META);
   /* Split "/a/b/c" after "/v2"; an empty segment ("//", trailing "/")
    * matches nothing. */
   while (i < len) {
     size_t start;
-    if (path[i] != '/' || nseg == MAX_SEGS)
-      return IFD_ROUTE_NOT_FOUND;
+    if (path[i] != '/' || nseg == MAX_SEGS) return IFD_ROUTE_NOT_FOUND;
     start = ++i;
-    while (i < len && path[i] != '/')
-      i++;
-    if (i == start)
-      return IFD_ROUTE_NOT_FOUND;
+    while (i < len && path[i] != '/') i++;
+    if (i == start) return IFD_ROUTE_NOT_FOUND;
     seg[nseg] = path + start;
     seglen[nseg++] = i - start;
   }
   if (seg_is(seg[0], seglen[0], "health")) {
-    if (nseg != 2)
-      return IFD_ROUTE_NOT_FOUND;
+    if (nseg != 2) return IFD_ROUTE_NOT_FOUND;
     if (seg_is(seg[1], seglen[1], "live"))
       return want(method, IFD_HTTP_GET, IFD_ROUTE_LIVE);
     if (seg_is(seg[1], seglen[1], "ready"))
@@ -77,8 +71,7 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
     m->version_len = seglen[3];
     at = 4;
   }
-  if (nseg == at)
-    return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_META);
+  if (nseg == at) return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_META);
   if (nseg == at + 1) {
     const char *s = seg[at];
     size_t n = seglen[at];
@@ -104,12 +97,10 @@ static long url_decode(const char *s, size_t n, char *out) {
       out[o++] = s[i];
       continue;
     }
-    if (n - i < 3)
-      return -1;
+    if (n - i < 3) return -1;
     hi = s[i + 1] <= '9' ? s[i + 1] - '0' : (s[i + 1] | 0x20) - 'a' + 10;
     lo = s[i + 2] <= '9' ? s[i + 2] - '0' : (s[i + 2] | 0x20) - 'a' + 10;
-    if (hi < 0 || hi > 15 || lo < 0 || lo > 15)
-      return -1;
+    if (hi < 0 || hi > 15 || lo < 0 || lo > 15) return -1;
     out[o++] = (char)(hi * 16 + lo);
     i += 2;
   }
@@ -167,8 +158,7 @@ static int find_model(ifd_server_t *srv, ifd_http_slot_t *s,
     return IFD_EINVAL;
   }
   rc = ifd_server_find_model(srv, name, (size_t)n, version, out, &err);
-  if (rc != 0)
-    reply_code(s, rc, err.text);
+  if (rc != 0) reply_code(s, rc, err.text);
   return rc;
 }
 
@@ -239,9 +229,9 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   int rc;
 
   if (resp->error != 0) {
-    ifd__http_slot_error(s, ifd_http_status(resp->error),
-                         resp->error_msg != NULL ? resp->error_msg
-                                                 : ifd_strerror(resp->error));
+    ifd__http_slot_error(
+        s, ifd_http_status(resp->error),
+        resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
     return;
   }
   if (resp->n_outputs > sizeof(stack) / sizeof(stack[0])) {
@@ -264,8 +254,7 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   } else {
     ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
   }
-  if (bin != stack)
-    free(bin);
+  if (bin != stack) free(bin);
 }
 
 static void on_infer_response(ifd_response_t *resp, void *arg) {
@@ -320,8 +309,7 @@ static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
   rc = ifd__http_infer_decode(
       req, req->body, msg->body_len,
       msg->has_header_len ? msg->header_len : msg->body_len, &info, &err);
-  if (rc != 0)
-    goto out_fail;
+  if (rc != 0) goto out_fail;
   s->binary_all = info.binary_all != 0;
   s->req = req;
   req->on_response = on_infer_response;
@@ -348,38 +336,38 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
   ifd_model_t *model;
 
   switch (ifd__http_route(msg->method, msg->path, msg->path_len, &m)) {
-  case IFD_ROUTE_NOT_FOUND:
-    ifd__http_slot_error(s, 404, "Not Found");
-    break;
-  case IFD_ROUTE_BAD_METHOD:
-    ifd__http_slot_error(s, 405, "Method Not Allowed");
-    break;
-  case IFD_ROUTE_SERVER_META:
-    reply_json(s, ifd_server_metadata(srv));
-    break;
-  case IFD_ROUTE_LIVE:
-    reply_empty(s, ifd_server_live(srv) ? 200 : 400);
-    break;
-  case IFD_ROUTE_READY:
-    reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
-    break;
-  case IFD_ROUTE_MODEL_META:
-    if (find_model(srv, s, &m, &model) == 0)
-      reply_json(s, ifd_server_model_metadata(srv, model));
-    break;
-  case IFD_ROUTE_MODEL_CONFIG:
-    if (find_model(srv, s, &m, &model) == 0)
-      reply_json(s, ifd_config_to_json(model->config));
-    break;
-  case IFD_ROUTE_MODEL_READY:
-    route_model_ready(srv, s, &m);
-    break;
-  case IFD_ROUTE_REPO_INDEX:
-    route_repo_index(srv, s, msg->body, msg->body_len);
-    break;
-  case IFD_ROUTE_INFER:
-    route_infer(srv, s, &m, msg);
-    break;
+    case IFD_ROUTE_NOT_FOUND:
+      ifd__http_slot_error(s, 404, "Not Found");
+      break;
+    case IFD_ROUTE_BAD_METHOD:
+      ifd__http_slot_error(s, 405, "Method Not Allowed");
+      break;
+    case IFD_ROUTE_SERVER_META:
+      reply_json(s, ifd_server_metadata(srv));
+      break;
+    case IFD_ROUTE_LIVE:
+      reply_empty(s, ifd_server_live(srv) ? 200 : 400);
+      break;
+    case IFD_ROUTE_READY:
+      reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
+      break;
+    case IFD_ROUTE_MODEL_META:
+      if (find_model(srv, s, &m, &model) == 0)
+        reply_json(s, ifd_server_model_metadata(srv, model));
+      break;
+    case IFD_ROUTE_MODEL_CONFIG:
+      if (find_model(srv, s, &m, &model) == 0)
+        reply_json(s, ifd_config_to_json(model->config));
+      break;
+    case IFD_ROUTE_MODEL_READY:
+      route_model_ready(srv, s, &m);
+      break;
+    case IFD_ROUTE_REPO_INDEX:
+      route_repo_index(srv, s, msg->body, msg->body_len);
+      break;
+    case IFD_ROUTE_INFER:
+      route_infer(srv, s, &m, msg);
+      break;
   }
   free(msg->body); /* NULL when a request took it */
   msg->body = NULL;

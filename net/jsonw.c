@@ -34,13 +34,10 @@ int ifd__hbuf_reserve(ifd_hbuf_t *b, size_t n) {
   size_t want, cap;
   char *p;
 
-  if (b->oom)
-    return IFD_ENOMEM;
-  if (n > SIZE_MAX - b->len)
-    goto out_oom;
+  if (b->oom) return IFD_ENOMEM;
+  if (n > SIZE_MAX - b->len) goto out_oom;
   want = b->len + n;
-  if (want <= b->cap)
-    return 0;
+  if (want <= b->cap) return 0;
   cap = b->cap != 0 ? b->cap : 1024;
   while (cap < want) {
     if (cap > SIZE_MAX / 2) {
@@ -50,8 +47,7 @@ int ifd__hbuf_reserve(ifd_hbuf_t *b, size_t n) {
     cap *= 2;
   }
   p = realloc(b->data, cap);
-  if (p == NULL)
-    goto out_oom;
+  if (p == NULL) goto out_oom;
   b->data = p;
   b->cap = cap;
   return 0;
@@ -62,8 +58,7 @@ out_oom:
 }
 
 void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n) {
-  if (n == 0 || ifd__hbuf_reserve(b, n) != 0)
-    return;
+  if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
   memcpy(b->data + b->len, p, n);
   b->len += n;
 }
@@ -77,8 +72,7 @@ void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
   int n;
 
   /* Most callers print short numbers: try the room already there first. */
-  if (ifd__hbuf_reserve(b, 64) != 0)
-    return;
+  if (ifd__hbuf_reserve(b, 64) != 0) return;
   va_start(ap, fmt);
   n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
   va_end(ap);
@@ -87,8 +81,7 @@ void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
     return;
   }
   if ((size_t)n >= b->cap - b->len) {
-    if (ifd__hbuf_reserve(b, (size_t)n + 1) != 0)
-      return;
+    if (ifd__hbuf_reserve(b, (size_t)n + 1) != 0) return;
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
@@ -98,10 +91,8 @@ void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
 
 int ifd__hbuf_prepend(ifd_hbuf_t *b, const char *p, size_t n) {
   /* An empty body has no memory yet: the head room must exist first. */
-  if (b->data == NULL && ifd__hbuf_reserve(b, 1) != 0)
-    return IFD_ENOMEM;
-  if (b->oom || n > b->start)
-    return IFD_ENOMEM;
+  if (b->data == NULL && ifd__hbuf_reserve(b, 1) != 0) return IFD_ENOMEM;
+  if (b->oom || n > b->start) return IFD_ENOMEM;
   b->start -= n;
   memcpy(b->data + b->start, p, n);
   return 0;
@@ -116,55 +107,53 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
     b->oom = 1;
     return;
   }
-  if (ifd__hbuf_reserve(b, n * 6 + 2) != 0)
-    return;
+  if (ifd__hbuf_reserve(b, n * 6 + 2) != 0) return;
   b->data[b->len++] = '"';
   for (i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     char *o;
-    if (c >= 0x20 && c != '"' && c != '\\')
-      continue;
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
     memcpy(b->data + b->len, s + run, i - run);
     b->len += i - run;
     run = i + 1;
     o = b->data + b->len;
     o[0] = '\\';
     switch (c) {
-    case '"':
-      o[1] = '"';
-      b->len += 2;
-      break;
-    case '\\':
-      o[1] = '\\';
-      b->len += 2;
-      break;
-    case '\n':
-      o[1] = 'n';
-      b->len += 2;
-      break;
-    case '\r':
-      o[1] = 'r';
-      b->len += 2;
-      break;
-    case '\t':
-      o[1] = 't';
-      b->len += 2;
-      break;
-    case '\b':
-      o[1] = 'b';
-      b->len += 2;
-      break;
-    case '\f':
-      o[1] = 'f';
-      b->len += 2;
-      break;
-    default:
-      o[1] = 'u';
-      o[2] = '0';
-      o[3] = '0';
-      o[4] = hex[c >> 4];
-      o[5] = hex[c & 15];
-      b->len += 6;
+      case '"':
+        o[1] = '"';
+        b->len += 2;
+        break;
+      case '\\':
+        o[1] = '\\';
+        b->len += 2;
+        break;
+      case '\n':
+        o[1] = 'n';
+        b->len += 2;
+        break;
+      case '\r':
+        o[1] = 'r';
+        b->len += 2;
+        break;
+      case '\t':
+        o[1] = 't';
+        b->len += 2;
+        break;
+      case '\b':
+        o[1] = 'b';
+        b->len += 2;
+        break;
+      case '\f':
+        o[1] = 'f';
+        b->len += 2;
+        break;
+      default:
+        o[1] = 'u';
+        o[2] = '0';
+        o[3] = '0';
+        o[4] = hex[c >> 4];
+        o[5] = hex[c & 15];
+        b->len += 6;
     }
   }
   memcpy(b->data + b->len, s + run, n - run);
@@ -175,8 +164,7 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
 /* Makes "1" read "1.0" so that a float stays a float to the client. */
 static void put_number(ifd_hbuf_t *b, const char *tmp, int n) {
   ifd__hbuf_put(b, tmp, (size_t)n);
-  if (strpbrk(tmp, ".eEn") == NULL)
-    ifd__hbuf_put(b, ".0", 2);
+  if (strpbrk(tmp, ".eEn") == NULL) ifd__hbuf_put(b, ".0", 2);
 }
 
 static int put_nonfinite(ifd_hbuf_t *b, double v) {
@@ -196,12 +184,10 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
   char tmp[32];
   int p, n = 0;
 
-  if (put_nonfinite(b, v))
-    return;
+  if (put_nonfinite(b, v)) return;
   for (p = 6; p <= 9; p++) {
     n = snprintf(tmp, sizeof(tmp), "%.*g", p, (double)v);
-    if (strtof(tmp, NULL) == v)
-      break;
+    if (strtof(tmp, NULL) == v) break;
   }
   put_number(b, tmp, n);
 }
@@ -210,12 +196,10 @@ void ifd__json_f64(ifd_hbuf_t *b, double v) {
   char tmp[40];
   int p, n = 0;
 
-  if (put_nonfinite(b, v))
-    return;
+  if (put_nonfinite(b, v)) return;
   for (p = 15; p <= 17; p++) {
     n = snprintf(tmp, sizeof(tmp), "%.*g", p, v);
-    if (strtod(tmp, NULL) == v)
-      break;
+    if (strtod(tmp, NULL) == v) break;
   }
   put_number(b, tmp, n);
 }
@@ -228,8 +212,7 @@ void ifd__json_dump(ifd_hbuf_t *b, const json_t *j) {
     b->oom = 1;
     return;
   }
-  if (ifd__hbuf_reserve(b, n) != 0)
-    return;
+  if (ifd__hbuf_reserve(b, n) != 0) return;
   b->len += json_dumpb(j, b->data + b->len, n, flags);
 }
 
@@ -241,29 +224,24 @@ uint16_t ifd__f32_to_f16(float f) {
   sign = (x >> 16) & 0x8000u;
   exp = (x >> 23) & 0xffu;
   mant = x & 0x7fffffu;
-  if (exp == 0xff)
-    return (uint16_t)(sign | 0x7c00u | (mant != 0 ? 0x200u : 0));
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant != 0 ? 0x200u : 0));
   e = (int)exp - 127 + 15;
-  if (e >= 31)
-    return (uint16_t)(sign | 0x7c00u);
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
   if (e <= 0) {
     /* Subnormal half: value = M * 2^(exp-150) = h * 2^-24. */
-    if (e < -10)
-      return (uint16_t)sign;
+    if (e < -10) return (uint16_t)sign;
     mant |= 0x800000u;
     shift = 14 - e;
     h = mant >> shift;
     rem = mant & ((1u << shift) - 1);
     half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u)))
-      h++;
+    if (rem > half || (rem == half && (h & 1u))) h++;
     return (uint16_t)(sign | h);
   }
   h = ((uint32_t)e << 10) | (mant >> 13);
   rem = mant & 0x1fffu;
   /* A carry out of the mantissa bumps the exponent, up to infinity: right. */
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-    h++;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
   return (uint16_t)(sign | h);
 }
 
@@ -290,8 +268,7 @@ uint16_t ifd__f32_to_bf16(float f) {
   uint32_t x;
 
   memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((x >> 16) | 0x40u);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (uint16_t)(x >> 16);
 }

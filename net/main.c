@@ -45,10 +45,10 @@ typedef struct options {
 typedef struct app {
   uv_loop_t loop;
   options_t opt;
-  ifd_server_t *server;   /* owned */
-  ifd_http_t *http;       /* owned until ifd_http_stop's done */
-  uv_signal_t sigint;     /* embedded */
-  uv_signal_t sigterm;    /* embedded */
+  ifd_server_t *server; /* owned */
+  ifd_http_t *http;     /* owned until ifd_http_stop's done */
+  uv_signal_t sigint;   /* embedded */
+  uv_signal_t sigterm;  /* embedded */
   int stopping;
   int exit_code;
 } app_t;
@@ -234,9 +234,12 @@ static int parse_args(int argc, char **argv, options_t *o) {
   return 0;
 }
 
-/* ---- lifecycle --------------------------------------------------------------- */
+/* ---- lifecycle
+ * --------------------------------------------------------------- */
 
-static void on_handle_closed(uv_handle_t *h) { (void)h; }
+static void on_handle_closed(uv_handle_t *h) {
+  (void)h;
+}
 
 static void on_http_stopped(void *arg) {
   app_t *a = arg;
@@ -294,7 +297,8 @@ static void default_backend_dir(options_t *o, const char *argv0) {
   if (strlen(exe) + sizeof("/backends") > sizeof(o->backend_dir_default))
     return;
   memcpy(o->backend_dir_default, exe, strlen(exe));
-  memcpy(o->backend_dir_default + strlen(exe), "/backends", sizeof("/backends"));
+  memcpy(o->backend_dir_default + strlen(exe), "/backends",
+         sizeof("/backends"));
   o->backend_dir = o->backend_dir_default;
 }
 
@@ -373,7 +377,8 @@ int main(int argc, char **argv) {
   if (!a->stopping) ifd_server_start(a->server, on_loaded, a);
   uv_run(&a->loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&a->loop);
-  if (rc != 0) IFD_WARN("event loop closed with handles open: %s", uv_strerror(rc));
+  if (rc != 0)
+    IFD_WARN("event loop closed with handles open: %s", uv_strerror(rc));
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }

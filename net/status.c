@@ -10,46 +10,45 @@
 
 int ifd_http_status_of_class(int cls) {
   switch (cls) {
-  case 1:
-    return 500; /* TRITONSERVER_ERROR_INTERNAL */
-  case 2:
-    return 404; /* TRITONSERVER_ERROR_NOT_FOUND */
-  case 4:
-    return 503; /* TRITONSERVER_ERROR_UNAVAILABLE */
-  case 5:
-    return 501; /* TRITONSERVER_ERROR_UNSUPPORTED */
-  default:
-    return 400;
+    case 1:
+      return 500; /* TRITONSERVER_ERROR_INTERNAL */
+    case 2:
+      return 404; /* TRITONSERVER_ERROR_NOT_FOUND */
+    case 4:
+      return 503; /* TRITONSERVER_ERROR_UNAVAILABLE */
+    case 5:
+      return 501; /* TRITONSERVER_ERROR_UNSUPPORTED */
+    default:
+      return 400;
   }
 }
 
 int ifd_http_status(int code) {
-  if (code >= 0)
-    return 200;
+  if (code >= 0) return 200;
   return ifd_http_status_of_class(ifd_error_class(code));
 }
 
 const char *ifd_http_reason(int status) {
   switch (status) {
-  case 100:
-    return "Continue";
-  case 200:
-    return "OK";
-  case 400:
-    return "Bad Request";
-  case 404:
-    return "Not Found";
-  case 405:
-    return "Method Not Allowed";
-  case 413:
-    return "Payload Too Large";
-  case 500:
-    return "Internal Server Error";
-  case 501:
-    return "Not Implemented";
-  case 503:
-    return "Service Unavailable";
-  default:
-    return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
   }
 }

@@ -526,7 +526,9 @@ static int is_alpha(int c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
+static int is_digit(int c) {
+  return c >= '0' && c <= '9';
+}
 
 /* Moves the read position `n` bytes on, counting lines and columns. */
 static void advance(parser_t *ps, size_t n) {

@@ -15,14 +15,14 @@
 #include "sched/sched.h"
 
 typedef struct sched {
-  ifd_model_t *model;       /* borrowed: owns the scheduler */
-  ifd_request_t *head;      /* FIFO of queued requests (req->next) */
+  ifd_model_t *model;  /* borrowed: owns the scheduler */
+  ifd_request_t *head; /* FIFO of queued requests (req->next) */
   ifd_request_t *tail;
   uint64_t queued;
   uint32_t n_instances;
-  uint32_t *idle;           /* owned: stack of idle instance indexes */
+  uint32_t *idle; /* owned: stack of idle instance indexes */
   uint32_t n_idle;
-  uint32_t *running;        /* owned: requests executing per instance */
+  uint32_t *running; /* owned: requests executing per instance */
   uint64_t executing;
 } sched_t;
 
@@ -137,4 +137,6 @@ static const ifd_model_ops_t ops = {
     .pending = sched_pending,
 };
 
-const ifd_model_ops_t *ifd_sched_model_ops(void) { return &ops; }
+const ifd_model_ops_t *ifd_sched_model_ops(void) {
+  return &ops;
+}

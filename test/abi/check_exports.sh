@@ -3,7 +3,8 @@
 # test/abi/check_exports.sh - checks that libtritonserver.so exports every
 # function the Triton ABI headers say the server implements.
 #
-# Usage (from the repository root):
+# Usage (paths relative to the current directory; the headers are found
+# relative to this script):
 #   bash test/abi/check_exports.sh build/lib/libtritonserver.so
 #
 # Every function declared with TRITONSERVER_DECLSPEC or TRITONBACKEND_DECLSPEC
@@ -25,8 +26,9 @@
 
 set -u -o pipefail
 
-HEADERS=(backend_api/include/triton/core/tritonserver.h
-         backend_api/include/triton/core/tritonbackend.h)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HEADERS=("$ROOT/backend_api/include/triton/core/tritonserver.h"
+         "$ROOT/backend_api/include/triton/core/tritonbackend.h")
 
 # ISPEC in the header, defined by Triton's core (src/backend_model.cc).
 SERVER_IMPLEMENTED_ISPEC=" TRITONBACKEND_InferenceResponseOutputByName "
@@ -42,7 +44,7 @@ if [ ! -f "$lib" ]; then
 fi
 for h in "${HEADERS[@]}"; do
   if [ ! -f "$h" ]; then
-    echo "check_exports: no such header: $h (run from the repository root)" >&2
+    echo "check_exports: no such header: $h" >&2
     exit 2
   fi
 done

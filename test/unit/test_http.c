@@ -174,8 +174,7 @@ static void test_routes(void **state) {
   };
   for (size_t i = 0; i < sizeof(nf) / sizeof(nf[0]); i++) {
     ifd_http_route_t r = route(IFD_HTTP_GET, nf[i], &m);
-    if (r != IFD_ROUTE_NOT_FOUND)
-      fail_msg("'%s' routed to %d", nf[i], (int)r);
+    if (r != IFD_ROUTE_NOT_FOUND) fail_msg("'%s' routed to %d", nf[i], (int)r);
     assert_null(m.model);
   }
 }
@@ -346,12 +345,14 @@ static void test_decode_errors(void **state) {
   expect_fail(
       "{\"inputs\":[{\"datatype\":\"FP32\",\"shape\":[1],\"data\":[1]}]}",
       IFD_EINVAL, "'name'");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP33\",\"shape\":[1]"
-              ",\"data\":[1]}]}",
-              IFD_EINVAL, "invalid datatype 'FP33'");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[-"
-              "1],\"data\":[1]}]}",
-              IFD_EINVAL, "'shape' of input 'X'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP33\",\"shape\":[1]"
+      ",\"data\":[1]}]}",
+      IFD_EINVAL, "invalid datatype 'FP33'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[-"
+      "1],\"data\":[1]}]}",
+      IFD_EINVAL, "'shape' of input 'X'");
   expect_fail(
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"data\":[1]}]}",
       IFD_EINVAL, "'shape' of input 'X'");
@@ -368,35 +369,44 @@ static void test_decode_errors(void **state) {
       "\"data\":[[1],[2],[3]]}]}",
       IFD_EINVAL, "shape does not match");
   /* A huge shape with little data allocates nothing and fails cleanly. */
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":["
-              "1000000000,"
-              "1000000000],\"data\":[1]}]}",
-              IFD_EINVAL, "shape does not match");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":["
+      "1000000000,"
+      "1000000000],\"data\":[1]}]}",
+      IFD_EINVAL, "shape does not match");
   /* Type and range checks. */
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"UINT8\",\"shape\":["
-              "2],\"data\":[1,256]}]}",
-              IFD_EINVAL, "out of range for UINT8");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT8\",\"shape\":[1]"
-              ",\"data\":[-129]}]}",
-              IFD_EINVAL, "out of range for INT8");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"UINT32\",\"shape\":["
-              "1],\"data\":[-1]}]}",
-              IFD_EINVAL, "out of range for UINT32");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT32\",\"shape\":["
-              "1],\"data\":[2147483648]}]}",
-              IFD_EINVAL, "out of range for INT32");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT32\",\"shape\":["
-              "1],\"data\":[1.5]}]}",
-              IFD_EINVAL, "not an integer");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"BOOL\",\"shape\":[1]"
-              ",\"data\":[1]}]}",
-              IFD_EINVAL, "not a boolean");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1]"
-              ",\"data\":[\"1\"]}]}",
-              IFD_EINVAL, "not a number");
-  expect_fail("{\"inputs\":[{\"name\":\"X\",\"datatype\":\"BYTES\",\"shape\":["
-              "1],\"data\":[1]}]}",
-              IFD_EINVAL, "not a string");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"UINT8\",\"shape\":["
+      "2],\"data\":[1,256]}]}",
+      IFD_EINVAL, "out of range for UINT8");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT8\",\"shape\":[1]"
+      ",\"data\":[-129]}]}",
+      IFD_EINVAL, "out of range for INT8");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"UINT32\",\"shape\":["
+      "1],\"data\":[-1]}]}",
+      IFD_EINVAL, "out of range for UINT32");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT32\",\"shape\":["
+      "1],\"data\":[2147483648]}]}",
+      IFD_EINVAL, "out of range for INT32");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"INT32\",\"shape\":["
+      "1],\"data\":[1.5]}]}",
+      IFD_EINVAL, "not an integer");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"BOOL\",\"shape\":[1]"
+      ",\"data\":[1]}]}",
+      IFD_EINVAL, "not a boolean");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1]"
+      ",\"data\":[\"1\"]}]}",
+      IFD_EINVAL, "not a number");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"BYTES\",\"shape\":["
+      "1],\"data\":[1]}]}",
+      IFD_EINVAL, "not a string");
   /* Binary sizes without a binary section. */
   expect_fail(
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
@@ -415,9 +425,10 @@ static void test_decode_errors(void **state) {
   expect_fail("{\"parameters\":{\"x\":{}},\"inputs\":[]}", IFD_EINVAL,
               "parameter 'x'");
   expect_fail("{\"inputs\":[],\"outputs\":{}}", IFD_EINVAL, "'outputs'");
-  expect_fail("{\"inputs\":[],\"outputs\":[{\"name\":\"O\",\"parameters\":"
-              "{\"binary_data\":1}}]}",
-              IFD_EINVAL, "'binary_data'");
+  expect_fail(
+      "{\"inputs\":[],\"outputs\":[{\"name\":\"O\",\"parameters\":"
+      "{\"binary_data\":1}}]}",
+      IFD_EINVAL, "'binary_data'");
 }
 
 static void test_decode_binary(void **state) {
@@ -620,11 +631,12 @@ static void test_serialize_json(void **state) {
   s = serialize(req, &f, 0, bin, &nbin, &rc);
   assert_int_equal(rc, 0);
   assert_string_equal(
-      s, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":["
-         "{\"name\":\"B\",\"datatype\":\"BOOL\",\"shape\":[2],\"data\":[true,"
-         "false]},"
-         "{\"name\":\"OUT\",\"datatype\":\"FP32\",\"shape\":[1,4],"
-         "\"parameters\":{\"binary_data_size\":16}}]}");
+      s,
+      "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":["
+      "{\"name\":\"B\",\"datatype\":\"BOOL\",\"shape\":[2],\"data\":[true,"
+      "false]},"
+      "{\"name\":\"OUT\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+      "\"parameters\":{\"binary_data_size\":16}}]}");
   assert_int_equal(nbin, 1);
   assert_ptr_equal(bin[0].base, v); /* zero copy */
   assert_int_equal(bin[0].len, 16);
@@ -654,11 +666,12 @@ static void test_serialize_binary_all(void **state) {
   assert_ptr_equal(bin[0].base, v);
   assert_int_equal(bin[1].len, 0);
   assert_string_equal(
-      s, "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":["
-         "{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],"
-         "\"parameters\":{\"binary_data_size\":8}},"
-         "{\"name\":\"E\",\"datatype\":\"INT32\",\"shape\":[0],"
-         "\"parameters\":{\"binary_data_size\":0}}]}");
+      s,
+      "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":["
+      "{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2],"
+      "\"parameters\":{\"binary_data_size\":8}},"
+      "{\"name\":\"E\",\"datatype\":\"INT32\",\"shape\":[0],"
+      "\"parameters\":{\"binary_data_size\":0}}]}");
   free(s);
 
   /* JSON of the same: ints and an empty tensor. */
@@ -719,15 +732,15 @@ static void test_json_writers(void **state) {
   ifd__hbuf_put(&b, " ", 1);
   ifd__json_f32(&b, NAN);
   s = hbuf_str(&b);
-  assert_string_equal(s, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\" 0.1 1.0 16777216.0 "
-                         "3.4028235e+38 0.1 -2.0 NaN");
+  assert_string_equal(s,
+                      "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\" 0.1 1.0 16777216.0 "
+                      "3.4028235e+38 0.1 -2.0 NaN");
   free(s);
   ifd__hbuf_free(&b);
 
   /* Every float16 value survives f16 -> f32 -> f16. */
   for (uint32_t h = 0; h < 0x10000; h++) {
-    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0)
-      continue; /* NaN payloads */
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) continue; /* NaN payloads */
     assert_int_equal(ifd__f32_to_f16(ifd__f16_to_f32((uint16_t)h)), h);
   }
   /* Round to nearest even, subnormals, bfloat16. */
@@ -745,8 +758,7 @@ static void test_json_writers(void **state) {
 static char *iov_str(const ifd_http_slot_t *s) {
   size_t n = 0, at = 0;
   char *out;
-  for (unsigned i = 0; i < s->niov; i++)
-    n += s->iov[i].len;
+  for (unsigned i = 0; i < s->niov; i++) n += s->iov[i].len;
   out = malloc(n + 1);
   assert_non_null(out);
   for (unsigned i = 0; i < s->niov; i++) {
@@ -770,8 +782,9 @@ static void test_slot_heads(void **state) {
   assert_true(s->ready);
   t = iov_str(s);
   assert_string_equal(
-      t, "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
-         "Content-Length: 21\r\n\r\n{\"error\":\"Not Found\"}");
+      t,
+      "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+      "Content-Length: 21\r\n\r\n{\"error\":\"Not Found\"}");
   free(t);
   ifd__http_slot_free(s);
 
@@ -785,9 +798,10 @@ static void test_slot_heads(void **state) {
   assert_int_equal(s->niov, 3);
   t = iov_str(s);
   assert_string_equal(
-      t, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-         "Inference-Header-Content-Length: 2\r\nContent-Length: 5\r\n"
-         "Connection: keep-alive\r\n\r\n{}ABC");
+      t,
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+      "Inference-Header-Content-Length: 2\r\nContent-Length: 5\r\n"
+      "Connection: keep-alive\r\n\r\n{}ABC");
   free(t);
   ifd__http_slot_free(s);
 
@@ -798,14 +812,14 @@ static void test_slot_heads(void **state) {
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
   {
     uv_buf_t many[6];
-    for (int i = 0; i < 6; i++)
-      many[i] = uv_buf_init("x", 1);
+    for (int i = 0; i < 6; i++) many[i] = uv_buf_init("x", 1);
     ifd__http_slot_finish(s, 200, NULL, &b, many, 6, -1);
   }
   assert_int_equal(s->niov, 7);
   t = iov_str(s);
-  assert_string_equal(t, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: "
-                         "close\r\n\r\nxxxxxx");
+  assert_string_equal(t,
+                      "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: "
+                      "close\r\n\r\nxxxxxx");
   free(t);
   ifd__http_slot_free(s);
 }

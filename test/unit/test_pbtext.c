@@ -53,7 +53,9 @@ static Pbtest__All *ok_n(const char *text, size_t len) {
   return m;
 }
 
-static Pbtest__All *ok(const char *text) { return ok_n(text, strlen(text)); }
+static Pbtest__All *ok(const char *text) {
+  return ok_n(text, strlen(text));
+}
 
 static void free_all(Pbtest__All *m) {
   protobuf_c_message_free_unpacked(&m->base, NULL);

@@ -35,8 +35,7 @@ static void log_text(TRITONSERVER_LogLevel level, int line, const char *text) {
 /* Logs and frees err when it is an error. */
 static void log_if_error(TRITONSERVER_Error *err, const char *what) {
   char buf[512];
-  if (err == NULL)
-    return;
+  if (err == NULL) return;
   snprintf(buf, sizeof(buf), "identity: %s: %s", what,
            TRITONSERVER_ErrorMessage(err));
   log_text(TRITONSERVER_LOG_ERROR, __LINE__, buf);
@@ -57,24 +56,20 @@ static uint64_t now_ns(void) {
 static long config_int(const char *json, size_t len, const char *key,
                        const char *subkey, long dflt) {
   char *copy = malloc(len + 1);
-  if (copy == NULL)
-    return dflt;
+  if (copy == NULL) return dflt;
   memcpy(copy, json, len);
   copy[len] = '\0';
   long v = dflt;
   const char *p = strstr(copy, key);
-  if (p != NULL && subkey != NULL)
-    p = strstr(p, subkey);
-  if (p != NULL)
-    p = strchr(p + strlen(subkey != NULL ? subkey : key), ':');
+  if (p != NULL && subkey != NULL) p = strstr(p, subkey);
+  if (p != NULL) p = strchr(p + strlen(subkey != NULL ? subkey : key), ':');
   if (p != NULL) {
     p++;
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '"')
       p++;
     char *end;
     long n = strtol(p, &end, 10);
-    if (end != p && n >= 0)
-      v = n;
+    if (end != p && n >= 0) v = n;
   }
   free(copy);
   return v;
@@ -84,11 +79,9 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   const char *name = NULL;
   uint32_t major = 0, minor = 0;
   TRITONSERVER_Error *err = TRITONBACKEND_BackendName(backend, &name);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   char buf[256];
   snprintf(buf, sizeof(buf),
            "TRITONBACKEND_Initialize: %s (server API %u.%u, built for %u.%u)",
@@ -110,14 +103,11 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
   const char *json = NULL;
   size_t json_len = 0;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelName(model, &name);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   err = TRITONBACKEND_ModelConfig(model, 1, &config);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   err = TRITONSERVER_MessageSerializeToJson(config, &json, &json_len);
-  if (err != NULL)
-    goto out_delete_config;
+  if (err != NULL) goto out_delete_config;
 
   model_state_t *st = calloc(1, sizeof(*st));
   if (st == NULL || (st->name = malloc(strlen(name) + 1)) == NULL) {
@@ -149,8 +139,7 @@ out_delete_config:
 TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
   void *vstate = NULL;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelState(model, &vstate);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   model_state_t *st = vstate;
   if (st != NULL) {
     free(st->name);
@@ -160,20 +149,18 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 }
 
 /* The instance state borrows the model state: the model outlives it. */
-TRITONSERVER_Error *
-TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
+    TRITONBACKEND_ModelInstance *instance) {
   TRITONBACKEND_Model *model = NULL;
   void *vstate = NULL;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceModel(instance, &model);
-  if (err == NULL)
-    err = TRITONBACKEND_ModelState(model, &vstate);
-  if (err == NULL)
-    err = TRITONBACKEND_ModelInstanceSetState(instance, vstate);
+  if (err == NULL) err = TRITONBACKEND_ModelState(model, &vstate);
+  if (err == NULL) err = TRITONBACKEND_ModelInstanceSetState(instance, vstate);
   return err;
 }
 
-TRITONSERVER_Error *
-TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance *instance) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
+    TRITONBACKEND_ModelInstance *instance) {
   (void)instance;
   return NULL;
 }
@@ -207,15 +194,12 @@ static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
   }
   err = TRITONBACKEND_InputProperties(input, NULL, &dtype, &shape, &dims,
                                       &byte_size, &nbuf);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   err = TRITONBACKEND_ResponseOutput(response, &output, output_name, dtype,
                                      shape, dims);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   err = TRITONBACKEND_OutputBuffer(output, &dst, byte_size, &mt, &mt_id);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   if (mt == TRITONSERVER_MEMORY_GPU && byte_size > 0)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
                                  "identity needs a CPU output buffer");
@@ -227,16 +211,14 @@ static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
     TRITONSERVER_MemoryType in_mt = TRITONSERVER_MEMORY_CPU;
     int64_t in_mt_id = 0;
     err = TRITONBACKEND_InputBuffer(input, b, &src, &n, &in_mt, &in_mt_id);
-    if (err != NULL)
-      return err;
+    if (err != NULL) return err;
     if (in_mt == TRITONSERVER_MEMORY_GPU && n > 0)
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
                                    "identity needs CPU input buffers");
     if (n > byte_size - off)
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                    "input buffers exceed the input byte size");
-    if (n > 0)
-      memcpy((char *)dst + off, src, n);
+    if (n > 0) memcpy((char *)dst + off, src, n);
     off += n;
   }
   if (off != byte_size)
@@ -252,8 +234,7 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
   for (uint32_t i = 0; err == NULL && i < count; i++) {
     const char *name = NULL;
     err = TRITONBACKEND_RequestOutputName(request, i, &name);
-    if (err == NULL)
-      err = copy_one(request, response, name);
+    if (err == NULL) err = copy_one(request, response, name);
   }
   return err;
 }
@@ -264,9 +245,9 @@ static uint64_t request_batch_size(TRITONBACKEND_Request *request,
   TRITONBACKEND_Input *input = NULL;
   const int64_t *shape = NULL;
   uint32_t dims = 0;
-  if (st->max_batch_size <= 0)
-    return 1;
-  TRITONSERVER_Error *err = TRITONBACKEND_RequestInputByIndex(request, 0, &input);
+  if (st->max_batch_size <= 0) return 1;
+  TRITONSERVER_Error *err =
+      TRITONBACKEND_RequestInputByIndex(request, 0, &input);
   if (err == NULL)
     err = TRITONBACKEND_InputProperties(input, NULL, NULL, &shape, &dims, NULL,
                                         NULL);
@@ -277,14 +258,12 @@ static uint64_t request_batch_size(TRITONBACKEND_Request *request,
   return (dims > 0 && shape[0] > 0) ? (uint64_t)shape[0] : 1;
 }
 
-TRITONSERVER_Error *
-TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
-                                   TRITONBACKEND_Request **requests,
-                                   const uint32_t request_count) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
+    const uint32_t request_count) {
   void *vstate = NULL;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceState(instance, &vstate);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   const model_state_t *st = vstate;
 
   uint64_t exec_start = now_ns();
@@ -308,8 +287,7 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
     if (err != NULL) {
       log_if_error(err, "cannot create response");
     } else {
-      if (st != NULL)
-        batch_size += request_batch_size(request, st);
+      if (st != NULL) batch_size += request_batch_size(request, st);
       err = process(request, response);
       ok = (err == NULL);
       log_if_error(TRITONBACKEND_ResponseSend(
@@ -318,10 +296,10 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
       TRITONSERVER_ErrorDelete(err);
     }
     uint64_t req_end = now_ns();
-    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(
-                     instance, request, ok, exec_start, req_start, req_end,
-                     req_end),
-                 "cannot report statistics");
+    log_if_error(
+        TRITONBACKEND_ModelInstanceReportStatistics(
+            instance, request, ok, exec_start, req_start, req_end, req_end),
+        "cannot report statistics");
     log_if_error(
         TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL),
         "cannot release request");

@@ -158,8 +158,8 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(
 
 /** Returns whether the factory's request was cancelled. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseFactoryIsCancelled(
-    TRITONBACKEND_ResponseFactory* factory, bool* is_cancelled);
+TRITONBACKEND_ResponseFactoryIsCancelled(TRITONBACKEND_ResponseFactory* factory,
+                                         bool* is_cancelled);
 
 /** Returns the numeric correlation id (0: none); error if it is a string. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(
@@ -172,8 +172,8 @@ TRITONBACKEND_InferenceRequestTimeoutMicroseconds(
 
 /** Returns the string correlation id ("" : none); error if it is numeric. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_RequestCorrelationIdString(
-    TRITONBACKEND_Request* request, const char** id);
+TRITONBACKEND_RequestCorrelationIdString(TRITONBACKEND_Request* request,
+                                         const char** id);
 
 /** Returns the TRITONSERVER_RequestFlag bits. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_RequestFlags(
@@ -253,8 +253,8 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseFactoryDelete(
 
 /** Sends flags (e.g. COMPLETE_FINAL) with no response. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseFactorySendFlags(
-    TRITONBACKEND_ResponseFactory* factory, const uint32_t send_flags);
+TRITONBACKEND_ResponseFactorySendFlags(TRITONBACKEND_ResponseFactory* factory,
+                                       const uint32_t send_flags);
 
 /* ---- Responses --------------------------------------------------------- */
 
@@ -278,23 +278,23 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseDelete(
 
 /** Adds a string parameter (copied). */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseSetStringParameter(
-    TRITONBACKEND_Response* response, const char* name, const char* value);
+TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response* response,
+                                         const char* name, const char* value);
 
 /** Adds an integer parameter. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseSetIntParameter(
-    TRITONBACKEND_Response* response, const char* name, const int64_t value);
+TRITONBACKEND_ResponseSetIntParameter(TRITONBACKEND_Response* response,
+                                      const char* name, const int64_t value);
 
 /** Adds a boolean parameter. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseSetBoolParameter(
-    TRITONBACKEND_Response* response, const char* name, const bool value);
+TRITONBACKEND_ResponseSetBoolParameter(TRITONBACKEND_Response* response,
+                                       const char* name, const bool value);
 
 /** Adds a double parameter. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ResponseSetDoubleParameter(
-    TRITONBACKEND_Response* response, const char* name, const double value);
+TRITONBACKEND_ResponseSetDoubleParameter(TRITONBACKEND_Response* response,
+                                         const char* name, const double value);
 
 /** Adds an output tensor (name and shape copied); owned by the response. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ResponseOutput(
@@ -357,8 +357,8 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_BackendExecutionPolicy(
 
 /** Sets the execution policy; only honoured inside TRITONBACKEND_Initialize. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_BackendSetExecutionPolicy(
-    TRITONBACKEND_Backend* backend, TRITONBACKEND_ExecutionPolicy policy);
+TRITONBACKEND_BackendSetExecutionPolicy(TRITONBACKEND_Backend* backend,
+                                        TRITONBACKEND_ExecutionPolicy policy);
 
 /** Returns the directory holding the backend library. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_BackendArtifacts(
@@ -402,8 +402,8 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ModelConfig(
 
 /** Returns whether the backend should complete a partial config. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ModelAutoCompleteConfig(
-    TRITONBACKEND_Model* model, bool* auto_complete_config);
+TRITONBACKEND_ModelAutoCompleteConfig(TRITONBACKEND_Model* model,
+                                      bool* auto_complete_config);
 
 /**
  * Replaces the auto-completed config (only from ModelInitialize). The caller
@@ -451,8 +451,8 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceDeviceId(
 
 /** Returns {"<policy>":{...}} for the instance; owned by the server. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ModelInstanceHostPolicy(
-    TRITONBACKEND_ModelInstance* instance, TRITONSERVER_Message** host_policy);
+TRITONBACKEND_ModelInstanceHostPolicy(TRITONBACKEND_ModelInstance* instance,
+                                      TRITONSERVER_Message** host_policy);
 
 /** Returns whether the instance is passive (loaded, never scheduled). */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(
@@ -460,14 +460,14 @@ TRITONBACKEND_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_ModelInstanceIsPassive(
 
 /** Returns the number of optimization profiles. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ModelInstanceProfileCount(
-    TRITONBACKEND_ModelInstance* instance, uint32_t* count);
+TRITONBACKEND_ModelInstanceProfileCount(TRITONBACKEND_ModelInstance* instance,
+                                        uint32_t* count);
 
 /** Returns the name of optimization profile `index`. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
-TRITONBACKEND_ModelInstanceProfileName(
-    TRITONBACKEND_ModelInstance* instance, const uint32_t index,
-    const char** profile_name);
+TRITONBACKEND_ModelInstanceProfileName(TRITONBACKEND_ModelInstance* instance,
+                                       const uint32_t index,
+                                       const char** profile_name);
 
 /** Returns the number of secondary devices. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
@@ -602,10 +602,11 @@ TRITONBACKEND_ISPEC TRITONSERVER_Error* TRITONBACKEND_ModelBatchFinalize(
 
 /** Returns a response output by name; values owned by the response. */
 TRITONBACKEND_ISPEC TRITONSERVER_Error*
-TRITONBACKEND_InferenceResponseOutputByName(
-    TRITONBACKEND_Response* response, const char* name,
-    TRITONSERVER_DataType* datatype, const int64_t** shape,
-    uint64_t* dim_count);
+TRITONBACKEND_InferenceResponseOutputByName(TRITONBACKEND_Response* response,
+                                            const char* name,
+                                            TRITONSERVER_DataType* datatype,
+                                            const int64_t** shape,
+                                            uint64_t* dim_count);
 
 /** Returns response output `index`; values owned by the response. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONBACKEND_InferenceResponseOutput(

@@ -169,8 +169,9 @@ typedef enum TRITONSERVER_loglevel_enum {
 } TRITONSERVER_LogLevel;
 
 /*
- * Log line layouts: DEFAULT is "<L><mmdd> <hh:mm:ss.uuuuuu> <pid> <file>:<line>]
- * <msg>", ISO8601 is "<yyyy-mm-dd>T<hh:mm:ss>Z <L> <pid> <file>:<line>] <msg>".
+ * Log line layouts: DEFAULT is "<L><mmdd> <hh:mm:ss.uuuuuu> <pid>
+ * <file>:<line>] <msg>", ISO8601 is "<yyyy-mm-dd>T<hh:mm:ss>Z <L> <pid>
+ * <file>:<line>] <msg>".
  */
 typedef enum TRITONSERVER_logformat_enum {
   TRITONSERVER_LOG_DEFAULT,
@@ -285,8 +286,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ResponseAllocatorDelete(
 
 /** Creates a message from a copy of base[0..byte_size). Caller owns it. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_MessageNewFromSerializedJson(
-    TRITONSERVER_Message** message, const char* base, size_t byte_size);
+TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message** message,
+                                          const char* base, size_t byte_size);
 
 /** Frees a message. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MessageDelete(
@@ -377,9 +378,9 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceTensorNew(
 
 /** Records a CUSTOM_ACTIVITY named activity_name at timestamp. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_InferenceTraceReportActivity(
-    TRITONSERVER_InferenceTrace* trace, uint64_t timestamp,
-    const char* activity_name);
+TRITONSERVER_InferenceTraceReportActivity(TRITONSERVER_InferenceTrace* trace,
+                                          uint64_t timestamp,
+                                          const char* activity_name);
 
 /** Frees a trace the caller owns. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(
@@ -399,8 +400,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceModelName(
 
 /** Returns the traced model's version. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_InferenceTraceModelVersion(
-    TRITONSERVER_InferenceTrace* trace, int64_t* model_version);
+TRITONSERVER_InferenceTraceModelVersion(TRITONSERVER_InferenceTrace* trace,
+                                        int64_t* model_version);
 
 /** Returns the traced request's id; owned by the trace. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_InferenceTraceRequestId(
@@ -777,8 +778,8 @@ TRITONSERVER_ServerOptionsSetModelControlMode(
 
 /** Adds a model to load at startup (EXPLICIT mode only). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetStartupModel(
-    TRITONSERVER_ServerOptions* options, const char* model_name);
+TRITONSERVER_ServerOptionsSetStartupModel(TRITONSERVER_ServerOptions* options,
+                                          const char* model_name);
 
 /** Enables or disables strict model configuration. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -795,7 +796,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error*
 TRITONSERVER_ServerOptionsSetRateLimiterMode(
     TRITONSERVER_ServerOptions* options, TRITONSERVER_RateLimitMode mode);
 
-/** Declares resource_count units of a rate limiter resource (device -1: each). */
+/** Declares resource_count units of a rate limiter resource (device -1: each).
+ */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
 TRITONSERVER_ServerOptionsAddRateLimiterResource(
     TRITONSERVER_ServerOptions* options, const char* resource_name,
@@ -824,14 +826,14 @@ TRITONSERVER_ServerOptionsSetResponseCacheByteSize(
 
 /** Sets the JSON config for the cache implementation named cache_name. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetCacheConfig(
-    TRITONSERVER_ServerOptions* options, const char* cache_name,
-    const char* config_json);
+TRITONSERVER_ServerOptionsSetCacheConfig(TRITONSERVER_ServerOptions* options,
+                                         const char* cache_name,
+                                         const char* config_json);
 
 /** Sets the directory searched for cache libraries. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetCacheDirectory(
-    TRITONSERVER_ServerOptions* options, const char* cache_dir);
+TRITONSERVER_ServerOptionsSetCacheDirectory(TRITONSERVER_ServerOptions* options,
+                                            const char* cache_dir);
 
 /** Sets the minimum CUDA compute capability accepted. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -840,8 +842,8 @@ TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(
 
 /** Sets whether an initialization error makes the server exit. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetExitOnError(
-    TRITONSERVER_ServerOptions* options, bool exit);
+TRITONSERVER_ServerOptionsSetExitOnError(TRITONSERVER_ServerOptions* options,
+                                         bool exit);
 
 /** Sets whether readiness requires every model to be ready. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -850,8 +852,8 @@ TRITONSERVER_ServerOptionsSetStrictReadiness(
 
 /** Sets the shutdown timeout in seconds. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetExitTimeout(
-    TRITONSERVER_ServerOptions* options, unsigned int timeout);
+TRITONSERVER_ServerOptionsSetExitTimeout(TRITONSERVER_ServerOptions* options,
+                                         unsigned int timeout);
 
 /** Sets the buffer manager thread count. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -896,13 +898,13 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogError(
 
 /** Sets the log line format. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetLogFormat(
-    TRITONSERVER_ServerOptions* options, const TRITONSERVER_LogFormat format);
+TRITONSERVER_ServerOptionsSetLogFormat(TRITONSERVER_ServerOptions* options,
+                                       const TRITONSERVER_LogFormat format);
 
 /** Sets the verbose level (0 disables verbose lines). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetLogVerbose(
-    TRITONSERVER_ServerOptions* options, int level);
+TRITONSERVER_ServerOptionsSetLogVerbose(TRITONSERVER_ServerOptions* options,
+                                        int level);
 
 /** Enables or disables metrics. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetrics(
@@ -910,13 +912,13 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetMetrics(
 
 /** Enables or disables GPU metrics (needs metrics enabled). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetGpuMetrics(
-    TRITONSERVER_ServerOptions* options, bool gpu_metrics);
+TRITONSERVER_ServerOptionsSetGpuMetrics(TRITONSERVER_ServerOptions* options,
+                                        bool gpu_metrics);
 
 /** Enables or disables CPU metrics (needs metrics enabled). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetCpuMetrics(
-    TRITONSERVER_ServerOptions* options, bool cpu_metrics);
+TRITONSERVER_ServerOptionsSetCpuMetrics(TRITONSERVER_ServerOptions* options,
+                                        bool cpu_metrics);
 
 /** Sets the metrics update interval in milliseconds (default 2000). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -940,23 +942,26 @@ TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(
     const TRITONSERVER_InstanceGroupKind kind, const int device_id,
     const double fraction);
 
-/** Sets a backend's command-line setting (seen in TRITONBACKEND_BackendConfig). */
+/** Sets a backend's command-line setting (seen in TRITONBACKEND_BackendConfig).
+ */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetBackendConfig(
-    TRITONSERVER_ServerOptions* options, const char* backend_name,
-    const char* setting, const char* value);
+TRITONSERVER_ServerOptionsSetBackendConfig(TRITONSERVER_ServerOptions* options,
+                                           const char* backend_name,
+                                           const char* setting,
+                                           const char* value);
 
 /** Sets a host policy setting. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetHostPolicy(
-    TRITONSERVER_ServerOptions* options, const char* policy_name,
-    const char* setting, const char* value);
+TRITONSERVER_ServerOptionsSetHostPolicy(TRITONSERVER_ServerOptions* options,
+                                        const char* policy_name,
+                                        const char* setting, const char* value);
 
 /** Sets a metrics setting (name "" for a global one). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerOptionsSetMetricsConfig(
-    TRITONSERVER_ServerOptions* options, const char* name, const char* setting,
-    const char* value);
+TRITONSERVER_ServerOptionsSetMetricsConfig(TRITONSERVER_ServerOptions* options,
+                                           const char* name,
+                                           const char* setting,
+                                           const char* value);
 
 /* ---- Server ------------------------------------------------------------ */
 
@@ -998,8 +1003,8 @@ TRITONSERVER_ServerRegisterModelRepository(
 
 /** Unregisters a repository. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerUnregisterModelRepository(
-    TRITONSERVER_Server* server, const char* repository_path);
+TRITONSERVER_ServerUnregisterModelRepository(TRITONSERVER_Server* server,
+                                             const char* repository_path);
 
 /** Rescans the repositories (POLL mode). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
@@ -1020,15 +1025,18 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerModelIsReady(
 
 /** Returns TRITONSERVER_ModelBatchFlag bits (voidp currently NULL). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerModelBatchProperties(
-    TRITONSERVER_Server* server, const char* model_name,
-    const int64_t model_version, uint32_t* flags, void** voidp);
+TRITONSERVER_ServerModelBatchProperties(TRITONSERVER_Server* server,
+                                        const char* model_name,
+                                        const int64_t model_version,
+                                        uint32_t* flags, void** voidp);
 
 /** Returns TRITONSERVER_ModelTxnPropertyFlag bits (voidp currently NULL). */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerModelTransactionProperties(
-    TRITONSERVER_Server* server, const char* model_name,
-    const int64_t model_version, uint32_t* txn_flags, void** voidp);
+TRITONSERVER_ServerModelTransactionProperties(TRITONSERVER_Server* server,
+                                              const char* model_name,
+                                              const int64_t model_version,
+                                              uint32_t* txn_flags,
+                                              void** voidp);
 
 /** Returns server metadata JSON; caller owns the message. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetadata(
@@ -1071,8 +1079,8 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerUnloadModel(
 
 /** Starts unloading a model and the models loaded with it; does not wait. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error*
-TRITONSERVER_ServerUnloadModelAndDependents(
-    TRITONSERVER_Server* server, const char* model_name);
+TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server* server,
+                                            const char* model_name);
 
 /** Returns a metrics snapshot; caller owns it. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_ServerMetrics(

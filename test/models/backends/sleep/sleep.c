@@ -24,8 +24,7 @@ static uint64_t now_ns(void) {
 
 static void log_if_error(TRITONSERVER_Error *err, const char *what) {
   char buf[512];
-  if (err == NULL)
-    return;
+  if (err == NULL) return;
   snprintf(buf, sizeof(buf), "sleep: %s: %s", what,
            TRITONSERVER_ErrorMessage(err));
   TRITONSERVER_ErrorDelete(
@@ -37,8 +36,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   uint32_t major = 0, minor = 0;
   (void)backend;
   TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   if (major != TRITONBACKEND_API_VERSION_MAJOR ||
       minor < TRITONBACKEND_API_VERSION_MINOR)
     return TRITONSERVER_ErrorNew(
@@ -60,8 +58,7 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
   if (err == NULL)
     err = TRITONBACKEND_InputProperties(input, NULL, &dtype, &shape, &dims,
                                         &size, &nbuf);
-  if (err != NULL)
-    return err;
+  if (err != NULL) return err;
   if (dtype != TRITONSERVER_TYPE_INT32 || size % sizeof(int32_t) != 0)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "IN must be INT32");
@@ -77,20 +74,17 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
     if (err == NULL && (n > size - off || (mt == TRITONSERVER_MEMORY_GPU && n)))
       err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                   "bad IN buffer");
-    if (err == NULL && n > 0)
-      memcpy((char *)vals + off, src, n);
+    if (err == NULL && n > 0) memcpy((char *)vals + off, src, n);
     off += n;
   }
   if (err == NULL && off != size)
     err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                 "IN buffers are shorter than IN");
-  if (err != NULL)
-    goto out_free_vals;
+  if (err != NULL) goto out_free_vals;
 
   int32_t ms = 0;
   for (uint64_t i = 0; i < size / sizeof(int32_t); i++)
-    if (vals[i] > ms)
-      ms = vals[i];
+    if (vals[i] > ms) ms = vals[i];
   struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&d, &d) != 0)
     ;
@@ -105,17 +99,15 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
   if (err == NULL && mt == TRITONSERVER_MEMORY_GPU && size > 0)
     err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
                                 "sleep needs a CPU output buffer");
-  if (err == NULL && size > 0)
-    memcpy(dst, vals, size);
+  if (err == NULL && size > 0) memcpy(dst, vals, size);
 out_free_vals:
   free(vals);
   return err;
 }
 
-TRITONSERVER_Error *
-TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
-                                   TRITONBACKEND_Request **requests,
-                                   const uint32_t request_count) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
+    const uint32_t request_count) {
   uint64_t exec_start = now_ns();
   for (uint32_t r = 0; r < request_count; r++) {
     TRITONBACKEND_Response *response = NULL;

@@ -1,0 +1,352 @@
+/*
+ * test/unit/test_server.c - the server's registry and lifecycle, with fake
+ * model operations in place of backends: start-up loading on the thread
+ * pool, version policies, failures that stay local to one model, lookups and
+ * their errors, metadata, the repository index, request validation, and
+ * shutdown unloading in reverse load order with nothing left on the loop.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/model.h"
+#include "core/server.h"
+
+static char root[64];
+static char *unload_log[32];
+static int n_unloaded, n_loaded, submitted;
+
+static void write_file(const char *rel, const char *text) {
+  char path[512];
+  FILE *f;
+  snprintf(path, sizeof(path), "%s/%s", root, rel);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void mkdirs(const char *rel) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", root, rel);
+  assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static int rm_one(const char *p, const struct stat *st, int fl, struct FTW *f) {
+  (void)st;
+  (void)fl;
+  (void)f;
+  return remove(p);
+}
+
+/* ---- fake model operations ------------------------------------------------ */
+
+static int fake_load(ifd_model_t *m, ifd_errmsg_t *err) {
+  if (strncmp(m->name, "fail", 4) == 0)
+    return ifd_errf(err, IFD_EINVAL, "backend refused '%s'", m->name);
+  __atomic_add_fetch(&n_loaded, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+static void fake_unload(ifd_model_t *m) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%s:%lld", m->name, (long long)m->version);
+  unload_log[n_unloaded++] = strdup(buf);
+}
+
+static int fake_submit(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err) {
+  (void)m;
+  (void)err;
+  submitted++;
+  /* Refuse like a scheduler would after queueing: answer and release. */
+  ifd_request_abort(req, IFD_EUNAVAIL, "fake scheduler");
+  return 0;
+}
+
+static void fake_stop(ifd_model_t *m) { (void)m; }
+static uint64_t fake_pending(const ifd_model_t *m) {
+  (void)m;
+  return 0;
+}
+
+static const ifd_model_ops_t fake_ops = {fake_load, fake_unload, fake_submit,
+                                         fake_stop, fake_pending};
+
+#define ID_CONFIG(name, mbs)                                               \
+  "name: \"" name "\" backend: \"identity\" max_batch_size: " #mbs         \
+  " input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }] "        \
+  "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }] "
+
+static void make_repo(void) {
+  snprintf(root, sizeof(root), "/tmp/ifd_srv_XXXXXX");
+  assert_non_null(mkdtemp(root));
+  mkdirs("a");
+  mkdirs("a/1");
+  write_file("a/config.pbtxt", ID_CONFIG("a", 8));
+  mkdirs("v");
+  mkdirs("v/1");
+  mkdirs("v/2");
+  mkdirs("v/3");
+  write_file("v/config.pbtxt",
+             ID_CONFIG("v", 0) "version_policy { latest { num_versions: 2 } }");
+  mkdirs("fail_backend");
+  mkdirs("fail_backend/1");
+  write_file("fail_backend/config.pbtxt", ID_CONFIG("fail_backend", 0));
+  mkdirs("bad_syntax");
+  mkdirs("bad_syntax/1");
+  write_file("bad_syntax/config.pbtxt", "name: \"bad_syntax\" max_batch_size: {");
+  mkdirs("no_versions");
+  write_file("no_versions/config.pbtxt", ID_CONFIG("no_versions", 0));
+}
+
+typedef struct run {
+  uv_loop_t loop;
+  ifd_server_t *s;
+  int failed;
+  int loaded;
+  int stopped;
+} run_t;
+
+static void on_loaded(ifd_server_t *s, int failed, void *arg) {
+  run_t *r = arg;
+  (void)s;
+  r->failed = failed;
+  r->loaded = 1;
+}
+
+static void on_stopped(ifd_server_t *s, void *arg) {
+  run_t *r = arg;
+  r->stopped = 1;
+  ifd_server_free(s);
+}
+
+static int responses;
+static int last_error;
+static void on_response(ifd_response_t *resp, void *arg) {
+  (void)arg;
+  responses++;
+  last_error = resp->error;
+  ifd_response_free(resp);
+}
+
+static void test_lifecycle(void **state) {
+  const char *repos[1];
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+  run_t r;
+  ifd_model_t *m;
+  json_t *j;
+  char *text;
+  ifd_request_t *req;
+  int64_t shape[2] = {2, 4};
+  float data[8] = {0};
+  int i;
+  (void)state;
+
+  make_repo();
+  repos[0] = root;
+  memset(&o, 0, sizeof(o));
+  memset(&r, 0, sizeof(r));
+  o.repos = repos;
+  o.n_repos = 1;
+  o.strict_readiness = 1;
+  o.ops = &fake_ops;
+  assert_int_equal(uv_loop_init(&r.loop), 0);
+  assert_int_equal(ifd_server_new(&r.loop, &o, &r.s, &err), 0);
+  assert_true(ifd_server_live(r.s));
+  assert_false(ifd_server_ready(r.s));
+  ifd_server_start(r.s, on_loaded, &r);
+  while (!r.loaded) uv_run(&r.loop, UV_RUN_ONCE);
+
+  /* a:1, v:2, v:3 load; fail_backend, bad_syntax, no_versions fail alone. */
+  assert_int_equal(n_loaded, 3);
+  assert_int_equal(r.failed, 3);
+  assert_false(ifd_server_ready(r.s)); /* strict readiness */
+  assert_true(ifd_server_model_ready(r.s, "a", 1, -1));
+  assert_true(ifd_server_model_ready(r.s, "v", 1, 3));
+  assert_false(ifd_server_model_ready(r.s, "v", 1, 1));
+  assert_false(ifd_server_model_ready(r.s, "fail_backend", 12, -1));
+
+  /* Lookups and their errors. */
+  assert_int_equal(ifd_server_find_model(r.s, "v", 1, -1, &m, &err), 0);
+  assert_int_equal(m->version, 3);
+  assert_int_equal(ifd_server_find_model(r.s, "nope", 4, -1, &m, &err),
+                   IFD_ENOTFOUND);
+  assert_string_equal(err.text, "Request for unknown model: 'nope' is not found");
+  assert_int_equal(ifd_server_find_model(r.s, "v", 1, 7, &m, &err),
+                   IFD_ENOTFOUND);
+  assert_non_null(strstr(err.text, "version 7 is not found"));
+  assert_int_equal(ifd_server_find_model(r.s, "fail_backend", 12, 1, &m, &err),
+                   IFD_EUNAVAIL);
+  assert_int_equal(ifd_server_find_model(r.s, "bad_syntax", 10, -1, &m, &err),
+                   IFD_EUNAVAIL);
+
+  /* Metadata: ready versions only, batch dimension prepended. */
+  assert_int_equal(ifd_server_find_model(r.s, "a", 1, -1, &m, &err), 0);
+  j = ifd_server_model_metadata(r.s, m);
+  text = json_dumps(j, JSON_COMPACT);
+  assert_string_equal(
+      text,
+      "{\"name\":\"a\",\"versions\":[\"1\"],\"platform\":\"identity\","
+      "\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}],"
+      "\"outputs\":[{\"name\":\"OUTPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}]}");
+  free(text);
+  json_decref(j);
+  assert_int_equal(ifd_server_find_model(r.s, "v", 1, -1, &m, &err), 0);
+  j = ifd_server_model_metadata(r.s, m);
+  text = json_dumps(json_object_get(j, "versions"), JSON_COMPACT);
+  assert_string_equal(text, "[\"2\",\"3\"]");
+  free(text);
+  json_decref(j);
+
+  /* Repository index: sorted by name, failures with their reasons. */
+  j = ifd_server_repository_index(r.s, 0);
+  assert_int_equal(json_array_size(j), 6);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "name")), "a");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "name")), "bad_syntax");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "state")), "UNAVAILABLE");
+  assert_non_null(strstr(json_string_value(json_object_get(json_array_get(j, 1), "reason")), "config.pbtxt"));
+  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 2), "name")), "fail_backend");
+  assert_non_null(strstr(json_string_value(json_object_get(json_array_get(j, 2), "reason")), "backend refused"));
+  json_decref(j);
+  j = ifd_server_repository_index(r.s, 1);
+  assert_int_equal(json_array_size(j), 3);
+  json_decref(j);
+
+  /* A request: validated against the config, then handed to the scheduler,
+   * whose abort answers it once. */
+  req = ifd_request_new(r.s);
+  req->model_name = "a";
+  req->on_response = on_response;
+  {
+    ifd_input_t *in = ifd_request_add_input(req, "INPUT0", 6, IFD_TYPE_FP32, shape, 2);
+    in->data = data;
+    in->byte_size = sizeof(data);
+  }
+  assert_int_equal(ifd_request_submit(req, &err), 0);
+  assert_int_equal(submitted, 1);
+  assert_int_equal(responses, 1);
+  assert_int_equal(last_error, IFD_EUNAVAIL);
+  assert_int_equal(req->batch_size, 2);
+  ifd_request_unref(req);
+
+  /* Refused up front: unknown model, no callback. */
+  req = ifd_request_new(r.s);
+  req->model_name = "nope";
+  req->on_response = on_response;
+  assert_int_equal(ifd_request_submit(req, &err), IFD_ENOTFOUND);
+  assert_int_equal(responses, 1);
+  ifd_request_unref(req);
+
+  /* Shutdown: unload in reverse order of load completion. */
+  ifd_server_shutdown(r.s, on_stopped, &r);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  assert_true(r.stopped);
+  assert_int_equal(n_unloaded, 3);
+  for (i = 0; i < n_unloaded; i++) free(unload_log[i]);
+  assert_int_equal(uv_loop_close(&r.loop), 0);
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_validation(void **state) {
+  ifd_model_t m;
+  ifd_errmsg_t err;
+  ifd_request_t *req;
+  ifd_input_t *in;
+  float data[32] = {0};
+  int64_t ok[2] = {2, 16}, bad[2] = {1, 15}, big[2] = {9, 16}, flat[1] = {16};
+  const char *cfg_text =
+      "name: \"m\" backend: \"identity\" max_batch_size: 8 "
+      "input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 16 ] }, "
+      "       { name: \"OPT\" data_type: TYPE_INT32 dims: [ 1 ] optional: true }] "
+      "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 16 ] }]";
+  (void)state;
+
+  memset(&m, 0, sizeof(m));
+  m.name = "m";
+  assert_int_equal(ifd_config_parse(cfg_text, strlen(cfg_text), "t", "m",
+                                    &m.config, &err), 0);
+
+#define NEW_REQ(shape, nd, dt, bytes)                                       \
+  do {                                                                      \
+    req = ifd_request_new(NULL);                                            \
+    in = ifd_request_add_input(req, "INPUT0", 6, dt, shape, nd);            \
+    in->data = data;                                                        \
+    in->byte_size = bytes;                                                  \
+  } while (0)
+
+  NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), 0);
+  assert_int_equal(req->batch_size, 2);
+  ifd_request_unref(req);
+
+  NEW_REQ(ok, 2, IFD_TYPE_INT32, 2 * 16 * 4);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "inference input 'INPUT0' data-type is 'INT32', "
+                                   "but model 'm' expects 'FP32'"));
+  ifd_request_unref(req);
+
+  NEW_REQ(bad, 2, IFD_TYPE_FP32, 15 * 4);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "Expected [-1,16], got [1,15]"));
+  ifd_request_unref(req);
+
+  NEW_REQ(flat, 1, IFD_TYPE_FP32, 16 * 4);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "unexpected shape for input 'INPUT0'"));
+  ifd_request_unref(req);
+
+  NEW_REQ(big, 2, IFD_TYPE_FP32, 9 * 16 * 4);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "batch-size must be <= 8 for 'm'"));
+  ifd_request_unref(req);
+
+  NEW_REQ(ok, 2, IFD_TYPE_FP32, 100);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "Expected 128, got 100"));
+  ifd_request_unref(req);
+
+  NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);
+  assert_non_null(ifd_request_add_output(req, "NOPE", 4));
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "unexpected inference output 'NOPE' for model 'm'"));
+  ifd_request_unref(req);
+
+  NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);
+  in = ifd_request_add_input(req, "INPUTX", 6, IFD_TYPE_FP32, ok, 2);
+  assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text, "unexpected inference input 'INPUTX'"));
+  ifd_request_unref(req);
+
+  /* A missing required input (OPT is optional, INPUT0 is not). */
+  req = ifd_request_new(NULL);
+  {
+    int64_t s1[2] = {1, 1};
+    int32_t v = 1;
+    in = ifd_request_add_input(req, "OPT", 3, IFD_TYPE_INT32, s1, 2);
+    in->data = &v;
+    in->byte_size = 4;
+    assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
+    assert_non_null(strstr(err.text, "missing required input(s) ['INPUT0']"));
+  }
+  ifd_request_unref(req);
+  ifd_config_free(m.config);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lifecycle),
+      cmocka_unit_test(test_validation),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
