@@ -15,6 +15,7 @@
  * uses it.
  */
 #include <dlfcn.h>
+#include <jansson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -152,11 +153,18 @@ static int backend_open(const char *name, const char *path,
   }
 
   /* The backend configuration Triton passes: command-line settings. */
-  n = asprintf(&cfg,
-               "{\"cmdline\":{\"auto-complete-config\":\"%s\","
-               "\"backend-directory\":\"%s\",\"min-compute-capability\":"
-               "\"6.000000\",\"default-max-batch-size\":\"4\"}}",
-               strict ? "false" : "true", backend_dir ? backend_dir : "");
+  /* Built with jansson so that a path with quotes or backslashes stays
+   * valid JSON. */
+  {
+    json_t *j =
+        json_pack("{s:{s:s, s:s, s:s, s:s}}", "cmdline", "auto-complete-config",
+                  strict ? "false" : "true", "backend-directory",
+                  backend_dir ? backend_dir : "", "min-compute-capability",
+                  "6.000000", "default-max-batch-size", "4");
+    cfg = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    n = cfg != NULL ? (int)strlen(cfg) : -1;
+  }
   if (n < 0 || (b->config = ifd__message_new_owned(cfg, (size_t)n)) == NULL) {
     rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
     goto out_free;
@@ -245,6 +253,21 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
   free(bm);
 }
 
+/* The config's Kind enum orders GPU before CPU; TRITONSERVER's does not. */
+static TRITONSERVER_InstanceGroupKind kind_of(
+    Inference__ModelInstanceGroup__Kind k) {
+  switch (k) {
+    case INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU:
+      return TRITONSERVER_INSTANCEGROUPKIND_GPU;
+    case INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU:
+      return TRITONSERVER_INSTANCEGROUPKIND_CPU;
+    case INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_MODEL:
+      return TRITONSERVER_INSTANCEGROUPKIND_MODEL;
+    default:
+      return TRITONSERVER_INSTANCEGROUPKIND_AUTO;
+  }
+}
+
 /* One instance per count of every instance group, named as Triton names
  * them: "<group>_<k>" for the k-th of a group. */
 static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
@@ -278,7 +301,7 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         TRITONBACKEND_ModelInstance *in = &bm->instances[k];
         in->model = bm;
         in->index = k++;
-        in->kind = (TRITONSERVER_InstanceGroupKind)ig->kind;
+        in->kind = kind_of(ig->kind);
         in->device_id = ig->n_gpus > 0 ? ig->gpus[d] : 0;
         in->passive = ig->passive;
         pthread_mutex_init(&in->mu, NULL);
@@ -287,9 +310,11 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         char *hp = NULL;
         int hn;
         if (asprintf(&in->name, "%s_%d", ig->name, j) < 0) in->name = NULL;
-        hn = asprintf(
-            &hp, "{\"%s\":{}}",
-            in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? "gpu_0" : "cpu");
+        /* Triton's host policy names: "cpu", or "gpu_<device>". */
+        if (in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU)
+          hn = asprintf(&hp, "{\"gpu_%d\":{}}", (int)in->device_id);
+        else
+          hn = asprintf(&hp, "{\"cpu\":{}}");
         in->host_policy =
             hn < 0 ? NULL : ifd__message_new_owned(hp, (size_t)hn);
         if (in->name == NULL || in->host_policy == NULL)

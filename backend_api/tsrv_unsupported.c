@@ -24,11 +24,11 @@
 
 #include "core/infer.h"
 
-#define ARG_CHECK(cond)                                                        \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,             \
-                                   "invalid argument: " #cond);                \
+#define ARG_CHECK(cond)                                            \
+  do {                                                             \
+    if (!(cond))                                                   \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
+                                   "invalid argument: " #cond);    \
   } while (0)
 
 /* The error every unsupported function returns: a new object the caller
@@ -39,7 +39,7 @@ static TRITONSERVER_Error *unsupported(const char *fn) {
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED, msg);
 }
 
-/* ---- response allocator ------------------------------------------------- */
+/* ---- response allocator -------------------------------------------------- */
 
 /* Allocators serve the in-process C API (TRITONSERVER_ServerInferAsync), which
  * inferd does not offer: its protocols allocate outputs themselves. No
@@ -79,8 +79,7 @@ TRITONSERVER_Error *TRITONSERVER_ResponseAllocatorDelete(
   return unsupported(__func__);
 }
 
-/* ---- metrics snapshot -----------------------------------------------------
- */
+/* ---- metrics snapshot ---------------------------------------------------- */
 
 /* A snapshot comes only from TRITONSERVER_ServerMetrics, which is unsupported,
  * so these never receive a valid object. */
@@ -90,10 +89,9 @@ TRITONSERVER_Error *TRITONSERVER_MetricsDelete(TRITONSERVER_Metrics *metrics) {
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_MetricsFormatted(TRITONSERVER_Metrics *metrics,
-                              TRITONSERVER_MetricFormat format,
-                              const char **base, size_t *byte_size) {
+TRITONSERVER_Error *TRITONSERVER_MetricsFormatted(
+    TRITONSERVER_Metrics *metrics, TRITONSERVER_MetricFormat format,
+    const char **base, size_t *byte_size) {
   (void)metrics;
   (void)format;
   (void)base;
@@ -101,26 +99,25 @@ TRITONSERVER_MetricsFormatted(TRITONSERVER_Metrics *metrics,
   return unsupported(__func__);
 }
 
-/* ---- tracing ----------------------------------------------------------------
- */
+/* ---- tracing ------------------------------------------------------------- */
 
 /* The names are static strings, as in Triton, so they are given for real:
  * backends print them. Unknown values get "<unknown>", never NULL, so a
  * caller that prints the result cannot crash. */
 
-const char *
-TRITONSERVER_InferenceTraceLevelString(TRITONSERVER_InferenceTraceLevel level) {
+const char *TRITONSERVER_InferenceTraceLevelString(
+    TRITONSERVER_InferenceTraceLevel level) {
   switch (level) {
-  case TRITONSERVER_TRACE_LEVEL_DISABLED:
-    return "DISABLED";
-  case TRITONSERVER_TRACE_LEVEL_MIN:
-    return "MIN";
-  case TRITONSERVER_TRACE_LEVEL_MAX:
-    return "MAX";
-  case TRITONSERVER_TRACE_LEVEL_TIMESTAMPS:
-    return "TIMESTAMPS";
-  case TRITONSERVER_TRACE_LEVEL_TENSORS:
-    return "TENSORS";
+    case TRITONSERVER_TRACE_LEVEL_DISABLED:
+      return "DISABLED";
+    case TRITONSERVER_TRACE_LEVEL_MIN:
+      return "MIN";
+    case TRITONSERVER_TRACE_LEVEL_MAX:
+      return "MAX";
+    case TRITONSERVER_TRACE_LEVEL_TIMESTAMPS:
+      return "TIMESTAMPS";
+    case TRITONSERVER_TRACE_LEVEL_TENSORS:
+      return "TENSORS";
   }
   return "<unknown>";
 }
@@ -128,28 +125,28 @@ TRITONSERVER_InferenceTraceLevelString(TRITONSERVER_InferenceTraceLevel level) {
 const char *TRITONSERVER_InferenceTraceActivityString(
     TRITONSERVER_InferenceTraceActivity activity) {
   switch (activity) {
-  case TRITONSERVER_TRACE_REQUEST_START:
-    return "REQUEST_START";
-  case TRITONSERVER_TRACE_QUEUE_START:
-    return "QUEUE_START";
-  case TRITONSERVER_TRACE_COMPUTE_START:
-    return "COMPUTE_START";
-  case TRITONSERVER_TRACE_COMPUTE_INPUT_END:
-    return "COMPUTE_INPUT_END";
-  case TRITONSERVER_TRACE_COMPUTE_OUTPUT_START:
-    return "COMPUTE_OUTPUT_START";
-  case TRITONSERVER_TRACE_COMPUTE_END:
-    return "COMPUTE_END";
-  case TRITONSERVER_TRACE_REQUEST_END:
-    return "REQUEST_END";
-  case TRITONSERVER_TRACE_TENSOR_QUEUE_INPUT:
-    return "TENSOR_QUEUE_INPUT";
-  case TRITONSERVER_TRACE_TENSOR_BACKEND_INPUT:
-    return "TENSOR_BACKEND_INPUT";
-  case TRITONSERVER_TRACE_TENSOR_BACKEND_OUTPUT:
-    return "TENSOR_BACKEND_OUTPUT";
-  case TRITONSERVER_TRACE_CUSTOM_ACTIVITY:
-    return "CUSTOM_ACTIVITY";
+    case TRITONSERVER_TRACE_REQUEST_START:
+      return "REQUEST_START";
+    case TRITONSERVER_TRACE_QUEUE_START:
+      return "QUEUE_START";
+    case TRITONSERVER_TRACE_COMPUTE_START:
+      return "COMPUTE_START";
+    case TRITONSERVER_TRACE_COMPUTE_INPUT_END:
+      return "COMPUTE_INPUT_END";
+    case TRITONSERVER_TRACE_COMPUTE_OUTPUT_START:
+      return "COMPUTE_OUTPUT_START";
+    case TRITONSERVER_TRACE_COMPUTE_END:
+      return "COMPUTE_END";
+    case TRITONSERVER_TRACE_REQUEST_END:
+      return "REQUEST_END";
+    case TRITONSERVER_TRACE_TENSOR_QUEUE_INPUT:
+      return "TENSOR_QUEUE_INPUT";
+    case TRITONSERVER_TRACE_TENSOR_BACKEND_INPUT:
+      return "TENSOR_BACKEND_INPUT";
+    case TRITONSERVER_TRACE_TENSOR_BACKEND_OUTPUT:
+      return "TENSOR_BACKEND_OUTPUT";
+    case TRITONSERVER_TRACE_CUSTOM_ACTIVITY:
+      return "CUSTOM_ACTIVITY";
   }
   return "<unknown>";
 }
@@ -186,57 +183,51 @@ TRITONSERVER_Error *TRITONSERVER_InferenceTraceTensorNew(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceReportActivity(TRITONSERVER_InferenceTrace *trace,
-                                          uint64_t timestamp,
-                                          const char *activity_name) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceReportActivity(
+    TRITONSERVER_InferenceTrace *trace, uint64_t timestamp,
+    const char *activity_name) {
   (void)trace;
   (void)timestamp;
   (void)activity_name;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceDelete(TRITONSERVER_InferenceTrace *trace) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceDelete(
+    TRITONSERVER_InferenceTrace *trace) {
   (void)trace;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceId(TRITONSERVER_InferenceTrace *trace,
-                              uint64_t *id) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceId(
+    TRITONSERVER_InferenceTrace *trace, uint64_t *id) {
   (void)trace;
   (void)id;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceParentId(TRITONSERVER_InferenceTrace *trace,
-                                    uint64_t *parent_id) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceParentId(
+    TRITONSERVER_InferenceTrace *trace, uint64_t *parent_id) {
   (void)trace;
   (void)parent_id;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceModelName(TRITONSERVER_InferenceTrace *trace,
-                                     const char **model_name) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceModelName(
+    TRITONSERVER_InferenceTrace *trace, const char **model_name) {
   (void)trace;
   (void)model_name;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceModelVersion(TRITONSERVER_InferenceTrace *trace,
-                                        int64_t *model_version) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceModelVersion(
+    TRITONSERVER_InferenceTrace *trace, int64_t *model_version) {
   (void)trace;
   (void)model_version;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceRequestId(TRITONSERVER_InferenceTrace *trace,
-                                     const char **request_id) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceRequestId(
+    TRITONSERVER_InferenceTrace *trace, const char **request_id) {
   (void)trace;
   (void)request_id;
   return unsupported(__func__);
@@ -250,24 +241,21 @@ TRITONSERVER_Error *TRITONSERVER_InferenceTraceSpawnChildTrace(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceSetContext(TRITONSERVER_InferenceTrace *trace,
-                                      const char *trace_context) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceSetContext(
+    TRITONSERVER_InferenceTrace *trace, const char *trace_context) {
   (void)trace;
   (void)trace_context;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_InferenceTraceContext(TRITONSERVER_InferenceTrace *trace,
-                                   const char **trace_context) {
+TRITONSERVER_Error *TRITONSERVER_InferenceTraceContext(
+    TRITONSERVER_InferenceTrace *trace, const char **trace_context) {
   (void)trace;
   (void)trace_context;
   return unsupported(__func__);
 }
 
-/* ---- inference request C API ------------------------------------------------
- */
+/* ---- inference request C API --------------------------------------------- */
 
 /* Building requests in process is how Triton's in-process API and BLS (a
  * backend calling another model) work. inferd's requests come only from its
@@ -561,8 +549,7 @@ TRITONSERVER_Error *TRITONSERVER_InferenceRequestSetDoubleParameter(
   return unsupported(__func__);
 }
 
-/* ---- inference response C API
- * ------------------------------------------------- */
+/* ---- inference response C API -------------------------------------------- */
 
 /* Responses of the in-process API exist only for requests made through it,
  * which cannot be made (above), so none of these receives a valid response. */
@@ -664,8 +651,7 @@ TRITONSERVER_Error *TRITONSERVER_InferenceResponseOutputClassificationLabel(
   return unsupported(__func__);
 }
 
-/* ---- buffer attributes
- * ---------------------------------------------------------- */
+/* ---- buffer attributes --------------------------------------------------- */
 
 /* A plain record a backend may create, fill and read, as in Triton. */
 struct TRITONSERVER_BufferAttributes {
@@ -705,27 +691,27 @@ static void attrs_read(const TRITONSERVER_BufferAttributes *ba,
                        struct TRITONSERVER_BufferAttributes *out /* OUT */) {
   const void *obj = (const void *)((uintptr_t)ba & ~VIEW_MASK);
   switch (view_tag(ba)) {
-  case VIEW_INPUT:
-    out->byte_size = (size_t)((const ifd_input_t *)obj)->byte_size;
-    break;
-  case VIEW_OUTPUT:
-    out->byte_size = (size_t)((const ifd_output_t *)obj)->byte_size;
-    break;
-  default:
-    *out = *ba;
-    return;
+    case VIEW_INPUT:
+      out->byte_size = (size_t)((const ifd_input_t *)obj)->byte_size;
+      break;
+    case VIEW_OUTPUT:
+      out->byte_size = (size_t)((const ifd_output_t *)obj)->byte_size;
+      break;
+    default:
+      *out = *ba;
+      return;
   }
   out->memory_type = TRITONSERVER_MEMORY_CPU;
   out->memory_type_id = 0;
   out->cuda_ipc_handle = NULL;
 }
 
-#define WRITABLE_CHECK(ba)                                                     \
-  do {                                                                         \
-    if (view_tag(ba) != 0)                                                     \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,             \
-                                   "the buffer attributes of an input or "     \
-                                   "output are read-only");                    \
+#define WRITABLE_CHECK(ba)                                                 \
+  do {                                                                     \
+    if (view_tag(ba) != 0)                                                 \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,         \
+                                   "the buffer attributes of an input or " \
+                                   "output are read-only");                \
   } while (0)
 
 /* Defaults as Triton's: zero bytes of CPU memory 0, no IPC handle. */
@@ -857,28 +843,26 @@ TRITONSERVER_Error *TRITONBACKEND_StateBufferAttributes(
   return unsupported(__func__);
 }
 
-/* ---- server options
- * ------------------------------------------------------------ */
+/* ---- server options ------------------------------------------------------ */
 
 /* Options configure a server made in process with TRITONSERVER_ServerNew;
  * inferd's server is configured by its command line. No options object can
  * be created, so no other function here can receive a valid one. */
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsNew(TRITONSERVER_ServerOptions **options) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsNew(
+    TRITONSERVER_ServerOptions **options) {
   (void)options;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsDelete(TRITONSERVER_ServerOptions *options) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsDelete(
+    TRITONSERVER_ServerOptions *options) {
   (void)options;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetServerId(TRITONSERVER_ServerOptions *options,
-                                      const char *server_id) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetServerId(
+    TRITONSERVER_ServerOptions *options, const char *server_id) {
   (void)options;
   (void)server_id;
   return unsupported(__func__);
@@ -898,9 +882,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelControlMode(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetStartupModel(TRITONSERVER_ServerOptions *options,
-                                          const char *model_name) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStartupModel(
+    TRITONSERVER_ServerOptions *options, const char *model_name) {
   (void)options;
   (void)model_name;
   return unsupported(__func__);
@@ -968,19 +951,17 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetResponseCacheByteSize(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetCacheConfig(TRITONSERVER_ServerOptions *options,
-                                         const char *cache_name,
-                                         const char *config_json) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCacheConfig(
+    TRITONSERVER_ServerOptions *options, const char *cache_name,
+    const char *config_json) {
   (void)options;
   (void)cache_name;
   (void)config_json;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetCacheDirectory(TRITONSERVER_ServerOptions *options,
-                                            const char *cache_dir) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCacheDirectory(
+    TRITONSERVER_ServerOptions *options, const char *cache_dir) {
   (void)options;
   (void)cache_dir;
   return unsupported(__func__);
@@ -993,9 +974,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetExitOnError(TRITONSERVER_ServerOptions *options,
-                                         bool exit) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetExitOnError(
+    TRITONSERVER_ServerOptions *options, bool exit) {
   (void)options;
   (void)exit;
   return unsupported(__func__);
@@ -1008,9 +988,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStrictReadiness(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetExitTimeout(TRITONSERVER_ServerOptions *options,
-                                         unsigned int timeout) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetExitTimeout(
+    TRITONSERVER_ServerOptions *options, unsigned int timeout) {
   (void)options;
   (void)timeout;
   return unsupported(__func__);
@@ -1051,73 +1030,64 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetEnablePeerAccess(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogFile(TRITONSERVER_ServerOptions *options,
-                                     const char *file) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFile(
+    TRITONSERVER_ServerOptions *options, const char *file) {
   (void)options;
   (void)file;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogInfo(TRITONSERVER_ServerOptions *options,
-                                     bool log) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogInfo(
+    TRITONSERVER_ServerOptions *options, bool log) {
   (void)options;
   (void)log;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogWarn(TRITONSERVER_ServerOptions *options,
-                                     bool log) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogWarn(
+    TRITONSERVER_ServerOptions *options, bool log) {
   (void)options;
   (void)log;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogError(TRITONSERVER_ServerOptions *options,
-                                      bool log) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogError(
+    TRITONSERVER_ServerOptions *options, bool log) {
   (void)options;
   (void)log;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogFormat(TRITONSERVER_ServerOptions *options,
-                                       const TRITONSERVER_LogFormat format) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFormat(
+    TRITONSERVER_ServerOptions *options, const TRITONSERVER_LogFormat format) {
   (void)options;
   (void)format;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetLogVerbose(TRITONSERVER_ServerOptions *options,
-                                        int level) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogVerbose(
+    TRITONSERVER_ServerOptions *options, int level) {
   (void)options;
   (void)level;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetMetrics(TRITONSERVER_ServerOptions *options,
-                                     bool metrics) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetrics(
+    TRITONSERVER_ServerOptions *options, bool metrics) {
   (void)options;
   (void)metrics;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetGpuMetrics(TRITONSERVER_ServerOptions *options,
-                                        bool gpu_metrics) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetGpuMetrics(
+    TRITONSERVER_ServerOptions *options, bool gpu_metrics) {
   (void)options;
   (void)gpu_metrics;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerOptionsSetCpuMetrics(TRITONSERVER_ServerOptions *options,
-                                        bool cpu_metrics) {
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCpuMetrics(
+    TRITONSERVER_ServerOptions *options, bool cpu_metrics) {
   (void)options;
   (void)cpu_metrics;
   return unsupported(__func__);
@@ -1185,8 +1155,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetricsConfig(
   return unsupported(__func__);
 }
 
-/* ---- server object
- * ---------------------------------------------------------------- */
+/* ---- server object ------------------------------------------------------- */
 
 /* A backend does hold a TRITONSERVER_Server (TRITONBACKEND_ModelServer), but
  * what these functions do for it, model control and in-process inference
@@ -1194,9 +1163,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetricsConfig(
  * driven by its main program, never through this API. Failing with
  * UNSUPPORTED leaves the server untouched. */
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerNew(TRITONSERVER_Server **server,
-                       TRITONSERVER_ServerOptions *options) {
+TRITONSERVER_Error *TRITONSERVER_ServerNew(
+    TRITONSERVER_Server **server, TRITONSERVER_ServerOptions *options) {
   (void)server;
   (void)options;
   return unsupported(__func__);
@@ -1212,9 +1180,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerStop(TRITONSERVER_Server *server) {
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerSetExitTimeout(TRITONSERVER_Server *server,
-                                  unsigned int timeout) {
+TRITONSERVER_Error *TRITONSERVER_ServerSetExitTimeout(
+    TRITONSERVER_Server *server, unsigned int timeout) {
   (void)server;
   (void)timeout;
   return unsupported(__func__);
@@ -1230,16 +1197,15 @@ TRITONSERVER_Error *TRITONSERVER_ServerRegisterModelRepository(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerUnregisterModelRepository(TRITONSERVER_Server *server,
-                                             const char *repository_path) {
+TRITONSERVER_Error *TRITONSERVER_ServerUnregisterModelRepository(
+    TRITONSERVER_Server *server, const char *repository_path) {
   (void)server;
   (void)repository_path;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerPollModelRepository(TRITONSERVER_Server *server) {
+TRITONSERVER_Error *TRITONSERVER_ServerPollModelRepository(
+    TRITONSERVER_Server *server) {
   (void)server;
   return unsupported(__func__);
 }
@@ -1291,9 +1257,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerModelTransactionProperties(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerMetadata(TRITONSERVER_Server *server,
-                            TRITONSERVER_Message **server_metadata) {
+TRITONSERVER_Error *TRITONSERVER_ServerMetadata(
+    TRITONSERVER_Server *server, TRITONSERVER_Message **server_metadata) {
   (void)server;
   (void)server_metadata;
   return unsupported(__func__);
@@ -1331,9 +1296,9 @@ TRITONSERVER_Error *TRITONSERVER_ServerModelConfig(
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerModelIndex(TRITONSERVER_Server *server, uint32_t flags,
-                              TRITONSERVER_Message **model_index) {
+TRITONSERVER_Error *TRITONSERVER_ServerModelIndex(
+    TRITONSERVER_Server *server, uint32_t flags,
+    TRITONSERVER_Message **model_index) {
   (void)server;
   (void)flags;
   (void)model_index;
@@ -1364,9 +1329,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerUnloadModel(TRITONSERVER_Server *server,
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerUnloadModelAndDependents(TRITONSERVER_Server *server,
-                                            const char *model_name) {
+TRITONSERVER_Error *TRITONSERVER_ServerUnloadModelAndDependents(
+    TRITONSERVER_Server *server, const char *model_name) {
   (void)server;
   (void)model_name;
   return unsupported(__func__);
@@ -1379,27 +1343,25 @@ TRITONSERVER_Error *TRITONSERVER_ServerMetrics(TRITONSERVER_Server *server,
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_ServerInferAsync(TRITONSERVER_Server *server,
-                              TRITONSERVER_InferenceRequest *inference_request,
-                              TRITONSERVER_InferenceTrace *trace) {
+TRITONSERVER_Error *TRITONSERVER_ServerInferAsync(
+    TRITONSERVER_Server *server,
+    TRITONSERVER_InferenceRequest *inference_request,
+    TRITONSERVER_InferenceTrace *trace) {
   (void)server;
   (void)inference_request;
   (void)trace;
   return unsupported(__func__);
 }
 
-/* ---- custom metrics
- * ---------------------------------------------------------------- */
+/* ---- custom metrics ------------------------------------------------------ */
 
 /* Backend-defined metrics (Triton builds with TRITON_ENABLE_METRICS) are not
  * exported by inferd yet. Creating a family or its arguments fails, so no
  * metric can exist and the remaining calls never receive a valid object. */
 
-TRITONSERVER_Error *
-TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily **family,
-                             const TRITONSERVER_MetricKind kind,
-                             const char *name, const char *description) {
+TRITONSERVER_Error *TRITONSERVER_MetricFamilyNew(
+    TRITONSERVER_MetricFamily **family, const TRITONSERVER_MetricKind kind,
+    const char *name, const char *description) {
   (void)family;
   (void)kind;
   (void)name;
@@ -1407,8 +1369,8 @@ TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily **family,
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily *family) {
+TRITONSERVER_Error *TRITONSERVER_MetricFamilyDelete(
+    TRITONSERVER_MetricFamily *family) {
   (void)family;
   return unsupported(__func__);
 }
@@ -1418,18 +1380,17 @@ TRITONSERVER_Error *TRITONSERVER_MetricArgsNew(TRITONSERVER_MetricArgs **args) {
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_MetricArgsSetHistogram(TRITONSERVER_MetricArgs *args,
-                                    const double *buckets,
-                                    const uint64_t buckets_count) {
+TRITONSERVER_Error *TRITONSERVER_MetricArgsSetHistogram(
+    TRITONSERVER_MetricArgs *args, const double *buckets,
+    const uint64_t buckets_count) {
   (void)args;
   (void)buckets;
   (void)buckets_count;
   return unsupported(__func__);
 }
 
-TRITONSERVER_Error *
-TRITONSERVER_MetricArgsDelete(TRITONSERVER_MetricArgs *args) {
+TRITONSERVER_Error *TRITONSERVER_MetricArgsDelete(
+    TRITONSERVER_MetricArgs *args) {
   (void)args;
   return unsupported(__func__);
 }
@@ -1496,8 +1457,7 @@ TRITONSERVER_Error *TRITONSERVER_GetMetricKind(TRITONSERVER_Metric *metric,
   return unsupported(__func__);
 }
 
-/* ---- memory manager
- * ---------------------------------------------------------------- */
+/* ---- memory manager ------------------------------------------------------ */
 
 /* Only the address matters: it is the one manager every backend gets. */
 struct TRITONBACKEND_MemoryManager {
@@ -1506,9 +1466,8 @@ struct TRITONBACKEND_MemoryManager {
 
 static TRITONBACKEND_MemoryManager memory_manager;
 
-TRITONSERVER_Error *
-TRITONBACKEND_BackendMemoryManager(TRITONBACKEND_Backend *backend,
-                                   TRITONBACKEND_MemoryManager **manager) {
+TRITONSERVER_Error *TRITONBACKEND_BackendMemoryManager(
+    TRITONBACKEND_Backend *backend, TRITONBACKEND_MemoryManager **manager) {
   ARG_CHECK(backend != NULL && manager != NULL);
   *manager = &memory_manager;
   return NULL;
@@ -1527,16 +1486,16 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerAllocate(
   ARG_CHECK(manager != NULL && buffer != NULL);
   (void)memory_type_id; /* CPU memory has one id */
   switch (memory_type) {
-  case TRITONSERVER_MEMORY_CPU:
-  case TRITONSERVER_MEMORY_CPU_PINNED:
-    break;
-  case TRITONSERVER_MEMORY_GPU:
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
-                                 "TRITONBACKEND_MemoryManagerAllocate of GPU "
-                                 "memory is not supported by inferd yet");
-  default:
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
-                                 "unknown memory type");
+    case TRITONSERVER_MEMORY_CPU:
+    case TRITONSERVER_MEMORY_CPU_PINNED:
+      break;
+    case TRITONSERVER_MEMORY_GPU:
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                   "TRITONBACKEND_MemoryManagerAllocate of GPU "
+                                   "memory is not supported by inferd yet");
+    default:
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                   "unknown memory type");
   }
   if (byte_size > SIZE_MAX)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
@@ -1555,22 +1514,21 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerFree(
   ARG_CHECK(manager != NULL);
   (void)memory_type_id;
   switch (memory_type) {
-  case TRITONSERVER_MEMORY_CPU:
-  case TRITONSERVER_MEMORY_CPU_PINNED:
-    free(buffer);
-    return NULL;
-  case TRITONSERVER_MEMORY_GPU:
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
-                                 "TRITONBACKEND_MemoryManagerFree of GPU "
-                                 "memory is not supported by inferd yet");
-  default:
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
-                                 "unknown memory type");
+    case TRITONSERVER_MEMORY_CPU:
+    case TRITONSERVER_MEMORY_CPU_PINNED:
+      free(buffer);
+      return NULL;
+    case TRITONSERVER_MEMORY_GPU:
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                   "TRITONBACKEND_MemoryManagerFree of GPU "
+                                   "memory is not supported by inferd yet");
+    default:
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                   "unknown memory type");
   }
 }
 
-/* ---- sequence state
- * ---------------------------------------------------------------- */
+/* ---- sequence state ------------------------------------------------------ */
 
 /* Implicit state of sequence models (sequence_batching.state) is not
  * implemented: StateNew fails, so no state object can reach the others. */
@@ -1606,8 +1564,7 @@ TRITONSERVER_Error *TRITONBACKEND_StateBuffer(
   return unsupported(__func__);
 }
 
-/* ---- backend attributes
- * ------------------------------------------------------------ */
+/* ---- backend attributes -------------------------------------------------- */
 
 /* These fill the object the server passes to TRITONBACKEND_GetBackendAttribute,
  * which inferd never calls (instance groups come from the model config
@@ -1633,8 +1590,7 @@ TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(
   return unsupported(__func__);
 }
 
-/* ---- reading a response back
- * ------------------------------------------------------- */
+/* ---- reading a response back --------------------------------------------- */
 
 /*
  * A backend may list the outputs of a response it built (custom batchers and
@@ -1672,8 +1628,7 @@ TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutputByName(
             shape != NULL && dim_count != NULL);
   for (i = 0; i < resp->n_outputs; i++) {
     const ifd_output_t *o = &resp->outputs[i];
-    if (strcmp(o->name, name) != 0)
-      continue;
+    if (strcmp(o->name, name) != 0) continue;
     *datatype = (TRITONSERVER_DataType)o->dtype;
     *shape = o->shape;
     *dim_count = o->ndims;
@@ -1683,8 +1638,7 @@ TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutputByName(
                                "response has no output of that name");
 }
 
-/* ---- statistics
- * ------------------------------------------------------------------- */
+/* ---- statistics ---------------------------------------------------------- */
 
 /* Accepted and dropped, like the other TRITONBACKEND_*Report* functions in
  * tb_request.c until statistics land: a decoupled backend reports after

@@ -50,7 +50,7 @@ typedef struct ifd_param {
   union {
     const char *s; /* borrowed: same pool as key */
     int64_t i;
-    int b;
+    _Bool b; /* a C bool: backends read it through a `const bool *` */
     double d;
   } v;
 } ifd_param_t;

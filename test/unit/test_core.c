@@ -152,7 +152,8 @@ static void test_evq_threads(void **state) {
   uv_run(&loop, UV_RUN_DEFAULT);
   for (i = 0; i < PRODUCERS; i++) pthread_join(th[i], NULL);
   assert_int_equal(received, PRODUCERS * PER_PRODUCER);
-  for (i = 0; i < PRODUCERS; i++) assert_int_equal(last_seq[i], PER_PRODUCER - 1);
+  for (i = 0; i < PRODUCERS; i++)
+    assert_int_equal(last_seq[i], PER_PRODUCER - 1);
   /* Every handle closed: nothing leaks. */
   assert_int_equal(uv_loop_close(&loop), 0);
 }

@@ -49,7 +49,8 @@ static int rm_one(const char *p, const struct stat *st, int fl, struct FTW *f) {
   return remove(p);
 }
 
-/* ---- fake model operations ------------------------------------------------ */
+/* ---- fake model operations ------------------------------------------------
+ */
 
 static int fake_load(ifd_model_t *m, ifd_errmsg_t *err) {
   if (strncmp(m->name, "fail", 4) == 0)
@@ -73,7 +74,9 @@ static int fake_submit(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err) {
   return 0;
 }
 
-static void fake_stop(ifd_model_t *m) { (void)m; }
+static void fake_stop(ifd_model_t *m) {
+  (void)m;
+}
 static uint64_t fake_pending(const ifd_model_t *m) {
   (void)m;
   return 0;
@@ -82,9 +85,9 @@ static uint64_t fake_pending(const ifd_model_t *m) {
 static const ifd_model_ops_t fake_ops = {fake_load, fake_unload, fake_submit,
                                          fake_stop, fake_pending};
 
-#define ID_CONFIG(name, mbs)                                               \
-  "name: \"" name "\" backend: \"identity\" max_batch_size: " #mbs         \
-  " input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }] "        \
+#define ID_CONFIG(name, mbs)                                        \
+  "name: \"" name "\" backend: \"identity\" max_batch_size: " #mbs  \
+  " input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }] " \
   "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 4 ] }] "
 
 static void make_repo(void) {
@@ -104,7 +107,8 @@ static void make_repo(void) {
   write_file("fail_backend/config.pbtxt", ID_CONFIG("fail_backend", 0));
   mkdirs("bad_syntax");
   mkdirs("bad_syntax/1");
-  write_file("bad_syntax/config.pbtxt", "name: \"bad_syntax\" max_batch_size: {");
+  write_file("bad_syntax/config.pbtxt",
+             "name: \"bad_syntax\" max_batch_size: {");
   mkdirs("no_versions");
   write_file("no_versions/config.pbtxt", ID_CONFIG("no_versions", 0));
 }
@@ -182,7 +186,8 @@ static void test_lifecycle(void **state) {
   assert_int_equal(m->version, 3);
   assert_int_equal(ifd_server_find_model(r.s, "nope", 4, -1, &m, &err),
                    IFD_ENOTFOUND);
-  assert_string_equal(err.text, "Request for unknown model: 'nope' is not found");
+  assert_string_equal(err.text,
+                      "Request for unknown model: 'nope' is not found");
   assert_int_equal(ifd_server_find_model(r.s, "v", 1, 7, &m, &err),
                    IFD_ENOTFOUND);
   assert_non_null(strstr(err.text, "version 7 is not found"));
@@ -198,8 +203,10 @@ static void test_lifecycle(void **state) {
   assert_string_equal(
       text,
       "{\"name\":\"a\",\"versions\":[\"1\"],\"platform\":\"identity\","
-      "\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}],"
-      "\"outputs\":[{\"name\":\"OUTPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}]}");
+      "\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}"
+      "],"
+      "\"outputs\":[{\"name\":\"OUTPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,"
+      "4]}]}");
   free(text);
   json_decref(j);
   assert_int_equal(ifd_server_find_model(r.s, "v", 1, -1, &m, &err), 0);
@@ -212,12 +219,23 @@ static void test_lifecycle(void **state) {
   /* Repository index: sorted by name, failures with their reasons. */
   j = ifd_server_repository_index(r.s, 0);
   assert_int_equal(json_array_size(j), 6);
-  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "name")), "a");
-  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "name")), "bad_syntax");
-  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "state")), "UNAVAILABLE");
-  assert_non_null(strstr(json_string_value(json_object_get(json_array_get(j, 1), "reason")), "config.pbtxt"));
-  assert_string_equal(json_string_value(json_object_get(json_array_get(j, 2), "name")), "fail_backend");
-  assert_non_null(strstr(json_string_value(json_object_get(json_array_get(j, 2), "reason")), "backend refused"));
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(j, 0), "name")), "a");
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(j, 1), "name")),
+      "bad_syntax");
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(j, 1), "state")),
+      "UNAVAILABLE");
+  assert_non_null(
+      strstr(json_string_value(json_object_get(json_array_get(j, 1), "reason")),
+             "config.pbtxt"));
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(j, 2), "name")),
+      "fail_backend");
+  assert_non_null(
+      strstr(json_string_value(json_object_get(json_array_get(j, 2), "reason")),
+             "backend refused"));
   json_decref(j);
   j = ifd_server_repository_index(r.s, 1);
   assert_int_equal(json_array_size(j), 3);
@@ -229,7 +247,8 @@ static void test_lifecycle(void **state) {
   req->model_name = "a";
   req->on_response = on_response;
   {
-    ifd_input_t *in = ifd_request_add_input(req, "INPUT0", 6, IFD_TYPE_FP32, shape, 2);
+    ifd_input_t *in =
+        ifd_request_add_input(req, "INPUT0", 6, IFD_TYPE_FP32, shape, 2);
     in->data = data;
     in->byte_size = sizeof(data);
   }
@@ -268,21 +287,23 @@ static void test_validation(void **state) {
   const char *cfg_text =
       "name: \"m\" backend: \"identity\" max_batch_size: 8 "
       "input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 16 ] }, "
-      "       { name: \"OPT\" data_type: TYPE_INT32 dims: [ 1 ] optional: true }] "
+      "       { name: \"OPT\" data_type: TYPE_INT32 dims: [ 1 ] optional: true "
+      "}] "
       "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 16 ] }]";
   (void)state;
 
   memset(&m, 0, sizeof(m));
   m.name = "m";
-  assert_int_equal(ifd_config_parse(cfg_text, strlen(cfg_text), "t", "m",
-                                    &m.config, &err), 0);
+  assert_int_equal(
+      ifd_config_parse(cfg_text, strlen(cfg_text), "t", "m", &m.config, &err),
+      0);
 
-#define NEW_REQ(shape, nd, dt, bytes)                                       \
-  do {                                                                      \
-    req = ifd_request_new(NULL);                                            \
-    in = ifd_request_add_input(req, "INPUT0", 6, dt, shape, nd);            \
-    in->data = data;                                                        \
-    in->byte_size = bytes;                                                  \
+#define NEW_REQ(shape, nd, dt, bytes)                            \
+  do {                                                           \
+    req = ifd_request_new(NULL);                                 \
+    in = ifd_request_add_input(req, "INPUT0", 6, dt, shape, nd); \
+    in->data = data;                                             \
+    in->byte_size = bytes;                                       \
   } while (0)
 
   NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);
@@ -292,8 +313,9 @@ static void test_validation(void **state) {
 
   NEW_REQ(ok, 2, IFD_TYPE_INT32, 2 * 16 * 4);
   assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
-  assert_non_null(strstr(err.text, "inference input 'INPUT0' data-type is 'INT32', "
-                                   "but model 'm' expects 'FP32'"));
+  assert_non_null(strstr(err.text,
+                         "inference input 'INPUT0' data-type is 'INT32', "
+                         "but model 'm' expects 'FP32'"));
   ifd_request_unref(req);
 
   NEW_REQ(bad, 2, IFD_TYPE_FP32, 15 * 4);
@@ -319,7 +341,8 @@ static void test_validation(void **state) {
   NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);
   assert_non_null(ifd_request_add_output(req, "NOPE", 4));
   assert_int_equal(ifd_model_validate_request(&m, req, &err), IFD_EINVAL);
-  assert_non_null(strstr(err.text, "unexpected inference output 'NOPE' for model 'm'"));
+  assert_non_null(
+      strstr(err.text, "unexpected inference output 'NOPE' for model 'm'"));
   ifd_request_unref(req);
 
   NEW_REQ(ok, 2, IFD_TYPE_FP32, 2 * 16 * 4);

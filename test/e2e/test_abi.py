@@ -1,0 +1,67 @@
+"""The Triton backend ABI, seen from both sides.
+
+test_exports: libtritonserver.so exports every function the Triton headers
+declare for the server (test/abi/check_exports.sh).
+
+test_abicheck_backend: the abicheck test backend (test/models/backends/abicheck)
+runs its checks of the ABI from inside a real execute and answers with one
+REPORT element per check (1 passed, 0 failed) and a "failures" parameter
+naming the failed ones. It needs a server of its own: its backend is in no
+backend directory, so the library is copied into the model's version folder,
+which is also the first place the backend search looks.
+"""
+
+import shutil
+import subprocess
+
+import e2e_helpers as h
+
+ABI_REPO_SRC = h.REPO_ROOT / "test" / "models" / "abi_repo"
+CHECK_EXPORTS = h.REPO_ROOT / "test" / "abi" / "check_exports.sh"
+
+
+def abicheck_backend_so():
+    return h.build_dir() / "test" / "backends" / "abicheck" / "libtriton_abicheck.so"
+
+
+def test_exports():
+    lib = h.build_dir() / "lib" / "libtritonserver.so"
+    assert lib.is_file(), f"{lib} not built; run `make` first"
+    r = subprocess.run(["bash", str(CHECK_EXPORTS), str(lib)], cwd=str(h.REPO_ROOT),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"check_exports failed (rc {r.returncode}):\n{r.stdout}\n{r.stderr}"
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("check_exports: ") and last.endswith(" passed, 0 failed"), r.stdout
+
+
+def start_abicheck_server(tmp_path):
+    so = abicheck_backend_so()
+    assert so.is_file(), f"{so} not built; run `make` first"
+    repo = tmp_path / "repo"
+    shutil.copytree(ABI_REPO_SRC / "abicheck", repo / "abicheck")
+    shutil.copy2(so, repo / "abicheck" / "1" / so.name)
+    return h.start_server(tmp_path / "srv", [repo], wait_models=("abicheck",))
+
+
+def test_abicheck_backend(tmp_path):
+    h.require_binary()
+    srv = start_abicheck_server(tmp_path)
+    try:
+        body = {"id": "abi-1", "inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [7]}]}
+        r = srv.post("/v2/models/abicheck/infer", json=body)
+        assert r.status_code == 200, f"{r.status_code} {r.text}\n--- log tail ---\n{srv.log_tail()}"
+        resp = r.json()
+        assert resp.get("id") == "abi-1", resp
+        params = resp.get("parameters") or {}
+        outs = {o["name"]: o for o in resp.get("outputs", [])}
+        assert set(outs) == {"REPORT"}, resp
+        report = outs["REPORT"]
+        assert report["datatype"] == "INT32", report
+        n = params.get("checked")
+        assert n is not None and report["shape"] == [n] and len(report["data"]) == n, resp
+        failures = params.get("failures")
+        assert all(v == 1 for v in report["data"]) and failures == "", (
+            f"ABI checks failed: {failures!r}; report {report['data']}\n--- log tail ---\n{srv.log_tail()}"
+        )
+    finally:
+        srv.stop(check=True)
