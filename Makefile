@@ -34,6 +34,12 @@ CPPFLAGS += -DIFD_HAVE_CUDA=1 -I$(CUDA_HOME)/include
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart
 endif
 
+# Objects depend on the flags they were built with: changing SAN, OPT or
+# HAVE_CUDA for a build folder rebuilds it instead of mixing flavours.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(CUDA_LIBS)
+$(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' > $(FLAGS_STAMP))
+
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
 EXE_DEPS := -luv -ljansson -lprotobuf-c -lm
 
@@ -75,7 +81,7 @@ $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto
 	@mkdir -p $(dir $@)
 	$(PROTOC_C) -I. --c_out=$(BUILD) $<
 
-$(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c
+$(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
 
 # Every object may include any generated header.
@@ -83,13 +89,13 @@ $(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ) $(UNIT_BIN): | $(PROTO_H)
 $(UNIT_BIN): | $(TEST_PROTO_C:.c=.h)
 
 # ---- objects ----------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # llhttp comes as C sources in Debian's node-llhttp; it is not our code, so its
 # warnings are not ours to fix.
-$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -I$(LLHTTP_INC) -std=c11 -fPIC $(OPT) -w $(filter -fsanitize%,$(CFLAGS)) -c -o $@ $<
 

@@ -81,7 +81,7 @@ static void test_pool(void **state) {
 
 static void test_strmap(void **state) {
   ifd_strmap_t m;
-  char keys[2000][16];
+  char keys[2000][24];
   int i;
   (void)state;
   ifd_strmap_init(&m);
