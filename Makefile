@@ -41,7 +41,7 @@ FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(CUDA_LIBS)
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' > $(FLAGS_STAMP))
 
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
-EXE_DEPS := -luv -ljansson -lprotobuf-c -lm
+EXE_DEPS := -luv -lnghttp2 -ljansson -lprotobuf-c -lm
 
 # ---- sources -------------------------------------------------------------
 PROTOS := $(wildcard proto/*.proto)
@@ -126,7 +126,7 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(LIB_DEPS) -lcmocka
+	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
 
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -21,6 +21,7 @@ static void on_idle(ifd_event_t *ev) {
                                       offsetof(TRITONBACKEND_ModelInstance,
                                                idle_ev));
   TRITONBACKEND_Model *bm = in->model;
+  ifd__instance_flush_reports(in);
   if (!bm->unloading && bm->idle != NULL)
     bm->idle(bm->model, in->index, bm->idle_arg);
 }
@@ -100,6 +101,44 @@ static void *instance_main(void *arg) {
     }
   }
   return NULL;
+}
+
+int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
+                               const ifd__batch_report_t *r) {
+  int rc = 0;
+  pthread_mutex_lock(&in->mu);
+  if (in->n_reports == in->cap_reports) {
+    uint32_t ncap = in->cap_reports ? in->cap_reports * 2 : 4;
+    ifd__batch_report_t *nr = realloc(in->reports, ncap * sizeof(*nr));
+    if (nr == NULL) {
+      rc = IFD_ENOMEM;
+      goto out_unlock;
+    }
+    in->reports = nr;
+    in->cap_reports = ncap;
+  }
+  in->reports[in->n_reports++] = *r;
+out_unlock:
+  pthread_mutex_unlock(&in->mu);
+  return rc;
+}
+
+void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in) {
+  ifd_model_stats_t *st = &in->model->model->stats;
+  ifd__batch_report_t buf[8];
+  uint32_t i, n;
+  /* Copy a few at a time so the lock is held only for a memcpy. */
+  do {
+    pthread_mutex_lock(&in->mu);
+    n = in->n_reports < 8 ? in->n_reports : 8;
+    if (n > 0) memcpy(buf, in->reports + in->n_reports - n, n * sizeof(*buf));
+    in->n_reports -= n;
+    pthread_mutex_unlock(&in->mu);
+    for (i = 0; i < n; i++)
+      ifd_stats_batch(st, buf[i].batch_size, buf[i].exec_start,
+                      buf[i].compute_start, buf[i].compute_end,
+                      buf[i].exec_end);
+  } while (n > 0);
 }
 
 int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {

@@ -111,6 +111,11 @@ struct TRITONBACKEND_Model {
   void *freed_arg;
 };
 
+/* One ReportBatchStatistics call, carried to the loop by the idle event. */
+typedef struct ifd__batch_report {
+  uint64_t batch_size, exec_start, compute_start, compute_end, exec_end;
+} ifd__batch_report_t;
+
 struct TRITONBACKEND_ModelInstance {
   TRITONBACKEND_Model *model; /* borrowed: owns the instance */
   uint32_t index;
@@ -131,6 +136,8 @@ struct TRITONBACKEND_ModelInstance {
   int init_state;               /* 0 running init, 1 ok, -1 failed */
   TRITONSERVER_Error *init_err; /* owned until the loader takes it */
   ifd_event_t idle_ev;          /* pushed after each execute */
+  ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
+  uint32_t n_reports, cap_reports;
 };
 
 /** Acquires (opening and initializing on first use) the backend library at
@@ -148,6 +155,12 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm);
 
 /** The IFD code for a TRITONSERVER_Error_Code class. */
 int ifd__code_from_class(int cls);
+/** Records a batch report for the loop (any thread). 0 or IFD_ENOMEM. */
+int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
+                               const ifd__batch_report_t *r);
+/** Moves pending batch reports into the model's statistics (loop). */
+void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in);
+
 /** Converts a backend's error into an ifd code and message (frees err). */
 int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
 /** Makes a TRITONSERVER_Error from a negative IFD code and message. */

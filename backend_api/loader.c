@@ -245,6 +245,7 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
     free(in->name);
     if (in->host_policy != NULL) TRITONSERVER_MessageDelete(in->host_policy);
     free(in->job);
+    free(in->reports);
     if (in->init_err != NULL) TRITONSERVER_ErrorDelete(in->init_err);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->cv);
@@ -385,6 +386,9 @@ static void on_model_freed(ifd_event_t *ev) {
                               offsetof(TRITONBACKEND_Model, free_ev));
   void (*freed)(void *) = bm->freed;
   void *arg = bm->freed_arg;
+  uint32_t i;
+  for (i = 0; i < bm->n_instances; i++)
+    ifd__instance_flush_reports(&bm->instances[i]);
   bm->model->backend_model = NULL;
   model_obj_free(bm);
   if (freed != NULL) freed(arg);

@@ -522,13 +522,14 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(
     const uint64_t exec_end_ns) {
   ifd_request_t *req = REQ(request);
   ARG_CHECK(instance != NULL && request != NULL);
-  (void)success;
-  (void)compute_start_ns;
-  (void)compute_end_ns;
-  /* Statistics aggregation lands with the statistics extension; the
-   * execution window is kept on the request for it. */
+  /* The backend still owns the request: these fields are read by the loop
+   * only after the release event, which orders them. */
   req->t_exec_start = exec_start_ns;
+  req->t_compute_start = compute_start_ns;
+  req->t_compute_end = compute_end_ns;
   req->t_exec_end = exec_end_ns;
+  req->stat_success = success;
+  req->stat_reported = 1;
   return NULL;
 }
 
@@ -536,11 +537,11 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(
     TRITONBACKEND_ModelInstance *instance, const uint64_t batch_size,
     const uint64_t exec_start_ns, const uint64_t compute_start_ns,
     const uint64_t compute_end_ns, const uint64_t exec_end_ns) {
+  ifd__batch_report_t r = {batch_size, exec_start_ns, compute_start_ns,
+                           compute_end_ns, exec_end_ns};
   ARG_CHECK(instance != NULL);
-  (void)batch_size;
-  (void)exec_start_ns;
-  (void)compute_start_ns;
-  (void)compute_end_ns;
-  (void)exec_end_ns;
+  if (ifd__instance_report_batch(instance, &r) < 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                 "out of memory recording batch statistics");
   return NULL;
 }

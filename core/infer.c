@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "core/log.h"
 #include "core/model.h"
@@ -121,6 +122,8 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   if (rc < 0) return rc;
   ifd_model_ref(m);
   req->model = m;
+  req->t_queued = uv_hrtime();
+  if (req->t_received == 0) req->t_received = req->t_queued;
   /* The backend's reference: dropped when the release event arrives, or
    * by the scheduler if it refuses the request below. */
   req->refs++;
@@ -141,9 +144,22 @@ void ifd_request_unref(ifd_request_t *req) {
 /* ---- responses ------------------------------------------------------------
  */
 
+/* Counts a request that reached its model's scheduler. */
+static void count(ifd_request_t *req, int success) {
+  ifd_request_times_t t = {req->t_received,    req->t_queued,
+                           req->t_exec_start,  req->t_compute_start,
+                           req->t_compute_end, req->t_exec_end};
+  if (req->model == NULL) return;
+  ifd_stats_request(&req->model->stats, &t, success,
+                    req->batch_size > 0 ? req->batch_size : 1, uv_hrtime());
+}
+
 static void release_done(ifd_request_t *req) {
   req->state = IFD_REQ_RELEASED;
   req->release_pending = 0;
+  count(req, req->stat_reported
+                 ? req->stat_success
+                 : req->final_delivered && req->final_error == 0);
   if (!req->final_delivered) {
     if (req->responses == 0)
       ifd_request_fail(req, IFD_EINTERNAL,
@@ -173,7 +189,10 @@ static void deliver(ifd_response_t *resp) {
              req->id);
     ifd_response_free(resp);
   } else {
-    if (resp->flags & IFD_RESPONSE_FINAL) req->final_delivered = 1;
+    if (resp->flags & IFD_RESPONSE_FINAL) {
+      req->final_delivered = 1;
+      req->final_error = resp->error;
+    }
     req->responses++;
     if (req->on_response != NULL)
       req->on_response(resp, req->cb_arg);
@@ -237,6 +256,7 @@ void ifd_request_unhold(ifd_request_t *req) {
 }
 
 void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
+  count(req, 0);
   ifd_request_fail(req, error, msg);
   req->state = IFD_REQ_RELEASED;
   request_put(req);

@@ -110,8 +110,13 @@ struct ifd_request {
   ifd_response_cb on_response; /* loop thread; once per response */
   void *cb_arg;
 
-  /* Timestamps, ns on CLOCK_MONOTONIC (statistics). */
+  /* Timestamps, ns on CLOCK_MONOTONIC (statistics). The exec/compute ones
+   * come from the backend's ReportStatistics when it calls it. */
   uint64_t t_received, t_queued, t_exec_start, t_exec_end;
+  uint64_t t_compute_start, t_compute_end;
+  int stat_reported; /* the backend called ReportStatistics */
+  int stat_success;  /* ...and said the request succeeded */
+  int final_error;   /* loop thread: error of the FINAL response */
 
   /* Core-private from here on. */
   ifd_request_state_t state;
@@ -122,9 +127,11 @@ struct ifd_request {
   /* Responses (and response factories) created but not yet delivered or
    * deleted: a request released while some are open is not failed. */
   atomic_int open_responses;
-  int release_pending;    /* loop thread: released while responses open */
-  ifd_event_t release_ev; /* pushed by TRITONBACKEND_RequestRelease */
-  ifd_request_t *next;    /* scheduler queue link, loop thread only */
+  int release_pending;     /* loop thread: released while responses open */
+  ifd_event_t release_ev;  /* pushed by TRITONBACKEND_RequestRelease */
+  ifd_request_t *next;     /* scheduler queue link, loop thread only */
+  uint64_t sched_deadline; /* scheduler-private: queue timeout (ns), 0 none */
+  uint32_t sched_level;    /* scheduler-private: priority level index */
 };
 
 /** An output tensor of a response. */

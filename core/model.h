@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/infer.h"
 #include "core/server.h"
+#include "core/stats.h"
 
 typedef enum ifd_model_state {
   IFD_MODEL_LOADING = 0,
@@ -35,6 +36,8 @@ struct ifd_model {
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
   void *backend_model; /* backend_api: its model object */
   void *sched;         /* sched: the scheduler instance */
+
+  ifd_model_stats_t stats; /* loop thread only */
 
   uint64_t load_seq;         /* order of load completion (unload reverses) */
   ifd_model_t *next_version; /* registry link, loop thread only */

@@ -217,6 +217,7 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
 }
 
 static void model_free(ifd_model_t *m) {
+  ifd_stats_free(&m->stats);
   ifd_config_free(m->config);
   free(m->name);
   free(m->path);
@@ -526,9 +527,10 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
 
 json_t *ifd_server_metadata(const ifd_server_t *s) {
   (void)s;
-  return json_pack("{s:s, s:s, s:[s, s, s]}", "name", IFD_SERVER_NAME,
+  return json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", IFD_SERVER_NAME,
                    "version", IFD_SERVER_VERSION, "extensions",
-                   "binary_tensor_data", "parameters", "model_configuration");
+                   "binary_tensor_data", "parameters", "model_configuration",
+                   "statistics");
 }
 
 static json_t *tensor_meta(const char *name, int dtype, const int64_t *dims,
@@ -579,6 +581,54 @@ out_fail:
   json_decref(inputs);
   json_decref(outputs);
   return NULL;
+}
+
+void ifd_server_foreach_ready(ifd_server_t *s,
+                              void (*fn)(ifd_model_t *m, void *arg),
+                              void *arg) {
+  size_t i;
+  ifd_model_t *m;
+  for (i = 0; i < s->n_entries; i++)
+    for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
+      if (m->state == IFD_MODEL_READY) fn(m, arg);
+}
+
+static void append_stats(ifd_model_t *m, void *arg) {
+  json_array_append_new((json_t *)arg,
+                        ifd_stats_json(m->name, m->version, &m->stats));
+}
+
+int ifd_server_stats(ifd_server_t *s, const char *name, size_t name_len,
+                     int64_t version, json_t **out, ifd_errmsg_t *err) {
+  json_t *arr = json_array();
+  model_entry_t *e;
+  ifd_model_t *m;
+  int found = 0, len = name_len > 256 ? 256 : (int)name_len;
+
+  if (arr == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (name == NULL) {
+    ifd_server_foreach_ready(s, append_stats, arr);
+  } else {
+    e = entry_find(s, name, name_len);
+    for (m = e != NULL ? e->versions : NULL; m != NULL; m = m->next_version) {
+      if (m->state != IFD_MODEL_READY) continue;
+      if (version >= 0 && m->version != version) continue;
+      append_stats(m, arr);
+      found = 1;
+    }
+    if (!found) {
+      json_decref(arr);
+      if (e == NULL || version < 0)
+        return ifd_errf(err, IFD_EINVAL,
+                        "requested model '%.*s' is not available", len, name);
+      return ifd_errf(err, IFD_EINVAL,
+                      "requested model version %" PRId64
+                      " is not available for model '%.*s'",
+                      version, len, name);
+    }
+  }
+  *out = json_pack("{s:o}", "model_stats", arr);
+  return *out != NULL ? 0 : ifd_errf(err, IFD_ENOMEM, "out of memory");
 }
 
 static const char *state_name(ifd_model_state_t st) {

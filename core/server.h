@@ -40,6 +40,8 @@ typedef struct ifd_model_ops {
   void (*stop)(ifd_model_t *m);
   /** Requests queued or executing for `m` (for a graceful shutdown). */
   uint64_t (*pending)(const ifd_model_t *m);
+  /** Requests waiting in the scheduler, not yet executing (metrics). */
+  uint64_t (*queued)(const ifd_model_t *m);
 } ifd_model_ops_t;
 
 typedef struct ifd_server_opts {
@@ -111,6 +113,22 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
 /** Model metadata (GET /v2/models/m[/versions/v]) as Triton renders it:
  *  name, versions (ready versions as strings), platform, inputs, outputs. */
 json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m);
+
+/**
+ * Statistics extension: {"model_stats": [...]} for every model (name NULL),
+ * or one model's versions (version -1: all of them). Versions listed are
+ * those loaded (ready). Returns 0 and *out (new reference), or
+ * IFD_EINVAL "requested model 'm' is not available" / "requested model
+ * version v is not available for model 'm'" (Triton answers 400), or
+ * IFD_ENOMEM.
+ */
+int ifd_server_stats(ifd_server_t *s, const char *name, size_t name_len,
+                     int64_t version, json_t **out, ifd_errmsg_t *err);
+
+/** Calls fn for every ready model version (loop thread), in name then
+ *  version order. */
+void ifd_server_foreach_ready(ifd_server_t *s,
+                              void (*fn)(ifd_model_t *m, void *arg), void *arg);
 
 /** Repository index: [{name, version, state, reason}], ready_only filters. */
 json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only);

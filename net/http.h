@@ -23,6 +23,10 @@ typedef struct ifd_http_opts {
   uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
   unsigned max_connections; /* 0 = default 65536 */
   int reuse_port;           /* set SO_REUSEPORT before binding */
+  /* Metrics listener: serves only GET /metrics from `metrics` (borrowed:
+   * outlives the front end). */
+  int metrics_only;
+  const struct ifd_metrics *metrics;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)

@@ -79,6 +79,8 @@ struct ifd_http {
   uint64_t max_input_size;
   unsigned max_connections;
   int port;
+  int metrics_only;
+  const struct ifd_metrics *metrics; /* borrowed: outlives the front end */
   link_t conns; /* every open connection (ifd_http_conn.link) */
   link_t dirty; /* connections with ready slots to write */
   unsigned n_conns;
@@ -135,6 +137,12 @@ static void on_prepare(uv_prepare_t *p);
 
 ifd_server_t *ifd__http_server(const ifd_http_t *h) {
   return h->server;
+}
+
+const struct ifd_metrics *ifd__http_metrics(const ifd_http_t *h,
+                                            int *metrics_only) {
+  *metrics_only = h->metrics_only;
+  return h->metrics;
 }
 
 int ifd_http_port(const ifd_http_t *h) {
@@ -675,6 +683,8 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   if (h == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   h->loop = loop;
   h->server = server;
+  h->metrics_only = opts->metrics_only;
+  h->metrics = opts->metrics;
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;

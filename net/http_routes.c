@@ -12,6 +12,7 @@
 
 #include "core/model.h"
 #include "core/server.h"
+#include "core/metrics.h"
 #include "net/internal.h"
 #include "net/status.h"
 
@@ -64,6 +65,10 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   }
   if (!seg_is(seg[0], seglen[0], "models") || nseg < 2)
     return IFD_ROUTE_NOT_FOUND;
+  /* As in tritonserver, "/v2/models/stats" is the statistics of every
+   * model, not the metadata of a model named "stats". */
+  if (nseg == 2 && seg_is(seg[1], seglen[1], "stats"))
+    return want(method, IFD_HTTP_GET, IFD_ROUTE_ALL_STATS);
   m->model = seg[1];
   m->model_len = seglen[1];
   if (nseg >= 4 && seg_is(seg[2], seglen[2], "versions")) {
@@ -81,6 +86,8 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
       return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_CONFIG);
     if (seg_is(s, n, "infer"))
       return want(method, IFD_HTTP_POST, IFD_ROUTE_INFER);
+    if (seg_is(s, n, "stats"))
+      return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_STATS);
   }
   memset(m, 0, sizeof(*m));
   return IFD_ROUTE_NOT_FOUND;
@@ -206,6 +213,72 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
     json_decref(root);
   }
   reply_json(s, ifd_server_repository_index(srv, ready_only));
+}
+
+/* ---- metrics ----------------------------------------------------------------
+ */
+
+/* The metrics listener answers GET /metrics only, in Prometheus' text
+ * exposition format. */
+static void route_metrics(ifd_server_t *srv, ifd_http_slot_t *s,
+                          const struct ifd_metrics *mx, ifd_http_msg_t *msg) {
+  ifd_hbuf_t b;
+  size_t len;
+  char *text;
+
+  if (msg->path_len != 8 || memcmp(msg->path, "/metrics", 8) != 0) {
+    ifd__http_slot_error(s, 404, "Not Found");
+    return;
+  }
+  if (msg->method != IFD_HTTP_GET) {
+    ifd__http_slot_error(s, 405, "Method Not Allowed");
+    return;
+  }
+  text = ifd_metrics_text(srv, mx, &len);
+  if (text == NULL) {
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__hbuf_put(&b, text, len);
+  free(text);
+  ifd__http_slot_finish(s, 200, "text/plain; charset=utf-8; version=0.0.4", &b,
+                        NULL, 0, -1);
+}
+
+/* ---- statistics -----------------------------------------------------------
+ */
+
+static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
+                        const ifd_route_match_t *m) {
+  char name[512];
+  int64_t version = -1;
+  ifd_errmsg_t err;
+  json_t *j = NULL;
+  long n = 0;
+  int rc;
+
+  ifd_errclear(&err);
+  if (m->model != NULL) {
+    n = m->model_len < sizeof(name) ? url_decode(m->model, m->model_len, name)
+                                    : -1;
+    if (n < 0) {
+      ifd__http_slot_error(s, 400, "malformed model name in the URL");
+      return;
+    }
+    if (m->version != NULL &&
+        ifd_parse_version(m->version, m->version_len, &version) != 0) {
+      ifd__http_slot_error(s, 400, "malformed model version in the URL");
+      return;
+    }
+  }
+  rc = ifd_server_stats(srv, m->model != NULL ? name : NULL, (size_t)n, version,
+                        &j, &err);
+  if (rc < 0) {
+    reply_code(s, rc, err.text);
+    return;
+  }
+  reply_json(s, j);
 }
 
 /* ---- infer -----------------------------------------------------------------
@@ -335,6 +408,16 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
   ifd_route_match_t m;
   ifd_model_t *model;
 
+  {
+    int metrics_only;
+    const struct ifd_metrics *mx = ifd__http_metrics(h, &metrics_only);
+    if (metrics_only) {
+      route_metrics(srv, s, mx, msg);
+      free(msg->body);
+      msg->body = NULL;
+      return;
+    }
+  }
   switch (ifd__http_route(msg->method, msg->path, msg->path_len, &m)) {
     case IFD_ROUTE_NOT_FOUND:
       ifd__http_slot_error(s, 404, "Not Found");
@@ -367,6 +450,10 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       break;
     case IFD_ROUTE_INFER:
       route_infer(srv, s, &m, msg);
+      break;
+    case IFD_ROUTE_ALL_STATS:
+    case IFD_ROUTE_MODEL_STATS:
+      route_stats(srv, s, &m);
       break;
   }
   free(msg->body); /* NULL when a request took it */

@@ -86,6 +86,8 @@ typedef enum ifd_http_route {
   IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
   IFD_ROUTE_INFER,         /* POST .../infer */
   IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
+  IFD_ROUTE_ALL_STATS,     /* GET /v2/models/stats */
+  IFD_ROUTE_MODEL_STATS,   /* GET /v2/models/m[/versions/v]/stats */
 } ifd_http_route_t;
 
 typedef enum ifd_http_method {
@@ -154,6 +156,9 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *slot,
                         ifd_http_msg_t *msg);
 
 /** The core server the front end serves (http1.c). */
+/** The metrics settings of a front end (metrics listener or not). */
+const struct ifd_metrics *ifd__http_metrics(const ifd_http_t *h,
+                                            int *metrics_only);
 ifd_server_t *ifd__http_server(const ifd_http_t *h);
 
 /**

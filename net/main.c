@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/server.h"
 #include "cuda/gpu.h"
+#include "net/grpc.h"
 #include "net/http.h"
 #include "sched/sched.h"
 
@@ -34,6 +36,14 @@ typedef struct options {
   int http_port;
   int allow_http;
   uint64_t http_max_input_size;
+  const char *grpc_address;
+  int grpc_port;
+  int allow_grpc;
+  uint64_t grpc_max_message_size;
+  const char *metrics_address;
+  int metrics_port;
+  int allow_metrics;
+  int metrics_interval_ms;
   int strict_config;
   int exit_on_error;
   int strict_readiness;
@@ -45,44 +55,57 @@ typedef struct options {
 typedef struct app {
   uv_loop_t loop;
   options_t opt;
-  ifd_server_t *server; /* owned */
-  ifd_http_t *http;     /* owned until ifd_http_stop's done */
-  uv_signal_t sigint;   /* embedded */
-  uv_signal_t sigterm;  /* embedded */
+  ifd_server_t *server;     /* owned */
+  ifd_http_t *http;         /* owned until ifd_http_stop's done */
+  ifd_grpc_t *grpc;         /* owned until ifd_grpc_stop's done */
+  ifd_http_t *metrics_http; /* owned until ifd_http_stop's done */
+  ifd_metrics_t *metrics;   /* owned until ifd_metrics_stop's done */
+  int fronts_stopping;      /* front ends still stopping */
+  uv_signal_t sigint;       /* embedded */
+  uv_signal_t sigterm;      /* embedded */
   int stopping;
   int exit_code;
 } app_t;
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "Usage: inferd [options]\n"
-          "  --model-repository=DIR     model repository path (repeatable; "
-          "also --model-store)\n"
-          "  --backend-directory=DIR    where <backend>/libtriton_<backend>.so "
-          "are found\n"
-          "                             (default: <inferd dir>/backends)\n"
-          "  --http-port=PORT           HTTP/REST port (default 8000)\n"
-          "  --http-address=ADDR        HTTP bind address (default 0.0.0.0)\n"
-          "  --allow-http=BOOL          serve HTTP (default true)\n"
-          "  --http-max-input-size=N    largest HTTP request body in bytes "
-          "(default 67108864)\n"
-          "  --http-thread-count=N      accepted for compatibility: HTTP is "
-          "served by one event loop\n"
-          "  --grpc-port=PORT, --allow-grpc=BOOL, --metrics-port=PORT,\n"
-          "  --allow-metrics=BOOL       accepted; these endpoints are not "
-          "served by this build yet\n"
-          "  --model-control-mode=none  only 'none' is supported\n"
-          "  --strict-model-config=BOOL no config auto-completion (default "
-          "false)\n"
-          "  --strict-readiness=BOOL    ready only when every model is ready "
-          "(default true)\n"
-          "  --exit-on-error=BOOL       exit when a model fails to load "
-          "(default true)\n"
-          "  --exit-timeout-secs=N      wait for in-flight requests on "
-          "shutdown (default 30)\n"
-          "  --log-verbose=N            verbose log level (default 0)\n"
-          "  --log-info=BOOL, --log-warning=BOOL, --log-error=BOOL\n"
-          "  --help                     this text\n");
+  fprintf(
+      f,
+      "Usage: inferd [options]\n"
+      "  --model-repository=DIR     model repository path (repeatable; "
+      "also --model-store)\n"
+      "  --backend-directory=DIR    where <backend>/libtriton_<backend>.so "
+      "are found\n"
+      "                             (default: <inferd dir>/backends)\n"
+      "  --http-port=PORT           HTTP/REST port (default 8000)\n"
+      "  --http-address=ADDR        HTTP bind address (default 0.0.0.0)\n"
+      "  --allow-http=BOOL          serve HTTP (default true)\n"
+      "  --http-max-input-size=N    largest HTTP request body in bytes "
+      "(default 67108864)\n"
+      "  --http-thread-count=N      accepted for compatibility: HTTP is "
+      "served by one event loop\n"
+      "  --grpc-port=PORT           gRPC port (default 8001)\n"
+      "  --grpc-address=ADDR        gRPC bind address (default 0.0.0.0)\n"
+      "  --allow-grpc=BOOL          serve gRPC (default true)\n"
+      "  --grpc-max-message-size=N  largest gRPC message in bytes "
+      "(default 2147483647)\n"
+      "  --metrics-port=PORT        Prometheus metrics port (default 8002)\n"
+      "  --metrics-address=ADDR     metrics bind address (default: the "
+      "HTTP address)\n"
+      "  --allow-metrics=BOOL       serve metrics (default true)\n"
+      "  --metrics-interval-ms=N    how often CPU and memory gauges are "
+      "sampled (default 2000)\n"
+      "  --model-control-mode=none  only 'none' is supported\n"
+      "  --strict-model-config=BOOL no config auto-completion (default "
+      "false)\n"
+      "  --strict-readiness=BOOL    ready only when every model is ready "
+      "(default true)\n"
+      "  --exit-on-error=BOOL       exit when a model fails to load "
+      "(default true)\n"
+      "  --exit-timeout-secs=N      wait for in-flight requests on "
+      "shutdown (default 30)\n"
+      "  --log-verbose=N            verbose log level (default 0)\n"
+      "  --log-info=BOOL, --log-warning=BOOL, --log-error=BOOL\n"
+      "  --help                     this text\n");
 }
 
 static int parse_bool(const char *v, int *out) {
@@ -125,10 +148,14 @@ static const flag_t flags[] = {
     {"allow-http", K_BOOL, OFF(allow_http)},
     {"http-max-input-size", K_U64, OFF(http_max_input_size)},
     {"http-thread-count", K_NOTYET, 0},
-    {"grpc-port", K_NOTYET, 0},
-    {"allow-grpc", K_NOTYET, 0},
-    {"metrics-port", K_NOTYET, 0},
-    {"allow-metrics", K_NOTYET, 0},
+    {"grpc-port", K_PORT, OFF(grpc_port)},
+    {"grpc-address", K_STR, OFF(grpc_address)},
+    {"allow-grpc", K_BOOL, OFF(allow_grpc)},
+    {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size)},
+    {"metrics-port", K_PORT, OFF(metrics_port)},
+    {"metrics-address", K_STR, OFF(metrics_address)},
+    {"allow-metrics", K_BOOL, OFF(allow_metrics)},
+    {"metrics-interval-ms", K_INT, OFF(metrics_interval_ms)},
     {"model-control-mode", K_MODE, 0},
     {"strict-model-config", K_BOOL, OFF(strict_config)},
     {"strict-readiness", K_BOOL, OFF(strict_readiness)},
@@ -241,9 +268,15 @@ static void on_handle_closed(uv_handle_t *h) {
   (void)h;
 }
 
-static void on_http_stopped(void *arg) {
+/* Every front end stops in parallel; the last one to finish frees the
+ * server and closes the signal handles, which ends the loop. */
+static void on_front_stopped(void *arg) {
   app_t *a = arg;
+  if (--a->fronts_stopping > 0) return;
   a->http = NULL;
+  a->grpc = NULL;
+  a->metrics_http = NULL;
+  a->metrics = NULL;
   ifd_server_free(a->server);
   a->server = NULL;
   uv_close((uv_handle_t *)&a->sigint, on_handle_closed);
@@ -253,10 +286,24 @@ static void on_http_stopped(void *arg) {
 static void on_server_down(ifd_server_t *s, void *arg) {
   app_t *a = arg;
   (void)s;
-  if (a->http != NULL)
-    ifd_http_stop(a->http, on_http_stopped, a);
-  else
-    on_http_stopped(a);
+  a->fronts_stopping = 1; /* held until every stop below has been issued */
+  if (a->http != NULL) {
+    a->fronts_stopping++;
+    ifd_http_stop(a->http, on_front_stopped, a);
+  }
+  if (a->grpc != NULL) {
+    a->fronts_stopping++;
+    ifd_grpc_stop(a->grpc, on_front_stopped, a);
+  }
+  if (a->metrics_http != NULL) {
+    a->fronts_stopping++;
+    ifd_http_stop(a->metrics_http, on_front_stopped, a);
+  }
+  if (a->metrics != NULL) {
+    a->fronts_stopping++;
+    ifd_metrics_stop(a->metrics, on_front_stopped, a);
+  }
+  on_front_stopped(a);
 }
 
 static void begin_shutdown(app_t *a, int code) {
@@ -313,6 +360,13 @@ int main(int argc, char **argv) {
   a->opt.allow_http = 1;
   a->opt.http_address = "0.0.0.0";
   a->opt.http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  a->opt.grpc_port = 8001;
+  a->opt.allow_grpc = 1;
+  a->opt.grpc_address = "0.0.0.0";
+  a->opt.grpc_max_message_size = IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
+  a->opt.metrics_port = 8002;
+  a->opt.allow_metrics = 1;
+  a->opt.metrics_interval_ms = 2000;
   a->opt.exit_on_error = 1;
   a->opt.strict_readiness = 1;
   a->opt.exit_timeout_secs = 30;
@@ -358,14 +412,59 @@ int main(int argc, char **argv) {
     ho.max_input_size = a->opt.http_max_input_size;
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
-      a->exit_code = 1;
-      a->stopping = 1;
       a->http = NULL;
-      ifd_server_shutdown(a->server, on_server_down, a);
+      a->exit_code = 1;
     } else {
       IFD_INFO("started HTTPService at %s:%d", a->opt.http_address,
                ifd_http_port(a->http));
     }
+  }
+  if (a->opt.allow_grpc && a->exit_code == 0) {
+    ifd_grpc_opts_t go;
+    memset(&go, 0, sizeof(go));
+    go.host = a->opt.grpc_address;
+    go.port = a->opt.grpc_port;
+    go.max_message_size = a->opt.grpc_max_message_size;
+    if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
+      IFD_ERROR("failed to start the GRPC service: %s", err.text);
+      a->grpc = NULL;
+      a->exit_code = 1;
+    } else {
+      IFD_INFO("started GRPCInferenceService at %s:%d", a->opt.grpc_address,
+               ifd_grpc_port(a->grpc));
+    }
+  }
+  if (a->opt.allow_metrics && a->exit_code == 0) {
+    ifd_http_opts_t mo;
+    if (ifd_metrics_start(a->server,
+                          (uint64_t)(a->opt.metrics_interval_ms > 0
+                                         ? a->opt.metrics_interval_ms
+                                         : 2000),
+                          &a->metrics) < 0) {
+      IFD_ERROR("failed to start metrics: out of memory");
+      a->exit_code = 1;
+    }
+    memset(&mo, 0, sizeof(mo));
+    mo.host = a->opt.metrics_address != NULL ? a->opt.metrics_address
+                                             : a->opt.http_address;
+    mo.port = a->opt.metrics_port;
+    mo.max_input_size = 64 << 10;
+    mo.metrics_only = 1;
+    mo.metrics = a->metrics;
+    if (a->exit_code == 0 &&
+        ifd_http_start(&a->loop, a->server, &mo, &a->metrics_http, &err) < 0) {
+      IFD_ERROR("failed to start the metrics service: %s", err.text);
+      a->metrics_http = NULL;
+      a->exit_code = 1;
+    } else if (a->exit_code == 0) {
+      IFD_INFO("started Metrics Service at %s:%d", mo.host,
+               ifd_http_port(a->metrics_http));
+    }
+  }
+  if (a->exit_code != 0) {
+    /* A front end failed to start: close the others and exit non-zero. */
+    a->stopping = 1;
+    ifd_server_shutdown(a->server, on_server_down, a);
   }
 
   uv_signal_init(&a->loop, &a->sigint);

@@ -28,6 +28,34 @@ int ifd_http_status(int code) {
   return ifd_http_status_of_class(ifd_error_class(code));
 }
 
+int ifd_grpc_status_of_class(int cls) {
+  switch (cls) {
+    case 1:
+      return 13; /* INTERNAL -> INTERNAL */
+    case 2:
+      return 5; /* NOT_FOUND -> NOT_FOUND */
+    case 3:
+      return 3; /* INVALID_ARG -> INVALID_ARGUMENT */
+    case 4:
+      return 14; /* UNAVAILABLE -> UNAVAILABLE */
+    case 5:
+      return 12; /* UNSUPPORTED -> UNIMPLEMENTED */
+    case 6:
+      return 6; /* ALREADY_EXISTS -> ALREADY_EXISTS */
+    case 7:
+      return 1; /* CANCELLED -> CANCELLED */
+    default:
+      return 2; /* UNKNOWN -> UNKNOWN */
+  }
+}
+
+int ifd_grpc_status(int code) {
+  if (code >= 0) return 0;
+  if (code == IFD_ETIMEOUT) return 4; /* DEADLINE_EXCEEDED */
+  if (code == IFD_ETOOBIG) return 8;  /* RESOURCE_EXHAUSTED */
+  return ifd_grpc_status_of_class(ifd_error_class(code));
+}
+
 const char *ifd_http_reason(int status) {
   switch (status) {
     case 100:

@@ -19,6 +19,18 @@ int ifd_http_status_of_class(int cls);
 /** HTTP status for a negative IFD_E* code (0 gives 200). */
 int ifd_http_status(int code);
 
+/**
+ * gRPC status code for a Triton error class, as tritonserver maps them:
+ * INTERNAL 13, NOT_FOUND 5, INVALID_ARG 3 (INVALID_ARGUMENT), UNAVAILABLE 14,
+ * UNSUPPORTED 12 (UNIMPLEMENTED), ALREADY_EXISTS 6, CANCELLED 1, else 2
+ * (UNKNOWN).
+ */
+int ifd_grpc_status_of_class(int cls);
+
+/** gRPC status for a negative IFD_E* code (0 gives OK); IFD_ETIMEOUT is
+ *  DEADLINE_EXCEEDED and IFD_ETOOBIG RESOURCE_EXHAUSTED. */
+int ifd_grpc_status(int code);
+
 /** Reason phrase of an HTTP status ("Not Found"); static, never NULL. */
 const char *ifd_http_reason(int status);
 

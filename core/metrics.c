@@ -1,0 +1,341 @@
+/*
+ * core/metrics.c - the Prometheus exposition and the sampled gauges.
+ */
+#include "core/metrics.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "core/util.h"
+
+/* What a sample reads from /proc, on the thread pool. */
+typedef struct sample {
+  uint64_t cpu_busy, cpu_total;  /* /proc/stat jiffies, all CPUs */
+  uint64_t mem_total, mem_avail; /* /proc/meminfo, bytes */
+  uint64_t proc_cpu_ticks;       /* /proc/self/stat utime + stime */
+  uint64_t proc_rss;             /* bytes */
+  int ok;
+} sample_t;
+
+struct ifd_metrics {
+  ifd_server_t *server; /* borrowed */
+  uv_timer_t timer;     /* embedded */
+  uv_work_t work;       /* embedded: one sample at a time */
+  int sampling, stopping;
+  sample_t next;   /* written by the worker, read after-work */
+  sample_t last;   /* loop thread */
+  double cpu_util; /* 0..1 over the last interval */
+  void (*done)(void *);
+  void *done_arg;
+};
+
+/* ---- sampling (thread pool) --------------------------------------------- */
+
+static void read_sample(sample_t *s) {
+  FILE *f;
+  char line[512];
+  long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+  memset(s, 0, sizeof(*s));
+  f = fopen("/proc/stat", "r");
+  if (f != NULL) {
+    unsigned long long v[8] = {0};
+    if (fgets(line, sizeof(line), f) != NULL &&
+        sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4) {
+      int i;
+      for (i = 0; i < 8; i++) s->cpu_total += v[i];
+      s->cpu_busy = s->cpu_total - v[3] - v[4]; /* minus idle and iowait */
+    }
+    fclose(f);
+  }
+  f = fopen("/proc/meminfo", "r");
+  if (f != NULL) {
+    while (fgets(line, sizeof(line), f) != NULL) {
+      unsigned long long kb;
+      if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) s->mem_total = kb * 1024;
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+        s->mem_avail = kb * 1024;
+    }
+    fclose(f);
+  }
+  f = fopen("/proc/self/stat", "r");
+  if (f != NULL) {
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    char *p;
+    buf[n] = '\0';
+    /* Fields after the command name, which may hold spaces: skip past ')'. */
+    p = strrchr(buf, ')');
+    if (p != NULL) {
+      unsigned long long ut = 0, st = 0, rss = 0;
+      if (sscanf(p + 2,
+                 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+                 "%*d %*d %*d %*d %*d %*d %*u %*u %llu",
+                 &ut, &st, &rss) == 3) {
+        s->proc_cpu_ticks = ut + st;
+        s->proc_rss = rss * (uint64_t)page;
+      }
+    }
+    fclose(f);
+  }
+  (void)tick;
+  s->ok = s->cpu_total > 0;
+}
+
+static void sample_work(uv_work_t *w) {
+  ifd_metrics_t *m = ifd_container_of(w, ifd_metrics_t, work);
+  read_sample(&m->next);
+}
+
+static void finish_stop(ifd_metrics_t *m);
+
+static void sample_after(uv_work_t *w, int status) {
+  ifd_metrics_t *m = ifd_container_of(w, ifd_metrics_t, work);
+  (void)status;
+  m->sampling = 0;
+  if (m->next.ok) {
+    if (m->last.ok && m->next.cpu_total > m->last.cpu_total)
+      m->cpu_util = (double)(m->next.cpu_busy - m->last.cpu_busy) /
+                    (double)(m->next.cpu_total - m->last.cpu_total);
+    m->last = m->next;
+  }
+  if (m->stopping) finish_stop(m);
+}
+
+static void on_tick(uv_timer_t *t) {
+  ifd_metrics_t *m = ifd_container_of(t, ifd_metrics_t, timer);
+  if (m->sampling || m->stopping) return;
+  m->sampling = 1;
+  if (uv_queue_work(t->loop, &m->work, sample_work, sample_after) < 0)
+    m->sampling = 0;
+}
+
+int ifd_metrics_start(ifd_server_t *s, uint64_t interval_ms,
+                      ifd_metrics_t **out) {
+  ifd_metrics_t *m = calloc(1, sizeof(*m));
+  if (m == NULL) return IFD_ENOMEM;
+  m->server = s;
+  uv_timer_init(ifd_server_loop(s), &m->timer);
+  uv_timer_start(&m->timer, on_tick, 0, interval_ms > 0 ? interval_ms : 1);
+  *out = m;
+  return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  ifd_metrics_t *m = ifd_container_of((uv_timer_t *)h, ifd_metrics_t, timer);
+  void (*done)(void *) = m->done;
+  void *arg = m->done_arg;
+  free(m);
+  if (done != NULL) done(arg);
+}
+
+static void finish_stop(ifd_metrics_t *m) {
+  uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}
+
+void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg) {
+  m->stopping = 1;
+  m->done = done;
+  m->done_arg = arg;
+  uv_timer_stop(&m->timer);
+  /* A sample in flight finishes first; its after-work closes the timer. */
+  if (!m->sampling) finish_stop(m);
+}
+
+/* ---- exposition ------------------------------------------------------------
+ */
+
+typedef struct out {
+  char *buf;
+  size_t len, cap;
+  int failed;
+} out_t;
+
+static void put(out_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(out_t *o, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  if (o->failed) return;
+  for (;;) {
+    size_t room = o->cap - o->len;
+    va_start(ap, fmt);
+    n = vsnprintf(o->buf ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      o->failed = 1;
+      return;
+    }
+    if ((size_t)n < room) {
+      o->len += (size_t)n;
+      return;
+    }
+    {
+      size_t ncap = (o->cap ? o->cap * 2 : 4096) + (size_t)n;
+      char *nb = realloc(o->buf, ncap);
+      if (nb == NULL) {
+        o->failed = 1;
+        return;
+      }
+      o->buf = nb;
+      o->cap = ncap;
+    }
+  }
+}
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void put_label(out_t *o, const char *v) {
+  for (; *v != '\0'; v++) {
+    if (*v == '\\')
+      put(o, "\\\\");
+    else if (*v == '"')
+      put(o, "\\\"");
+    else if (*v == '\n')
+      put(o, "\\n");
+    else
+      put(o, "%c", *v);
+  }
+}
+
+typedef struct family {
+  const char *name, *help, *type;
+  uint64_t (*get)(const ifd_model_t *m);
+} family_t;
+
+static uint64_t g_success(const ifd_model_t *m) {
+  return m->stats.success.count;
+}
+static uint64_t g_failure(const ifd_model_t *m) {
+  return m->stats.fail.count;
+}
+static uint64_t g_count(const ifd_model_t *m) {
+  return m->stats.inference_count;
+}
+static uint64_t g_exec(const ifd_model_t *m) {
+  return m->stats.execution_count;
+}
+static uint64_t g_req_us(const ifd_model_t *m) {
+  return m->stats.success.ns / 1000;
+}
+static uint64_t g_queue_us(const ifd_model_t *m) {
+  return m->stats.queue.ns / 1000;
+}
+static uint64_t g_in_us(const ifd_model_t *m) {
+  return m->stats.compute_input.ns / 1000;
+}
+static uint64_t g_infer_us(const ifd_model_t *m) {
+  return m->stats.compute_infer.ns / 1000;
+}
+static uint64_t g_out_us(const ifd_model_t *m) {
+  return m->stats.compute_output.ns / 1000;
+}
+static uint64_t g_pending(const ifd_model_t *m) {
+  return ifd_server_opts(m->server)->ops->queued(m);
+}
+
+/* Names, help texts and types as tritonserver prints them. */
+static const family_t families[] = {
+    {"nv_inference_request_success",
+     "Number of successful inference requests, all batch sizes", "counter",
+     g_success},
+    {"nv_inference_request_failure",
+     "Number of failed inference requests, all batch sizes", "counter",
+     g_failure},
+    {"nv_inference_count",
+     "Number of inferences performed (does not include cached requests)",
+     "counter", g_count},
+    {"nv_inference_exec_count",
+     "Number of model executions performed (does not include cached "
+     "requests)",
+     "counter", g_exec},
+    {"nv_inference_request_duration_us",
+     "Cumulative inference request duration in microseconds (includes cached "
+     "requests)",
+     "counter", g_req_us},
+    {"nv_inference_queue_duration_us",
+     "Cumulative inference queuing duration in microseconds (includes cached "
+     "requests)",
+     "counter", g_queue_us},
+    {"nv_inference_compute_input_duration_us",
+     "Cumulative compute input duration in microseconds (does not include "
+     "cached requests)",
+     "counter", g_in_us},
+    {"nv_inference_compute_infer_duration_us",
+     "Cumulative compute inference duration in microseconds (does not include "
+     "cached requests)",
+     "counter", g_infer_us},
+    {"nv_inference_compute_output_duration_us",
+     "Cumulative inference compute output duration in microseconds (does not "
+     "include cached requests)",
+     "counter", g_out_us},
+    {"nv_inference_pending_request_count",
+     "Instantaneous number of pending requests awaiting execution per-model.",
+     "gauge", g_pending},
+};
+
+typedef struct fam_ctx {
+  out_t *o;
+  const family_t *f;
+} fam_ctx_t;
+
+static void put_model(ifd_model_t *m, void *arg) {
+  fam_ctx_t *c = arg;
+  put(c->o, "%s{model=\"", c->f->name);
+  put_label(c->o, m->name);
+  put(c->o, "\",version=\"%" PRId64 "\"} %" PRIu64 "\n", m->version,
+      c->f->get(m));
+}
+
+char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
+  out_t o = {NULL, 0, 0, 0};
+  size_t i;
+
+  for (i = 0; i < IFD_ARRAY_SIZE(families); i++) {
+    fam_ctx_t c = {&o, &families[i]};
+    put(&o, "# HELP %s %s\n# TYPE %s %s\n", families[i].name, families[i].help,
+        families[i].name, families[i].type);
+    ifd_server_foreach_ready(s, put_model, &c);
+  }
+  if (m != NULL && m->last.ok) {
+    long tick = sysconf(_SC_CLK_TCK);
+    put(&o,
+        "# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]\n"
+        "# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization %g\n",
+        m->cpu_util);
+    put(&o,
+        "# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes\n"
+        "# TYPE nv_cpu_memory_total_bytes gauge\n"
+        "nv_cpu_memory_total_bytes %" PRIu64 "\n",
+        m->last.mem_total);
+    put(&o,
+        "# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes\n"
+        "# TYPE nv_cpu_memory_used_bytes gauge\n"
+        "nv_cpu_memory_used_bytes %" PRIu64 "\n",
+        m->last.mem_total - m->last.mem_avail);
+    put(&o,
+        "# HELP process_cpu_seconds_total Total user and system CPU time "
+        "spent by inferd in seconds.\n"
+        "# TYPE process_cpu_seconds_total counter\n"
+        "process_cpu_seconds_total %g\n",
+        tick > 0 ? (double)m->last.proc_cpu_ticks / (double)tick : 0.0);
+    put(&o,
+        "# HELP process_resident_memory_bytes Resident memory size of inferd "
+        "in bytes.\n"
+        "# TYPE process_resident_memory_bytes gauge\n"
+        "process_resident_memory_bytes %" PRIu64 "\n",
+        m->last.proc_rss);
+  }
+  if (o.failed || o.buf == NULL) {
+    free(o.buf);
+    return NULL;
+  }
+  *len = o.len;
+  return o.buf;
+}

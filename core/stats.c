@@ -1,0 +1,124 @@
+/*
+ * core/stats.c - aggregation and JSON rendering of model statistics.
+ */
+#include "core/stats.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "core/error.h"
+
+static uint64_t span(uint64_t from, uint64_t to) {
+  return from != 0 && to > from ? to - from : 0;
+}
+
+static void add(ifd_duration_t *d, uint64_t ns) {
+  d->count++;
+  d->ns += ns;
+}
+
+static uint64_t wall_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+void ifd_stats_request(ifd_model_stats_t *st, const ifd_request_times_t *t,
+                       int success, uint64_t batch_elems, uint64_t now) {
+  uint64_t end = t->exec_end != 0 ? t->exec_end : now;
+  st->last_inference_ms = wall_ms();
+  if (!success) {
+    add(&st->fail, span(t->received, end));
+    return;
+  }
+  add(&st->success, span(t->received, end));
+  /* Triton's split: queue until the backend starts, then the backend's
+   * own input / infer / output phases. */
+  add(&st->queue, span(t->queued, t->exec_start));
+  add(&st->compute_input, span(t->exec_start, t->compute_start));
+  add(&st->compute_infer, span(t->compute_start, t->compute_end));
+  add(&st->compute_output, span(t->compute_end, t->exec_end));
+  st->inference_count += batch_elems;
+}
+
+int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
+                    uint64_t exec_start, uint64_t compute_start,
+                    uint64_t compute_end, uint64_t exec_end) {
+  ifd_batch_stats_t *b = NULL;
+  size_t lo = 0, hi = st->n_batches;
+
+  st->execution_count++;
+  /* Binary search: sizes are few, but this runs once per execution. */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (st->batches[mid].batch_size < batch_size)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < st->n_batches && st->batches[lo].batch_size == batch_size) {
+    b = &st->batches[lo];
+  } else {
+    if (st->n_batches == st->cap_batches) {
+      size_t ncap = st->cap_batches ? st->cap_batches * 2 : 8;
+      ifd_batch_stats_t *nb = realloc(st->batches, ncap * sizeof(*nb));
+      if (nb == NULL) return IFD_ENOMEM;
+      st->batches = nb;
+      st->cap_batches = ncap;
+    }
+    memmove(&st->batches[lo + 1], &st->batches[lo],
+            (st->n_batches - lo) * sizeof(*b));
+    st->n_batches++;
+    b = &st->batches[lo];
+    memset(b, 0, sizeof(*b));
+    b->batch_size = batch_size;
+  }
+  add(&b->compute_input, span(exec_start, compute_start));
+  add(&b->compute_infer, span(compute_start, compute_end));
+  add(&b->compute_output, span(compute_end, exec_end));
+  return 0;
+}
+
+void ifd_stats_free(ifd_model_stats_t *st) {
+  free(st->batches);
+  memset(st, 0, sizeof(*st));
+}
+
+static json_t *dur(const ifd_duration_t *d) {
+  return json_pack("{s:I, s:I}", "count", (json_int_t)d->count, "ns",
+                   (json_int_t)d->ns);
+}
+
+json_t *ifd_stats_json(const char *name, int64_t version,
+                       const ifd_model_stats_t *st) {
+  json_t *batches = json_array();
+  char v[24];
+  size_t i;
+
+  if (batches == NULL) return NULL;
+  for (i = 0; i < st->n_batches; i++) {
+    const ifd_batch_stats_t *b = &st->batches[i];
+    json_array_append_new(batches,
+                          json_pack("{s:I, s:o, s:o, s:o}", "batch_size",
+                                    (json_int_t)b->batch_size, "compute_input",
+                                    dur(&b->compute_input), "compute_infer",
+                                    dur(&b->compute_infer), "compute_output",
+                                    dur(&b->compute_output)));
+  }
+  snprintf(v, sizeof(v), "%" PRId64, version);
+  return json_pack(
+      "{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+      " s:{}, s:o, s:[]}",
+      "name", name, "version", v, "last_inference",
+      (json_int_t)st->last_inference_ms, "inference_count",
+      (json_int_t)st->inference_count, "execution_count",
+      (json_int_t)st->execution_count, "inference_stats", "success",
+      dur(&st->success), "fail", dur(&st->fail), "queue", dur(&st->queue),
+      "compute_input", dur(&st->compute_input), "compute_infer",
+      dur(&st->compute_infer), "compute_output", dur(&st->compute_output),
+      "cache_hit", dur(&st->cache_hit), "cache_miss", dur(&st->cache_miss),
+      "response_stats", "batch_stats", batches, "memory_usage");
+}

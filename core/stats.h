@@ -1,0 +1,61 @@
+/*
+ * core/stats.h - per model-version inference statistics (Triton's
+ * statistics extension and the numbers behind the Prometheus metrics).
+ *
+ * Counters belong to the loop thread: requests are counted when their
+ * backend releases them (or a scheduler fails them), executions when the
+ * instance reports back. Durations are in ns, as the extension reports them.
+ */
+#ifndef IFD_CORE_STATS_H
+#define IFD_CORE_STATS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct ifd_duration {
+  uint64_t count;
+  uint64_t ns;
+} ifd_duration_t;
+
+typedef struct ifd_batch_stats {
+  uint64_t batch_size;
+  ifd_duration_t compute_input, compute_infer, compute_output;
+} ifd_batch_stats_t;
+
+typedef struct ifd_model_stats {
+  uint64_t last_inference_ms; /* wall clock, ms since the epoch; 0 never */
+  uint64_t inference_count;   /* batch elements of successful requests */
+  uint64_t execution_count;   /* executions the backend reported */
+  ifd_duration_t success, fail, queue, compute_input, compute_infer,
+      compute_output, cache_hit, cache_miss;
+  ifd_batch_stats_t *batches; /* owned; ascending batch_size */
+  size_t n_batches, cap_batches;
+} ifd_model_stats_t;
+
+/** Timestamps of one request, ns on CLOCK_MONOTONIC (0: unknown). */
+typedef struct ifd_request_times {
+  uint64_t received, queued, exec_start, compute_start, compute_end, exec_end;
+} ifd_request_times_t;
+
+/**
+ * Counts one finished request: success or failure with its duration from
+ * `received` to `exec_end` (or `now` when the backend reported nothing);
+ * for a success also its queue and compute times and `batch_elems`
+ * inferences.
+ */
+void ifd_stats_request(ifd_model_stats_t *st, const ifd_request_times_t *t,
+                       int success, uint64_t batch_elems, uint64_t now);
+
+/** Counts one execution of `batch_size` elements (ReportBatchStatistics).
+ *  Returns 0 or IFD_ENOMEM (the execution is still counted). */
+int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
+                    uint64_t exec_start, uint64_t compute_start,
+                    uint64_t compute_end, uint64_t exec_end);
+
+void ifd_stats_free(ifd_model_stats_t *st);
+
+/** One entry of "model_stats" as Triton renders it (new reference). */
+json_t *ifd_stats_json(const char *name, int64_t version,
+                       const ifd_model_stats_t *st);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * net/grpc.h - the gRPC front end: inference.GRPCInferenceService and
+ * grpc.health.v1.Health over HTTP/2 (nghttp2, prior-knowledge h2c) on the
+ * server's loop.
+ */
+#ifndef IFD_NET_GRPC_H
+#define IFD_NET_GRPC_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/error.h"
+#include "core/server.h"
+
+typedef struct ifd_grpc ifd_grpc_t;
+
+typedef struct ifd_grpc_opts {
+  const char *host;          /* borrowed: bind address; NULL = "0.0.0.0" */
+  int port;                  /* 0 picks a free port (see ifd_grpc_port) */
+  uint64_t max_message_size; /* largest message either way; 0 = default */
+  unsigned max_connections;  /* 0 = default 65536 */
+} ifd_grpc_opts_t;
+
+/* tritonserver accepts messages up to INT32_MAX bytes. */
+#define IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE ((uint64_t)INT32_MAX)
+
+/**
+ * Binds, listens and serves on `loop`. `server` is borrowed and must outlive
+ * the front end (until ifd_grpc_stop's `done`). Returns 0 and *out, or
+ * IFD_EIO with a message naming the address, or IFD_ENOMEM.
+ */
+int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
+                   const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
+                   ifd_errmsg_t *err);
+
+/** The bound port. */
+int ifd_grpc_port(const ifd_grpc_t *g);
+
+/**
+ * Stops accepting, sends a graceful GOAWAY on every connection, lets
+ * in-flight calls finish, then closes. `done(arg)` runs on the loop once
+ * every handle is closed; `g` is freed by then. Call at most once.
+ */
+void ifd_grpc_stop(ifd_grpc_t *g, void (*done)(void *arg), void *arg);
+
+#endif

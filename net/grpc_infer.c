@@ -1,0 +1,911 @@
+/*
+ * net/grpc_infer.c - ModelInferRequest bytes into an ifd_request_t, and an
+ * ifd_response_t into the iovec pieces of a ModelInferResponse.
+ *
+ * Decoding walks the top level of the message by hand (tags and lengths
+ * only) so that every raw_input_contents entry stays where it is: the input
+ * points into the message buffer, which the request owns. The small nested
+ * messages (inputs, requested outputs, parameter entries) are unpacked with
+ * protobuf-c from their slices and freed as soon as they are read.
+ *
+ * Encoding packs everything but raw_output_contents with protobuf-c, then
+ * appends each output as field 6 (tag, length, then the output buffer by
+ * reference): a repeated field may appear anywhere in a message, so this is
+ * a valid ModelInferResponse that costs no copy of tensor bytes. The stream
+ * variant puts the tag and length of ModelStreamInferResponse.infer_response
+ * in front of the same pieces.
+ *
+ * Nothing here touches a stream or the server: see net/grpc_service.c.
+ */
+#include "net/grpc_infer.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "core/dtype.h"
+#include "core/infer.h"
+#include "core/server.h"
+#include "proto/grpc_service.pb-c.h"
+
+/* Protobuf wire types. */
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+/* Top-level fields of ModelInferRequest (proto/grpc_service.proto); all of
+ * them are length-delimited. */
+enum {
+  F_MODEL_NAME = 1,
+  F_MODEL_VERSION = 2,
+  F_ID = 3,
+  F_PARAMETERS = 4,
+  F_INPUTS = 5,
+  F_OUTPUTS = 6,
+  F_RAW_INPUT = 7,
+};
+
+/* Tags written by the encoder: (field << 3) | WT_LEN. */
+#define TAG_RAW_OUTPUT 0x32u     /* ModelInferResponse.raw_output_contents */
+#define TAG_INFER_RESPONSE 0x12u /* ModelStreamInferResponse.infer_response */
+
+typedef struct slice {
+  const uint8_t *p; /* borrowed: the message buffer */
+  size_t n;
+} slice_t;
+
+typedef struct field {
+  uint32_t num;
+  int wt;
+  slice_t s; /* WT_LEN only */
+} field_t;
+
+/* ---- wire format --------------------------------------------------------- */
+
+size_t ifd__pb_put_varint(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+
+  while (v >= 0x80) {
+    p[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[n++] = (uint8_t)v;
+  return n;
+}
+
+int ifd__pb_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+  uint64_t v = 0;
+  int i;
+
+  for (i = 0; i < 10 && p + i < end; i++) {
+    uint8_t b = p[i];
+    if (i == 9 && b > 1) return -1; /* more than 64 bits */
+    v |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (b < 0x80) {
+      *out = v;
+      return i + 1;
+    }
+  }
+  return -1;
+}
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+/* Reads one field at p. Returns the bytes it takes, or -1 when malformed
+ * (truncated, field number 0, or a group, which proto3 never sends). */
+static ssize_t next_field(const uint8_t *p, const uint8_t *end, field_t *f) {
+  const uint8_t *q = p;
+  uint64_t tag, v;
+  int n;
+
+  n = ifd__pb_get_varint(q, end, &tag);
+  if (n < 0 || tag > UINT32_MAX || (tag >> 3) == 0) return -1;
+  q += n;
+  f->num = (uint32_t)(tag >> 3);
+  f->wt = (int)(tag & 7);
+  switch (f->wt) {
+    case WT_VARINT:
+      n = ifd__pb_get_varint(q, end, &v);
+      if (n < 0) return -1;
+      q += n;
+      break;
+    case WT_I64:
+      if (end - q < 8) return -1;
+      q += 8;
+      break;
+    case WT_I32:
+      if (end - q < 4) return -1;
+      q += 4;
+      break;
+    case WT_LEN:
+      n = ifd__pb_get_varint(q, end, &v);
+      if (n < 0) return -1;
+      q += n;
+      if (v > (uint64_t)(end - q)) return -1;
+      f->s.p = q;
+      f->s.n = (size_t)v;
+      q += v;
+      break;
+    default:
+      return -1;
+  }
+  return q - p;
+}
+
+/* ---- decoding: parameters ------------------------------------------------ */
+
+/* protoc-c generates unpack functions for top-level messages only; nested
+ * ones go through their descriptor. NULL when malformed (or ENOMEM). */
+static ProtobufCMessage *unpack(const ProtobufCMessageDescriptor *d,
+                                slice_t s) {
+  return protobuf_c_message_unpack(d, NULL, s.n, s.p);
+}
+
+static int parse_failed(ifd_errmsg_t *err) {
+  return ifd_errf(err, IFD_EINVAL, "failed to parse ModelInferRequest");
+}
+
+static int no_mem(ifd_errmsg_t *err) {
+  return ifd_errf(err, IFD_ENOMEM, "out of memory");
+}
+
+/* An integer parameter in [0, max] sent as int64_param or uint64_param. */
+static int param_uint(const Inference__InferParameter *v, uint64_t max,
+                      uint64_t *out) {
+  if (v->parameter_choice_case ==
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM &&
+      v->int64_param >= 0 && (uint64_t)v->int64_param <= max) {
+    *out = (uint64_t)v->int64_param;
+    return 0;
+  }
+  if (v->parameter_choice_case ==
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM &&
+      v->uint64_param <= max) {
+    *out = v->uint64_param;
+    return 0;
+  }
+  return -1;
+}
+
+static int is_bool(const Inference__InferParameter *v) {
+  return v->parameter_choice_case ==
+         INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+}
+
+/* Applies one request parameter: the ones Triton gives a meaning to go to
+ * request fields, the others are passed on to the backend. */
+static int apply_param(ifd_request_t *req, const char *key,
+                       const Inference__InferParameter *v, ifd_errmsg_t *err) {
+  static const Inference__InferParameter unset =
+      INFERENCE__INFER_PARAMETER__INIT;
+  ifd_param_t *p;
+  uint64_t u;
+
+  if (v == NULL) v = &unset;
+  if (strcmp(key, "sequence_id") == 0) {
+    if (v->parameter_choice_case ==
+        INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
+      req->correlation_id = 0;
+      req->correlation_id_str = ifd_pool_strndup(&req->pool, v->string_param,
+                                                 strlen(v->string_param));
+      return req->correlation_id_str != NULL ? 0 : no_mem(err);
+    }
+    if (param_uint(v, UINT64_MAX, &u) != 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'sequence_id': expected a "
+                      "non-negative integer or a string");
+    req->correlation_id = u;
+    req->correlation_id_str = NULL;
+    return 0;
+  }
+  if (strcmp(key, "sequence_start") == 0 || strcmp(key, "sequence_end") == 0) {
+    uint32_t flag = key[9] == 's' ? IFD_REQUEST_FLAG_SEQUENCE_START
+                                  : IFD_REQUEST_FLAG_SEQUENCE_END;
+    if (!is_bool(v))
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse '%s': expected a boolean", key);
+    if (v->bool_param)
+      req->flags |= flag;
+    else
+      req->flags &= ~flag;
+    return 0;
+  }
+  if (strcmp(key, "priority") == 0 || strcmp(key, "timeout") == 0) {
+    if (param_uint(v, key[0] == 'p' ? UINT32_MAX : UINT64_MAX, &u) != 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse '%s': expected a non-negative integer",
+                      key);
+    if (key[0] == 'p')
+      req->priority = (uint32_t)u;
+    else
+      req->timeout_us = u;
+    return 0;
+  }
+  if (strcmp(key, "binary_data_output") == 0) return 0; /* HTTP only */
+
+  p = &req->params[req->n_params];
+  p->key = ifd_pool_strndup(&req->pool, key, strlen(key));
+  if (p->key == NULL) return no_mem(err);
+  switch (v->parameter_choice_case) {
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM:
+      p->type = IFD_PARAM_BOOL;
+      p->v.b = v->bool_param != 0;
+      break;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM:
+      p->type = IFD_PARAM_INT;
+      p->v.i = v->int64_param;
+      break;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM:
+      p->type = IFD_PARAM_STRING;
+      p->v.s = ifd_pool_strndup(&req->pool, v->string_param,
+                                strlen(v->string_param));
+      if (p->v.s == NULL) return no_mem(err);
+      break;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_DOUBLE_PARAM:
+      p->type = IFD_PARAM_DOUBLE;
+      p->v.d = v->double_param;
+      break;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM:
+      /* Backends see int64 parameters only: pass what fits. */
+      if (v->uint64_param > INT64_MAX)
+        return ifd_errf(err, IFD_EINVAL,
+                        "parameter '%s': uint64 value %" PRIu64
+                        " does not fit an int64 parameter",
+                        key, v->uint64_param);
+      p->type = IFD_PARAM_INT;
+      p->v.i = (int64_t)v->uint64_param;
+      break;
+    default:
+      return ifd_errf(err, IFD_EINVAL, "parameter '%s' has no value", key);
+  }
+  req->n_params++;
+  return 0;
+}
+
+static int decode_param(ifd_request_t *req, slice_t s, ifd_errmsg_t *err) {
+  Inference__ModelInferRequest__ParametersEntry *e;
+  int rc;
+
+  e = (void *)unpack(
+      &inference__model_infer_request__parameters_entry__descriptor, s);
+  if (e == NULL) return parse_failed(err);
+  rc = apply_param(req, e->key, e->value, err);
+  protobuf_c_message_free_unpacked(&e->base, NULL);
+  return rc;
+}
+
+/* ---- decoding: tensors --------------------------------------------------- */
+
+/* Where the elements of a datatype travel in InferTensorContents: *src and
+ * *n, each element `*width` bytes. Returns the field's name, or NULL for a
+ * datatype without a typed form (FP16, BF16). */
+static const char *typed_field(ifd_dtype_t t,
+                               const Inference__InferTensorContents *c,
+                               const void **src, size_t *n, size_t *width) {
+  *width = 4;
+  switch (t) {
+    case IFD_TYPE_BOOL:
+      *src = c->bool_contents, *n = c->n_bool_contents;
+      *width = sizeof(protobuf_c_boolean);
+      return "bool_contents";
+    case IFD_TYPE_UINT8:
+    case IFD_TYPE_UINT16:
+    case IFD_TYPE_UINT32:
+      *src = c->uint_contents, *n = c->n_uint_contents;
+      return "uint_contents";
+    case IFD_TYPE_INT8:
+    case IFD_TYPE_INT16:
+    case IFD_TYPE_INT32:
+      *src = c->int_contents, *n = c->n_int_contents;
+      return "int_contents";
+    case IFD_TYPE_UINT64:
+      *src = c->uint64_contents, *n = c->n_uint64_contents, *width = 8;
+      return "uint64_contents";
+    case IFD_TYPE_INT64:
+      *src = c->int64_contents, *n = c->n_int64_contents, *width = 8;
+      return "int64_contents";
+    case IFD_TYPE_FP32:
+      *src = c->fp32_contents, *n = c->n_fp32_contents;
+      return "fp32_contents";
+    case IFD_TYPE_FP64:
+      *src = c->fp64_contents, *n = c->n_fp64_contents, *width = 8;
+      return "fp64_contents";
+    case IFD_TYPE_BYTES:
+      *src = c->bytes_contents, *n = c->n_bytes_contents;
+      *width = sizeof(ProtobufCBinaryData);
+      return "bytes_contents";
+    default:
+      return NULL;
+  }
+}
+
+/* Narrows int_contents / uint_contents / bool_contents elements into
+ * 1- or 2-byte elements, checking each fits. */
+static int narrow(const ifd_input_t *in, const void *src, size_t n,
+                  uint8_t *out, ifd_errmsg_t *err) {
+  size_t i, esize = ifd_dtype_size(in->dtype);
+  int64_t lo = 0, hi = 1, v;
+
+  if (in->dtype == IFD_TYPE_INT8) lo = INT8_MIN, hi = INT8_MAX;
+  if (in->dtype == IFD_TYPE_INT16) lo = INT16_MIN, hi = INT16_MAX;
+  if (in->dtype == IFD_TYPE_UINT8) hi = UINT8_MAX;
+  if (in->dtype == IFD_TYPE_UINT16) hi = UINT16_MAX;
+  for (i = 0; i < n; i++) {
+    if (in->dtype == IFD_TYPE_BOOL)
+      v = ((const protobuf_c_boolean *)src)[i] != 0;
+    else if (in->dtype == IFD_TYPE_INT8 || in->dtype == IFD_TYPE_INT16)
+      v = ((const int32_t *)src)[i];
+    else
+      v = ((const uint32_t *)src)[i];
+    if (v < lo || v > hi) {
+      return ifd_errf(err, IFD_EINVAL,
+                      "element %zu of input '%s' (%" PRId64
+                      ") is out of range for %s",
+                      i, in->name, v, ifd_dtype_name(in->dtype));
+    }
+    /* Little-endian hosts only (as Triton): the low bytes hold the value. */
+    memcpy(out + i * esize, &v, esize);
+  }
+  return 0;
+}
+
+/* Converts typed contents into one pool buffer of the input's datatype.
+ * `count` is the element count of the input's shape. */
+static int decode_contents(ifd_request_t *req, ifd_input_t *in,
+                           const Inference__InferTensorContents *c,
+                           int64_t count, ifd_errmsg_t *err) {
+  static const Inference__InferTensorContents none =
+      INFERENCE__INFER_TENSOR_CONTENTS__INIT;
+  size_t got, width, size, i, esize = ifd_dtype_size(in->dtype);
+  const ProtobufCBinaryData *b;
+  const char *field;
+  const void *src;
+  uint8_t *out;
+  char shape[128];
+
+  field = typed_field(in->dtype, c != NULL ? c : &none, &src, &got, &width);
+  if (field == NULL) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "input '%s' has datatype %s, which has no typed "
+                    "'contents' representation: send it in "
+                    "raw_input_contents",
+                    in->name, ifd_dtype_name(in->dtype));
+  }
+  if ((uint64_t)count != got) {
+    return ifd_errf(
+        err, IFD_EINVAL,
+        "unexpected number of elements in '%s' of input '%s': shape %s "
+        "holds %" PRId64 " elements but %zu were given",
+        field, in->name,
+        ifd_shape_format(in->shape, in->ndims, shape, sizeof(shape)), count,
+        got);
+  }
+  b = src;
+  size = got * esize; /* the elements came in the message: no overflow */
+  if (in->dtype == IFD_TYPE_BYTES) {
+    for (i = 0, size = 0; i < got; i++) {
+      if (b[i].len > UINT32_MAX)
+        return ifd_errf(err, IFD_EINVAL,
+                        "element %zu of input '%s' is longer than 4 GiB", i,
+                        in->name);
+      size += 4 + b[i].len;
+    }
+  }
+  out = ifd_pool_alloc(&req->pool, size != 0 ? size : 1);
+  if (out == NULL) return no_mem(err);
+  in->data = out;
+  in->byte_size = size;
+  if (in->dtype == IFD_TYPE_BYTES) {
+    /* Triton's wire format: a 4-byte little-endian length, then bytes. */
+    for (i = 0; i < got; i++) {
+      uint32_t len = (uint32_t)b[i].len;
+      memcpy(out, &len, 4);
+      if (len != 0) memcpy(out + 4, b[i].data, len);
+      out += 4 + len;
+    }
+    return 0;
+  }
+  if (width == esize) { /* same representation: one copy */
+    if (size != 0) memcpy(out, src, size);
+    return 0;
+  }
+  return narrow(in, src, got, out, err);
+}
+
+/* One InferInputTensor. `raw`: its raw_input_contents entry, or NULL when
+ * the request sends none. */
+static int decode_input(ifd_request_t *req, ifd_input_t *in, slice_t s,
+                        const slice_t *raw, ifd_errmsg_t *err) {
+  Inference__ModelInferRequest__InferInputTensor *t;
+  int64_t count;
+  size_t i;
+  int rc;
+
+  t = (void *)unpack(
+      &inference__model_infer_request__infer_input_tensor__descriptor, s);
+  if (t == NULL) return parse_failed(err);
+  in->name = ifd_pool_strndup(&req->pool, t->name, strlen(t->name));
+  if (in->name == NULL) {
+    rc = no_mem(err);
+    goto out_free;
+  }
+  in->dtype = ifd_dtype_from_name(t->datatype, strlen(t->datatype));
+  if (in->dtype == IFD_TYPE_INVALID) {
+    rc = ifd_errf(err, IFD_EINVAL, "invalid datatype '%s' of input '%s'",
+                  t->datatype, in->name);
+    goto out_free;
+  }
+  if (t->n_shape > IFD_MAX_DIMS) {
+    rc = ifd_errf(err, IFD_EINVAL,
+                  "input '%s' has %zu dims, more than the %d supported",
+                  in->name, t->n_shape, IFD_MAX_DIMS);
+    goto out_free;
+  }
+  in->shape =
+      ifd_pool_calloc(&req->pool, t->n_shape ? t->n_shape : 1, sizeof(int64_t));
+  if (in->shape == NULL) {
+    rc = no_mem(err);
+    goto out_free;
+  }
+  for (i = 0; i < t->n_shape; i++) {
+    if (t->shape[i] < 0) {
+      rc = ifd_errf(err, IFD_EINVAL,
+                    "dim %zu of input '%s' is negative (%" PRId64 ")", i,
+                    in->name, t->shape[i]);
+      goto out_free;
+    }
+    in->shape[i] = t->shape[i];
+  }
+  in->ndims = (uint32_t)t->n_shape;
+  for (i = 0; i < t->n_parameters; i++) {
+    if (strcmp(t->parameters[i]->key, "shared_memory_region") == 0) {
+      rc = ifd_errf(err, IFD_EUNSUPPORTED,
+                    "input '%s': shared memory is not supported", in->name);
+      goto out_free;
+    }
+  }
+  if (raw != NULL) {
+    if (t->contents != NULL) {
+      rc = ifd_errf(err, IFD_EINVAL,
+                    "contents field must not be specified when using "
+                    "raw_input_contents for '%s' for model '%s'",
+                    in->name, req->model_name);
+      goto out_free;
+    }
+    in->data = raw->p;
+    in->byte_size = raw->n;
+    rc = 0;
+    goto out_free;
+  }
+  if (ifd_shape_count(in->shape, in->ndims, &count) != 0) {
+    rc = ifd_errf(err, IFD_EINVAL, "shape of input '%s' has too many elements",
+                  in->name);
+    goto out_free;
+  }
+  rc = decode_contents(req, in, t->contents, count, err);
+
+out_free:
+  protobuf_c_message_free_unpacked(&t->base, NULL);
+  return rc;
+}
+
+static int decode_output(ifd_request_t *req, ifd_output_req_t *o, slice_t s,
+                         ifd_errmsg_t *err) {
+  Inference__ModelInferRequest__InferRequestedOutputTensor *t;
+  size_t i;
+  int rc = 0;
+
+  t = (void *)unpack(
+      &inference__model_infer_request__infer_requested_output_tensor__descriptor,
+      s);
+  if (t == NULL) return parse_failed(err);
+  o->name = ifd_pool_strndup(&req->pool, t->name, strlen(t->name));
+  if (o->name == NULL) {
+    rc = no_mem(err);
+    goto out_free;
+  }
+  for (i = 0; i < t->n_parameters; i++) {
+    const char *key = t->parameters[i]->key;
+    const Inference__InferParameter *v = t->parameters[i]->value;
+    uint64_t u;
+
+    if (strcmp(key, "shared_memory_region") == 0) {
+      rc = ifd_errf(err, IFD_EUNSUPPORTED,
+                    "output '%s': shared memory is not supported", o->name);
+      goto out_free;
+    }
+    if (strcmp(key, "classification") == 0) {
+      if (v == NULL || param_uint(v, UINT32_MAX, &u) != 0) {
+        rc = ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'classification' of output '%s': "
+                      "expected a non-negative integer",
+                      o->name);
+        goto out_free;
+      }
+      o->class_count = (uint32_t)u;
+    }
+  }
+
+out_free:
+  protobuf_c_message_free_unpacked(&t->base, NULL);
+  return rc;
+}
+
+/* ---- decoding: the message ----------------------------------------------- */
+
+int ifd__grpc_parse_version(const char *s, size_t n, int64_t *out,
+                            ifd_errmsg_t *err) {
+  if (ifd_parse_version(s, n, out) == 0) return 0;
+  return ifd_errf(err, IFD_EINVAL,
+                  "failed to get model version from specified version string "
+                  "'%.*s': version should be an integral value greater than -1",
+                  (int)(n < 64 ? n : 64), s);
+}
+
+int ifd__grpc_infer_decode(ifd_request_t *req, const uint8_t *msg, size_t len,
+                           ifd_errmsg_t *err) {
+  const uint8_t *p, *end = msg + len;
+  size_t n_par = 0, n_in = 0, n_out = 0, n_raw = 0;
+  size_t i_in = 0, i_out = 0, i_raw = 0, i;
+  slice_t *ins = NULL, *outs = NULL, *raws = NULL;
+  field_t f;
+  ssize_t n;
+  int rc;
+
+  /* Pass 1: check the framing and count the repeated fields. */
+  for (p = msg; p < end; p += n) {
+    n = next_field(p, end, &f);
+    if (n < 0) return parse_failed(err);
+    if (f.num > F_RAW_INPUT) continue; /* unknown field: skipped */
+    if (f.wt != WT_LEN) return parse_failed(err);
+    n_par += f.num == F_PARAMETERS;
+    n_in += f.num == F_INPUTS;
+    n_out += f.num == F_OUTPUTS;
+    n_raw += f.num == F_RAW_INPUT;
+  }
+  if (n_in + n_out + n_raw != 0) {
+    ins = ifd_pool_calloc(&req->pool, n_in + n_out + n_raw, sizeof(slice_t));
+    if (ins == NULL) return no_mem(err);
+    outs = ins + n_in;
+    raws = outs + n_out;
+  }
+  if (n_par != 0) {
+    req->params = ifd_pool_calloc(&req->pool, n_par, sizeof(ifd_param_t));
+    if (req->params == NULL) return no_mem(err);
+  }
+  req->model_name = "";
+
+  /* Pass 2: scalars and parameters now, tensors by slice for later. */
+  for (p = msg; p < end; p += n) {
+    n = next_field(p, end, &f);
+    switch (f.num) {
+      case F_MODEL_NAME:
+        req->model_name =
+            ifd_pool_strndup(&req->pool, (const char *)f.s.p, f.s.n);
+        if (req->model_name == NULL) return no_mem(err);
+        break;
+      case F_MODEL_VERSION:
+        rc = ifd__grpc_parse_version((const char *)f.s.p, f.s.n,
+                                     &req->model_version, err);
+        if (rc != 0) return rc;
+        break;
+      case F_ID:
+        req->id = ifd_pool_strndup(&req->pool, (const char *)f.s.p, f.s.n);
+        if (req->id == NULL) return no_mem(err);
+        break;
+      case F_PARAMETERS:
+        rc = decode_param(req, f.s, err);
+        if (rc != 0) return rc;
+        break;
+      case F_INPUTS:
+        ins[i_in++] = f.s;
+        break;
+      case F_OUTPUTS:
+        outs[i_out++] = f.s;
+        break;
+      case F_RAW_INPUT:
+        raws[i_raw++] = f.s;
+        break;
+      default:
+        break;
+    }
+  }
+
+  if (n_raw != 0 && n_raw != n_in) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "expected %zu raw_input_contents entries (one per input) "
+                    "for model '%s', got %zu",
+                    n_in, req->model_name, n_raw);
+  }
+  if (n_in != 0) {
+    req->inputs = ifd_pool_calloc(&req->pool, n_in, sizeof(ifd_input_t));
+    if (req->inputs == NULL) return no_mem(err);
+  }
+  for (i = 0; i < n_in; i++) {
+    rc = decode_input(req, &req->inputs[i], ins[i],
+                      n_raw != 0 ? &raws[i] : NULL, err);
+    if (rc != 0) return rc;
+    req->n_inputs = (uint32_t)(i + 1);
+  }
+  if (n_out != 0) {
+    req->outputs = ifd_pool_calloc(&req->pool, n_out, sizeof(ifd_output_req_t));
+    if (req->outputs == NULL) return no_mem(err);
+  }
+  for (i = 0; i < n_out; i++) {
+    rc = decode_output(req, &req->outputs[i], outs[i], err);
+    if (rc != 0) return rc;
+    req->n_outputs = (uint32_t)(i + 1);
+  }
+  return 0;
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+void ifd__grpc_reply_free(void *arg) {
+  ifd_grpc_reply_t *r = arg;
+
+  if (r == NULL) return;
+  ifd_response_free(r->resp);
+  ifd_request_unref(r->req);
+  free(r);
+}
+
+/* Allocates a reply with room for `n_iov` pieces and `bytes` bytes after
+ * them; *data receives the byte area. NULL on ENOMEM. */
+static ifd_grpc_reply_t *reply_new(unsigned n_iov, size_t bytes,
+                                   uint8_t **data) {
+  ifd_grpc_reply_t *r;
+  uv_buf_t *iov;
+
+  r = malloc(sizeof(*r) + n_iov * sizeof(uv_buf_t) + bytes);
+  if (r == NULL) return NULL;
+  iov = (uv_buf_t *)(r + 1);
+  *data = (uint8_t *)(iov + n_iov);
+  r->msg.iov = iov;
+  r->msg.n_iov = 0;
+  r->msg.free_fn = ifd__grpc_reply_free;
+  r->msg.free_arg = r;
+  r->resp = NULL;
+  r->req = NULL;
+  r->size = 0;
+  return r;
+}
+
+/* Appends one iovec piece to a reply built by reply_new. */
+static void add_piece(ifd_grpc_reply_t *r, const void *p, size_t n) {
+  uv_buf_t *iov = (uv_buf_t *)r->msg.iov; /* the reply's own array */
+
+  iov[r->msg.n_iov].base = (char *)p;
+  iov[r->msg.n_iov].len = n;
+  r->msg.n_iov++;
+}
+
+int ifd__grpc_reply_pack(const ProtobufCMessage *m, ifd_grpc_reply_t **out) {
+  size_t size = protobuf_c_message_get_packed_size(m);
+  ifd_grpc_reply_t *r;
+  uint8_t *data;
+
+  r = reply_new(1, size, &data);
+  if (r == NULL) return IFD_ENOMEM;
+  protobuf_c_message_pack(m, data);
+  /* An empty message (a ServerLiveResponse that says false) has no piece. */
+  if (size != 0) add_piece(r, data, size);
+  r->size = size;
+  *out = r;
+  return 0;
+}
+
+static const ifd_output_t *find_output(const ifd_response_t *resp,
+                                       const char *name) {
+  uint32_t i;
+
+  /* Responses hold a handful of outputs: a scan beats any index. */
+  for (i = 0; i < resp->n_outputs; i++)
+    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
+  return NULL;
+}
+
+static int check_output(const ifd_output_t *o, ifd_errmsg_t *err) {
+  size_t esize = ifd_dtype_size(o->dtype);
+  int64_t count;
+
+  if (ifd_shape_count(o->shape, o->ndims, &count) != 0 ||
+      (esize == 0 && o->dtype != IFD_TYPE_BYTES) ||
+      (esize != 0 && (uint64_t)count > UINT64_MAX / esize) ||
+      (esize != 0 && o->byte_size != (uint64_t)count * esize) ||
+      (o->byte_size != 0 && o->buffer == NULL)) {
+    return ifd_errf(err, IFD_EINTERNAL,
+                    "output '%s' holds %" PRIu64
+                    " bytes, which do not match its datatype and shape",
+                    o->name, o->byte_size);
+  }
+  return 0;
+}
+
+static void set_param(Inference__InferParameter *v, const ifd_param_t *p) {
+  switch (p->type) {
+    case IFD_PARAM_STRING:
+      v->parameter_choice_case =
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM;
+      v->string_param = (char *)p->v.s;
+      break;
+    case IFD_PARAM_INT:
+      v->parameter_choice_case =
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+      v->int64_param = p->v.i;
+      break;
+    case IFD_PARAM_BOOL:
+      v->parameter_choice_case =
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+      v->bool_param = p->v.b;
+      break;
+    case IFD_PARAM_DOUBLE:
+      v->parameter_choice_case =
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_DOUBLE_PARAM;
+      v->double_param = p->v.d;
+      break;
+  }
+}
+
+/* The protobuf-c view of a response without its raw contents: scratch
+ * arrays that borrow every string and shape from the response. */
+typedef struct view {
+  Inference__ModelInferResponse m;
+  const ifd_output_t **sel; /* borrowed entries: the outputs to send */
+  size_t n_sel;
+  void *scratch; /* owned */
+  char version[24];
+} view_t;
+
+static int view_build(view_t *w, const ifd_request_t *req,
+                      const ifd_response_t *resp, int64_t model_version,
+                      unsigned flags, ifd_errmsg_t *err) {
+  Inference__ModelInferResponse init = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+  Inference__ModelInferResponse__InferOutputTensor *ot, **otp;
+  Inference__ModelInferResponse__ParametersEntry *pe, **pep;
+  Inference__InferParameter *pv;
+  size_t n_out = req->n_outputs != 0 ? req->n_outputs : resp->n_outputs;
+  size_t n_par = resp->n_params + ((flags & IFD_GRPC_ENC_FINAL_PARAM) != 0);
+  size_t i;
+  char *s;
+  int rc;
+
+  w->m = init;
+  w->n_sel = 0;
+  /* Structs first, pointer arrays after: every piece stays 8-aligned. */
+  w->scratch =
+      calloc(1, n_out * (sizeof(*ot) + sizeof(*otp) + sizeof(*w->sel)) +
+                    n_par * (sizeof(*pe) + sizeof(*pv) + sizeof(*pep)) + 1);
+  if (w->scratch == NULL) return no_mem(err);
+  s = w->scratch;
+  ot = (void *)s, s += n_out * sizeof(*ot);
+  pe = (void *)s, s += n_par * sizeof(*pe);
+  pv = (void *)s, s += n_par * sizeof(*pv);
+  otp = (void *)s, s += n_out * sizeof(*otp);
+  pep = (void *)s, s += n_par * sizeof(*pep);
+  w->sel = (void *)s;
+
+  for (i = 0; i < n_out; i++) {
+    /* The client named its outputs: answer in its order. */
+    const ifd_output_t *o = req->n_outputs != 0
+                                ? find_output(resp, req->outputs[i].name)
+                                : &resp->outputs[i];
+    Inference__ModelInferResponse__InferOutputTensor t =
+        INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
+    if (o == NULL) continue;
+    rc = check_output(o, err);
+    if (rc != 0) return rc;
+    t.name = (char *)o->name;
+    t.datatype = (char *)ifd_dtype_name(o->dtype);
+    t.n_shape = o->ndims;
+    t.shape = (int64_t *)o->shape;
+    ot[w->n_sel] = t;
+    otp[w->n_sel] = &ot[w->n_sel];
+    w->sel[w->n_sel++] = o;
+  }
+  for (i = 0; i < n_par; i++) {
+    Inference__ModelInferResponse__ParametersEntry e =
+        INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
+    Inference__InferParameter v = INFERENCE__INFER_PARAMETER__INIT;
+    if (i < resp->n_params) {
+      e.key = (char *)resp->params[i].key;
+      set_param(&v, &resp->params[i]);
+    } else {
+      e.key = "triton_final_response";
+      v.parameter_choice_case =
+          INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+      v.bool_param = (flags & IFD_GRPC_ENC_FINAL) != 0;
+    }
+    pv[i] = v;
+    e.value = &pv[i];
+    pe[i] = e;
+    pep[i] = &pe[i];
+  }
+  w->version[0] = '\0';
+  if (model_version >= 0)
+    snprintf(w->version, sizeof(w->version), "%" PRId64, model_version);
+  w->m.model_name = (char *)(req->model_name != NULL ? req->model_name : "");
+  w->m.model_version = w->version;
+  w->m.id = (char *)(req->id != NULL ? req->id : "");
+  w->m.n_parameters = n_par;
+  w->m.parameters = pep;
+  w->m.n_outputs = w->n_sel;
+  w->m.outputs = otp;
+  return 0;
+}
+
+int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
+                           int64_t model_version, unsigned flags,
+                           ifd_grpc_reply_t **out, ifd_errmsg_t *err) {
+  ifd_grpc_reply_t *r;
+  view_t w;
+  size_t head, inner, bytes, pos, run, i;
+  uint8_t *data;
+  int rc;
+
+  rc = view_build(&w, req, resp, model_version, flags, err);
+  if (rc != 0) goto out_free_scratch;
+  head = protobuf_c_message_get_packed_size(&w.m.base);
+  inner = head;
+  bytes = head + 11 * w.n_sel + 11; /* + tag and varint per piece */
+  for (i = 0; i < w.n_sel; i++)
+    inner += 1 + varint_len(w.sel[i]->byte_size) + w.sel[i]->byte_size;
+
+  r = reply_new((unsigned)(1 + 2 * w.n_sel), bytes, &data);
+  if (r == NULL) {
+    rc = no_mem(err);
+    goto out_free_scratch;
+  }
+  pos = 0;
+  if (flags & IFD_GRPC_ENC_STREAM) {
+    data[pos++] = TAG_INFER_RESPONSE;
+    pos += ifd__pb_put_varint(data + pos, inner);
+  }
+  r->size = pos + inner;
+  pos += protobuf_c_message_pack(&w.m.base, data + pos);
+  /* `run` starts the bytes not yet covered by a piece: the head and the
+   * prefixes of empty outputs share one. */
+  run = 0;
+  for (i = 0; i < w.n_sel; i++) {
+    const ifd_output_t *o = w.sel[i];
+    data[pos++] = TAG_RAW_OUTPUT;
+    pos += ifd__pb_put_varint(data + pos, o->byte_size);
+    if (o->byte_size == 0) continue;
+    add_piece(r, data + run, pos - run);
+    add_piece(r, o->buffer, (size_t)o->byte_size);
+    run = pos;
+  }
+  if (pos > run) add_piece(r, data + run, pos - run);
+  *out = r;
+  rc = 0;
+
+out_free_scratch:
+  free(w.scratch);
+  return rc;
+}
+
+int ifd__grpc_stream_error(const ifd_request_t *req, int64_t model_version,
+                           const char *msg, ifd_grpc_reply_t **out) {
+  Inference__ModelStreamInferResponse m =
+      INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
+  Inference__ModelInferResponse ir = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+  char version[24] = "";
+
+  m.error_message = (char *)(msg != NULL && msg[0] != '\0' ? msg : "error");
+  if (req != NULL) {
+    if (model_version >= 0)
+      snprintf(version, sizeof(version), "%" PRId64, model_version);
+    ir.model_name = (char *)(req->model_name != NULL ? req->model_name : "");
+    ir.model_version = version;
+    ir.id = (char *)(req->id != NULL ? req->id : "");
+    m.infer_response = &ir;
+  }
+  return ifd__grpc_reply_pack(&m.base, out);
+}

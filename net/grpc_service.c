@@ -1,0 +1,839 @@
+/*
+ * net/grpc_service.c - the handlers of inference.GRPCInferenceService and
+ * grpc.health.v1.Health, and the method table the transport routes by.
+ *
+ * Every handler runs on the loop thread, called by net/grpc_transport.c with
+ * one whole request message. Health, metadata, configuration, statistics
+ * and the repository index are answered at once from core's JSON or config
+ * (the same source as the HTTP routes, so both protocols say the same thing).
+ * ModelInfer and ModelStreamInfer build an inference request with
+ * net/grpc_infer.c, submit it, and answer from its on_response callback.
+ *
+ * Who holds what while inference runs:
+ *  - ModelInfer: the request's callback holds a stream reference until the
+ *    FINAL response; the protocol's request reference goes to the reply of
+ *    that response (dropped once its bytes are written) or is dropped then.
+ *  - ModelStreamInfer: a stream_call_t (the stream's method data) counts the
+ *    requests still waiting for their FINAL response and holds a stream
+ *    reference; it is freed when none is pending and the call has ended
+ *    (finished by us, half-closed then finished, or cancelled).
+ * A response for a call that was cancelled meanwhile is freed unsent.
+ *
+ * Errors map to gRPC status through ifd_grpc_status (net/status.c) only.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/model.h"
+#include "core/server.h"
+#include "net/grpc_infer.h"
+#include "net/grpc_internal.h"
+#include "net/status.h"
+#include "proto/grpc_service.pb-c.h"
+#include "proto/health.pb-c.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Ends a call with the gRPC status of an IFD_E* code. */
+static void finish_code(ifd_gstream_t *st, int code, const char *msg) {
+  ifd_gstream_finish(st, ifd_grpc_status(code),
+                     msg != NULL && msg[0] != '\0' ? msg : ifd_strerror(code));
+}
+
+/* Finishes a call after its one response was queued with result `rc`. On
+ * IFD_ECANCELLED and IFD_ETOOBIG the call is over already. */
+static void finish_sent(ifd_gstream_t *st, int rc) {
+  if (rc == 0)
+    ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
+  else if (rc == IFD_ENOMEM)
+    finish_code(st, rc, "out of memory");
+}
+
+/* Answers a unary call with one message and OK. */
+static void reply(ifd_gstream_t *st, const ProtobufCMessage *m) {
+  ifd_grpc_reply_t *r;
+
+  if (ifd__grpc_reply_pack(m, &r) != 0) {
+    finish_code(st, IFD_ENOMEM, "out of memory");
+    return;
+  }
+  finish_sent(st, ifd_gstream_send(st, &r->msg));
+}
+
+/* Unpacks a request message and frees `msg`. Returns the message (free it
+ * with protobuf_c_message_free_unpacked), or NULL after finishing the call
+ * with INVALID_ARGUMENT. */
+static void *unpack_request(ifd_gstream_t *st,
+                            const ProtobufCMessageDescriptor *d, uint8_t *msg,
+                            size_t len) {
+  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
+  char text[128];
+
+  free(msg);
+  if (m == NULL) {
+    snprintf(text, sizeof(text), "failed to parse %s", d->short_name);
+    ifd_gstream_finish(st, IFD_GRPC_INVALID_ARGUMENT, text);
+  }
+  return m;
+}
+
+/* A string member of a JSON object, or "" (borrowed from `o`). */
+static char *jstr(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return (char *)(s != NULL ? s : "");
+}
+
+/* Resolves a model by name and version string. Returns it (borrowed until
+ * the loop next runs unloading), or NULL after finishing the call. */
+static ifd_model_t *find_model(ifd_gstream_t *st, const char *name,
+                               const char *version) {
+  ifd_errmsg_t err;
+  ifd_model_t *m;
+  int64_t v;
+  int rc;
+
+  ifd_errclear(&err);
+  rc = ifd__grpc_parse_version(version, strlen(version), &v, &err);
+  if (rc == 0)
+    rc = ifd_server_find_model(ifd_gstream_server(st), name, strlen(name), v,
+                               &m, &err);
+  if (rc != 0) {
+    finish_code(st, rc, err.text);
+    return NULL;
+  }
+  return m;
+}
+
+static int64_t version_of(const ifd_request_t *req) {
+  if (req == NULL) return -1;
+  return req->model != NULL ? req->model->version : req->model_version;
+}
+
+/* ---- health and metadata ------------------------------------------------ */
+
+static void on_server_live(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
+  ProtobufCMessage *q =
+      unpack_request(st, &inference__server_live_request__descriptor, msg, len);
+
+  if (q == NULL) return;
+  protobuf_c_message_free_unpacked(q, NULL);
+  r.live = ifd_server_live(ifd_gstream_server(st)) != 0;
+  reply(st, &r.base);
+}
+
+static void on_server_ready(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
+  ProtobufCMessage *q = unpack_request(
+      st, &inference__server_ready_request__descriptor, msg, len);
+
+  if (q == NULL) return;
+  protobuf_c_message_free_unpacked(q, NULL);
+  r.ready = ifd_server_ready(ifd_gstream_server(st)) != 0;
+  reply(st, &r.base);
+}
+
+static void on_health_check(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Grpc__Health__V1__HealthCheckResponse r =
+      GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+  ProtobufCMessage *q = unpack_request(
+      st, &grpc__health__v1__health_check_request__descriptor, msg, len);
+
+  if (q == NULL) return;
+  protobuf_c_message_free_unpacked(q, NULL);
+  r.status =
+      ifd_server_ready(ifd_gstream_server(st))
+          ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+          : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+  reply(st, &r.base);
+}
+
+static void on_model_ready(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
+  Inference__ModelReadyRequest *q =
+      unpack_request(st, &inference__model_ready_request__descriptor, msg, len);
+  ifd_errmsg_t err;
+  int64_t v;
+
+  if (q == NULL) return;
+  ifd_errclear(&err);
+  if (ifd__grpc_parse_version(q->version, strlen(q->version), &v, &err) != 0) {
+    finish_code(st, err.code, err.text);
+  } else {
+    /* Unknown or not ready alike: ready = false, as tritonserver answers. */
+    r.ready = ifd_server_model_ready(ifd_gstream_server(st), q->name,
+                                     strlen(q->name), v) != 0;
+    reply(st, &r.base);
+  }
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void on_server_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ServerMetadataResponse r =
+      INFERENCE__SERVER_METADATA_RESPONSE__INIT;
+  ProtobufCMessage *q = unpack_request(
+      st, &inference__server_metadata_request__descriptor, msg, len);
+  json_t *j, *ext;
+  char **names;
+  size_t i;
+
+  if (q == NULL) return;
+  protobuf_c_message_free_unpacked(q, NULL);
+  j = ifd_server_metadata(ifd_gstream_server(st));
+  ext = json_object_get(j, "extensions");
+  names = calloc(json_array_size(ext) + 1, sizeof(char *));
+  if (j == NULL || names == NULL) {
+    finish_code(st, IFD_ENOMEM, "out of memory");
+    goto out_free;
+  }
+  for (i = 0; i < json_array_size(ext); i++)
+    names[i] = (char *)json_string_value(json_array_get(ext, i));
+  r.name = jstr(j, "name");
+  r.version = jstr(j, "version");
+  r.n_extensions = json_array_size(ext);
+  r.extensions = names;
+  reply(st, &r.base);
+
+out_free:
+  free(names);
+  json_decref(j);
+}
+
+/* TensorMetadata views of a JSON array of {name, datatype, shape}: one block
+ * holds the structs, their shapes and the pointer array; strings are
+ * borrowed from `arr`. Returns the pointer array (free it), or NULL. */
+static Inference__ModelMetadataResponse__TensorMetadata **tensor_views(
+    const json_t *arr) {
+  Inference__ModelMetadataResponse__TensorMetadata *t, **tp;
+  size_t i, k, n = json_array_size(arr), dims = 0;
+  int64_t *shape;
+
+  for (i = 0; i < n; i++)
+    dims += json_array_size(json_object_get(json_array_get(arr, i), "shape"));
+  tp = malloc(n * (sizeof(*tp) + sizeof(*t)) + dims * sizeof(int64_t) + 1);
+  if (tp == NULL) return NULL;
+  t = (void *)(tp + n);
+  shape = (int64_t *)(t + n);
+  for (i = 0; i < n; i++) {
+    Inference__ModelMetadataResponse__TensorMetadata init =
+        INFERENCE__MODEL_METADATA_RESPONSE__TENSOR_METADATA__INIT;
+    const json_t *o = json_array_get(arr, i);
+    const json_t *js = json_object_get(o, "shape");
+
+    t[i] = init;
+    t[i].name = jstr(o, "name");
+    t[i].datatype = jstr(o, "datatype");
+    t[i].n_shape = json_array_size(js);
+    t[i].shape = shape;
+    for (k = 0; k < t[i].n_shape; k++)
+      *shape++ = json_integer_value(json_array_get(js, k));
+    tp[i] = &t[i];
+  }
+  return tp;
+}
+
+static void on_model_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+  Inference__ModelMetadataRequest *q = unpack_request(
+      st, &inference__model_metadata_request__descriptor, msg, len);
+  Inference__ModelMetadataResponse__TensorMetadata **in = NULL, **out = NULL;
+  ifd_model_t *m;
+  json_t *j = NULL, *vs;
+  char **versions = NULL;
+  size_t i;
+
+  if (q == NULL) return;
+  m = find_model(st, q->name, q->version);
+  if (m == NULL) goto out_free;
+  j = ifd_server_model_metadata(ifd_gstream_server(st), m);
+  vs = json_object_get(j, "versions");
+  versions = calloc(json_array_size(vs) + 1, sizeof(char *));
+  in = tensor_views(json_object_get(j, "inputs"));
+  out = tensor_views(json_object_get(j, "outputs"));
+  if (j == NULL || versions == NULL || in == NULL || out == NULL) {
+    finish_code(st, IFD_ENOMEM, "out of memory");
+    goto out_free;
+  }
+  for (i = 0; i < json_array_size(vs); i++)
+    versions[i] = (char *)json_string_value(json_array_get(vs, i));
+  r.name = jstr(j, "name");
+  r.n_versions = json_array_size(vs);
+  r.versions = versions;
+  r.platform = jstr(j, "platform");
+  r.n_inputs = json_array_size(json_object_get(j, "inputs"));
+  r.inputs = in;
+  r.n_outputs = json_array_size(json_object_get(j, "outputs"));
+  r.outputs = out;
+  reply(st, &r.base);
+
+out_free:
+  free(out);
+  free(in);
+  free(versions);
+  json_decref(j);
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void on_model_config(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
+  Inference__ModelConfigRequest *q = unpack_request(
+      st, &inference__model_config_request__descriptor, msg, len);
+  ifd_model_t *m;
+
+  if (q == NULL) return;
+  m = find_model(st, q->name, q->version);
+  if (m != NULL) {
+    /* The config is the very inference.ModelConfig message: packed as is. */
+    r.config = m->config;
+    reply(st, &r.base);
+  }
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void on_repository_index(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__RepositoryIndexResponse r =
+      INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
+  Inference__RepositoryIndexRequest *q = unpack_request(
+      st, &inference__repository_index_request__descriptor, msg, len);
+  Inference__RepositoryIndexResponse__ModelIndex *mi = NULL, **mp = NULL;
+  json_t *j;
+  size_t i, n;
+
+  if (q == NULL) return;
+  /* One repository namespace: repository_name is not used, as with
+   * tritonserver's default (non-namespaced) repositories. */
+  j = ifd_server_repository_index(ifd_gstream_server(st), q->ready != 0);
+  n = json_array_size(j);
+  mp = malloc(n * (sizeof(*mp) + sizeof(*mi)) + 1);
+  if (j == NULL || mp == NULL) {
+    finish_code(st, IFD_ENOMEM, "out of memory");
+    goto out_free;
+  }
+  mi = (void *)(mp + n);
+  for (i = 0; i < n; i++) {
+    Inference__RepositoryIndexResponse__ModelIndex init =
+        INFERENCE__REPOSITORY_INDEX_RESPONSE__MODEL_INDEX__INIT;
+    const json_t *o = json_array_get(j, i);
+    mi[i] = init;
+    mi[i].name = jstr(o, "name");
+    mi[i].version = jstr(o, "version");
+    mi[i].state = jstr(o, "state");
+    mi[i].reason = jstr(o, "reason");
+    mp[i] = &mi[i];
+  }
+  r.n_models = n;
+  r.models = mp;
+  reply(st, &r.base);
+
+out_free:
+  free(mp);
+  json_decref(j);
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* Every small struct of a ModelStatisticsResponse comes from one list of
+ * allocations, freed together once the message is packed. */
+typedef struct arena {
+  void **ptrs; /* owned, each entry owned */
+  size_t n, cap;
+} arena_t;
+
+static void *arena_alloc(arena_t *a, size_t size) {
+  void *p;
+
+  if (a->n == a->cap) {
+    size_t cap = a->cap != 0 ? 2 * a->cap : 64;
+    void **np = realloc(a->ptrs, cap * sizeof(void *));
+    if (np == NULL) return NULL;
+    a->ptrs = np;
+    a->cap = cap;
+  }
+  p = calloc(1, size != 0 ? size : 1);
+  if (p != NULL) a->ptrs[a->n++] = p;
+  return p;
+}
+
+static void arena_free(arena_t *a) {
+  while (a->n > 0) free(a->ptrs[--a->n]);
+  free(a->ptrs);
+}
+
+/* A StatisticDuration from {"count", "ns"} (missing: zeros). */
+static Inference__StatisticDuration *duration(arena_t *a, const json_t *o,
+                                              const char *key) {
+  Inference__StatisticDuration *d = arena_alloc(a, sizeof(*d));
+  const json_t *j = json_object_get(o, key);
+
+  if (d == NULL) return NULL;
+  inference__statistic_duration__init(d);
+  d->count = (uint64_t)json_integer_value(json_object_get(j, "count"));
+  d->ns = (uint64_t)json_integer_value(json_object_get(j, "ns"));
+  return d;
+}
+
+/* An array of `n` pointers with room for the `size`-byte structs they
+ * point at; the structs are zeroed for the caller to init. */
+static void **struct_array(arena_t *a, size_t n, size_t size) {
+  char *block = arena_alloc(a, n * (sizeof(void *) + size));
+  void **ptrs = (void **)block;
+  size_t i;
+
+  if (block == NULL) return NULL;
+  for (i = 0; i < n; i++) ptrs[i] = block + n * sizeof(void *) + i * size;
+  return ptrs;
+}
+
+/* One model_stats entry of core's statistics JSON as ModelStatistics.
+ * Returns 0 or IFD_ENOMEM. */
+static int model_stats(arena_t *a, const json_t *o,
+                       Inference__ModelStatistics *m) {
+  static const char *const infer_keys[8] = {
+      "success",       "fail",           "queue",     "compute_input",
+      "compute_infer", "compute_output", "cache_hit", "cache_miss"};
+  static const char *const resp_keys[6] = {"compute_infer",  "compute_output",
+                                           "success",        "fail",
+                                           "empty_response", "cancel"};
+  const json_t *is = json_object_get(o, "inference_stats");
+  const json_t *bs = json_object_get(o, "batch_stats");
+  const json_t *mu = json_object_get(o, "memory_usage");
+  const json_t *rs = json_object_get(o, "response_stats"), *v;
+  Inference__InferStatistics *st = arena_alloc(a, sizeof(*st));
+  const char *key;
+  size_t i, k;
+
+  if (st == NULL) return IFD_ENOMEM;
+  inference__model_statistics__init(m);
+  inference__infer_statistics__init(st);
+  m->name = jstr(o, "name");
+  m->version = jstr(o, "version");
+  m->last_inference =
+      (uint64_t)json_integer_value(json_object_get(o, "last_inference"));
+  m->inference_count =
+      (uint64_t)json_integer_value(json_object_get(o, "inference_count"));
+  m->execution_count =
+      (uint64_t)json_integer_value(json_object_get(o, "execution_count"));
+  m->inference_stats = st;
+  {
+    Inference__StatisticDuration **f[8] = {
+        &st->success,       &st->fail,          &st->queue,
+        &st->compute_input, &st->compute_infer, &st->compute_output,
+        &st->cache_hit,     &st->cache_miss};
+    for (k = 0; k < 8; k++)
+      if ((*f[k] = duration(a, is, infer_keys[k])) == NULL) return IFD_ENOMEM;
+  }
+
+  m->n_batch_stats = json_array_size(bs);
+  m->batch_stats = (void *)struct_array(
+      a, m->n_batch_stats, sizeof(Inference__InferBatchStatistics));
+  if (m->batch_stats == NULL) return IFD_ENOMEM;
+  for (i = 0; i < m->n_batch_stats; i++) {
+    Inference__InferBatchStatistics *b = m->batch_stats[i];
+    const json_t *j = json_array_get(bs, i);
+    inference__infer_batch_statistics__init(b);
+    b->batch_size =
+        (uint64_t)json_integer_value(json_object_get(j, "batch_size"));
+    if ((b->compute_input = duration(a, j, "compute_input")) == NULL ||
+        (b->compute_infer = duration(a, j, "compute_infer")) == NULL ||
+        (b->compute_output = duration(a, j, "compute_output")) == NULL)
+      return IFD_ENOMEM;
+  }
+
+  m->n_memory_usage = json_array_size(mu);
+  m->memory_usage = (void *)struct_array(a, m->n_memory_usage,
+                                         sizeof(Inference__MemoryUsage));
+  if (m->memory_usage == NULL) return IFD_ENOMEM;
+  for (i = 0; i < m->n_memory_usage; i++) {
+    Inference__MemoryUsage *u = m->memory_usage[i];
+    const json_t *j = json_array_get(mu, i);
+    inference__memory_usage__init(u);
+    u->type = jstr(j, "type");
+    u->id = json_integer_value(json_object_get(j, "id"));
+    u->byte_size =
+        (uint64_t)json_integer_value(json_object_get(j, "byte_size"));
+  }
+
+  m->n_response_stats = json_object_size(rs);
+  m->response_stats = (void *)struct_array(
+      a, m->n_response_stats,
+      sizeof(Inference__ModelStatistics__ResponseStatsEntry));
+  if (m->response_stats == NULL) return IFD_ENOMEM;
+  i = 0;
+  json_object_foreach((json_t *)rs, key, v) {
+    Inference__ModelStatistics__ResponseStatsEntry *e = m->response_stats[i++];
+    Inference__InferResponseStatistics *r = arena_alloc(a, sizeof(*r));
+    if (r == NULL) return IFD_ENOMEM;
+    inference__model_statistics__response_stats_entry__init(e);
+    inference__infer_response_statistics__init(r);
+    e->key = (char *)key;
+    e->value = r;
+    {
+      Inference__StatisticDuration **f[6] = {
+          &r->compute_infer, &r->compute_output, &r->success,
+          &r->fail,          &r->empty_response, &r->cancel};
+      for (k = 0; k < 6; k++)
+        if ((*f[k] = duration(a, v, resp_keys[k])) == NULL) return IFD_ENOMEM;
+    }
+  }
+  return 0;
+}
+
+static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  Inference__ModelStatisticsResponse r =
+      INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
+  Inference__ModelStatisticsRequest *q = unpack_request(
+      st, &inference__model_statistics_request__descriptor, msg, len);
+  arena_t a = {NULL, 0, 0};
+  ifd_errmsg_t err;
+  json_t *j = NULL, *arr;
+  int64_t v = -1;
+  size_t i;
+  int rc;
+
+  if (q == NULL) return;
+  ifd_errclear(&err);
+  rc = ifd__grpc_parse_version(q->version, strlen(q->version), &v, &err);
+  if (rc == 0)
+    rc = ifd_server_stats(ifd_gstream_server(st),
+                          q->name[0] != '\0' ? q->name : NULL, strlen(q->name),
+                          v, &j, &err);
+  if (rc != 0) {
+    finish_code(st, rc, err.text);
+    goto out_free;
+  }
+  arr = json_object_get(j, "model_stats");
+  r.n_model_stats = json_array_size(arr);
+  r.model_stats = (void *)struct_array(&a, r.n_model_stats,
+                                       sizeof(Inference__ModelStatistics));
+  rc = r.model_stats != NULL ? 0 : IFD_ENOMEM;
+  for (i = 0; rc == 0 && i < r.n_model_stats; i++)
+    rc = model_stats(&a, json_array_get(arr, i), r.model_stats[i]);
+  if (rc != 0)
+    finish_code(st, rc, "out of memory");
+  else
+    reply(st, &r.base);
+
+out_free:
+  arena_free(&a);
+  json_decref(j);
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+/* RPCs whose feature has not landed yet. */
+#define NOT_YET(rpc)                                                  \
+  static void on_##rpc(ifd_gstream_t *st, uint8_t *msg, size_t len) { \
+    (void)len;                                                        \
+    free(msg);                                                        \
+    ifd_gstream_finish(st, IFD_GRPC_UNIMPLEMENTED,                    \
+                       #rpc " is not implemented by inferd yet");     \
+  }
+NOT_YET(RepositoryModelLoad)
+NOT_YET(RepositoryModelUnload)
+NOT_YET(SystemSharedMemoryStatus)
+NOT_YET(SystemSharedMemoryRegister)
+NOT_YET(SystemSharedMemoryUnregister)
+NOT_YET(CudaSharedMemoryStatus)
+NOT_YET(CudaSharedMemoryRegister)
+NOT_YET(CudaSharedMemoryUnregister)
+NOT_YET(TraceSetting)
+NOT_YET(LogSettings)
+#undef NOT_YET
+
+/* ---- inference: common --------------------------------------------------- */
+
+/* Builds a request from a ModelInferRequest message (taken: it becomes the
+ * request's body). Returns 0 and *out, or a code with `err` filled and
+ * *out NULL or a request for the caller to unref. */
+static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
+                         ifd_request_t **out, ifd_errmsg_t *err) {
+  ifd_request_t *req = ifd_request_new(ifd_gstream_server(st));
+
+  *out = req;
+  if (req == NULL) {
+    free(msg);
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  req->body = msg; /* owned by the request: raw inputs point into it */
+  req->t_received = uv_hrtime();
+  return ifd__grpc_infer_decode(req, msg, len, err);
+}
+
+/* Sends `resp` as an inference response. Takes `resp`, and `own_req` (NULL,
+ * or a request reference to drop once the bytes are written). Returns the
+ * ifd_gstream_send result, or an encoding error with `err` filled. */
+static int send_infer(ifd_gstream_t *st, ifd_response_t *resp,
+                      ifd_request_t *own_req, unsigned flags,
+                      ifd_errmsg_t *err) {
+  ifd_grpc_reply_t *r;
+  int rc;
+
+  rc = ifd__grpc_infer_encode(resp->req, resp, version_of(resp->req), flags, &r,
+                              err);
+  if (rc != 0) {
+    ifd_response_free(resp);
+    ifd_request_unref(own_req);
+    return rc;
+  }
+  r->resp = resp;
+  r->req = own_req;
+  rc = ifd_gstream_send(st, &r->msg);
+  if (rc == IFD_ENOMEM) ifd_errf(err, rc, "out of memory");
+  return rc;
+}
+
+/* ---- ModelInfer ---------------------------------------------------------- */
+
+static void on_unary_response(ifd_response_t *resp, void *arg) {
+  ifd_gstream_t *st = arg; /* counted reference, held until FINAL */
+  ifd_request_t *req = resp->req;
+  int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
+  ifd_request_t *own = final ? req : NULL; /* the protocol's reference */
+  ifd_errmsg_t err;
+  int rc;
+
+  if (ifd_gstream_closed(st) || (resp->empty && !final)) {
+    /* Cancelled (or answered) meanwhile, or flags without payload. */
+    ifd_response_free(resp);
+    ifd_request_unref(own);
+  } else if (resp->error != 0) {
+    finish_code(st, resp->error, resp->error_msg);
+    ifd_response_free(resp);
+    ifd_request_unref(own);
+  } else if (resp->empty) {
+    ifd_response_free(resp);
+    ifd_request_unref(own);
+    ifd_gstream_finish(st, IFD_GRPC_INTERNAL,
+                       "the model completed the request without a response");
+  } else {
+    ifd_errclear(&err);
+    rc = send_infer(st, resp, own, 0, &err);
+    if (rc == 0)
+      ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
+    else if (rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
+      finish_code(st, rc, err.text);
+  }
+  if (final) ifd_gstream_unref(st);
+}
+
+/* tritonserver refuses decoupled models on the unary RPC: their responses
+ * need a stream. */
+static int check_unary_model(ifd_request_t *req, ifd_errmsg_t *err) {
+  ifd_model_t *m;
+
+  if (ifd_server_find_model(req->server, req->model_name,
+                            strlen(req->model_name), req->model_version, &m,
+                            NULL) == 0 &&
+      m->config->model_transaction_policy != NULL &&
+      m->config->model_transaction_policy->decoupled)
+    return ifd_errf(err, IFD_EUNSUPPORTED,
+                    "ModelInfer RPC doesn't support models with decoupled "
+                    "transaction policy");
+  return 0; /* an unknown model is reported by submit */
+}
+
+static void on_model_infer(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  ifd_request_t *req;
+  ifd_errmsg_t err;
+  int rc;
+
+  ifd_errclear(&err);
+  rc = build_request(st, msg, len, &req, &err);
+  if (rc == 0) rc = check_unary_model(req, &err);
+  if (rc != 0) goto out_fail;
+  req->on_response = on_unary_response;
+  req->cb_arg = st;
+  ifd_gstream_ref(st); /* the callback's, dropped with the FINAL response */
+  rc = ifd_request_submit(req, &err);
+  if (rc != 0) {
+    ifd_gstream_unref(st); /* refused up front: no callback follows */
+    goto out_fail;
+  }
+  return;
+
+out_fail:
+  finish_code(st, rc, err.text);
+  ifd_request_unref(req);
+}
+
+/* ---- ModelStreamInfer ---------------------------------------------------- */
+
+typedef struct stream_call {
+  ifd_gstream_t *st;  /* counted reference, dropped when the call is freed */
+  unsigned pending;   /* requests submitted whose FINAL has not arrived */
+  unsigned ended : 1; /* the client half-closed */
+  unsigned cancelled : 1; /* on_cancel ran: nothing more is sent */
+} stream_call_t;
+
+/* The call state, created with the first message. NULL on ENOMEM. */
+static stream_call_t *stream_call(ifd_gstream_t *st) {
+  stream_call_t *c = ifd_gstream_data(st);
+
+  if (c != NULL) return c;
+  c = calloc(1, sizeof(*c));
+  if (c == NULL) return NULL;
+  c->st = st;
+  ifd_gstream_ref(st);
+  ifd_gstream_set_data(st, c);
+  return c;
+}
+
+/* Finishes the call once the client is done and every response is out, and
+ * frees the state once nothing can reach it any more. */
+static void stream_settle(stream_call_t *c) {
+  ifd_gstream_t *st = c->st;
+
+  if (c->pending != 0) return;
+  if (c->ended && !c->cancelled && !ifd_gstream_closed(st))
+    ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
+  if (c->ended || c->cancelled || ifd_gstream_closed(st)) {
+    ifd_gstream_set_data(st, NULL);
+    free(c);
+    ifd_gstream_unref(st);
+  }
+}
+
+/* Sends an error message on the stream, which stays open. */
+static void stream_error(stream_call_t *c, const ifd_request_t *req, int code,
+                         const char *msg) {
+  ifd_grpc_reply_t *r;
+
+  if (msg == NULL || msg[0] == '\0') msg = ifd_strerror(code);
+  if (ifd__grpc_stream_error(req, version_of(req), msg, &r) != 0 ||
+      ifd_gstream_send(c->st, &r->msg) == IFD_ENOMEM)
+    finish_code(c->st, IFD_ENOMEM, "out of memory");
+}
+
+/* Did the request ask for an empty final response (a Triton parameter)? */
+static int wants_final_flag(const ifd_request_t *req) {
+  uint32_t i;
+
+  for (i = 0; i < req->n_params; i++)
+    if (req->params[i].type == IFD_PARAM_BOOL &&
+        strcmp(req->params[i].key, "triton_enable_empty_final_response") == 0)
+      return req->params[i].v.b;
+  return 0;
+}
+
+static void on_stream_response(ifd_response_t *resp, void *arg) {
+  stream_call_t *c = arg; /* alive while c->pending counts this request */
+  ifd_request_t *req = resp->req;
+  int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
+  ifd_request_t *own = final ? req : NULL; /* the protocol's reference */
+  unsigned flags = IFD_GRPC_ENC_STREAM;
+  ifd_errmsg_t err;
+  int rc;
+
+  if (!c->cancelled && !ifd_gstream_closed(c->st) && wants_final_flag(req))
+    flags |= IFD_GRPC_ENC_FINAL_PARAM | (final ? IFD_GRPC_ENC_FINAL : 0);
+  if (c->cancelled || ifd_gstream_closed(c->st) ||
+      (resp->error == 0 && resp->empty &&
+       !(flags & IFD_GRPC_ENC_FINAL_PARAM))) {
+    /* Dropped, or flags only: a FINAL without payload is not a message. */
+    ifd_response_free(resp);
+    ifd_request_unref(own);
+  } else if (resp->error != 0) {
+    stream_error(c, req, resp->error, resp->error_msg);
+    ifd_response_free(resp);
+    ifd_request_unref(own);
+  } else {
+    ifd_errclear(&err);
+    rc = send_infer(c->st, resp, own, flags, &err);
+    if (rc != 0 && rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
+      stream_error(c, NULL, rc, err.text);
+  }
+  if (final) {
+    c->pending--;
+    stream_settle(c);
+  }
+}
+
+static void on_stream_message(ifd_gstream_t *st, uint8_t *msg, size_t len) {
+  stream_call_t *c;
+  ifd_request_t *req;
+  ifd_errmsg_t err;
+  int rc;
+
+  if (ifd_gstream_closed(st)) {
+    free(msg); /* the call is over: late messages are dropped */
+    return;
+  }
+  c = stream_call(st);
+  if (c == NULL) {
+    free(msg);
+    finish_code(st, IFD_ENOMEM, "out of memory");
+    return;
+  }
+  ifd_errclear(&err);
+  rc = build_request(st, msg, len, &req, &err);
+  if (rc != 0) goto out_fail;
+  req->on_response = on_stream_response;
+  req->cb_arg = c;
+  c->pending++; /* before submit: a response may come at once */
+  rc = ifd_request_submit(req, &err);
+  if (rc != 0) {
+    c->pending--; /* refused up front: no callback follows */
+    goto out_fail;
+  }
+  return;
+
+out_fail:
+  /* A bad request answers that request only; the stream goes on. */
+  stream_error(c, req, rc, err.text);
+  ifd_request_unref(req);
+}
+
+static void on_stream_end(ifd_gstream_t *st) {
+  stream_call_t *c = ifd_gstream_data(st);
+
+  if (c == NULL) {
+    if (!ifd_gstream_closed(st)) ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
+    return;
+  }
+  c->ended = 1;
+  stream_settle(c);
+}
+
+static void on_stream_cancel(ifd_gstream_t *st) {
+  stream_call_t *c = ifd_gstream_data(st);
+
+  if (c == NULL) return;
+  c->cancelled = 1; /* outstanding responses are dropped as they come */
+  stream_settle(c);
+}
+
+/* ---- the method table ---------------------------------------------------- */
+
+#define SVC "/inference.GRPCInferenceService/"
+#define UNARY(rpc, fn) \
+  { SVC #rpc, 0, fn, NULL, NULL }
+
+const ifd_grpc_method_t ifd__grpc_methods[] = {
+    UNARY(ServerLive, on_server_live),
+    UNARY(ServerReady, on_server_ready),
+    UNARY(ModelReady, on_model_ready),
+    UNARY(ServerMetadata, on_server_metadata),
+    UNARY(ModelMetadata, on_model_metadata),
+    UNARY(ModelInfer, on_model_infer),
+    {SVC "ModelStreamInfer", 1, on_stream_message, on_stream_end,
+     on_stream_cancel},
+    UNARY(ModelConfig, on_model_config),
+    UNARY(ModelStatistics, on_model_statistics),
+    UNARY(RepositoryIndex, on_repository_index),
+    UNARY(RepositoryModelLoad, on_RepositoryModelLoad),
+    UNARY(RepositoryModelUnload, on_RepositoryModelUnload),
+    UNARY(SystemSharedMemoryStatus, on_SystemSharedMemoryStatus),
+    UNARY(SystemSharedMemoryRegister, on_SystemSharedMemoryRegister),
+    UNARY(SystemSharedMemoryUnregister, on_SystemSharedMemoryUnregister),
+    UNARY(CudaSharedMemoryStatus, on_CudaSharedMemoryStatus),
+    UNARY(CudaSharedMemoryRegister, on_CudaSharedMemoryRegister),
+    UNARY(CudaSharedMemoryUnregister, on_CudaSharedMemoryUnregister),
+    UNARY(TraceSetting, on_TraceSetting),
+    UNARY(LogSettings, on_LogSettings),
+    {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};

@@ -1,0 +1,118 @@
+/*
+ * test/unit/test_stats.c - statistics aggregation and its JSON layout, and
+ * the Prometheus label escaping of core/metrics.c (included to reach it).
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <string.h>
+
+#include "core/metrics.c"
+#include "core/stats.h"
+
+static void test_request_split(void **state) {
+  ifd_model_stats_t st;
+  ifd_request_times_t t = {1000, 1100, 1500, 1600, 2600, 2700};
+  (void)state;
+  memset(&st, 0, sizeof(st));
+  ifd_stats_request(&st, &t, 1, 3, 9999);
+  assert_int_equal(st.success.count, 1);
+  assert_int_equal(st.success.ns, 1700); /* received -> exec end */
+  assert_int_equal(st.queue.ns, 400);    /* queued -> exec start */
+  assert_int_equal(st.compute_input.ns, 100);
+  assert_int_equal(st.compute_infer.ns, 1000);
+  assert_int_equal(st.compute_output.ns, 100);
+  assert_int_equal(st.inference_count, 3);
+  assert_true(st.last_inference_ms > 0);
+  /* A failure counts its duration (to `now` without a backend report) and
+   * no inferences. */
+  {
+    ifd_request_times_t f = {5000, 5100, 0, 0, 0, 0};
+    ifd_stats_request(&st, &f, 0, 8, 6000);
+  }
+  assert_int_equal(st.fail.count, 1);
+  assert_int_equal(st.fail.ns, 1000);
+  assert_int_equal(st.inference_count, 3);
+  assert_int_equal(st.success.count, 1);
+  ifd_stats_free(&st);
+}
+
+static void test_batches_sorted(void **state) {
+  ifd_model_stats_t st;
+  uint64_t sizes[] = {4, 1, 8, 4, 2, 1, 4};
+  size_t i;
+  (void)state;
+  memset(&st, 0, sizeof(st));
+  for (i = 0; i < 7; i++)
+    assert_int_equal(ifd_stats_batch(&st, sizes[i], 10, 20, 50, 60), 0);
+  assert_int_equal(st.execution_count, 7);
+  assert_int_equal(st.n_batches, 4);
+  assert_int_equal(st.batches[0].batch_size, 1);
+  assert_int_equal(st.batches[0].compute_infer.count, 2);
+  assert_int_equal(st.batches[1].batch_size, 2);
+  assert_int_equal(st.batches[2].batch_size, 4);
+  assert_int_equal(st.batches[2].compute_input.count, 3);
+  assert_int_equal(st.batches[2].compute_input.ns, 30);
+  assert_int_equal(st.batches[2].compute_infer.ns, 90);
+  assert_int_equal(st.batches[3].batch_size, 8);
+  ifd_stats_free(&st);
+}
+
+static void test_json_layout(void **state) {
+  ifd_model_stats_t st;
+  ifd_request_times_t t = {1, 2, 3, 4, 5, 6};
+  json_t *j;
+  char *text;
+  (void)state;
+  memset(&st, 0, sizeof(st));
+  ifd_stats_request(&st, &t, 1, 1, 7);
+  ifd_stats_batch(&st, 1, 3, 4, 5, 6);
+  st.last_inference_ms = 42;
+  j = ifd_stats_json("m", 3, &st);
+  text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  assert_string_equal(
+      text,
+      "{\"name\":\"m\",\"version\":\"3\",\"last_inference\":42,"
+      "\"inference_count\":1,\"execution_count\":1,\"inference_stats\":{"
+      "\"success\":{\"count\":1,\"ns\":5},\"fail\":{\"count\":0,\"ns\":0},"
+      "\"queue\":{\"count\":1,\"ns\":1},\"compute_input\":{\"count\":1,\"ns\":"
+      "1},"
+      "\"compute_infer\":{\"count\":1,\"ns\":1},"
+      "\"compute_output\":{\"count\":1,\"ns\":1},"
+      "\"cache_hit\":{\"count\":0,\"ns\":0},\"cache_miss\":{\"count\":0,"
+      "\"ns\":0}},\"response_stats\":{},\"batch_stats\":[{\"batch_size\":1,"
+      "\"compute_input\":{\"count\":1,\"ns\":1},\"compute_infer\":{\"count\":1,"
+      "\"ns\":1},\"compute_output\":{\"count\":1,\"ns\":1}}],"
+      "\"memory_usage\":[]}");
+  free(text);
+  json_decref(j);
+  ifd_stats_free(&st);
+}
+
+static void test_label_escaping(void **state) {
+  out_t o = {NULL, 0, 0, 0};
+  (void)state;
+  put_label(&o, "a\"b\\c\nd");
+  assert_non_null(o.buf);
+  assert_int_equal(o.len, strlen("a\\\"b\\\\c\\nd"));
+  assert_memory_equal(o.buf, "a\\\"b\\\\c\\nd", o.len);
+  /* Growth past the first buffer keeps every byte. */
+  for (int i = 0; i < 2000; i++) put(&o, "%04d", i);
+  assert_int_equal(o.len, strlen("a\\\"b\\\\c\\nd") + 8000);
+  assert_memory_equal(o.buf + o.len - 4, "1999", 4);
+  free(o.buf);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_request_split),
+      cmocka_unit_test(test_batches_sorted),
+      cmocka_unit_test(test_json_layout),
+      cmocka_unit_test(test_label_escaping),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
