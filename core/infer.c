@@ -128,8 +128,12 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
    * by the scheduler if it refuses the request below. */
   req->refs++;
   req->state = IFD_REQ_QUEUED;
+  if (m->ordered) req->order_seq = m->order_next++;
   rc = ops_of(req)->submit(m, req, err);
   if (rc < 0) {
+    /* Refused synchronously: no response will come for this sequence
+     * number, and it is the last one handed out, so take it back. */
+    if (m->ordered) m->order_next--;
     req->state = IFD_REQ_RELEASED;
     req->refs--;
     return rc;
@@ -172,7 +176,7 @@ static void release_done(ifd_request_t *req) {
   request_put(req);
 }
 
-static void deliver(ifd_response_t *resp) {
+static void deliver_now(ifd_response_t *resp) {
   ifd_request_t *req = resp->req;
   int counted = resp->counted;
 
@@ -203,6 +207,45 @@ static void deliver(ifd_response_t *resp) {
       req->release_pending)
     release_done(req);
   request_put(req);
+}
+
+/* Preserve ordering: a response whose request is not next in submission
+ * order waits in the model's held list (sorted by sequence; responses come
+ * nearly in order, so the walk is short). Delivering the head's FINAL
+ * response advances the head and releases whatever waits behind it. */
+static void deliver(ifd_response_t *resp) {
+  ifd_request_t *req = resp->req;
+  ifd_model_t *m = req->model;
+  ifd_response_t **pp;
+  int held_ref;
+
+  if (m == NULL || !m->ordered || resp->discard) {
+    deliver_now(resp);
+    return;
+  }
+  if (req->order_seq != m->order_head) {
+    for (pp = &m->held; *pp != NULL && (*pp)->req->order_seq <= req->order_seq;
+         pp = &(*pp)->next)
+      ;
+    resp->next = *pp;
+    *pp = resp;
+    req->refs++; /* kept alive while its response waits */
+    return;
+  }
+  for (held_ref = 0;; held_ref = 1) {
+    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
+    ifd_request_t *r = resp->req;
+    /* Keep the request alive across the callback: a held response already
+     * holds a reference for that; a fresh one takes one now. */
+    if (!held_ref) r->refs++;
+    deliver_now(resp);
+    if (final) m->order_head++;
+    request_put(r);
+    resp = m->held;
+    if (resp == NULL || resp->req->order_seq != m->order_head) return;
+    m->held = resp->next;
+    resp->next = NULL;
+  }
 }
 
 static void on_response_ready(ifd_event_t *ev) {

@@ -132,6 +132,7 @@ struct ifd_request {
   ifd_request_t *next;     /* scheduler queue link, loop thread only */
   uint64_t sched_deadline; /* scheduler-private: queue timeout (ns), 0 none */
   uint32_t sched_level;    /* scheduler-private: priority level index */
+  uint64_t order_seq;      /* submission order on an ordered model */
 };
 
 /** An output tensor of a response. */

@@ -39,6 +39,14 @@ struct ifd_model {
 
   ifd_model_stats_t stats; /* loop thread only */
 
+  /* dynamic_batching { preserve_ordering: true }: responses reach clients
+   * in the order requests were submitted. Loop thread only. */
+  int ordered;
+  uint64_t order_next;  /* sequence number of the next submission */
+  uint64_t order_head;  /* the submission whose responses go next */
+  ifd_response_t *held; /* owned: responses waiting their turn, ascending
+                           sequence, linked by ->next */
+
   uint64_t load_seq;         /* order of load completion (unload reverses) */
   ifd_model_t *next_version; /* registry link, loop thread only */
 };
