@@ -55,6 +55,7 @@
 #include "core/util.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
+#include "net/listen.h"
 
 #define READ_BUF_SIZE (256 * 1024)
 #define STREAM_WINDOW (16 << 20)
@@ -1389,10 +1390,7 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
                    const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
                    ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
-  struct addrinfo hints, *res = NULL;
-  struct sockaddr_storage ss;
-  int rc, len = sizeof(ss);
-  char port[16];
+  int rc, open;
   ifd_grpc_t *g;
 
   g = calloc(1, sizeof(*g));
@@ -1411,38 +1409,15 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
 
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  snprintf(port, sizeof(port), "%d", opts->port);
-  rc = getaddrinfo(host, port, &hints, &res);
+  rc = ifd__net_listen(loop, &g->listener, "gRPC", host, opts->port, 0,
+                       on_connection, &g->port, &open, err);
   if (rc != 0) {
-    free_grpc(g);
-    return ifd_errf(err, IFD_EIO, "unable to resolve gRPC address %s:%d: %s",
-                    host, opts->port, gai_strerror(rc));
+    if (open)
+      uv_close((uv_handle_t *)&g->listener, free_on_close);
+    else
+      free_grpc(g);
+    return rc;
   }
-  rc = uv_tcp_init_ex(loop, &g->listener, (unsigned)res->ai_family);
-  if (rc != 0) {
-    freeaddrinfo(res);
-    free_grpc(g);
-    return ifd_errf(err, IFD_EIO, "unable to create gRPC socket: %s",
-                    uv_strerror(rc));
-  }
-  rc = uv_tcp_bind(&g->listener, res->ai_addr, 0);
-  freeaddrinfo(res);
-  if (rc == 0)
-    rc = uv_listen((uv_stream_t *)&g->listener, SOMAXCONN, on_connection);
-  if (rc == 0)
-    rc = uv_tcp_getsockname(&g->listener, (struct sockaddr *)&ss, &len);
-  if (rc != 0) {
-    uv_close((uv_handle_t *)&g->listener, free_on_close);
-    return ifd_errf(err, IFD_EIO, "unable to bind gRPC to %s:%d: %s", host,
-                    opts->port, uv_strerror(rc));
-  }
-  g->port = ss.ss_family == AF_INET6
-                ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   uv_prepare_init(loop, &g->flusher);
   *out = g;
   return 0;

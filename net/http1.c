@@ -35,6 +35,7 @@
 
 #include "core/log.h"
 #include "net/internal.h"
+#include "net/listen.h"
 #include "net/status.h"
 
 #define container_of(p, type, member) \
@@ -672,11 +673,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
                    const ifd_http_opts_t *opts, ifd_http_t **out,
                    ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
-  struct addrinfo hints, *res = NULL;
-  struct sockaddr_storage ss;
-  int rc, len = sizeof(ss), one = 1;
-  char port[16];
-  uv_os_fd_t fd;
+  int rc, open;
   ifd_http_t *h;
 
   h = calloc(1, sizeof(*h));
@@ -703,42 +700,15 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_body = on_body;
   h->settings.on_message_complete = on_message_complete;
 
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  snprintf(port, sizeof(port), "%d", opts->port);
-  rc = getaddrinfo(host, port, &hints, &res);
+  rc = ifd__net_listen(loop, &h->listener, "HTTP", host, opts->port,
+                       opts->reuse_port, on_connection, &h->port, &open, err);
   if (rc != 0) {
-    free(h);
-    return ifd_errf(err, IFD_EIO, "unable to resolve HTTP address %s:%d: %s",
-                    host, opts->port, gai_strerror(rc));
+    if (open)
+      uv_close((uv_handle_t *)&h->listener, free_on_close);
+    else
+      free(h);
+    return rc;
   }
-  rc = uv_tcp_init_ex(loop, &h->listener, (unsigned)res->ai_family);
-  if (rc != 0) {
-    freeaddrinfo(res);
-    free(h);
-    return ifd_errf(err, IFD_EIO, "unable to create HTTP socket: %s",
-                    uv_strerror(rc));
-  }
-  if (opts->reuse_port &&
-      (rc = uv_fileno((uv_handle_t *)&h->listener, &fd)) == 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
-    rc = uv_translate_sys_error(errno);
-  if (rc == 0) rc = uv_tcp_bind(&h->listener, res->ai_addr, 0);
-  freeaddrinfo(res);
-  if (rc == 0)
-    rc = uv_listen((uv_stream_t *)&h->listener, SOMAXCONN, on_connection);
-  if (rc == 0)
-    rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &len);
-  if (rc != 0) {
-    uv_close((uv_handle_t *)&h->listener, free_on_close);
-    return ifd_errf(err, IFD_EIO, "unable to bind HTTP to %s:%d: %s", host,
-                    opts->port, uv_strerror(rc));
-  }
-  h->port = ss.ss_family == AF_INET6
-                ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   uv_prepare_init(loop, &h->flusher);
   *out = h;
   return 0;
