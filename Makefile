@@ -67,14 +67,18 @@ TEST_PROTOS := $(wildcard test/unit/*.proto)
 TEST_PROTO_C := $(TEST_PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 TEST_PROTO_OBJ := $(TEST_PROTO_C:%.c=%.o)
 
+PERF_SRC := $(wildcard bench/perf/*.c)
+PERF_OBJ := $(PERF_SRC:%.c=$(BUILD)/obj/%.o)
+PERF := $(BUILD)/inferd-perf
+
 LIBTS := $(BUILD)/lib/libtritonserver.so
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check
+.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check bench
 .DEFAULT_GOAL := all
 
-all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
+all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(if $(PERF_SRC),$(PERF))
 
 # ---- generated protobuf code ----------------------------------------------
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto
@@ -85,7 +89,7 @@ $(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
 
 # Every object may include any generated header.
-$(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ) $(UNIT_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ) $(PERF_OBJ) $(UNIT_BIN): | $(PROTO_H)
 $(UNIT_BIN): | $(TEST_PROTO_C:.c=.h)
 
 # ---- objects ----------------------------------------------------------------
@@ -107,6 +111,10 @@ $(LIBTS): $(LIB_OBJ)
 $(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIBTS)
 	$(CC) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) \
 	  -L$(BUILD)/lib -ltritonserver -Wl,-rpath,'$$ORIGIN/lib' $(EXE_DEPS)
+
+# ---- the load generator (a client: none of the server's objects) ------------
+$(PERF): $(PERF_OBJ) $(LLHTTP_OBJ) $(PROTO_C:%.c=%.o)
+	$(CC) $(LDFLAGS) -o $@ $^ -luv -lnghttp2 -ljansson -lprotobuf-c -lm
 
 # ---- backends (built exactly as a third-party backend would be) ---------------
 define backend_rule
@@ -140,6 +148,10 @@ test: deps-check
 
 test-asan:
 	$(MAKE) BUILD=build-asan SAN=1 HAVE_CUDA=0 OPT="-O1 -g" all test-unit test-e2e
+
+bench: deps-check
+	$(MAKE) all
+	bash bench/run.sh
 
 deps:
 	bash third_party/install-deps.sh

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages listed in debian-packages.txt that are missing.
 # Idempotent: with everything present it changes nothing and says so.
-#   install-deps.sh           install what is missing (apt-get update first)
-#   install-deps.sh --check   exit 1 (listing them) when some are missing
+#   install-deps.sh [LIST]           install what is missing (apt-get update first)
+#   install-deps.sh --check [LIST]   exit 1 (listing them) when some are missing
+# LIST defaults to third_party/debian-packages.txt (bench/ has its own list).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-mapfile -t pkgs < <(sed -e 's/#.*//' "$here/debian-packages.txt" | awk 'NF { print $1 }')
+check=0
+if [ "${1:-}" = "--check" ]; then
+  check=1
+  shift
+fi
+list=${1:-"$here/debian-packages.txt"}
+mapfile -t pkgs < <(sed -e 's/#.*//' "$list" | awk 'NF { print $1 }')
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -14,7 +21,7 @@ for p in "${pkgs[@]}"; do
   fi
 done
 
-if [ "${1:-}" = "--check" ]; then
+if [ "$check" = 1 ]; then
   if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
   echo "missing Debian packages: ${missing[*]}" >&2
   exit 1
