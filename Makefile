@@ -132,9 +132,14 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# test_oom injects allocation failures: inferd's own calls go through its
+# wrappers.
+$(BUILD)/test/unit/test_oom: TEST_LDFLAGS = \
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
+	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
 
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# bench/run.sh - inferd's benchmark suite (`make bench` runs it after `make all`).
+#
+# Measures, on 127.0.0.1 with the server pinned to one core and the load
+# generator to another, the server's CPU time per request, throughput and
+# latency of inferd (HTTP/1.1 binary and JSON, gRPC unary and streaming, the
+# dynamic batcher) next to baselines taken in the same run: nginx returning a
+# fixed body (driven by wrk and by inferd-perf --raw-get) and h2load sending
+# a prepared gRPC ModelInfer to inferd; then the resident memory of 10,000
+# idle keep-alive connections. See bench/README.md for what each figure means.
+#
+# Environment:
+#   BENCH_SECONDS=N   measurement window per scenario (default 10)
+#   BENCH_WARMUP=N    warm-up before each window (default 2)
+#   BENCH_QUICK=1     ~1 minute: 1 s windows, shorter idle hold
+#   BENCH_IDLE=N      idle keep-alive connections (default 10000)
+#   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
+#   BENCH_OUT=DIR     results folder (default bench/results/<timestamp>)
+#   SERVER_CORE / LOAD_CORE  cores to pin to (default 0 / 1)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+PY=/usr/bin/python3
+SERVER_CORE=${SERVER_CORE:-0}
+LOAD_CORE=${LOAD_CORE:-1}
+MODELS=$HERE/models
+
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  WINDOW=${BENCH_SECONDS:-1}
+  WARM=${BENCH_WARMUP:-1}
+  IDLE_HOLD=4
+else
+  WINDOW=${BENCH_SECONDS:-10}
+  WARM=${BENCH_WARMUP:-2}
+  IDLE_HOLD=8
+fi
+IDLE_N=${BENCH_IDLE:-10000}
+PROFILE=${BENCH_PROFILE:-auto}
+CONCS=(1 16 256)
+# The load tools run for RUN_S seconds: the warm-up, the window and a margin,
+# so that the window lies inside their steady state.
+RUN_S=$((WARM + WINDOW + 2))
+TAIL_MAX=$((WINDOW + 15))
+
+source "$HERE/lib/common.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- prerequisites -------------------------------------------------------------
+bash third_party/install-deps.sh bench/debian-packages.txt
+for f in "$BUILD/inferd" "$BUILD/test/backends/batchcost/libtriton_batchcost.so"; do
+  [ -e "$f" ] || make -s -j"$(nproc)" all
+done
+PERF=$BUILD/inferd-perf
+[ -x "$PERF" ] || make -s -j"$(nproc)" all
+[ -x "$PERF" ] || die "$PERF is missing (bench/perf/ builds it with make all)"
+[ "$(nproc)" -ge 2 ] || log "warning: $(nproc) core(s); server and load share a core"
+
+# Many descriptors: 10,000 idle connections on each side, plus some.
+ulimit -Hn 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE=$(ulimit -n)
+
+# This shell and its helpers (curl, sleep, the snapshots) stay off the server core.
+taskset -cp "$LOAD_CORE" $$ >/dev/null
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RES=${BENCH_OUT:-$HERE/results/$STAMP}
+RAW=$RES/raw
+mkdir -p "$RAW"
+log "results in $RES (window ${WINDOW}s, warm-up ${WARM}s, nofile $NOFILE)"
+
+# The batched model needs the batchcost test backend beside its config.
+cp "$BUILD/test/backends/batchcost/libtriton_batchcost.so" "$MODELS/batched/"
+
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "nproc: $(nproc)"
+  echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+  echo "kernel: $(uname -sr)"
+  echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "inferd: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+dirty')"
+  echo "nginx: $(nginx -v 2>&1 | sed 's/.*: //')"
+  echo "wrk: $(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"
+  echo "h2load: $(h2load --version 2>&1 | head -1 | awk '{ print $NF }')"
+  echo "window_s: $WINDOW"
+  echo "warmup_s: $WARM"
+  echo "server_core: $SERVER_CORE"
+  echo "load_core: $LOAD_CORE"
+  echo "nofile: $NOFILE"
+  echo "command: ${BENCH_COMMAND:-make bench}"
+} >"$RES/machine.txt"
+
+# ---- the gRPC body for h2load --------------------------------------------------
+PB=$RES/pb
+mkdir -p "$PB"
+protoc -I. --python_out="$PB" proto/grpc_service.proto proto/model_config.proto
+"$PY" "$HERE/lib/grpc_body.py" "$PB" "$RES/grpc_body.bin" identity_fp32 1 >&2
+
+# ---- inferd: identity over every protocol, and its gRPC baseline ---------------
+start_inferd inferd
+ID=identity_fp32
+INFERD_URL_HTTP=127.0.0.1:$HTTP_PORT
+INFERD_URL_GRPC=127.0.0.1:$GRPC_PORT
+
+# perf_analyzer-style run of one concurrency for about RUN_S seconds.
+perf_args() { # PROTO CONC
+  local proto=$1 c=$2
+  local common=(--concurrency-range "$c:$c:1" --warmup $((WARM * 500))
+    --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) --percentile 99
+    --json-summary "$RAW/__SC__/summary.json")
+  case $proto in
+    http-binary) echo "-m $ID -x 1 -b 1 -u $INFERD_URL_HTTP -i http --http-format binary --shape INPUT0:16" ;;
+    http-json) echo "-m $ID -x 1 -b 1 -u $INFERD_URL_HTTP -i http --http-format json --shape INPUT0:16" ;;
+    grpc) echo "-m $ID -x 1 -b 1 -u $INFERD_URL_GRPC -i grpc --shape INPUT0:16" ;;
+    grpc-stream) echo "-m $ID -x 1 -b 1 -u $INFERD_URL_GRPC -i grpc --streaming --shape INPUT0:16" ;;
+  esac
+  printf ' %s' "${common[@]}"
+}
+
+run_perf() { # SCENARIO KIND PIDS... -- inferd-perf args (with __SC__ for the scenario)
+  local sc=$1
+  shift
+  local args=()
+  local a
+  for a in "$@"; do args+=("${a//__SC__/$sc}"); done
+  mkdir -p "$RAW/$sc"
+  measure "$sc" "${args[@]}"
+}
+
+for proto in http-binary http-json grpc grpc-stream; do
+  for c in "${CONCS[@]}"; do
+    # shellcheck disable=SC2046
+    run_perf "inferd_${proto}_c$c" "inferd:$ID" "$INFERD_PID" -- "$PERF" $(perf_args "$proto" "$c")
+  done
+done
+
+for c in "${CONCS[@]}"; do
+  measure "h2load_grpc_c$c" "inferd:$ID" "$INFERD_PID" -- \
+    h2load -c "$c" -m 1 -t 1 -D "$RUN_S" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    -d "$RES/grpc_body.bin" "http://$INFERD_URL_GRPC/inference.GRPCInferenceService/ModelInfer"
+done
+
+# ---- inferd: the dynamic batcher ---------------------------------------------------
+run_perf "inferd_batched_c64" "inferd:batched" "$INFERD_PID" -- "$PERF" \
+  -m batched -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:2 \
+  --concurrency-range 64:64:1 --warmup $((WARM * 500)) \
+  --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) --percentile 99 \
+  --json-summary "$RAW/__SC__/summary.json"
+
+# ---- profile where a target is missed ------------------------------------------------
+profile_scenario() { # NAME PERF-ARGS...
+  local name=$1
+  shift
+  local dir=$RES/profile/$name
+  mkdir -p "$dir"
+  log "profiling $name (perf record, cpu-clock, dwarf call graphs)"
+  taskset -c "$LOAD_CORE" "$PERF" "$@" >"$dir/tool.out" 2>"$dir/tool.err" &
+  local tool=$!
+  BENCH_PIDS+=("$tool")
+  sleep "$WARM"
+  taskset -c "$LOAD_CORE" perf record -e cpu-clock -F 1999 --call-graph dwarf,8192 \
+    -o "$dir/perf.data" -p "$INFERD_PID" -- sleep "$(((WINDOW < 5) ? WINDOW : 5))" \
+    >"$dir/record.log" 2>&1 || log "perf record failed (see $dir/record.log)"
+  wait "$tool" 2>/dev/null || true
+  if [ -s "$dir/perf.data" ]; then
+    perf report -i "$dir/perf.data" --stdio --no-children --sort symbol \
+      -g none --percent-limit 0.5 >"$dir/flat.txt" 2>/dev/null || true
+    perf report -i "$dir/perf.data" --stdio --no-children --sort dso \
+      -g none >"$dir/dso.txt" 2>/dev/null || true
+    perf report -i "$dir/perf.data" --stdio --children --sort symbol \
+      -g none --percent-limit 3 >"$dir/children.txt" 2>/dev/null || true
+    rm -f "$dir/perf.data.old"
+  fi
+}
+
+"$PY" "$HERE/lib/report.py" "$RES" --partial >"$RES/partial.txt" 2>&1 || true
+want_profile() { # SCENARIO TARGET_US
+  [ "$PROFILE" = 1 ] && return 0
+  [ "$PROFILE" = auto ] || return 1
+  "$PY" "$HERE/lib/report.py" "$RES" --over "$1" "$2"
+}
+if command -v perf >/dev/null && perf record -e cpu-clock -o /dev/null -- true >/dev/null 2>&1; then
+  if want_profile inferd_http-json_c16 12; then
+    # shellcheck disable=SC2046
+    profile_scenario http-json_c16 $(perf_args http-json 16 | sed "s#$RAW/__SC__/summary.json#$RES/profile/http-json_c16/summary.json#")
+  fi
+  if want_profile inferd_grpc_c16 16; then
+    # shellcheck disable=SC2046
+    profile_scenario grpc_c16 $(perf_args grpc 16 | sed "s#$RAW/__SC__/summary.json#$RES/profile/grpc_c16/summary.json#")
+  fi
+else
+  log "perf record does not work here; no profile"
+fi
+
+# ---- inferd: idle keep-alive connections (a fresh server) -------------------------
+stop_pid "$INFERD_PID"
+start_inferd inferd_idle
+idle_test() { # NAME PORT PID (the process whose memory we read)
+  local name=$1 port=$2 pid=$3
+  local dir=$RAW/idle_$name
+  mkdir -p "$dir"
+  local fd0 rss0 anon0 fd1 rss1 anon1 peak=0 i n
+  fd0=$(nfds "$pid")
+  rss0=$(vm_kib "$pid" VmRSS)
+  anon0=$(vm_kib "$pid" RssAnon)
+  local cmd=("$PERF" -u "127.0.0.1:$port" -i http --idle-connections "$IDLE_N" --idle-seconds "$IDLE_HOLD")
+  printf '%q ' taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/cmd"
+  log "idle_$name: ${cmd[*]}"
+  taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" &
+  local tool=$!
+  BENCH_PIDS+=("$tool")
+  # Wait until the server holds them all (or stops gaining), then settle.
+  local last=-1 still=0
+  for ((i = 0; i < IDLE_HOLD * 10; i++)); do
+    sleep 0.1
+    n=$(($(nfds "$pid") - fd0))
+    ((n > peak)) && peak=$n
+    if ((n >= IDLE_N)); then break; fi
+    if ((n == last)); then still=$((still + 1)); else still=0; fi
+    ((still >= 10 && n > 0)) && break
+    last=$n
+  done
+  sleep 1
+  fd1=$(nfds "$pid")
+  rss1=$(vm_kib "$pid" VmRSS)
+  anon1=$(vm_kib "$pid" RssAnon)
+  {
+    echo "target $IDLE_N"
+    echo "fds_before $fd0"
+    echo "fds_with $fd1"
+    echo "vmrss_before_kib $rss0"
+    echo "vmrss_with_kib $rss1"
+    echo "rssanon_before_kib $anon0"
+    echo "rssanon_with_kib $anon1"
+    echo "nofile $NOFILE"
+  } >"$dir/idle.txt"
+  local rc=0
+  wait "$tool" 2>/dev/null || rc=$?
+  echo "$rc" >"$dir/tool.rc"
+}
+# Warm the fresh server's request path once so that lazy one-time allocations
+# are not counted as per-connection memory.
+for ((i = 0; i < 20; i++)); do
+  curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/v2/models/$ID/infer" \
+    -d '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}]}'
+done
+idle_test inferd "$HTTP_PORT" "$INFERD_PID"
+stop_pid "$INFERD_PID"
+
+# ---- nginx baseline ------------------------------------------------------------------
+start_nginx
+for c in "${CONCS[@]}"; do
+  measure "nginx_wrk_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- \
+    wrk -t1 -c"$c" -d"${RUN_S}s" --latency "http://127.0.0.1:$NGINX_PORT/"
+done
+for c in "${CONCS[@]}"; do
+  run_perf "nginx_raw-get_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- "$PERF" \
+    -u "127.0.0.1:$NGINX_PORT" -i http --raw-get / --concurrency-range "$c:$c:1" \
+    --warmup $((WARM * 500)) --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) \
+    --percentile 99 --json-summary "$RAW/__SC__/summary.json"
+done
+idle_test nginx "$NGINX_PORT" "$NGINX_WORKER"
+stop_pid "$NGINX_PID"
+
+# ---- the tables ------------------------------------------------------------------------
+"$PY" "$HERE/lib/report.py" "$RES" | tee "$RES/summary.md"
+log "done: $RES/summary.md"

@@ -1,0 +1,177 @@
+/*
+ * test/unit/test_oom.c - allocation failure injection.
+ *
+ * This test is linked with -Wl,--wrap for malloc, calloc, realloc and strdup
+ * (see the Makefile), so every allocation made by inferd's own objects goes
+ * through the wrappers below. Each case runs an operation once to count its
+ * allocations, then again failing allocation i for every i: the operation
+ * must fail cleanly (an error code, never a crash) or succeed, and must free
+ * whatever it allocated (ASan's leak checker in the sanitizer build, and the
+ * outstanding-allocation count here, check that).
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/pool.h"
+#include "core/stats.h"
+#include "core/strmap.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+
+static long fail_at = -1; /* allocation index to fail; -1: none */
+static long n_allocs;     /* allocations attempted since the last reset */
+
+static int should_fail(void) {
+  return n_allocs++ == fail_at;
+}
+
+void *__wrap_malloc(size_t n) {
+  return should_fail() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m) {
+  return should_fail() ? NULL : __real_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : __real_realloc(p, n);
+}
+char *__wrap_strdup(const char *s) {
+  return should_fail() ? NULL : __real_strdup(s);
+}
+
+typedef int (*op_fn)(void);
+
+/* Runs op with no failure to learn its allocation count, then fails each
+ * allocation in turn. Returns how many runs failed cleanly. */
+static long sweep(op_fn op) {
+  long total, i, clean_failures = 0;
+  fail_at = -1;
+  n_allocs = 0;
+  assert_int_equal(op(), 0);
+  total = n_allocs;
+  assert_true(total > 0);
+  for (i = 0; i < total; i++) {
+    int rc;
+    fail_at = i;
+    n_allocs = 0;
+    rc = op();
+    if (rc != 0) clean_failures++;
+  }
+  fail_at = -1;
+  return clean_failures;
+}
+
+static const char config_text[] =
+    "name: \"m\" backend: \"identity\" max_batch_size: 8\n"
+    "input [ { name: \"INPUT0\" data_type: TYPE_FP32 dims: [ 16 ] },\n"
+    "        { name: \"INPUT1\" data_type: TYPE_STRING dims: [ -1 ] } ]\n"
+    "output [ { name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [ 16 ] } ]\n"
+    "dynamic_batching { preferred_batch_size: [ 2, 4 ] "
+    "  priority_queue_policy { key: 1 value { max_queue_size: 3 } } }\n"
+    "parameters { key: \"a\" value { string_value: \"b\" } }\n";
+
+/* Parse, normalize, validate and render a config. */
+static int config_op(void) {
+  ifd_model_config_t *cfg = NULL;
+  ifd_config_opts_t o = {0, 0};
+  ifd_errmsg_t err;
+  json_t *j;
+  int rc;
+
+  rc = ifd_config_parse(config_text, strlen(config_text), "config.pbtxt", "m",
+                        &cfg, &err);
+  if (rc == 0) rc = ifd_config_normalize(cfg, &o, &err);
+  if (rc == 0) rc = ifd_config_validate(cfg, &o, &err);
+  if (rc == 0) {
+    j = ifd_config_to_json(cfg);
+    /* jansson's own allocations are not wrapped; ours inside it are. */
+    if (j == NULL) rc = IFD_ENOMEM;
+    json_decref(j);
+  }
+  ifd_config_free(cfg);
+  return rc;
+}
+
+static void test_config_oom(void **state) {
+  (void)state;
+  assert_true(sweep(config_op) > 0);
+}
+
+static int stats_op(void) {
+  ifd_model_stats_t st;
+  uint64_t sizes[] = {1,  8,  2,  4,  3,  5,  6,  7, 9,
+                      10, 11, 12, 13, 14, 15, 16, 17};
+  size_t i;
+  int rc = 0;
+  memset(&st, 0, sizeof(st));
+  for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+    if (ifd_stats_batch(&st, sizes[i], 1, 2, 3, 4) < 0) rc = IFD_ENOMEM;
+  /* Executions are counted even when a new batch size cannot be stored. */
+  assert_int_equal(st.execution_count, 17);
+  ifd_stats_free(&st);
+  return rc;
+}
+
+static void test_stats_oom(void **state) {
+  (void)state;
+  assert_true(sweep(stats_op) > 0);
+}
+
+static int strmap_op(void) {
+  static char keys[300][8];
+  ifd_strmap_t m;
+  int i, rc = 0;
+  ifd_strmap_init(&m);
+  for (i = 0; i < 300 && rc == 0; i++) {
+    keys[i][0] = (char)('a' + i % 26);
+    keys[i][1] = (char)('a' + i / 26);
+    keys[i][2] = '\0';
+    rc = ifd_strmap_put(&m, keys[i], 2, keys[i]);
+  }
+  /* What was inserted before the failure is still there. */
+  if (rc != 0)
+    for (int k = 0; k < i - 1; k++)
+      assert_ptr_equal(ifd_strmap_get(&m, keys[k], 2), keys[k]);
+  ifd_strmap_free(&m);
+  return rc;
+}
+
+static void test_strmap_oom(void **state) {
+  (void)state;
+  assert_true(sweep(strmap_op) > 0);
+}
+
+static int pool_op(void) {
+  ifd_pool_t p;
+  int i, rc = 0;
+  ifd_pool_init(&p);
+  for (i = 0; i < 50 && rc == 0; i++)
+    if (ifd_pool_alloc(&p, (size_t)(i * 300 + 1)) == NULL) rc = IFD_ENOMEM;
+  ifd_pool_destroy(&p);
+  return rc;
+}
+
+static void test_pool_oom(void **state) {
+  (void)state;
+  assert_true(sweep(pool_op) > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_oom),
+      cmocka_unit_test(test_stats_oom),
+      cmocka_unit_test(test_strmap_oom),
+      cmocka_unit_test(test_pool_oom),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
