@@ -20,6 +20,10 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/infer.h"
+#include "net/grpc_infer.h"
+#include "net/internal.h"
+#include "proto/grpc_service.pb-c.h"
 #include "core/pool.h"
 #include "core/stats.h"
 #include "core/strmap.h"
@@ -166,12 +170,79 @@ static void test_pool_oom(void **state) {
   assert_true(sweep(pool_op) > 0);
 }
 
+/* An HTTP infer body with JSON data, typed BYTES and parameters, decoded
+ * into a request: the allocations come from the request pool. */
+static int http_decode_op(void) {
+  static const char body[] =
+      "{\"id\":\"r1\",\"parameters\":{\"priority\":1,\"custom\":\"x\"},"
+      "\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\","
+      "\"shape\":[2,2],\"data\":[[1,2],[3,4]]},{\"name\":\"INPUT1\","
+      "\"datatype\":\"BYTES\",\"shape\":[2],\"data\":[\"ab\",\"c\"]}],"
+      "\"outputs\":[{\"name\":\"OUTPUT0\",\"parameters\":"
+      "{\"binary_data\":true}}]}";
+  ifd_http_infer_info_t info;
+  ifd_errmsg_t err;
+  ifd_request_t *req = ifd_request_new(NULL);
+  int rc;
+  if (req == NULL) return IFD_ENOMEM;
+  rc = ifd__http_infer_decode(req, body, sizeof(body) - 1, sizeof(body) - 1,
+                              &info, &err);
+  ifd_request_unref(req);
+  return rc;
+}
+
+static void test_http_decode_oom(void **state) {
+  (void)state;
+  assert_true(sweep(http_decode_op) > 0);
+}
+
+/* A packed ModelInferRequest with raw and typed inputs, decoded. */
+static uint8_t grpc_msg[512];
+static size_t grpc_len;
+
+static int grpc_decode_op(void) {
+  ifd_errmsg_t err;
+  ifd_request_t *req = ifd_request_new(NULL);
+  int rc;
+  if (req == NULL) return IFD_ENOMEM;
+  rc = ifd__grpc_infer_decode(req, grpc_msg, grpc_len, &err);
+  ifd_request_unref(req);
+  return rc;
+}
+
+static void test_grpc_decode_oom(void **state) {
+  Inference__ModelInferRequest r = INFERENCE__MODEL_INFER_REQUEST__INIT;
+  Inference__ModelInferRequest__InferInputTensor in =
+      INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
+  Inference__ModelInferRequest__InferInputTensor *ins[1] = {&in};
+  int64_t shape[2] = {1, 4};
+  uint8_t raw[16] = {0};
+  ProtobufCBinaryData rc[1] = {{sizeof(raw), raw}};
+  (void)state;
+  r.model_name = "m";
+  r.id = "id";
+  in.name = "INPUT0";
+  in.datatype = "FP32";
+  in.shape = shape;
+  in.n_shape = 2;
+  r.inputs = ins;
+  r.n_inputs = 1;
+  r.raw_input_contents = rc;
+  r.n_raw_input_contents = 1;
+  grpc_len = inference__model_infer_request__get_packed_size(&r);
+  assert_true(grpc_len <= sizeof(grpc_msg));
+  inference__model_infer_request__pack(&r, grpc_msg);
+  assert_true(sweep(grpc_decode_op) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_oom),
       cmocka_unit_test(test_stats_oom),
       cmocka_unit_test(test_strmap_oom),
       cmocka_unit_test(test_pool_oom),
+      cmocka_unit_test(test_http_decode_oom),
+      cmocka_unit_test(test_grpc_decode_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
