@@ -33,17 +33,20 @@ if [ "$QUICK" = 1 ]; then
   WINDOW=${BENCH_SECONDS:-1}
   WARM=${BENCH_WARMUP:-1}
   IDLE_HOLD=4
+  MARGIN=1
+  PROFILE=${BENCH_PROFILE:-0}
 else
   WINDOW=${BENCH_SECONDS:-10}
   WARM=${BENCH_WARMUP:-2}
   IDLE_HOLD=8
+  MARGIN=2
 fi
 IDLE_N=${BENCH_IDLE:-10000}
-PROFILE=${BENCH_PROFILE:-auto}
+PROFILE=${PROFILE:-${BENCH_PROFILE:-auto}}
 CONCS=(1 16 256)
 # The load tools run for RUN_S seconds: the warm-up, the window and a margin,
 # so that the window lies inside their steady state.
-RUN_S=$((WARM + WINDOW + 2))
+RUN_S=$((WARM + WINDOW + MARGIN))
 TAIL_MAX=$((WINDOW + 15))
 
 source "$HERE/lib/common.sh"
@@ -58,13 +61,14 @@ done
 PERF=$BUILD/inferd-perf
 [ -x "$PERF" ] || make -s -j"$(nproc)" all
 [ -x "$PERF" ] || die "$PERF is missing (bench/perf/ builds it with make all)"
-[ "$(nproc)" -ge 2 ] || log "warning: $(nproc) core(s); server and load share a core"
+[ "$(nproc --all)" -ge 2 ] || log "warning: $(nproc) core(s); server and load share a core"
 
 # Many descriptors: 10,000 idle connections on each side, plus some.
 ulimit -Hn 65536 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 NOFILE=$(ulimit -n)
 
+NPROC=$(nproc)
 # This shell and its helpers (curl, sleep, the snapshots) stay off the server core.
 taskset -cp "$LOAD_CORE" $$ >/dev/null
 
@@ -79,7 +83,7 @@ cp "$BUILD/test/backends/batchcost/libtriton_batchcost.so" "$MODELS/batched/"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "nproc: $(nproc)"
+  echo "nproc: $NPROC"
   echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
   echo "kernel: $(uname -sr)"
   echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"

@@ -104,6 +104,11 @@ snapshot() {
     echo "t_ns $(date +%s%N)"
     local p
     for p in "$@"; do echo "stat $(cat "/proc/$p/stat")"; done
+    # Context switches of every thread (the loop/instance hand-offs show here).
+    for p in "$@"; do
+      cat /proc/"$p"/task/*/status 2>/dev/null |
+        awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print "ctxt", v, n }'
+    done
     grep "^cpu$SERVER_CORE " /proc/stat | sed 's/^/core /'
     echo "clk_tck $(getconf CLK_TCK)"
   } >"$file"

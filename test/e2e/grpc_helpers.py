@@ -689,11 +689,20 @@ class H2Conn:
             self._handle(ftype, flags, sid, payload)
         return res
 
+    def _ack(self, data):
+        # The server may already have closed (it answered a protocol error
+        # with GOAWAY): an ACK that cannot be sent is no failure, the frames
+        # still to read say what happened.
+        try:
+            self.send(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _handle(self, ftype, flags, sid, payload):
         if ftype == SETTINGS and not flags & FLAG_ACK:
-            self.send(frame(SETTINGS, FLAG_ACK, 0))
+            self._ack(frame(SETTINGS, FLAG_ACK, 0))
         elif ftype == PING and not flags & FLAG_ACK:
-            self.send(frame(PING, FLAG_ACK, 0, payload))
+            self._ack(frame(PING, FLAG_ACK, 0, payload))
         elif ftype == GOAWAY:
             last, code = struct.unpack(">II", payload[:8])
             self.goaway = (last & 0x7FFFFFFF, code)

@@ -1,0 +1,245 @@
+/*
+ * bench/perf/perf.h - declarations shared by the files of inferd-perf.
+ *
+ * inferd-perf is a perf_analyzer-style load generator: one libuv loop drives
+ * keep-alive HTTP/1.1 connections (http.c) or nghttp2 client sessions
+ * (grpc.c), each carrying a request serialized once (model.c); main.c runs the
+ * measurement steps and prints perf_analyzer's report, with the server-side
+ * split read from the statistics extension (stats.c).
+ *
+ * The unit of load is a slot: one request in flight at a time. The
+ * scheduler in main.c decides when a slot sends (closed loop: again as soon
+ * as its response is in; open loop: on the rate schedule) and the transport
+ * tells it when the response is complete through ifd__perf_run_done(). Every
+ * function here runs on the loop thread; nothing is locked.
+ */
+#ifndef IFD_BENCH_PERF_PERF_H
+#define IFD_BENCH_PERF_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#define IFD_PERF_MAX_RANK 16
+#define IFD_PERF_MAX_SHAPES 64
+#define IFD_PERF_ERR_MAX 512
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+/* A growable byte buffer; {0} is an empty one. */
+typedef struct ifd_perf_buf {
+  char *data; /* owned */
+  size_t len;
+  size_t cap;
+} ifd_perf_buf_t;
+
+/* Appends n bytes. Returns 0, or UV_ENOMEM (the buffer is unchanged). */
+int ifd__perf_buf_append(ifd_perf_buf_t *b, const void *p, size_t n);
+/* Appends formatted text. Returns 0, or UV_ENOMEM. */
+int ifd__perf_buf_printf(ifd_perf_buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ifd__perf_buf_free(ifd_perf_buf_t *b);
+
+/* One --shape NAME:D1,D2,... option. */
+typedef struct ifd_perf_shape {
+  char name[128];
+  int64_t dims[IFD_PERF_MAX_RANK];
+  int rank;
+} ifd_perf_shape_t;
+
+/* The command line, parsed once; read-only afterwards. */
+typedef struct ifd_perf_opts {
+  const char *model;   /* borrowed: argv; NULL in --raw-get/idle modes */
+  const char *version; /* borrowed: argv; "" lets the server choose */
+  int batch;
+  char host[256];
+  int port;
+  int grpc; /* -i grpc */
+  int streaming;
+  int open_loop; /* --request-rate-range given */
+  double range_start, range_end, range_step;
+  int max_connections;
+  int grpc_connections; /* 0: min(max concurrency, 4) */
+  ifd_perf_shape_t shapes[IFD_PERF_MAX_SHAPES];
+  int nshapes;
+  uint64_t measure_ms;
+  uint64_t warmup_ms;
+  int percentile;  /* -1: report the average */
+  const char *csv; /* borrowed: argv */
+  int zero_data;
+  int http_json;
+  const char *raw_get; /* borrowed: argv */
+  int idle_connections;
+  double idle_seconds;
+  int quiet;
+  const char *json_summary; /* borrowed: argv */
+} ifd_perf_opts_t;
+
+/* One input tensor of the model, with its generated data. */
+typedef struct ifd_perf_tensor {
+  char *name; /* owned */
+  char datatype[16];
+  int64_t shape[IFD_PERF_MAX_RANK]; /* full shape, batch dimension included */
+  int rank;
+  uint8_t *data; /* owned: raw bytes (BYTES: 4-byte length + string each) */
+  size_t nbytes;
+  size_t nelems;
+} ifd_perf_tensor_t;
+
+typedef struct ifd_perf_model {
+  char *name;    /* owned */
+  char *version; /* owned; "" lets the version policy choose */
+  int max_batch;
+  ifd_perf_tensor_t *inputs; /* owned */
+  int ninputs;
+  char **outputs; /* owned, each owned */
+  int noutputs;
+} ifd_perf_model_t;
+
+/* Cumulative server statistics of one model (all versions summed when no
+ * version was given). */
+typedef struct ifd_perf_stats {
+  uint64_t inference_count, execution_count;
+  uint64_t success_count, success_ns, fail_count;
+  uint64_t queue_count, queue_ns;
+  uint64_t cin_count, cin_ns;
+  uint64_t cinfer_count, cinfer_ns;
+  uint64_t cout_count, cout_ns;
+} ifd_perf_stats_t;
+
+typedef struct ifd_perf_run ifd_perf_run_t;
+typedef struct ifd_perf_slot ifd_perf_slot_t;
+
+/* What a transport does for the scheduler. send() starts the slot's request
+ * (connecting first if needed); it returns 0, in which case the transport
+ * calls ifd__perf_run_done() exactly once later, or a negative UV_E* code,
+ * in which case it never will. */
+typedef struct ifd_perf_slot_vt {
+  int (*send)(ifd_perf_slot_t *s);
+} ifd_perf_slot_vt_t;
+
+struct ifd_perf_slot {
+  const ifd_perf_slot_vt_t *vt; /* borrowed: static */
+  ifd_perf_run_t *run;          /* borrowed: outlives the slot */
+  uint64_t t_send;              /* uv_hrtime() when sent */
+  int measured;                 /* sent inside the measurement window */
+  int busy;
+  int index;                  /* position in run->slots */
+  ifd_perf_slot_t *next_idle; /* open loop: the free list */
+};
+
+typedef struct ifd_perf_http ifd_perf_http_t;
+typedef struct ifd_perf_grpc ifd_perf_grpc_t;
+
+/* The whole state of one inferd-perf process; loop thread only. */
+struct ifd_perf_run {
+  uv_loop_t *loop;             /* borrowed: outlives the run */
+  const ifd_perf_opts_t *opts; /* borrowed */
+  struct sockaddr_storage addr;
+  char authority[300]; /* "host:port" for Host and :authority */
+
+  /* The request every load slot sends, serialized once; read-only. */
+  ifd_perf_buf_t payload; /* owned */
+
+  ifd_perf_http_t *http; /* owned: NULL unless -i http */
+  ifd_perf_grpc_t *grpc; /* owned: NULL unless -i grpc */
+
+  /* Scheduler. */
+  ifd_perf_slot_t **slots; /* owned array; slots owned by the transport */
+  int nslots, capslots;
+  ifd_perf_slot_t *idle; /* open loop: free slots */
+  int issuing;           /* slots send (again) when free */
+  int recording;         /* requests sent now are measured */
+  int concurrency;       /* closed loop: slots [0, concurrency) send */
+  double rate;           /* open loop: requests per second */
+  uint64_t rate_t0, rate_issued, backlog, delayed;
+  uv_timer_t rate_timer;
+  uint64_t inflight;
+  int fatal; /* a negative code stops the run: the transport is broken */
+  char fatal_msg[IFD_PERF_ERR_MAX];
+
+  /* The current measurement window. */
+  uint64_t *lat; /* owned: ns, one per successful measured request */
+  size_t nlat, caplat;
+  uint64_t errors;
+  char first_err[IFD_PERF_ERR_MAX];
+  int have_err;
+};
+
+/* Called by a transport once per successful send(): the slot's response is
+ * complete (ok), or the request failed (err, errlen: the first bytes of the
+ * error body or message, copied if needed). May send on the slot again. */
+void ifd__perf_run_done(ifd_perf_slot_t *s, int ok, const char *err,
+                        size_t errlen);
+
+/* Marks the run broken with a message; the current step stops issuing. */
+void ifd__perf_run_fail(ifd_perf_run_t *run, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Runs the loop until *flag becomes non-zero or timeout_ms pass. Returns 0,
+ * or UV_ETIMEDOUT. */
+int ifd__perf_run_until(ifd_perf_run_t *run, const int *flag,
+                        uint64_t timeout_ms);
+
+/* ---- http.c ---- */
+
+/* Sets up the HTTP transport. Returns 0 or UV_ENOMEM. */
+int ifd__perf_http_init(ifd_perf_run_t *run);
+/* A new load slot: one keep-alive connection (connected on first send)
+ * sending run->payload. Returns 0 or UV_ENOMEM; the transport owns *out. */
+int ifd__perf_http_slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out);
+/* GET path on a connection of its own, driving the loop until the answer.
+ * Returns 0 with *status and the body in *body (caller frees), or a negative
+ * code with a message in err. */
+int ifd__perf_http_get(ifd_perf_run_t *run, const char *path, int *status,
+                       ifd_perf_buf_t *body, char *err, size_t errlen);
+/* --idle-connections: opens n connections, one GET /v2/health/live each,
+ * prints "idle connections: N open", holds them for seconds. Returns 0 or a
+ * negative code (message printed). */
+int ifd__perf_http_idle(ifd_perf_run_t *run, int n, double seconds);
+/* Closes every connection and frees the transport (runs the loop). */
+void ifd__perf_http_shutdown(ifd_perf_run_t *run);
+
+/* ---- grpc.c ---- */
+
+/* Connects the gRPC client sessions (nconn of them). Returns 0 or a negative
+ * code with a message in err. */
+int ifd__perf_grpc_init(ifd_perf_run_t *run, int nconn, char *err,
+                        size_t errlen);
+/* A new load slot: unary ModelInfer calls, or with --streaming a slot whose
+ * requests go on a ModelStreamInfer stream (its own in the closed loop).
+ * Returns 0 or UV_ENOMEM; the transport owns *out. */
+int ifd__perf_grpc_slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out);
+/* One unary call of method (e.g. "ModelMetadata") with a packed message,
+ * driving the loop until the answer. Returns 0 with *grpc_status, the
+ * response message (prefix stripped) in *body (caller frees) and a
+ * grpc-message in err if any, or a negative code with a message in err. */
+int ifd__perf_grpc_unary(ifd_perf_run_t *run, const char *method,
+                         const uint8_t *msg, size_t len, int *grpc_status,
+                         ifd_perf_buf_t *body, char *err, size_t errlen);
+void ifd__perf_grpc_shutdown(ifd_perf_run_t *run);
+
+/* ---- model.c ---- */
+
+/* Reads metadata and config of opts->model and generates the inputs.
+ * Returns 0, or a negative code with a message in err. */
+int ifd__perf_model_load(ifd_perf_run_t *run, ifd_perf_model_t *model,
+                         char *err, size_t errlen);
+/* Serializes the load request into run->payload: HTTP request bytes, or a
+ * 5-byte-prefixed ModelInferRequest. Returns 0, or negative with err. */
+int ifd__perf_model_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                            char *err, size_t errlen);
+void ifd__perf_model_free(ifd_perf_model_t *m);
+
+/* ---- stats.c ---- */
+
+/* Reads the model's cumulative statistics. Returns 0, or negative with err.
+ */
+int ifd__perf_stats_read(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                         ifd_perf_stats_t *out, char *err, size_t errlen);
+
+#endif /* IFD_BENCH_PERF_PERF_H */
