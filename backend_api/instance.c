@@ -73,7 +73,11 @@ static void *instance_main(void *arg) {
     ifd_request_t **job;
     uint32_t n;
     pthread_mutex_lock(&in->mu);
-    while (!in->has_job && !in->stop) pthread_cond_wait(&in->cv, &in->mu);
+    while (!in->has_job && !in->stop) {
+      in->waiting = 1;
+      pthread_cond_wait(&in->cv, &in->mu);
+      in->waiting = 0;
+    }
     if (!in->has_job) {
       pthread_mutex_unlock(&in->mu);
       break;
@@ -190,6 +194,7 @@ int ifd_backend_execute(ifd_model_t *m, uint32_t index, ifd_request_t **reqs,
   TRITONBACKEND_Model *bm = m->backend_model;
   TRITONBACKEND_ModelInstance *in = &bm->instances[index];
   uint32_t i;
+  int wake;
 
   pthread_mutex_lock(&in->mu);
   if (in->has_job) {
@@ -212,7 +217,11 @@ int ifd_backend_execute(ifd_model_t *m, uint32_t index, ifd_request_t **reqs,
   }
   in->n_job = n;
   in->has_job = 1;
-  pthread_cond_signal(&in->cv);
+  wake = in->waiting;
   pthread_mutex_unlock(&in->mu);
+  /* Signalled after unlocking, and only when the thread sleeps: a thread
+   * woken while the mutex is still held would run, block on it at once,
+   * and cost two more context switches per request. */
+  if (wake) pthread_cond_signal(&in->cv);
   return 0;
 }

@@ -133,6 +133,7 @@ struct TRITONBACKEND_ModelInstance {
   ifd_request_t **job; /* owned array; the batch to run */
   uint32_t n_job, cap_job;
   int has_job, stop;
+  int waiting;                  /* the thread sleeps on cv */
   int init_state;               /* 0 running init, 1 ok, -1 failed */
   TRITONSERVER_Error *init_err; /* owned until the loader takes it */
   ifd_event_t idle_ev;          /* pushed after each execute */

@@ -115,7 +115,7 @@ INFERD_URL_GRPC=127.0.0.1:$GRPC_PORT
 perf_args() { # PROTO CONC
   local proto=$1 c=$2
   local common=(--concurrency-range "$c:$c:1" --warmup $((WARM * 500))
-    --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) --percentile 99
+    --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99
     --json-summary "$RAW/__SC__/summary.json")
   case $proto in
     http-binary) echo "-m $ID -x 1 -b 1 -u $INFERD_URL_HTTP -i http --http-format binary --shape INPUT0:16" ;;
@@ -154,7 +154,7 @@ done
 run_perf "inferd_batched_c64" "inferd:batched" "$INFERD_PID" -- "$PERF" \
   -m batched -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:2 \
   --concurrency-range 64:64:1 --warmup $((WARM * 500)) \
-  --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) --percentile 99 \
+  --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
   --json-summary "$RAW/__SC__/summary.json"
 
 # ---- profile where a target is missed ------------------------------------------------
@@ -266,7 +266,7 @@ done
 for c in "${CONCS[@]}"; do
   run_perf "nginx_raw-get_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- "$PERF" \
     -u "127.0.0.1:$NGINX_PORT" -i http --raw-get / --concurrency-range "$c:$c:1" \
-    --warmup $((WARM * 500)) --measurement-interval $(((RUN_S - 1) * 1000 - WARM * 500)) \
+    --warmup $((WARM * 500)) --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) \
     --percentile 99 --json-summary "$RAW/__SC__/summary.json"
 done
 idle_test nginx "$NGINX_PORT" "$NGINX_WORKER"
