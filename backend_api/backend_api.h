@@ -15,9 +15,10 @@
 #include "core/infer.h"
 #include "core/model.h"
 
-/** Called on the loop thread when instance `index` of `m` has finished an
- *  execute and can take the next batch. */
-typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint32_t index, void *arg);
+/** Called on the loop thread when instances of `m` have finished `jobs`
+ *  executes holding `reqs` requests in all (possibly several at once). */
+typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint64_t jobs,
+                                     uint64_t reqs, void *arg);
 
 /**
  * Loads `m` (config normalized and validated) on its backend: finds and
@@ -48,13 +49,22 @@ void ifd_backend_model_unload(ifd_model_t *m, void (*freed)(void *arg),
 uint32_t ifd_backend_instance_count(const ifd_model_t *m);
 
 /**
- * Hands `n` requests (one batch) to idle instance `index` (loop thread). The
- * array is copied; the requests belong to the backend from here on and come
- * back through responses and the release event.
- * Returns 0, or IFD_ENOMEM (nothing was handed over).
+ * Queues `n` requests as one batch on the model's run queue (loop thread);
+ * the first free instance thread executes it. The requests belong to the
+ * backend side from here on and come back through responses and the release
+ * event. Never fails (the requests are linked through their own fields).
  */
-int ifd_backend_execute(ifd_model_t *m, uint32_t index, ifd_request_t **reqs,
-                        uint32_t n);
+void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n);
+
+/** Requests queued on the run queue, not yet taken by an instance. */
+uint64_t ifd_backend_queued(const ifd_model_t *m);
+
+/**
+ * Takes every queued batch back (loop thread): their requests are returned
+ * linked by ->next (NULL when none), for the scheduler to refuse; *jobs is
+ * set to the number of batches they formed.
+ */
+ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs);
 
 /** Monotonic clock in ns, the clock of every TRITONBACKEND_* timestamp. */
 uint64_t ifd_now_ns(void);

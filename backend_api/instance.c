@@ -1,29 +1,45 @@
 /*
- * backend_api/instance.c - one thread per model instance.
+ * backend_api/instance.c - one thread per model instance, and the model's
+ * run queue they share.
  *
  * Each instance thread runs TRITONBACKEND_ModelInstanceInitialize on itself
- * (so thread-bound resources such as a CUDA stream live there), then waits on
- * its mailbox for a batch, runs TRITONBACKEND_ModelInstanceExecute, and
- * pushes an idle event to the loop. The mailbox holds at most one batch: the
- * scheduler only gives work to an instance it knows is idle. Stopping lets
- * the current execute finish, then finalizes the instance on its thread.
+ * (so thread-bound resources such as a CUDA stream live there), then takes
+ * batches from its model's run queue, runs TRITONBACKEND_ModelInstanceExecute
+ * on each, and reports finished work to the loop. Stopping lets the current
+ * execute finish, then finalizes the instance on its thread.
+ *
+ * Wake-ups are the cost to watch: with the loop and an instance on one core,
+ * every hand-off is a context switch. So the loop signals an instance only
+ * when one sleeps, and an instance working through a backlog of cheap jobs
+ * defers its wake-ups of the loop (ifd_evq_defer_*) and wakes it once for
+ * several jobs, for at most COALESCE_NS. Jobs that take longer than that,
+ * and decoupled models (whose responses may trickle out of one execute), are
+ * never deferred.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend_api/internal.h"
 #include "core/log.h"
 #include "core/server.h"
+#include "core/util.h"
+
+/* How long finished work may wait for the loop to hear of it. */
+#define COALESCE_NS 50000u
 
 static void on_idle(ifd_event_t *ev) {
   TRITONBACKEND_ModelInstance *in =
-      (TRITONBACKEND_ModelInstance *)((char *)ev -
-                                      offsetof(TRITONBACKEND_ModelInstance,
-                                               idle_ev));
+      ifd_container_of(ev, TRITONBACKEND_ModelInstance, idle_ev);
   TRITONBACKEND_Model *bm = in->model;
+  uint64_t jobs, reqs;
+  /* Re-arm first: work finished from here on queues a new event. */
+  atomic_store(&in->idle_queued, 0);
+  jobs = atomic_exchange(&in->done_jobs, 0);
+  reqs = atomic_exchange(&in->done_reqs, 0);
   ifd__instance_flush_reports(in);
-  if (!bm->unloading && bm->idle != NULL)
-    bm->idle(bm->model, in->index, bm->idle_arg);
+  if (!bm->unloading && bm->idle != NULL && jobs > 0)
+    bm->idle(bm->model, jobs, reqs, bm->idle_arg);
 }
 
 /* An execute that returns an error leaves its requests to the server, as
@@ -47,7 +63,10 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   TRITONSERVER_Error *e;
   uint64_t now = ifd_now_ns();
   uint32_t i;
-  for (i = 0; i < n; i++) reqs[i]->t_exec_start = now;
+  for (i = 0; i < n; i++) {
+    reqs[i]->t_exec_start = now;
+    reqs[i]->state = IFD_REQ_EXECUTING;
+  }
   e = b->execute(in, (TRITONBACKEND_Request **)reqs, n);
   if (e != NULL) {
     IFD_VERBOSE("execute on '%s' failed: %s", in->name,
@@ -56,10 +75,75 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   }
 }
 
+/* Takes the next batch off the run queue into in->job, sleeping while it is
+ * empty. Returns its size, 0 when stopping, or (uint32_t)-1 when in->job
+ * cannot grow: the batch then stays queued and the caller retries after a
+ * pause. *more says whether other batches wait behind it. */
+static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
+  ifd__feed_t *f = &in->model->feed;
+  ifd_request_t *first, *r;
+  uint32_t n, i;
+  int wake;
+
+  pthread_mutex_lock(&f->mu);
+  if (f->head == NULL && !f->stop) {
+    /* About to sleep: the loop must hear of everything done so far. */
+    pthread_mutex_unlock(&f->mu);
+    ifd_evq_defer_flush();
+    pthread_mutex_lock(&f->mu);
+  }
+  while (f->head == NULL && !f->stop) {
+    f->waiting++;
+    pthread_cond_wait(&f->cv, &f->mu);
+    f->waiting--;
+  }
+  first = f->head;
+  if (first == NULL) {
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+  }
+  n = first->job_n;
+  if (n > in->cap_job) {
+    ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
+    if (nj == NULL) {
+      /* Leave the batch queued for another instance or a later try. */
+      pthread_mutex_unlock(&f->mu);
+      return (uint32_t)-1;
+    }
+    in->job = nj;
+    in->cap_job = n;
+  }
+  f->head = first->job_next;
+  if (f->head == NULL) f->tail = NULL;
+  f->n_reqs -= n;
+  f->n_jobs--;
+  *more = f->head != NULL;
+  /* Work left and an instance asleep (it was queued while this thread ran):
+   * hand it on rather than run it after this batch. */
+  wake = *more && f->waiting > 0;
+  pthread_mutex_unlock(&f->mu);
+  if (wake) pthread_cond_signal(&f->cv);
+  /* The batch's requests are linked by ->next, which the loop no longer
+   * touches once they are queued here. */
+  for (i = 0, r = first; i < n; i++, r = r->next) in->job[i] = r;
+  return n;
+}
+
+static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
+  atomic_fetch_add(&in->done_jobs, 1);
+  atomic_fetch_add(&in->done_reqs, n);
+  if (atomic_exchange(&in->idle_queued, 1) == 0) {
+    in->idle_ev.fn = on_idle;
+    ifd_evq_push(ifd_server_evq(in->model->model->server), &in->idle_ev);
+  }
+}
+
 static void *instance_main(void *arg) {
   TRITONBACKEND_ModelInstance *in = arg;
-  TRITONBACKEND_Backend *b = in->model->backend;
+  TRITONBACKEND_Model *bm = in->model;
+  TRITONBACKEND_Backend *b = bm->backend;
   TRITONSERVER_Error *e = NULL;
+  uint64_t last_ns = COALESCE_NS; /* duration of the previous job */
 
   if (b->inst_init != NULL) e = b->inst_init(in);
   pthread_mutex_lock(&in->mu);
@@ -70,31 +154,29 @@ static void *instance_main(void *arg) {
   if (e != NULL) return NULL;
 
   for (;;) {
-    ifd_request_t **job;
-    uint32_t n;
-    pthread_mutex_lock(&in->mu);
-    while (!in->has_job && !in->stop) {
-      in->waiting = 1;
-      pthread_cond_wait(&in->cv, &in->mu);
-      in->waiting = 0;
+    int more = 0, defer;
+    uint64_t t0;
+    uint32_t n = take_job(in, &more);
+    if (n == 0) break;
+    if (n == (uint32_t)-1) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+      continue;
     }
-    if (!in->has_job) {
-      pthread_mutex_unlock(&in->mu);
-      break;
-    }
-    job = in->job;
-    n = in->n_job;
-    pthread_mutex_unlock(&in->mu);
-
-    /* The job array is only rewritten by the loop after the idle event, so
-     * it is read here without the lock. */
-    run_batch(in, job, n);
-    pthread_mutex_lock(&in->mu);
-    in->has_job = 0;
-    pthread_mutex_unlock(&in->mu);
-    in->idle_ev.fn = on_idle;
-    ifd_evq_push(ifd_server_evq(in->model->model->server), &in->idle_ev);
+    /* Defer waking the loop only for a backlog of cheap jobs, and never
+     * past COALESCE_NS after the first deferred event. */
+    defer = bm->coalesce && more && last_ns < COALESCE_NS / 2 &&
+            ifd_evq_deferred_age() < COALESCE_NS;
+    if (defer)
+      ifd_evq_defer_begin(COALESCE_NS);
+    else
+      ifd_evq_defer_end();
+    t0 = ifd_now_ns();
+    run_batch(in, in->job, n);
+    last_ns = ifd_now_ns() - t0;
+    report_idle(in, n);
   }
+  ifd_evq_defer_end();
 
   if (b->inst_fini != NULL) {
     e = b->inst_fini(in);
@@ -172,15 +254,12 @@ int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
 }
 
 void ifd__instances_stop(TRITONBACKEND_Model *bm) {
+  ifd__feed_t *f = &bm->feed;
   uint32_t i;
-  for (i = 0; i < bm->n_instances; i++) {
-    TRITONBACKEND_ModelInstance *in = &bm->instances[i];
-    if (!in->started) continue;
-    pthread_mutex_lock(&in->mu);
-    in->stop = 1;
-    pthread_cond_signal(&in->cv);
-    pthread_mutex_unlock(&in->mu);
-  }
+  pthread_mutex_lock(&f->mu);
+  f->stop = 1;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
     if (!in->started) continue;
@@ -189,39 +268,78 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm) {
   }
 }
 
-int ifd_backend_execute(ifd_model_t *m, uint32_t index, ifd_request_t **reqs,
-                        uint32_t n) {
-  TRITONBACKEND_Model *bm = m->backend_model;
-  TRITONBACKEND_ModelInstance *in = &bm->instances[index];
-  uint32_t i;
-  int wake;
+static void on_wake(ifd_event_t *ev) {
+  TRITONBACKEND_Model *bm = ifd_container_of(ev, TRITONBACKEND_Model, wake_ev);
+  ifd__feed_t *f = &bm->feed;
+  uint64_t wake;
+  bm->wake_pending = 0;
+  pthread_mutex_lock(&f->mu);
+  wake = f->waiting < f->n_jobs ? f->waiting : f->n_jobs;
+  pthread_mutex_unlock(&f->mu);
+  /* One sleeping instance per queued batch, so N instances run N batches
+   * side by side. Signalled after unlocking: a thread woken while the mutex
+   * is held would run, block on it at once, and cost two more switches. */
+  while (wake-- > 0) pthread_cond_signal(&f->cv);
+}
 
-  pthread_mutex_lock(&in->mu);
-  if (in->has_job) {
-    pthread_mutex_unlock(&in->mu);
-    IFD_ERROR("instance '%s' given a batch while busy", in->name);
-    return IFD_EINTERNAL;
+void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  ifd__feed_t *f = &bm->feed;
+  uint32_t i;
+
+  for (i = 0; i + 1 < n; i++) reqs[i]->next = reqs[i + 1];
+  reqs[n - 1]->next = NULL;
+  reqs[0]->job_n = n;
+  reqs[0]->job_next = NULL;
+  pthread_mutex_lock(&f->mu);
+  if (f->tail != NULL)
+    f->tail->job_next = reqs[0];
+  else
+    f->head = reqs[0];
+  f->tail = reqs[0];
+  f->n_reqs += n;
+  f->n_jobs++;
+  pthread_mutex_unlock(&f->mu);
+  /* A sleeping instance is woken once, when this loop iteration has read
+   * every request that arrived with this one: it then works through all of
+   * them in one go instead of one context switch pair per request. */
+  if (!bm->wake_pending) {
+    bm->wake_pending = 1;
+    bm->wake_ev.fn = on_wake;
+    ifd_server_at_iteration_end(m->server, &bm->wake_ev);
   }
-  if (n > in->cap_job) {
-    ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
-    if (nj == NULL) {
-      pthread_mutex_unlock(&in->mu);
-      return IFD_ENOMEM;
-    }
-    in->job = nj;
-    in->cap_job = n;
+}
+
+uint64_t ifd_backend_queued(const ifd_model_t *m) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  uint64_t n;
+  if (bm == NULL) return 0;
+  pthread_mutex_lock(&bm->feed.mu);
+  n = bm->feed.n_reqs;
+  pthread_mutex_unlock(&bm->feed.mu);
+  return n;
+}
+
+ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  ifd_request_t *all = NULL, **tail = &all, *job;
+  uint32_t i;
+  *jobs = 0;
+  if (bm == NULL) return NULL;
+  pthread_mutex_lock(&bm->feed.mu);
+  job = bm->feed.head;
+  bm->feed.head = bm->feed.tail = NULL;
+  bm->feed.n_reqs = 0;
+  bm->feed.n_jobs = 0;
+  pthread_mutex_unlock(&bm->feed.mu);
+  while (job != NULL) {
+    ifd_request_t *next_job = job->job_next, *r = job;
+    (*jobs)++;
+    *tail = r;
+    for (i = 1; i < job->job_n; i++) r = r->next;
+    tail = &r->next;
+    *tail = NULL;
+    job = next_job;
   }
-  for (i = 0; i < n; i++) {
-    in->job[i] = reqs[i];
-    reqs[i]->state = IFD_REQ_EXECUTING;
-  }
-  in->n_job = n;
-  in->has_job = 1;
-  wake = in->waiting;
-  pthread_mutex_unlock(&in->mu);
-  /* Signalled after unlocking, and only when the thread sleeps: a thread
-   * woken while the mutex is still held would run, block on it at once,
-   * and cost two more context switches per request. */
-  if (wake) pthread_cond_signal(&in->cv);
-  return 0;
+  return all;
 }

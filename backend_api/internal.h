@@ -64,6 +64,7 @@ struct TRITONSERVER_Parameter {
 /* ---- backends, models, instances (loader.c, instance.c) --------------- */
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "backend_api/backend_api.h"
 #include "core/event.h"
@@ -96,8 +97,27 @@ struct TRITONBACKEND_Backend {
   TRITONBACKEND_Backend *next;  /* registry list, under the lock */
 };
 
+/* A model's run queue: batches handed over by the scheduler, taken by
+ * whichever instance thread is free (as Triton's instances share their
+ * model's queue). The only state shared by the loop and instance threads. */
+typedef struct ifd__feed {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  /* guarded by mu: */
+  ifd_request_t *head, *tail; /* first request of each batch, by job_next */
+  uint64_t n_reqs;            /* requests in the queue */
+  uint64_t n_jobs;            /* batches in the queue */
+  unsigned waiting;           /* instance threads sleeping on cv */
+  int stop;                   /* instance threads exit when it is empty */
+} ifd__feed_t;
+
 struct TRITONBACKEND_Model {
   ifd_model_t *model;             /* borrowed: owns this object */
+  ifd__feed_t feed;               /* embedded */
+  ifd_event_t wake_ev;            /* loop: wakes a sleeping instance once per
+                                     loop iteration that queued work */
+  int wake_pending;               /* loop thread: wake_ev is scheduled */
+  int coalesce;                   /* instance threads may defer wake-ups */
   TRITONBACKEND_Backend *backend; /* counted reference */
   void *state;                    /* the backend's, through ModelSetState */
   int strict;                     /* no auto-complete */
@@ -126,17 +146,19 @@ struct TRITONBACKEND_ModelInstance {
   TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{}} */
   void *state;                       /* the backend's */
   pthread_t thread;
-  int started; /* thread created */
-  pthread_mutex_t mu;
+  int started;        /* thread created */
+  pthread_mutex_t mu; /* init handshake and batch reports */
   pthread_cond_t cv;
-  /* guarded by mu: */
-  ifd_request_t **job; /* owned array; the batch to run */
-  uint32_t n_job, cap_job;
-  int has_job, stop;
-  int waiting;                  /* the thread sleeps on cv */
+  ifd_request_t **job; /* owned by the thread: the batch being run */
+  uint32_t cap_job;
   int init_state;               /* 0 running init, 1 ok, -1 failed */
   TRITONSERVER_Error *init_err; /* owned until the loader takes it */
-  ifd_event_t idle_ev;          /* pushed after each execute */
+  /* Finished work, reported to the loop by idle_ev: pushed only when not
+   * already queued, so a thread that finishes several jobs before the loop
+   * runs reports them with one event. */
+  ifd_event_t idle_ev;
+  atomic_int idle_queued;
+  atomic_uint_fast64_t done_jobs, done_reqs;
   ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
   uint32_t n_reports, cap_reports;
 };

@@ -251,6 +251,8 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
     pthread_cond_destroy(&in->cv);
   }
   free(bm->instances);
+  pthread_mutex_destroy(&bm->feed.mu);
+  pthread_cond_destroy(&bm->feed.cv);
   free(bm);
 }
 
@@ -343,6 +345,8 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   bm = calloc(1, sizeof(*bm));
   if (bm == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   bm->model = m;
+  pthread_mutex_init(&bm->feed.mu, NULL);
+  pthread_cond_init(&bm->feed.cv, NULL);
   bm->strict = o->strict_config;
   bm->idle = idle;
   bm->idle_arg = idle_arg;
@@ -359,7 +363,11 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
       goto out_release;
     }
   }
-  /* The backend may have completed the config in ModelInitialize. */
+  /* The backend may have completed the config in ModelInitialize. A
+   * decoupled model may send responses while an execute goes on: those are
+   * never held back to coalesce wake-ups. */
+  bm->coalesce = m->config->model_transaction_policy == NULL ||
+                 !m->config->model_transaction_policy->decoupled;
   rc = instances_plan(bm, err);
   if (rc < 0) goto out_model_fini;
   rc = ifd__instances_start(bm, err);

@@ -133,6 +133,8 @@ struct ifd_request {
   uint64_t sched_deadline; /* scheduler-private: queue timeout (ns), 0 none */
   uint32_t sched_level;    /* scheduler-private: priority level index */
   uint64_t order_seq;      /* submission order on an ordered model */
+  ifd_request_t *job_next; /* run queue: next batch (on a batch's first) */
+  uint32_t job_n;          /* run queue: requests in this batch */
 };
 
 /** An output tensor of a response. */

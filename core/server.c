@@ -53,6 +53,8 @@ struct ifd_server {
   void *start_arg;
   /* shutdown */
   uv_timer_t drain_timer;     /* embedded */
+  uv_prepare_t iter_end;      /* embedded: runs the at_iteration_end list */
+  ifd_event_t *iter_head;     /* loop thread: callbacks for this iteration */
   uint64_t drain_deadline;    /* uv_now() ms */
   ifd_model_t **unload_order; /* owned array for the unload chain */
   size_t n_unload, i_unload;
@@ -70,6 +72,24 @@ static char *xstrdup(const char *s) {
 
 uv_loop_t *ifd_server_loop(ifd_server_t *s) {
   return s->loop;
+}
+
+static void on_iteration_end(uv_prepare_t *p) {
+  ifd_server_t *s = ifd_container_of(p, ifd_server_t, iter_end);
+  ifd_event_t *ev = s->iter_head;
+  s->iter_head = NULL;
+  uv_prepare_stop(p);
+  while (ev != NULL) {
+    ifd_event_t *next = ev->next;
+    ev->fn(ev);
+    ev = next;
+  }
+}
+
+void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev) {
+  if (s->iter_head == NULL) uv_prepare_start(&s->iter_end, on_iteration_end);
+  ev->next = s->iter_head;
+  s->iter_head = ev;
 }
 ifd_evq_t *ifd_server_evq(ifd_server_t *s) {
   return &s->evq;
@@ -132,6 +152,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
   }
   rc = uv_timer_init(loop, &s->drain_timer);
   if (rc < 0) abort(); /* uv_timer_init cannot fail on Linux */
+  uv_prepare_init(loop, &s->iter_end);
   *out = s;
   return 0;
 
@@ -841,9 +862,11 @@ void ifd_server_free(ifd_server_t *s) {
   ifd_strmap_free(&s->by_name);
   /* Run whatever the last unloads pushed before the queue goes away. */
   ifd_evq_drain(&s->evq);
-  s->closing_handles = 2;
+  s->closing_handles = 3;
   s->evq.async.data = s;
   s->drain_timer.data = s;
+  s->iter_end.data = s;
   uv_close((uv_handle_t *)&s->evq.async, on_handle_closed);
   uv_close((uv_handle_t *)&s->drain_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&s->iter_end, on_handle_closed);
 }

@@ -87,6 +87,14 @@ void ifd_server_free(ifd_server_t *s);
 uv_loop_t *ifd_server_loop(ifd_server_t *s);
 /** The completion queue every instance thread and backend pushes to. */
 ifd_evq_t *ifd_server_evq(ifd_server_t *s);
+
+/**
+ * Runs ev->fn once at the end of this loop iteration, after every I/O
+ * callback and right before the loop blocks (loop thread). Used to wake
+ * instance threads once for all the requests an iteration queued. `ev`
+ * must not be pending already (callers keep a flag).
+ */
+void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev);
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s);
 
 int ifd_server_live(const ifd_server_t *s);

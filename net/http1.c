@@ -570,10 +570,34 @@ static void flush(ifd_http_conn_t *c) {
     n += s->niov;
     c->n_writing++;
   }
-  /* uv_write copies the uv_buf_t array, so bufs may go at once. */
-  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, n, on_write) != 0) {
-    c->n_writing = 0;
-    close_conn(c, 0);
+  /* Most responses fit the socket buffer: write them now. A write request
+   * would cost libuv an epoll_ctl per response to stop watching for
+   * writability afterwards; only what the kernel did not take goes through
+   * uv_write. */
+  {
+    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    unsigned first = 0;
+    size_t done = w > 0 ? (size_t)w : 0;
+    if (w < 0 && w != UV_EAGAIN) {
+      if (bufs != stack) free(bufs);
+      c->n_writing = 0;
+      close_conn(c, 0);
+      return;
+    }
+    while (first < n && done >= bufs[first].len) done -= bufs[first++].len;
+    if (first == n) {
+      if (bufs != stack) free(bufs);
+      on_write(&c->wreq, 0); /* everything went: finish inline */
+      return;
+    }
+    bufs[first].base += done;
+    bufs[first].len -= done;
+    /* uv_write copies the uv_buf_t array, so bufs may go at once. */
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs + first, n - first,
+                 on_write) != 0) {
+      c->n_writing = 0;
+      close_conn(c, 0);
+    }
   }
   if (bufs != stack) free(bufs);
 }

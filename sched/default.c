@@ -20,89 +20,62 @@
 /* ---- shared instance bookkeeping ------------------------------------------
  */
 
-int ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n) {
-  uint32_t idx = s->idle[--s->n_idle];
-  int rc = ifd_backend_execute(s->model, idx, reqs, n);
-  if (rc < 0) {
-    s->idle[s->n_idle++] = idx;
-    return rc;
-  }
-  s->running[idx] = n;
+void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n) {
+  ifd_backend_enqueue(s->model, reqs, n);
+  s->jobs_out++;
   s->executing += n;
-  return 0;
+}
+
+void ifd__sched_refuse_queued(ifd__sched_t *s) {
+  uint64_t jobs;
+  ifd_request_t *r = ifd_backend_take_queued(s->model, &jobs);
+  /* Taken back before any instance saw them: never handed over. */
+  s->jobs_out -= jobs;
+  while (r != NULL) {
+    ifd_request_t *next = r->next;
+    r->next = NULL;
+    s->executing--;
+    ifd_request_abort(r, IFD_EUNAVAIL, "the model is being unloaded");
+    r = next;
+  }
 }
 
 void ifd__sched_free_base(ifd__sched_t *s) {
   s->model->sched = NULL;
-  free(s->idle);
-  free(s->running);
   free(s);
 }
 
-static void on_idle(ifd_model_t *m, uint32_t idx, void *arg) {
+static void on_idle(ifd_model_t *m, uint64_t jobs, uint64_t reqs, void *arg) {
   ifd__sched_t *s = arg;
   (void)m;
-  s->executing -= s->running[idx];
-  s->running[idx] = 0;
-  s->idle[s->n_idle++] = idx;
+  s->jobs_out -= jobs;
+  s->executing -= reqs;
   s->kind->idle(s);
 }
 
 /* ---- the default scheduler ------------------------------------------------
  */
 
-typedef struct fifo {
-  ifd_request_t *head; /* queued requests, linked through req->next */
-  ifd_request_t *tail;
-} fifo_t;
-
+/* Requests go straight to the model's run queue, which is the FIFO every
+ * instance takes from: a free instance picks the oldest request, exactly the
+ * default scheduler's order, and a busy instance can go on to the next
+ * request without waiting for the loop. */
 static int default_submit(ifd__sched_t *s, ifd_request_t *req,
                           ifd_errmsg_t *err) {
-  fifo_t *q = s->impl;
-  if (s->n_idle > 0) {
-    int rc = ifd__sched_dispatch(s, &req, 1);
-    if (rc == 0) return 0;
-    return ifd_errf(err, rc, "cannot dispatch the request: %s",
-                    ifd_strerror(rc));
-  }
-  req->next = NULL;
-  if (q->tail != NULL)
-    q->tail->next = req;
-  else
-    q->head = req;
-  q->tail = req;
-  s->queued++;
+  (void)err;
+  ifd__sched_dispatch(s, &req, 1);
   return 0;
 }
 
 static void default_idle(ifd__sched_t *s) {
-  fifo_t *q = s->impl;
-  while (q->head != NULL && s->n_idle > 0) {
-    ifd_request_t *req = q->head;
-    q->head = req->next;
-    if (q->head == NULL) q->tail = NULL;
-    req->next = NULL;
-    s->queued--;
-    if (ifd__sched_dispatch(s, &req, 1) < 0)
-      ifd_request_abort(req, IFD_ENOMEM,
-                        "out of memory dispatching the request");
-  }
+  (void)s;
 }
 
 static void default_stop(ifd__sched_t *s) {
-  fifo_t *q = s->impl;
-  while (q->head != NULL) {
-    ifd_request_t *req = q->head;
-    q->head = req->next;
-    req->next = NULL;
-    s->queued--;
-    ifd_request_abort(req, IFD_EUNAVAIL, "the model is being unloaded");
-  }
-  q->tail = NULL;
+  ifd__sched_refuse_queued(s);
 }
 
 static void default_destroy(ifd__sched_t *s) {
-  free(s->impl);
   ifd__sched_free_base(s);
 }
 
@@ -114,7 +87,6 @@ static const ifd__sched_kind_t default_kind = {default_submit, default_idle,
 
 static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
   ifd__sched_t *s = calloc(1, sizeof(*s));
-  uint32_t i;
   int rc;
 
   if (s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
@@ -127,22 +99,11 @@ static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
   /* After the backend's ModelInitialize: it may have completed the config
    * (auto-complete), which decides the scheduler kind. */
   s->n_instances = ifd_backend_instance_count(m);
-  s->idle = calloc(s->n_instances, sizeof(*s->idle));
-  s->running = calloc(s->n_instances, sizeof(*s->running));
-  if (s->idle == NULL || s->running == NULL) {
-    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
-    goto out_unload;
-  }
-  /* Pushed in reverse so instance 0 is taken first. */
-  for (i = 0; i < s->n_instances; i++) s->idle[i] = s->n_instances - 1 - i;
-  s->n_idle = s->n_instances;
   if (m->config->dynamic_batching != NULL && m->config->max_batch_size > 0) {
     s->kind = &ifd__dynamic_kind;
     rc = ifd__dynamic_init(s, err);
   } else {
     s->kind = &default_kind;
-    s->impl = calloc(1, sizeof(fifo_t));
-    rc = s->impl != NULL ? 0 : ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
   if (rc < 0) goto out_unload;
   m->sched = s;
@@ -150,9 +111,6 @@ static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
 
 out_unload:
   ifd_backend_model_unload(m, NULL, NULL);
-  free(s->impl);
-  free(s->idle);
-  free(s->running);
   free(s);
   return rc;
 }
@@ -183,7 +141,8 @@ static uint64_t sched_pending(const ifd_model_t *m) {
 
 static uint64_t sched_queued(const ifd_model_t *m) {
   const ifd__sched_t *s = m->sched;
-  return s != NULL ? s->queued : 0;
+  /* Waiting in the scheduler, or on the run queue for a free instance. */
+  return s != NULL ? s->queued + ifd_backend_queued(m) : 0;
 }
 
 static const ifd_model_ops_t ops = {

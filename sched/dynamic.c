@@ -267,7 +267,7 @@ static void schedule(dyn_t *d) {
 
   if (d->has_timeouts) next_timeout = expire(d, now);
   if (d->timer_init) uv_timer_stop(&d->timer);
-  while (s->n_idle > 0 && s->queued > 0) {
+  while (ifd__sched_has_idle(s) && s->queued > 0) {
     uint64_t total, waited;
     int blocked;
     uint32_t n = gather(d, &total, &blocked);
@@ -285,12 +285,7 @@ static void schedule(dyn_t *d) {
     if (full && d->n_preferred > 0 && waited < d->delay_ns)
       n = trim_preferred(d, n);
     remove_batch(d, n);
-    if (ifd__sched_dispatch(s, d->batch, n) < 0) {
-      uint32_t i;
-      for (i = 0; i < n; i++)
-        ifd_request_abort(d->batch[i], IFD_ENOMEM,
-                          "out of memory dispatching the batch");
-    }
+    ifd__sched_dispatch(s, d->batch, n);
   }
   if (next_timeout != 0) arm(d, next_timeout, now);
 }
@@ -335,6 +330,7 @@ static void dyn_stop(ifd__sched_t *s) {
   uint32_t i;
   int pass;
   if (d->timer_init) uv_timer_stop(&d->timer);
+  ifd__sched_refuse_queued(s);
   for (i = 0; i < d->n_levels; i++)
     for (pass = 0; pass < 2; pass++) {
       rq_t *q = pass == 0 ? &d->levels[i].main : &d->levels[i].delayed;

@@ -30,19 +30,25 @@ struct ifd__sched {
   const ifd__sched_kind_t *kind; /* static table */
   void *impl;                    /* owned by the kind */
   uint32_t n_instances;
-  uint32_t *idle; /* owned: stack of idle instance indexes */
-  uint32_t n_idle;
-  uint32_t *running;  /* owned: requests executing per instance */
-  uint64_t executing; /* requests handed to instances, not back */
-  uint64_t queued;    /* requests waiting in the kind's queues */
+  uint64_t jobs_out;  /* batches handed to the run queue, not reported done */
+  uint64_t executing; /* their requests */
+  uint64_t queued;    /* requests waiting in the kind's own queues */
 };
 
+/** An instance is free to take a batch (none is queued for it). */
+static inline int ifd__sched_has_idle(const ifd__sched_t *s) {
+  return s->jobs_out < s->n_instances;
+}
+
 /**
- * Hands `n` requests as one batch to an idle instance (there must be one).
- * Returns 0, or a negative code with the instance put back and nothing
- * handed over.
+ * Hands `n` requests as one batch to the model's run queue, where the first
+ * free instance takes it. Never fails.
  */
-int ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
+void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
+
+/** Takes back the batches still on the run queue and refuses their
+ *  requests (model unloading). */
+void ifd__sched_refuse_queued(ifd__sched_t *s);
 
 /** Frees the shared part (the kind's destroy calls it last). */
 void ifd__sched_free_base(ifd__sched_t *s);
