@@ -180,12 +180,90 @@ static int put_nonfinite(ifd_hbuf_t *b, double v) {
   return 0;
 }
 
+/* Exact powers of ten: every one up to 1e22 is a double. */
+static const double pow10_tab[23] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * The shortest decimal (6 to 9 significant digits) that reads back as `v`,
+ * for 1e-5 <= |v| < 1e7, without printf: a candidate m * 10^-p is checked by
+ * converting it back through double (m < 1e9 and 10^p are exact doubles, so
+ * that is one correctly rounded operation, then the rounding to float). The
+ * one way this can disagree with a correctly rounded strtof is a double that
+ * lands (almost) on a midpoint between two floats: such candidates are left
+ * to the printf path. Writes into out (room for 32) and returns the length,
+ * or -1 for the printf path. JSON output of FP32 tensors is dominated by
+ * this, and snprintf + strtof cost several times more.
+ */
+static int fast_f32(float v, char *out) {
+  double ad = fabs((double)v);
+  char digits[24];
+  int e = 0, k, n = 0, len, point;
+
+  if (!(ad >= 1e-5 && ad < 1e7)) return -1;
+  while (e < 6 && ad >= pow10_tab[e + 1]) e++;
+  while (e > -5 && ad < (e >= 0 ? pow10_tab[e] : 1.0 / pow10_tab[-e])) e--;
+  for (k = 6; k <= 9; k++) {
+    int p = k - 1 - e; /* decimal places: m = round(ad * 10^p) */
+    double m, back, fd, half;
+    float f;
+    uint64_t mi;
+    if (p > 22 || p < -22) return -1;
+    m = nearbyint(p >= 0 ? ad * pow10_tab[p] : ad / pow10_tab[-p]);
+    back = p >= 0 ? m / pow10_tab[p] : m * pow10_tab[-p];
+    f = (float)back;
+    if (f != (float)ad) continue;
+    fd = (double)f;
+    half = ((double)nextafterf(f, INFINITY) - fd) / 2;
+    if (fabs(fabs(back - fd) - half) < half * 0x1p-20) return -1;
+    /* Digits of m, then the decimal point p places from the right. */
+    mi = (uint64_t)m;
+    len = 0;
+    do {
+      digits[len++] = (char)('0' + mi % 10);
+      mi /= 10;
+    } while (mi > 0);
+    if (v < 0) out[n++] = '-';
+    if (p <= 0) {
+      while (len > 0) out[n++] = digits[--len];
+      for (; p < 0; p++) out[n++] = '0';
+      out[n++] = '.';
+      out[n++] = '0';
+      return n;
+    }
+    point = len - p; /* digits before the decimal point */
+    if (point <= 0) {
+      out[n++] = '0';
+      out[n++] = '.';
+      for (; point < 0; point++) out[n++] = '0';
+    } else {
+      while (point-- > 0) out[n++] = digits[--len];
+      out[n++] = '.';
+    }
+    while (len > 0) out[n++] = digits[--len];
+    /* Trailing zeros of the fraction go, one digit stays. */
+    while (out[n - 1] == '0' && out[n - 2] != '.') n--;
+    return n;
+  }
+  return -1;
+}
+
 void ifd__json_f32(ifd_hbuf_t *b, float v) {
   char tmp[32];
   int p, n = 0;
 
   if (put_nonfinite(b, v)) return;
-  for (p = 6; p <= 9; p++) {
+  if (v == 0) {
+    ifd__hbuf_puts(b, signbit(v) ? "-0.0" : "0.0");
+    return;
+  }
+  n = fast_f32(v, tmp);
+  if (n > 0) {
+    ifd__hbuf_put(b, tmp, (size_t)n);
+    return;
+  }
+  for (p = 1; p <= 9; p++) {
     n = snprintf(tmp, sizeof(tmp), "%.*g", p, (double)v);
     if (strtof(tmp, NULL) == v) break;
   }
