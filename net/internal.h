@@ -2,6 +2,7 @@
  * net/internal.h - what the files of the HTTP front end share.
  *
  *   jsonw.c       a growable text buffer with head room, JSON text writers
+ *   json_scan.c   a JSON validator and cursor helpers for the infer decoder
  *   http1.c       listener, connections, llhttp, the response FIFO, writes
  *   http_routes.c the route matcher and the KServe v2 handlers
  *   http_infer.c  infer request JSON/binary decoding, response serializing
@@ -72,6 +73,49 @@ uint16_t ifd__f32_to_f16(float f);
 float ifd__f16_to_f32(uint16_t h);
 uint16_t ifd__f32_to_bf16(float f);
 float ifd__bf16_to_f32(uint16_t h);
+
+/* ---- JSON scanning (json_scan.c) --------------------------------------- */
+
+/** Values nest at most this deep (a scalar counts one level), as in jansson. */
+#define IFD_JSON_MAX_DEPTH 2048
+
+/** Where and why validation failed. */
+typedef struct ifd_jerr {
+  size_t pos;    /* byte offset of the offending text */
+  char text[64]; /* NUL-terminated reason */
+} ifd_jerr_t;
+
+/** A number in validated JSON text. */
+typedef struct ifd_jnum {
+  int is_int; /* no '.', 'e' or 'E': i holds it (it fits int64_t) */
+  int64_t i;
+  double d; /* the value as jansson's json_number_value() gave it */
+} ifd_jnum_t;
+
+/**
+ * Checks that `s` (n bytes) is one JSON text as jansson's json_loadb() with
+ * JSON_ALLOW_NUL accepts it (top-level object or array). Returns 0, or -1
+ * with *e set. Allocates nothing (save one copy for a real number within a
+ * decade of overflow) and never recurses.
+ */
+int ifd__json_validate(const char *s, size_t n, ifd_jerr_t *e);
+
+/* The functions below read text that ifd__json_validate() accepted; `end`
+ * bounds every read. */
+
+/** Returns p advanced past JSON whitespace. */
+const char *ifd__json_ws(const char *p, const char *end);
+/** p at a value's first byte: returns the byte after the value. */
+const char *ifd__json_skip(const char *p, const char *end);
+/** p at a string's opening quote: returns its decoded length; *esc is set
+ *  when it holds escapes (else the decoded bytes are the raw ones). */
+size_t ifd__json_strlen(const char *p, const char *end, int *esc);
+/** p at a string's opening quote: writes its decoded bytes (as many as
+ *  ifd__json_strlen() counts, no NUL) to out; returns the byte after it. */
+const char *ifd__json_strcpy(const char *p, const char *end, char *out);
+/** p at a number: parses it into *num (reals rounded exactly as strtod()
+ *  rounds them); returns the byte after it. */
+const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num);
 
 /* ---- routes (http_routes.c) ------------------------------------------- */
 
