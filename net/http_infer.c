@@ -199,9 +199,16 @@ static int put_elem(walk_t *w, const char **pp) {
       return put_int(w, pp, INT32_MIN, INT32_MAX, 4);
     case IFD_TYPE_INT64:
       return put_int(w, pp, INT64_MIN, INT64_MAX, 8);
+    case IFD_TYPE_FP32: {
+      float f;
+      if (!is_num(p, w->end)) return elem_error(w, "a number");
+      *pp = ifd__json_number_f32(p, w->end, &f);
+      memcpy(w->out, &f, 4);
+      w->out += 4;
+      return 0;
+    }
     case IFD_TYPE_FP16:
     case IFD_TYPE_BF16:
-    case IFD_TYPE_FP32:
     case IFD_TYPE_FP64:
       if (!is_num(p, w->end)) return elem_error(w, "a number");
       *pp = ifd__json_number(p, w->end, &n);

@@ -116,6 +116,10 @@ const char *ifd__json_strcpy(const char *p, const char *end, char *out);
 /** p at a number: parses it into *num (reals rounded exactly as strtod()
  *  rounds them); returns the byte after it. */
 const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num);
+/** p at a number: *out is the number as (float)strtod() gives it (FP32
+ *  tensors round through the double, as Triton's do), mostly without
+ *  strtod(); returns the byte after it. */
+const char *ifd__json_number_f32(const char *p, const char *end, float *out);
 
 /* ---- routes (http_routes.c) ------------------------------------------- */
 

@@ -572,6 +572,85 @@ static double real_value(const char *start, const char *end) {
   }
 }
 
+/*
+ * (float)strtod() of a number with up to 19 significant digits and a power
+ * of ten a double holds exactly, without strtod(): m * 10^e10 computed in
+ * double is within ~1 ulp of the exact value (two roundings), and strtod()'s
+ * double within half an ulp, so both round to the same float unless they
+ * straddle a point halfway between two floats. Such near-ties (and anything
+ * outside 1e-30..1e30, away from subnormals and overflow) return 0 for the
+ * exact path. Typical clients send FP32 data as 17-digit doubles
+ * (0.10000000149011612), which Clinger's exact fast path cannot take.
+ */
+static int fast_f32(uint64_t m, long e10, int neg, float *out) {
+  double d, fd, ulp_d, half, dist;
+  float f;
+  if (e10 < -22 || e10 > 22) return 0;
+  d = (double)m;
+  d = e10 < 0 ? d / exact_p10[-e10] : d * exact_p10[e10];
+  if (!(d >= 1e-30 && d <= 1e30)) return 0;
+  f = (float)d;
+  fd = (double)f;
+  ulp_d = nextafter(d, INFINITY) - d;
+  /* Half the float spacing on d's side of f. */
+  half = d >= fd ? ((double)nextafterf(f, INFINITY) - fd) / 2
+                 : (fd - (double)nextafterf(f, 0.0f)) / 2;
+  dist = half - fabs(d - fd);
+  if (dist <= 4 * ulp_d) return 0;
+  *out = neg ? -f : f;
+  return 1;
+}
+
+const char *ifd__json_number_f32(const char *p, const char *end, float *out) {
+  const char *start = p;
+  uint64_t m = 0;
+  long e10 = 0, ex = 0;
+  int neg = 0, nd = 0, many = 0, eneg = 0;
+
+  if (p < end && *p == '-') {
+    neg = 1;
+    p++;
+  }
+  for (; p < end && *p - (unsigned)'0' < 10; p++) {
+    if (nd < 19) {
+      m = m * 10 + (uint64_t)(*p - '0');
+      if (m != 0) nd++;
+    } else {
+      many = 1;
+      e10++;
+    }
+  }
+  if (p < end && *p == '.') {
+    for (p++; p < end && *p - (unsigned)'0' < 10; p++) {
+      if (nd < 19) {
+        m = m * 10 + (uint64_t)(*p - '0');
+        if (m != 0) nd++;
+        e10--;
+      } else {
+        many = 1;
+      }
+    }
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+    for (; p < end && *p - (unsigned)'0' < 10; p++)
+      if (ex < 100000) ex = ex * 10 + (*p - '0');
+  }
+  e10 += eneg ? -ex : ex;
+  if (m == 0 && !many) {
+    *out = neg ? -0.0f : 0.0f;
+    return p;
+  }
+  if (!many && fast_f32(m, e10, neg, out)) return p;
+  {
+    ifd_jnum_t n;
+    ifd__json_number(start, end, &n);
+    *out = (float)n.d;
+  }
+  return p;
+}
+
 const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num) {
   const char *start = p;
   uint64_t u = 0;
