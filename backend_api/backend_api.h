@@ -26,7 +26,8 @@ typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint64_t jobs,
  * <backend-dir>/<backend>/), runs TRITONBACKEND_Initialize the first time that
  * library is used, TRITONBACKEND_ModelInitialize, then starts one thread per
  * instance, each running TRITONBACKEND_ModelInstanceInitialize on itself.
- * `idle` is called for each instance after each execute.
+ * `idle` reports finished executes on the loop (several may come in one
+ * call).
  *
  * Blocking: thread pool only. Returns 0 with m->backend_model set, or a
  * negative code with `err` naming what failed; nothing is left loaded then.

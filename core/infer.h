@@ -129,7 +129,9 @@ struct ifd_request {
   atomic_int open_responses;
   int release_pending;     /* loop thread: released while responses open */
   ifd_event_t release_ev;  /* pushed by TRITONBACKEND_RequestRelease */
-  ifd_request_t *next;     /* scheduler queue link, loop thread only */
+  ifd_request_t *next;     /* scheduler queue link (loop thread); once on
+                              the run queue, links a batch's requests, read
+                              by the instance thread that takes it */
   uint64_t sched_deadline; /* scheduler-private: queue timeout (ns), 0 none */
   uint32_t sched_level;    /* scheduler-private: priority level index */
   uint64_t order_seq;      /* submission order on an ordered model */

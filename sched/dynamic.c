@@ -230,11 +230,10 @@ static uint32_t trim_preferred(dyn_t *d, uint32_t n) {
 }
 
 static void remove_batch(dyn_t *d, uint32_t n) {
-  uint32_t i, l;
+  uint32_t i;
   for (i = 0; i < n; i++) {
     ifd_request_t *r = d->batch[i];
     level_t *lv = &d->levels[r->sched_level];
-    (void)l;
     /* Batches come from queue heads, in order: unlink from whichever
      * queue of its level it heads. */
     if (lv->main.head == r)

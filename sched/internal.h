@@ -17,7 +17,8 @@ typedef struct ifd__sched ifd__sched_t;
 typedef struct ifd__sched_kind {
   /** Queues (or dispatches) a validated request; 0 or a negative code. */
   int (*submit)(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err);
-  /** An instance became idle (it is on the idle stack already). */
+  /** Instances reported finished batches (jobs_out already counts them
+   *  back): one may be free for the next batch. */
   void (*idle)(ifd__sched_t *s);
   /** Refuses every queued request (the model is about to unload). */
   void (*stop)(ifd__sched_t *s);
