@@ -143,12 +143,18 @@ for proto in http-binary http-json grpc grpc-stream; do
   done
 done
 
-for c in "${CONCS[@]}"; do
+for c in "${CONCS[@]}" 64; do
   measure "h2load_grpc_c$c" "inferd:$ID" "$INFERD_PID" -- \
     h2load -c "$c" -m 1 -t 1 -D "$RUN_S" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     -d "$RES/grpc_body.bin" "http://$INFERD_URL_GRPC/inference.GRPCInferenceService/ModelInfer"
 done
+
+# Server CPU per request at 64 connections with the baseline tools (issue 8):
+# wrk posting the same JSON inference (h2load -c64 above is the gRPC one).
+measure "wrk_http-json_c64" "inferd:$ID" "$INFERD_PID" -- \
+  wrk -t1 -c64 -d"${RUN_S}s" --latency -s "$HERE/lib/post_json.lua" \
+  "http://$INFERD_URL_HTTP/v2/models/$ID/infer"
 
 # ---- inferd: the dynamic batcher ---------------------------------------------------
 run_perf "inferd_batched_c64" "inferd:batched" "$INFERD_PID" -- "$PERF" \
@@ -259,7 +265,7 @@ stop_pid "$INFERD_PID"
 
 # ---- nginx baseline ------------------------------------------------------------------
 start_nginx
-for c in "${CONCS[@]}"; do
+for c in "${CONCS[@]}" 64; do
   measure "nginx_wrk_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- \
     wrk -t1 -c"$c" -d"${RUN_S}s" --latency "http://127.0.0.1:$NGINX_PORT/"
 done

@@ -23,6 +23,13 @@ import os
 import re
 import sys
 
+# Issue 8's targets: latency at concurrency 1 as a ratio to nginx (same
+# client), and server CPU per request at 64 connections (wrk / h2load).
+TARGETS8 = {
+    "c1_latency_ratio": 1.2,  # inferd HTTP JSON avg latency / nginx raw GET, conc 1
+    "wrk_json_c64_us": 11.5,  # wrk -c64 POST JSON identity, server CPU us/req
+    "h2load_grpc_c64_us": 14.0,  # h2load -c64 -m1 gRPC unary, server CPU us/req
+}
 TARGETS = {
     "http_json_us": 12.0,  # inferd HTTP/1.1 JSON, server CPU us per request
     "grpc_us": 16.0,  # inferd gRPC unary
@@ -308,6 +315,29 @@ def main():
     p("| idle keep-alive connection, KiB VmRSS | %s (%s conns) | %s | %s | - | - | <= %.0f | %s |" % (
         fmt(ik, 3), fmt_int(ii and ii["reached"]), fmt(nk, 3), ratio(ik, nk),
         TARGETS["idle_kib"], verdict(ik, TARGETS["idle_kib"])))
+    p("")
+
+    p("## Issue 8 targets")
+    p("")
+    p("| figure | inferd | baseline | ratio | target | verdict |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    li = get("inferd_http-json_c1", "avg_us")
+    ln = get("nginx_raw-get_c1", "avg_us")
+    lr = li / ln if li is not None and ln else None
+    p("| concurrency 1, HTTP/1.1 JSON identity, mean latency (inferd-perf) | %s us | %s us "
+      "(nginx) | %s | <= %.1fx | %s |" % (
+          fmt(li, 1), fmt(ln, 1), fmt(lr, 2), TARGETS8["c1_latency_ratio"],
+          verdict(lr, TARGETS8["c1_latency_ratio"])))
+    for label, sc, base, key in (
+            ("64 connections, HTTP/1.1 JSON identity (wrk -c64), server CPU us/req",
+             "wrk_http-json_c64", "nginx_wrk_c64", "wrk_json_c64_us"),
+            ("64 connections, gRPC unary identity (h2load -c64 -m1), server CPU us/req",
+             "h2load_grpc_c64", "nginx_wrk_c64", "h2load_grpc_c64_us")):
+        v = get(sc, "us_per_req")
+        bv = get(base, "us_per_req")
+        p("| %s | %s | %s (nginx, wrk -c64) | %s | <= %.1f us | %s |" % (
+            label, fmt(v, 2), fmt(bv, 2), ratio(v, bv), TARGETS8[key],
+            verdict(v, TARGETS8[key])))
     p("")
 
     p("## Server CPU per request and throughput, every scenario")
