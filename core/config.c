@@ -77,19 +77,10 @@ int ifd_config_parse(const char *text, size_t len, const char *filename,
   if (rc < 0) return rc;
   cfg = (ifd_model_config_t *)msg;
 
-  if (model_name != NULL) {
-    if (empty(cfg->name)) {
-      rc = ifd__config_set_str(&cfg->name, model_name);
-      if (rc < 0) {
-        ifd_errf(err, rc, "out of memory parsing the config of '%s'",
-                 model_name);
-        goto out_free_cfg;
-      }
-    } else if (!streq(cfg->name, model_name)) {
-      rc = ifd_errf(err, IFD_EINVAL,
-                    "unexpected directory name '%s' for model '%s', "
-                    "directory name must equal model name",
-                    model_name, cfg->name);
+  if (model_name != NULL && empty(cfg->name)) {
+    rc = ifd__config_set_str(&cfg->name, model_name);
+    if (rc < 0) {
+      ifd_errf(err, rc, "out of memory parsing the config of '%s'", model_name);
       goto out_free_cfg;
     }
   }
@@ -373,6 +364,44 @@ int ifd_config_load(const char *model_dir, const char *model_name,
 
   rc = ifd__config_autofill_backend(cfg, model_name, model_dir, err);
   if (rc < 0) goto out_free_cfg;
+  *out = cfg;
+  return 0;
+
+out_free_cfg:
+  ifd_config_free(cfg);
+  return rc;
+}
+
+int ifd_config_check_name(const ifd_model_config_t *cfg, const char *dir_name,
+                          ifd_errmsg_t *err) {
+  if (streq(cfg->name, dir_name)) return 0;
+  return ifd_errf(err, IFD_EINVAL,
+                  "unexpected directory name '%s' for model '%s', directory "
+                  "name must equal model name",
+                  dir_name, cfg->name);
+}
+
+int ifd_config_prepare(const char *model_dir, const char *model_name,
+                       const ifd_config_opts_t *opts, ifd_model_config_t **out,
+                       ifd_errmsg_t *err) {
+  ifd_model_config_t *cfg = NULL;
+  int rc;
+
+  *out = NULL;
+  rc = ifd_config_load(model_dir, model_name, opts, &cfg, err);
+  if (rc < 0) return rc;
+  /* Triton's order: its repository manager normalizes and validates, the
+   * inputs and outputs too when auto-completion is off, and only then
+   * compares the name with the folder's, so a config that is both wrong and
+   * misnamed is refused for what is wrong. With auto-completion on, Triton
+   * checks inputs and outputs when the model loads; here that is right after
+   * the name. */
+  if ((rc = ifd_config_normalize(cfg, opts, err)) < 0 ||
+      (rc = ifd__config_validate_model(cfg, opts, err)) < 0 ||
+      (opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0) ||
+      (rc = ifd_config_check_name(cfg, model_name, err)) < 0 ||
+      (!opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0))
+    goto out_free_cfg;
   *out = cfg;
   return 0;
 

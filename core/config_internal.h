@@ -67,6 +67,16 @@ int ifd__config_autofill_backend(ifd_model_config_t *cfg,
                                  const char *model_name, const char *model_dir,
                                  ifd_errmsg_t *err);
 
+/** Triton's ValidateModelConfig: everything ifd_config_validate checks except
+ * the inputs, outputs, batch inputs and batch outputs. Same returns. */
+int ifd__config_validate_model(const ifd_model_config_t *cfg,
+                               const ifd_config_opts_t *opts,
+                               ifd_errmsg_t *err);
+
+/** Triton's ValidateModelIOConfig: inputs, outputs, batch inputs and batch
+ * outputs. Same returns as ifd_config_validate. */
+int ifd__config_validate_io(const ifd_model_config_t *cfg, ifd_errmsg_t *err);
+
 /** Holds iff the config has an output called `name`. */
 int ifd__config_has_output(const ifd_model_config_t *cfg, const char *name);
 

@@ -580,8 +580,9 @@ static int validate_metrics(const Inference__ModelMetrics *mm,
 
 /* ---- validate ---- */
 
-int ifd_config_validate(const ifd_model_config_t *cfg,
-                        const ifd_config_opts_t *opts, ifd_errmsg_t *err) {
+int ifd__config_validate_model(const ifd_model_config_t *cfg,
+                               const ifd_config_opts_t *opts,
+                               ifd_errmsg_t *err) {
   const char *m = cfg->name;
   int ensemble_platform = streq(cfg->platform, ENSEMBLE_PLATFORM);
   int rc;
@@ -645,7 +646,16 @@ int ifd_config_validate(const ifd_model_config_t *cfg,
           INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING &&
       (rc = validate_groups(cfg, opts, err)) < 0)
     return rc;
+  return 0;
+}
 
-  if ((rc = validate_io(cfg, err)) < 0) return rc;
-  return validate_batch_io(cfg, err);
+int ifd__config_validate_io(const ifd_model_config_t *cfg, ifd_errmsg_t *err) {
+  int rc = validate_io(cfg, err);
+  return rc < 0 ? rc : validate_batch_io(cfg, err);
+}
+
+int ifd_config_validate(const ifd_model_config_t *cfg,
+                        const ifd_config_opts_t *opts, ifd_errmsg_t *err) {
+  int rc = ifd__config_validate_model(cfg, opts, err);
+  return rc < 0 ? rc : ifd__config_validate_io(cfg, err);
 }

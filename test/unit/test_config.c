@@ -183,20 +183,104 @@ static void test_name_filled(void **state) {
 }
 
 static void test_name_mismatch(void **state) {
-  ifd_model_config_t *cfg = (void *)0x1;
   ifd_errmsg_t err;
   (void)state;
-  const char *text = "name: \"other\" backend: \"identity\"";
+  /* Parsing keeps the config's own name: Triton compares it with the folder
+   * only after validation. */
+  ifd_model_config_t *cfg =
+      parse_ok("name: \"other\" backend: \"identity\"", "m");
+  assert_string_equal(cfg->name, "other");
   ifd_errclear(&err);
-  assert_int_equal(
-      ifd_config_parse(text, strlen(text), "x.pbtxt", "m", &cfg, &err),
-      IFD_EINVAL);
-  assert_null(cfg);
+  assert_int_equal(ifd_config_check_name(cfg, "other", &err), 0);
+  assert_int_equal(ifd_config_check_name(cfg, "m", &err), IFD_EINVAL);
   assert_int_equal(err.code, IFD_EINVAL);
   assert_non_null(strstr(err.text,
                          "unexpected directory name 'm' for model "
                          "'other', directory name must equal model "
                          "name"));
+  ifd_config_free(cfg);
+}
+
+/* Writes <root>/<dir>/config.pbtxt with `text` (and a version folder 1) and
+ * runs ifd_config_prepare on it; returns its code, the message in `err`. */
+static int prepare(const char *root, const char *dir, const char *text,
+                   int strict, ifd_errmsg_t *err) {
+  char path[512];
+  ifd_config_opts_t opts = {strict, 0};
+  ifd_model_config_t *cfg = (void *)0x1;
+  int rc;
+
+  snprintf(path, sizeof(path), "%s/%s", root, dir);
+  mkdir(path, 0755);
+  snprintf(path, sizeof(path), "%s/%s/1", root, dir);
+  mkdir(path, 0755);
+  snprintf(path, sizeof(path), "%s/%s/config.pbtxt", root, dir);
+  write_file(path, text);
+  snprintf(path, sizeof(path), "%s/%s", root, dir);
+  ifd_errclear(err);
+  rc = ifd_config_prepare(path, dir, &opts, &cfg, err);
+  if (rc == 0) {
+    assert_non_null(cfg);
+    ifd_config_free(cfg);
+  } else {
+    assert_null(cfg);
+  }
+  return rc;
+}
+
+/* Triton validates a config before it compares its name with the folder's
+ * (Triton's own suite: ensemble_scheduling_no_set, model_warm_up_set). */
+static void test_prepare_validates_before_name(void **state) {
+  const char *root = *state;
+  ifd_errmsg_t err;
+
+  /* Misnamed and invalid: the complaint is about what is invalid. */
+  assert_int_equal(prepare(root, "a",
+                           "name: \"a_other\" platform: \"ensemble\" "
+                           "max_batch_size: 8",
+                           0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text,
+                         "ensemble scheduling must be set for ensemble "
+                         "a_other whose platform is ensemble"));
+  assert_int_equal(prepare(root, "b",
+                           "name: \"b_other\" backend: \"identity\" "
+                           "max_batch_size: -1",
+                           1, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(
+      err.text, "'max_batch_size' must be non-negative value for b_other"));
+
+  /* Misnamed only: the name. */
+  assert_int_equal(
+      prepare(root, "c", "name: \"c_other\" backend: \"identity\"", 1, &err),
+      IFD_EINVAL);
+  assert_non_null(strstr(err.text,
+                         "unexpected directory name 'c' for model "
+                         "'c_other', directory name must equal "
+                         "model name"));
+
+  /* Inputs and outputs: before the name when auto-completion is off (Triton
+   * checks them with the rest), after it when on (Triton checks them when
+   * the backend has completed the config). */
+#define BAD_IO                                                        \
+  "backend: \"identity\" input [ { name: \"I\" data_type: TYPE_FP32 " \
+  "dims: [ 0 ] } ]"
+  assert_int_equal(prepare(root, "d", "name: \"d_other\" " BAD_IO, 1, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "dimension must be integer >= 1"));
+  assert_int_equal(prepare(root, "e", "name: \"e_other\" " BAD_IO, 0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "unexpected directory name 'e'"));
+  assert_int_equal(prepare(root, "f", "name: \"f\" " BAD_IO, 0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "dimension must be integer >= 1"));
+#undef BAD_IO
+
+  /* A good config passes, named or not. */
+  assert_int_equal(prepare(root, "g", "backend: \"identity\"", 1, &err), 0);
+  assert_int_equal(
+      prepare(root, "h", "name: \"h\" backend: \"identity\"", 0, &err), 0);
 }
 
 static void test_parse_error_names_file(void **state) {
@@ -924,6 +1008,8 @@ int main(void) {
                                       tmp_teardown),
       cmocka_unit_test(test_name_filled),
       cmocka_unit_test(test_name_mismatch),
+      cmocka_unit_test_setup_teardown(test_prepare_validates_before_name,
+                                      tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_parse_error_names_file, tmp_setup,
                                       tmp_teardown),
       cmocka_unit_test_setup_teardown(test_missing_file_strict, tmp_setup,
