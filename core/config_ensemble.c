@@ -20,14 +20,41 @@
 typedef struct ens_tensor {
   const char *name; /* borrowed from the config */
   int is_output;    /* written by some step */
+  size_t producer;  /* the step that writes it, when is_output */
   int ready;        /* computable from the ensemble inputs */
   int consumed;     /* read by some step */
+  int seen;         /* visited by unconnected() */
 } ens_tensor_t;
 
 static ens_tensor_t *ens_find(ens_tensor_t *t, size_t n, const char *name) {
   for (size_t i = 0; i < n; i++)
     if (streq(t[i].name, name)) return &t[i];
   return NULL;
+}
+
+/*
+ * For an ensemble output `out` that is not ready: walks back from it, each
+ * time to the first input of the writing step that is not ready and not yet
+ * visited, as Triton does, and returns the last tensor reached when that is
+ * not `out` itself (a tensor nothing writes, typically), else NULL (the walk
+ * found only a cycle back to `out`).
+ */
+static const ens_tensor_t *unconnected(const Inference__ModelEnsembling *es,
+                                       ens_tensor_t *t, size_t nt,
+                                       ens_tensor_t *out) {
+  ens_tensor_t *last = out;
+  while (last->is_output) {
+    const Inference__ModelEnsembling__Step *st = es->step[last->producer];
+    ens_tensor_t *next = NULL;
+    for (size_t k = 0; next == NULL && k < st->n_input_map; k++) {
+      ens_tensor_t *e = ens_find(t, nt, st->input_map[k]->value);
+      if (!e->ready && !e->seen) next = e;
+    }
+    if (next == NULL) break;
+    next->seen = 1;
+    last = next;
+  }
+  return last != out ? last : NULL;
 }
 
 int ifd__config_validate_ensemble(const ifd_model_config_t *cfg,
@@ -97,6 +124,7 @@ int ifd__config_validate_ensemble(const ifd_model_config_t *cfg,
       }
       if (e == NULL) e = &t[nt++], e->name = name;
       e->is_output = 1;
+      e->producer = s;
     }
     for (size_t k = 0; k < st->n_input_map; k++) {
       const char *key = st->input_map[k]->key, *name = st->input_map[k]->value;
@@ -150,9 +178,16 @@ int ifd__config_validate_ensemble(const ifd_model_config_t *cfg,
       goto out_free_t;
     }
     if (!e->ready) {
-      rc = ifd_errf(err, IFD_EINVAL,
-                    "output '%s' for ensemble '%s' is not written",
-                    cfg->output[i]->name, m);
+      const ens_tensor_t *src = unconnected(es, t, nt, e);
+      if (src != NULL)
+        rc = ifd_errf(err, IFD_EINVAL,
+                      "output '%s' for ensemble '%s' is not written: at least "
+                      "one of its depending tensors, '%s', is not connected",
+                      cfg->output[i]->name, m, src->name);
+      else
+        rc = ifd_errf(err, IFD_EINVAL,
+                      "output '%s' for ensemble '%s' is not written",
+                      cfg->output[i]->name, m);
       goto out_free_t;
     }
   }

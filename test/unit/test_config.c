@@ -510,6 +510,9 @@ static void test_normalize_batchers(void **state) {
   ifd_config_free(cfg);
 }
 
+#define IMAP(k, v) "input_map { key: \"" k "\" value: \"" v "\" } "
+#define OMAP(k, v) "output_map { key: \"" k "\" value: \"" v "\" } "
+
 #define ENSEMBLE_OK                                                            \
   "name: \"m\" platform: \"ensemble\" max_batch_size: 8 " IO                   \
   "ensemble_scheduling { step [ "                                              \
@@ -537,6 +540,48 @@ static void test_ensemble_ok(void **state) {
                               "max_inflight_responses"));
   json_decref(j);
   ifd_config_free(cfg);
+}
+
+/* The whole message for an ensemble output no step can compute: Triton
+ * names the first tensor it finds, walking back through the steps, that
+ * nothing writes, and names none when the walk only finds a cycle (its
+ * suite: unreachable_output_2, unreachable_output_3). */
+static void test_ensemble_unreachable_output(void **state) {
+  static const struct {
+    const char *steps, *msg;
+  } rows[] = {
+      {"{ model_name: \"a\" " IMAP("x", "I") OMAP(
+           "y", "P") "}, "
+                     "{ model_name: \"b\" " IMAP("x", "O") OMAP("y", "O") "}",
+       "output 'O' for ensemble 'm' is not written"},
+      {"{ model_name: \"a\" " IMAP("x", "I")
+           OMAP("y", "P") "}, "
+                          "{ model_name: \"b\" " IMAP("x", "lost")
+                              OMAP("y", "O") "}",
+       "output 'O' for ensemble 'm' is not written: at least one of its "
+       "depending tensors, 'lost', is not connected"},
+      /* Two steps back, past a tensor that is written but not ready. */
+      {"{ model_name: \"a\" " IMAP("x", "I")
+           OMAP("y", "P") "}, "
+                          "{ model_name: \"b\" " IMAP("x", "P") IMAP("z", "mid")
+                              OMAP("y", "O") "}, { model_name: \"c\" " IMAP(
+                                  "x", "src") OMAP("y", "mid") "}",
+       "output 'O' for ensemble 'm' is not written: at least one of its "
+       "depending tensors, 'src', is not connected"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    char text[1024];
+    ifd_errmsg_t err;
+    snprintf(text, sizeof(text),
+             "name: \"m\" platform: \"ensemble\" " IO
+             "output [ { name: \"P\" data_type: TYPE_FP32 dims: [ 4 ] } ] "
+             "ensemble_scheduling { step [ %s ] }",
+             rows[i].steps);
+    assert_int_equal(check(text, &cpu_opts, &err), IFD_EINVAL);
+    if (strcmp(err.text, rows[i].msg) != 0)
+      fail_msg("row %zu:\n  got:  %s\n  want: %s", i, err.text, rows[i].msg);
+  }
 }
 
 static void test_valid_shapes(void **state) {
@@ -587,8 +632,6 @@ typedef struct bad_case {
 #define CTRL(n, x) "{ name: \"" n "\" control [ { " x " } ] }"
 #define ENS(x) "name: \"m\" platform: \"ensemble\" " IO x
 #define STEP(x) "ensemble_scheduling { step [ { " x " } ] }"
-#define IMAP(k, v) "input_map { key: \"" k "\" value: \"" v "\" } "
-#define OMAP(k, v) "output_map { key: \"" k "\" value: \"" v "\" } "
 
 static const bad_case_t bad_cases[] = {
     {"name", "backend: \"identity\"", 0, IFD_EINVAL,
@@ -741,7 +784,16 @@ static const bad_case_t bad_cases[] = {
      ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
              OMAP("y", "T") "}, { model_name: \"b\" " IMAP("x", "T")
                  IMAP("z", "U") OMAP("y", "O") "} ] }"),
-     0, IFD_EINVAL, "output 'O' for ensemble 'm' is not written"},
+     0, IFD_EINVAL,
+     "output 'O' for ensemble 'm' is not written: at least one of its "
+     "depending tensors, 'U', is not connected"},
+    /* Text format keeps the last of a repeated map key (Triton's suite:
+     * tensor_to_input_overmapped): "x" reads I, and T is left unused. */
+    {"ensemble_input_map_last_wins",
+     ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
+             OMAP("y", "T") "}, { model_name: \"b\" " IMAP("x", "T")
+                 IMAP("x", "I") OMAP("y", "O") "} ] }"),
+     0, IFD_EINVAL, "ensemble tensor 'T' is unused in ensemble 'm'"},
     {"ensemble_tensor_unused",
      ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
              OMAP("y", "O") OMAP("z", "T") "} ] }"),
@@ -1021,6 +1073,7 @@ int main(void) {
       cmocka_unit_test(test_normalize_gpu),
       cmocka_unit_test(test_normalize_batchers),
       cmocka_unit_test(test_ensemble_ok),
+      cmocka_unit_test(test_ensemble_unreachable_output),
       cmocka_unit_test(test_valid_shapes),
       cmocka_unit_test(test_json_new_fields),
       cmocka_unit_test(test_json_order),
