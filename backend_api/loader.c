@@ -64,33 +64,77 @@ static int is_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Triton's search order: the version folder, the model folder, then the
- * backend directory. Returns 0 with the resolved path in `out`. */
+/* Holds iff `path` is `dir` or lies under it (both resolved). */
+static int path_within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (n > 0 && dir[n - 1] == '/') n--; /* dir is "/" */
+  return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/*
+ * Finds the backend library of model version `m` as Triton does. The file is
+ * the config's `runtime` when set, else libtriton_<backend>.so; it is looked
+ * for in the version folder, the model folder, then <backend_dir>/<backend>,
+ * and the first folder that holds it wins. A runtime is a name relative to
+ * that folder (a leading '/' is dropped, as Triton's path join does) and may
+ * name a file in a sub-folder, but the resolved file must stay inside the
+ * folder: "../x.so" or a link out of it is refused. Returns 0 with the
+ * resolved path in `out`, or IFD_EINVAL with Triton's message.
+ */
 static int find_library(const ifd_model_t *m, const char *backend,
-                        const char *backend_dir, char *out, size_t size,
-                        ifd_errmsg_t *err) {
-  char cand[3][PATH_MAX];
+                        const char *runtime, const char *backend_dir, char *out,
+                        size_t size, ifd_errmsg_t *err) {
+  char dirs[3][PATH_MAX], cand[PATH_MAX], real_dir[PATH_MAX];
+  char libname[PATH_MAX], searched[3 * PATH_MAX + 16];
+  int has_runtime = runtime != NULL && runtime[0] != '\0';
+  size_t len = 0, name_len;
   int i, n = 0;
-  snprintf(cand[n++], PATH_MAX, "%s/%" PRId64 "/libtriton_%s.so", m->path,
-           m->version, backend);
-  snprintf(cand[n++], PATH_MAX, "%s/libtriton_%s.so", m->path, backend);
+
+  if (has_runtime) {
+    while (*runtime == '/') runtime++;
+    name_len = (size_t)snprintf(libname, sizeof(libname), "%s", runtime);
+  } else {
+    name_len =
+        (size_t)snprintf(libname, sizeof(libname), "libtriton_%s.so", backend);
+  }
+  snprintf(dirs[n++], PATH_MAX, "%s/%" PRId64, m->path, m->version);
+  snprintf(dirs[n++], PATH_MAX, "%s", m->path);
   if (backend_dir != NULL && backend_dir[0] != '\0')
-    snprintf(cand[n++], PATH_MAX, "%s/%s/libtriton_%s.so", backend_dir, backend,
-             backend);
-  for (i = 0; i < n; i++) {
-    if (!is_file(cand[i])) continue;
-    if (realpath(cand[i], out) == NULL || strlen(out) >= size)
-      return ifd_errf(err, IFD_EIO, "cannot resolve '%s': %s", cand[i],
+    snprintf(dirs[n++], PATH_MAX, "%s/%s", backend_dir, backend);
+  /* A name too long for a path is found nowhere (and never truncated into
+   * another file's name). */
+  for (i = 0; name_len < sizeof(libname) && i < n; i++) {
+    if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dirs[i], libname) >=
+            sizeof(cand) ||
+        !is_file(cand))
+      continue;
+    if (realpath(cand, out) == NULL || strlen(out) >= size ||
+        realpath(dirs[i], real_dir) == NULL)
+      return ifd_errf(err, IFD_EIO, "cannot resolve '%s': %s", cand,
                       strerror(errno));
+    /* Triton checks only a configured runtime: the default name is the
+     * backend's own, from the config's backend field. */
+    if (has_runtime && !path_within(out, real_dir))
+      return ifd_errf(err, IFD_EINVAL,
+                      "backend library name '%s' escapes backend directory "
+                      "'%s', for model '%s', check model config runtime field",
+                      libname, dirs[i], m->name);
     return 0;
   }
-  return ifd_errf(err, IFD_ENOTFOUND,
+
+  for (i = 0; i < n && len < sizeof(searched); i++)
+    len += (size_t)snprintf(searched + len, sizeof(searched) - len, "%s'%s'",
+                            i > 0 ? " " : "", dirs[i]);
+  if (has_runtime)
+    return ifd_errf(err, IFD_EINVAL,
+                    "unable to find backend library '%s' for model '%s', "
+                    "searched: %s",
+                    libname, m->name, searched);
+  return ifd_errf(err, IFD_EINVAL,
                   "unable to find backend library for backend '%s', try "
-                  "specifying runtime on the model configuration (searched "
-                  "%s/%" PRId64 "/, %s/ and %s/%s/)",
-                  backend, m->path, m->version, m->path,
-                  backend_dir ? backend_dir : "<no backend directory>",
-                  backend);
+                  "specifying runtime on the model configuration. Searched: "
+                  "%s",
+                  backend, searched);
 }
 
 static void backend_free(TRITONBACKEND_Backend *b) {
@@ -339,7 +383,8 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
     return ifd_errf(err, IFD_EINVAL,
                     "model '%s' names no backend (set 'backend' or 'platform')",
                     m->name);
-  rc = find_library(m, backend, o->backend_dir, path, sizeof(path), err);
+  rc = find_library(m, backend, m->config->runtime, o->backend_dir, path,
+                    sizeof(path), err);
   if (rc < 0) return rc;
 
   bm = calloc(1, sizeof(*bm));

@@ -27,9 +27,9 @@ typedef struct ifd_config_opts {
 /**
  * Reads and parses `<model_dir>/config.pbtxt`. A missing file gives an empty
  * config (name set, everything else default) when !opts->strict, else an
- * IFD_ENOTFOUND error. An empty config `name` is set to `model_name`; a name
- * different from `model_name` is an IFD_EINVAL error (Triton requires the
- * config name to match the directory).
+ * IFD_ENOTFOUND error. An empty config `name` is set to `model_name`; a
+ * different name is left for ifd_config_check_name (Triton validates the
+ * config before it compares the names).
  *
  * Then fills platform, backend and default_model_filename as Triton's
  * server-side auto-completion does, from each other and from the files of the
@@ -47,7 +47,27 @@ int ifd_config_load(const char *model_dir, const char *model_name,
                     const ifd_config_opts_t *opts, ifd_model_config_t **out,
                     ifd_errmsg_t *err);
 
-/** Parses config text (used by ifd_config_load and by tests). Same contract. */
+/**
+ * Reads, completes and validates a model's config in Triton's order:
+ * ifd_config_load, ifd_config_normalize, ifd_config_validate without the
+ * inputs and outputs, those too when opts->strict, ifd_config_check_name,
+ * then the inputs and outputs when !opts->strict (Triton checks them after
+ * the backend's auto-completion). Returns 0 and sets *out (owned by the
+ * caller: ifd_config_free), or the first failure's code and message. Blocking.
+ */
+int ifd_config_prepare(const char *model_dir, const char *model_name,
+                       const ifd_config_opts_t *opts, ifd_model_config_t **out,
+                       ifd_errmsg_t *err);
+
+/**
+ * Triton requires a model's config name to equal its folder's name: returns
+ * 0, or IFD_EINVAL with Triton's "unexpected directory name" message.
+ */
+int ifd_config_check_name(const ifd_model_config_t *cfg, const char *dir_name,
+                          ifd_errmsg_t *err);
+
+/** Parses config text (used by ifd_config_load and by tests). Same contract:
+ * an empty name becomes `model_name` when that is not NULL. */
 int ifd_config_parse(const char *text, size_t len, const char *filename,
                      const char *model_name, ifd_model_config_t **out,
                      ifd_errmsg_t *err);

@@ -366,12 +366,8 @@ static void prepare_work(uv_work_t *w) {
   ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count};
 
   ifd_errclear(&j->err);
-  j->rc =
-      ifd_config_load(j->entry->path, j->entry->name, &copts, &j->cfg, &j->err);
-  if (j->rc < 0) return;
-  j->rc = ifd_config_normalize(j->cfg, &copts, &j->err);
-  if (j->rc < 0) return;
-  j->rc = ifd_config_validate(j->cfg, &copts, &j->err);
+  j->rc = ifd_config_prepare(j->entry->path, j->entry->name, &copts, &j->cfg,
+                             &j->err);
   if (j->rc < 0) return;
   j->rc = ifd_repo_versions(j->entry->path, j->cfg, &j->versions,
                             &j->n_versions, &j->err);

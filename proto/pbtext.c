@@ -1082,6 +1082,39 @@ static int parse_scalar(parser_t *ps, ProtobufCMessage *msg,
 static int parse_body(parser_t *ps, ProtobufCMessage *msg, char close,
                       int depth);
 
+/* Holds iff map entries `a` and `b` have equal keys (map keys are integers,
+ * bools or strings). */
+static int same_key(const ProtobufCMessage *a, const ProtobufCMessage *b) {
+  const ProtobufCFieldDescriptor *k = &a->descriptor->fields[0];
+  const char *ka = (const char *)a + k->offset,
+             *kb = (const char *)b + k->offset;
+  if (k->type == PROTOBUF_C_TYPE_STRING) {
+    const char *sa, *sb;
+    memcpy(&sa, ka, sizeof(sa));
+    memcpy(&sb, kb, sizeof(sb));
+    return strcmp(sa != NULL ? sa : "", sb != NULL ? sb : "") == 0;
+  }
+  return memcmp(ka, kb, ifd__proto_value_size(k->type)) == 0;
+}
+
+/* A map is a map in text format too: when the entry just appended to map
+ * field `f` repeats an earlier key, its value replaces the earlier entry's
+ * (the last one wins, as protobuf's own parser does) and the list keeps one
+ * entry per key, in the order the keys first appeared. */
+static void map_keep_last(ProtobufCMessage *msg,
+                          const ProtobufCFieldDescriptor *f) {
+  size_t *n = field_at(msg, f->quantifier_offset);
+  ProtobufCMessage **arr;
+  memcpy(&arr, field_at(msg, f->offset), sizeof(arr));
+  for (size_t i = 0; i + 1 < *n; i++) {
+    if (!same_key(arr[i], arr[*n - 1])) continue;
+    protobuf_c_message_free_unpacked(arr[i], NULL);
+    arr[i] = arr[*n - 1];
+    (*n)--;
+    return;
+  }
+}
+
 /* Parses `{ ... }` or `< ... >` as a value of message field `f`. */
 static int parse_message_value(parser_t *ps, ProtobufCMessage *msg,
                                const ProtobufCFieldDescriptor *f, int depth) {
@@ -1101,7 +1134,9 @@ static int parse_message_value(parser_t *ps, ProtobufCMessage *msg,
     return perr(ps, t.line, t.col, "messages nested deeper than %d levels",
                 MAX_DEPTH);
   if (ifd__proto_submsg(msg, f, &sub) != 0) return nomem(ps);
-  return parse_body(ps, sub, close, depth + 1);
+  if ((rc = parse_body(ps, sub, close, depth + 1)) != 0) return rc;
+  if (ifd__proto_is_map(msg->descriptor, f)) map_keep_last(msg, f);
+  return 0;
 }
 
 /* Parses what follows a field name: `: value`, `{...}`, or a `[...]` list. */

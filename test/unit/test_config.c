@@ -183,20 +183,104 @@ static void test_name_filled(void **state) {
 }
 
 static void test_name_mismatch(void **state) {
-  ifd_model_config_t *cfg = (void *)0x1;
   ifd_errmsg_t err;
   (void)state;
-  const char *text = "name: \"other\" backend: \"identity\"";
+  /* Parsing keeps the config's own name: Triton compares it with the folder
+   * only after validation. */
+  ifd_model_config_t *cfg =
+      parse_ok("name: \"other\" backend: \"identity\"", "m");
+  assert_string_equal(cfg->name, "other");
   ifd_errclear(&err);
-  assert_int_equal(
-      ifd_config_parse(text, strlen(text), "x.pbtxt", "m", &cfg, &err),
-      IFD_EINVAL);
-  assert_null(cfg);
+  assert_int_equal(ifd_config_check_name(cfg, "other", &err), 0);
+  assert_int_equal(ifd_config_check_name(cfg, "m", &err), IFD_EINVAL);
   assert_int_equal(err.code, IFD_EINVAL);
   assert_non_null(strstr(err.text,
                          "unexpected directory name 'm' for model "
                          "'other', directory name must equal model "
                          "name"));
+  ifd_config_free(cfg);
+}
+
+/* Writes <root>/<dir>/config.pbtxt with `text` (and a version folder 1) and
+ * runs ifd_config_prepare on it; returns its code, the message in `err`. */
+static int prepare(const char *root, const char *dir, const char *text,
+                   int strict, ifd_errmsg_t *err) {
+  char path[512];
+  ifd_config_opts_t opts = {strict, 0};
+  ifd_model_config_t *cfg = (void *)0x1;
+  int rc;
+
+  snprintf(path, sizeof(path), "%s/%s", root, dir);
+  mkdir(path, 0755);
+  snprintf(path, sizeof(path), "%s/%s/1", root, dir);
+  mkdir(path, 0755);
+  snprintf(path, sizeof(path), "%s/%s/config.pbtxt", root, dir);
+  write_file(path, text);
+  snprintf(path, sizeof(path), "%s/%s", root, dir);
+  ifd_errclear(err);
+  rc = ifd_config_prepare(path, dir, &opts, &cfg, err);
+  if (rc == 0) {
+    assert_non_null(cfg);
+    ifd_config_free(cfg);
+  } else {
+    assert_null(cfg);
+  }
+  return rc;
+}
+
+/* Triton validates a config before it compares its name with the folder's
+ * (Triton's own suite: ensemble_scheduling_no_set, model_warm_up_set). */
+static void test_prepare_validates_before_name(void **state) {
+  const char *root = *state;
+  ifd_errmsg_t err;
+
+  /* Misnamed and invalid: the complaint is about what is invalid. */
+  assert_int_equal(prepare(root, "a",
+                           "name: \"a_other\" platform: \"ensemble\" "
+                           "max_batch_size: 8",
+                           0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text,
+                         "ensemble scheduling must be set for ensemble "
+                         "a_other whose platform is ensemble"));
+  assert_int_equal(prepare(root, "b",
+                           "name: \"b_other\" backend: \"identity\" "
+                           "max_batch_size: -1",
+                           1, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(
+      err.text, "'max_batch_size' must be non-negative value for b_other"));
+
+  /* Misnamed only: the name. */
+  assert_int_equal(
+      prepare(root, "c", "name: \"c_other\" backend: \"identity\"", 1, &err),
+      IFD_EINVAL);
+  assert_non_null(strstr(err.text,
+                         "unexpected directory name 'c' for model "
+                         "'c_other', directory name must equal "
+                         "model name"));
+
+  /* Inputs and outputs: before the name when auto-completion is off (Triton
+   * checks them with the rest), after it when on (Triton checks them when
+   * the backend has completed the config). */
+#define BAD_IO                                                        \
+  "backend: \"identity\" input [ { name: \"I\" data_type: TYPE_FP32 " \
+  "dims: [ 0 ] } ]"
+  assert_int_equal(prepare(root, "d", "name: \"d_other\" " BAD_IO, 1, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "dimension must be integer >= 1"));
+  assert_int_equal(prepare(root, "e", "name: \"e_other\" " BAD_IO, 0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "unexpected directory name 'e'"));
+  assert_int_equal(prepare(root, "f", "name: \"f\" " BAD_IO, 0, &err),
+                   IFD_EINVAL);
+  assert_non_null(strstr(err.text, "dimension must be integer >= 1"));
+#undef BAD_IO
+
+  /* A good config passes, named or not. */
+  assert_int_equal(prepare(root, "g", "backend: \"identity\"", 1, &err), 0);
+  assert_int_equal(
+      prepare(root, "h", "name: \"h\" backend: \"identity\"", 0, &err), 0);
 }
 
 static void test_parse_error_names_file(void **state) {
@@ -426,6 +510,9 @@ static void test_normalize_batchers(void **state) {
   ifd_config_free(cfg);
 }
 
+#define IMAP(k, v) "input_map { key: \"" k "\" value: \"" v "\" } "
+#define OMAP(k, v) "output_map { key: \"" k "\" value: \"" v "\" } "
+
 #define ENSEMBLE_OK                                                            \
   "name: \"m\" platform: \"ensemble\" max_batch_size: 8 " IO                   \
   "ensemble_scheduling { step [ "                                              \
@@ -453,6 +540,48 @@ static void test_ensemble_ok(void **state) {
                               "max_inflight_responses"));
   json_decref(j);
   ifd_config_free(cfg);
+}
+
+/* The whole message for an ensemble output no step can compute: Triton
+ * names the first tensor it finds, walking back through the steps, that
+ * nothing writes, and names none when the walk only finds a cycle (its
+ * suite: unreachable_output_2, unreachable_output_3). */
+static void test_ensemble_unreachable_output(void **state) {
+  static const struct {
+    const char *steps, *msg;
+  } rows[] = {
+      {"{ model_name: \"a\" " IMAP("x", "I") OMAP(
+           "y", "P") "}, "
+                     "{ model_name: \"b\" " IMAP("x", "O") OMAP("y", "O") "}",
+       "output 'O' for ensemble 'm' is not written"},
+      {"{ model_name: \"a\" " IMAP("x", "I")
+           OMAP("y", "P") "}, "
+                          "{ model_name: \"b\" " IMAP("x", "lost")
+                              OMAP("y", "O") "}",
+       "output 'O' for ensemble 'm' is not written: at least one of its "
+       "depending tensors, 'lost', is not connected"},
+      /* Two steps back, past a tensor that is written but not ready. */
+      {"{ model_name: \"a\" " IMAP("x", "I")
+           OMAP("y", "P") "}, "
+                          "{ model_name: \"b\" " IMAP("x", "P") IMAP("z", "mid")
+                              OMAP("y", "O") "}, { model_name: \"c\" " IMAP(
+                                  "x", "src") OMAP("y", "mid") "}",
+       "output 'O' for ensemble 'm' is not written: at least one of its "
+       "depending tensors, 'src', is not connected"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    char text[1024];
+    ifd_errmsg_t err;
+    snprintf(text, sizeof(text),
+             "name: \"m\" platform: \"ensemble\" " IO
+             "output [ { name: \"P\" data_type: TYPE_FP32 dims: [ 4 ] } ] "
+             "ensemble_scheduling { step [ %s ] }",
+             rows[i].steps);
+    assert_int_equal(check(text, &cpu_opts, &err), IFD_EINVAL);
+    if (strcmp(err.text, rows[i].msg) != 0)
+      fail_msg("row %zu:\n  got:  %s\n  want: %s", i, err.text, rows[i].msg);
+  }
 }
 
 static void test_valid_shapes(void **state) {
@@ -503,8 +632,6 @@ typedef struct bad_case {
 #define CTRL(n, x) "{ name: \"" n "\" control [ { " x " } ] }"
 #define ENS(x) "name: \"m\" platform: \"ensemble\" " IO x
 #define STEP(x) "ensemble_scheduling { step [ { " x " } ] }"
-#define IMAP(k, v) "input_map { key: \"" k "\" value: \"" v "\" } "
-#define OMAP(k, v) "output_map { key: \"" k "\" value: \"" v "\" } "
 
 static const bad_case_t bad_cases[] = {
     {"name", "backend: \"identity\"", 0, IFD_EINVAL,
@@ -657,7 +784,16 @@ static const bad_case_t bad_cases[] = {
      ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
              OMAP("y", "T") "}, { model_name: \"b\" " IMAP("x", "T")
                  IMAP("z", "U") OMAP("y", "O") "} ] }"),
-     0, IFD_EINVAL, "output 'O' for ensemble 'm' is not written"},
+     0, IFD_EINVAL,
+     "output 'O' for ensemble 'm' is not written: at least one of its "
+     "depending tensors, 'U', is not connected"},
+    /* Text format keeps the last of a repeated map key (Triton's suite:
+     * tensor_to_input_overmapped): "x" reads I, and T is left unused. */
+    {"ensemble_input_map_last_wins",
+     ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
+             OMAP("y", "T") "}, { model_name: \"b\" " IMAP("x", "T")
+                 IMAP("x", "I") OMAP("y", "O") "} ] }"),
+     0, IFD_EINVAL, "ensemble tensor 'T' is unused in ensemble 'm'"},
     {"ensemble_tensor_unused",
      ENS("ensemble_scheduling { step [ { model_name: \"a\" " IMAP("x", "I")
              OMAP("y", "O") OMAP("z", "T") "} ] }"),
@@ -924,6 +1060,8 @@ int main(void) {
                                       tmp_teardown),
       cmocka_unit_test(test_name_filled),
       cmocka_unit_test(test_name_mismatch),
+      cmocka_unit_test_setup_teardown(test_prepare_validates_before_name,
+                                      tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_parse_error_names_file, tmp_setup,
                                       tmp_teardown),
       cmocka_unit_test_setup_teardown(test_missing_file_strict, tmp_setup,
@@ -935,6 +1073,7 @@ int main(void) {
       cmocka_unit_test(test_normalize_gpu),
       cmocka_unit_test(test_normalize_batchers),
       cmocka_unit_test(test_ensemble_ok),
+      cmocka_unit_test(test_ensemble_unreachable_output),
       cmocka_unit_test(test_valid_shapes),
       cmocka_unit_test(test_json_new_fields),
       cmocka_unit_test(test_json_order),
