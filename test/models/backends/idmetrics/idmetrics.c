@@ -78,10 +78,10 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
         "idmetrics_request_input_bytes",
         "Input bytes per request, all inputs together");
   if (err == NULL)
-    err = TRITONSERVER_MetricFamilyNew(
-        &st->last, TRITONSERVER_METRIC_KIND_GAUGE,
-        "idmetrics_last_execute_requests",
-        "Requests in the model's last execute");
+    err =
+        TRITONSERVER_MetricFamilyNew(&st->last, TRITONSERVER_METRIC_KIND_GAUGE,
+                                     "idmetrics_last_execute_requests",
+                                     "Requests in the model's last execute");
   if (err == NULL) err = TRITONBACKEND_BackendSetState(backend, st);
   if (err != NULL) backend_state_free(st);
   return err;
@@ -242,10 +242,11 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
       for (uint32_t o = 0; err == NULL && o < outputs; o++) {
         const char *name = NULL;
         err = TRITONBACKEND_RequestOutputName(requests[r], o, &name);
-        if (err == NULL) err = copy_output(ms, requests[r], response, name,
-                                           &bytes);
+        if (err == NULL)
+          err = copy_output(ms, requests[r], response, name, &bytes);
       }
-      if (err == NULL) err = TRITONSERVER_MetricObserve(ms->hist, (double)bytes);
+      if (err == NULL)
+        err = TRITONSERVER_MetricObserve(ms->hist, (double)bytes);
       log_if_error(TRITONBACKEND_ResponseSend(
                        response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
                    "cannot send response");
