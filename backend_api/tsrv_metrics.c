@@ -91,6 +91,10 @@ struct TRITONSERVER_MetricArgs {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static fam_t *fams; /* guarded by mu: oldest first */
 
+/* Tests only (they include this file): runs between pinning and formatting,
+ * to delete what a scrape has pinned, deterministically. */
+static void (*render_pinned_hook)(void);
+
 /* ---- helpers --------------------------------------------------------------
  */
 
@@ -765,6 +769,7 @@ static int render(char **text, size_t *len) {
       pin[n++] = s;
     }
   pthread_mutex_unlock(&mu);
+  if (render_pinned_hook != NULL) render_pinned_hook();
 
   /* Unlocked: a pinned series and its family stay allocated, and their
    * names, labels and bounds never change. */

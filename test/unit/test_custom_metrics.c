@@ -613,6 +613,38 @@ static void test_concurrent_updates(void **state) {
   assert_page("");
 }
 
+static TRITONSERVER_MetricFamily *hook_family; /* deleted by the hook */
+static TRITONSERVER_Metric *hook_metric;       /* deleted by the hook */
+
+static void delete_pinned(void) {
+  OK(TRITONSERVER_MetricDelete(hook_metric));
+  OK(TRITONSERVER_MetricFamilyDelete(hook_family));
+  hook_metric = NULL;
+  hook_family = NULL;
+}
+
+/* A metric and its family deleted after a scrape pinned them: the scrape
+ * renders them as they were (ASan builds check the reads of the freed-late
+ * memory), and the next scrape no longer shows them. */
+static void test_delete_between_pin_and_format(void **state) {
+  const TRITONSERVER_Parameter *l[1];
+  (void)state;
+  OK(TRITONSERVER_MetricFamilyNew(&hook_family,
+                                  TRITONSERVER_METRIC_KIND_COUNTER, "pinned",
+                                  "deleted mid-scrape"));
+  l[0] = str_label("model", "m");
+  OK(TRITONSERVER_MetricNew(&hook_metric, hook_family, l, 1));
+  free_labels(l, 1);
+  OK(TRITONSERVER_MetricIncrement(hook_metric, 3));
+  render_pinned_hook = delete_pinned;
+  assert_page(
+      "# HELP pinned deleted mid-scrape\n# TYPE pinned counter\n"
+      "pinned{model=\"m\"} 3\n");
+  render_pinned_hook = NULL;
+  assert_null(hook_metric);
+  assert_page("");
+}
+
 static _Atomic int churn_stop;
 
 /* Creates families and metrics, updates and deletes them, over and over,
@@ -672,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_labels),
       cmocka_unit_test(test_null_arguments),
       cmocka_unit_test(test_concurrent_updates),
+      cmocka_unit_test(test_delete_between_pin_and_format),
       cmocka_unit_test(test_delete_while_rendering),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
