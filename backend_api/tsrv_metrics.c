@@ -88,6 +88,9 @@ struct TRITONSERVER_MetricArgs {
   uint64_t nbuckets;
 };
 
+/* The update path relies on 64-bit atomics that take no hidden lock. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static fam_t *fams; /* guarded by mu: oldest first */
 
