@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,23 @@ static void put(out_t *o, const char *fmt, ...) {
   }
 }
 
+/* Appends n bytes as they are. */
+static void put_raw(out_t *o, const char *s, size_t n) {
+  if (o->failed || n == 0) return;
+  if (o->cap - o->len < n) {
+    size_t ncap = (o->cap ? o->cap * 2 : 4096) + n;
+    char *nb = realloc(o->buf, ncap);
+    if (nb == NULL) {
+      o->failed = 1;
+      return;
+    }
+    o->buf = nb;
+    o->cap = ncap;
+  }
+  memcpy(o->buf + o->len, s, n);
+  o->len += n;
+}
+
 /* Prometheus label values escape backslash, double quote and newline. */
 static void put_label(out_t *o, const char *v) {
   for (; *v != '\0'; v++) {
@@ -293,8 +311,34 @@ static void put_model(ifd_model_t *m, void *arg) {
       c->f->get(m));
 }
 
+/* The families the sampled gauges add (see ifd_metrics_text). */
+static const char *const gauge_names[] = {
+    "nv_cpu_utilization",
+    "nv_cpu_memory_total_bytes",
+    "nv_cpu_memory_used_bytes",
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+};
+
+/* Set from any thread, read by the renderer: an atomic function pointer. */
+static _Atomic(ifd_metrics_ext_fn) extension;
+
+void ifd_metrics_set_extension(ifd_metrics_ext_fn fn) {
+  atomic_store(&extension, fn);
+}
+
+int ifd_metrics_reserved_name(const char *name) {
+  size_t i;
+  for (i = 0; i < IFD_ARRAY_SIZE(families); i++)
+    if (strcmp(name, families[i].name) == 0) return 1;
+  for (i = 0; i < IFD_ARRAY_SIZE(gauge_names); i++)
+    if (strcmp(name, gauge_names[i]) == 0) return 1;
+  return 0;
+}
+
 char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
   out_t o = {NULL, 0, 0, 0};
+  ifd_metrics_ext_fn ext = atomic_load(&extension);
   size_t i;
 
   for (i = 0; i < IFD_ARRAY_SIZE(families); i++) {
@@ -331,6 +375,13 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
         "# TYPE process_resident_memory_bytes gauge\n"
         "process_resident_memory_bytes %" PRIu64 "\n",
         m->last.proc_rss);
+  }
+  if (ext != NULL) {
+    char *text = NULL;
+    size_t n = 0;
+    if (ext(&text, &n) != 0) o.failed = 1;
+    put_raw(&o, text, n);
+    free(text);
   }
   if (o.failed || o.buf == NULL) {
     free(o.buf);

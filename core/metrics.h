@@ -4,7 +4,9 @@
  * Per-model counters come straight from the statistics (core/stats.h) at
  * scrape time. Machine and process gauges are sampled every
  * --metrics-interval-ms on the thread pool (they read /proc), so a scrape
- * never touches a file on the loop thread.
+ * never touches a file on the loop thread. One extension point appends the
+ * families that backends create through the TRITONSERVER_Metric* API
+ * (backend_api/tsrv_metrics.c), which core cannot include.
  */
 #ifndef IFD_CORE_METRICS_H
 #define IFD_CORE_METRICS_H
@@ -32,5 +34,22 @@ void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg);
  * Returns a malloc'd NUL-terminated string and its length, or NULL.
  */
 char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len);
+
+/**
+ * An extension renders more families after the server's own, on whichever
+ * thread renders (the loop), without blocking. It sets *text to a malloc'd
+ * exposition text of *len bytes that the caller frees, or to NULL when it has
+ * nothing to add, and returns 0; it returns IFD_ENOMEM when out of memory,
+ * which fails the whole scrape.
+ */
+typedef int (*ifd_metrics_ext_fn)(char **text, size_t *len);
+
+/** Installs `fn` (NULL removes it) for every later ifd_metrics_text. Any
+ *  thread; the last call wins. */
+void ifd_metrics_set_extension(ifd_metrics_ext_fn fn);
+
+/** Returns 1 when `name` is a family the server renders itself (an extension
+ *  must not render a second family of that name), 0 otherwise. */
+int ifd_metrics_reserved_name(const char *name);
 
 #endif

@@ -1112,6 +1112,10 @@ TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyNew(
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricFamilyDelete(
     TRITONSERVER_MetricFamily* family);
 
+/** Returns the family's kind. */
+TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_GetMetricFamilyKind(
+    TRITONSERVER_MetricFamily* family, TRITONSERVER_MetricKind* kind);
+
 /** Creates optional metric arguments. Caller owns them. */
 TRITONSERVER_DECLSPEC TRITONSERVER_Error* TRITONSERVER_MetricArgsNew(
     TRITONSERVER_MetricArgs** args);

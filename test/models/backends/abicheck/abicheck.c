@@ -365,18 +365,20 @@ static void check_free_functions(TRITONBACKEND_Backend *backend, int32_t *r) {
       TRITONSERVER_DataTypeByteSize(TRITONSERVER_TYPE_FP64) == 8 &&
       TRITONSERVER_DataTypeByteSize(TRITONSERVER_TYPE_BYTES) == 0;
 
-  /* Custom metrics are unsupported: the error must be a real object. */
-  TRITONSERVER_MetricFamily *family = NULL;
-  TRITONSERVER_Error *err = TRITONSERVER_MetricFamilyNew(
-      &family, TRITONSERVER_METRIC_KIND_COUNTER, "abicheck_total", "checks");
+  /* Response allocators (the in-process API) are unsupported: the error
+   * must be a real object that names the function. */
+  TRITONSERVER_ResponseAllocator *allocator = NULL;
+  TRITONSERVER_Error *err =
+      TRITONSERVER_ResponseAllocatorNew(&allocator, NULL, NULL, NULL);
   const char *msg = err != NULL ? TRITONSERVER_ErrorMessage(err) : NULL;
   r[CHECK_unsupported_error] =
       err != NULL &&
       TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_UNSUPPORTED &&
-      msg != NULL && strstr(msg, "TRITONSERVER_MetricFamilyNew") != NULL;
+      msg != NULL && strstr(msg, "TRITONSERVER_ResponseAllocatorNew") != NULL;
   TRITONSERVER_ErrorDelete(err);
-  if (err == NULL && family != NULL)
-    log_if_error(TRITONSERVER_MetricFamilyDelete(family), "MetricFamilyDelete");
+  if (err == NULL && allocator != NULL)
+    log_if_error(TRITONSERVER_ResponseAllocatorDelete(allocator),
+                 "ResponseAllocatorDelete");
 
   TRITONSERVER_BufferAttributes *ba = NULL;
   size_t size = 0;
