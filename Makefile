@@ -41,18 +41,22 @@ FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(CUDA_LIBS)
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' > $(FLAGS_STAMP))
 
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
-EXE_DEPS := -luv -lnghttp2 -ljansson -lprotobuf-c -lm
+EXE_DEPS := -lnghttp2 $(LIB_DEPS)
 
 # ---- sources -------------------------------------------------------------
+# Core reads model configurations, so model_config.proto's code is part of the
+# library; the gRPC service's messages (every other .proto) belong to net/.
 PROTOS := $(wildcard proto/*.proto)
 PROTO_C := $(PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
+LIB_PROTO_C := $(BUILD)/proto/model_config.pb-c.c
+NET_PROTO_C := $(filter-out $(LIB_PROTO_C),$(PROTO_C))
 LIB_SRC := $(wildcard core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
 NET_SRC := $(filter-out net/main.c,$(wildcard net/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(PROTO_C:%.c=%.o)
-NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_PROTO_C:%.c=%.o)
+NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o) $(NET_PROTO_C:%.c=%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC))
 MAIN_OBJ := $(BUILD)/obj/net/main.o
 
@@ -72,6 +76,8 @@ PERF_OBJ := $(PERF_SRC:%.c=$(BUILD)/obj/%.o)
 PERF := $(BUILD)/inferd-perf
 
 LIBTS := $(BUILD)/lib/libtritonserver.so
+ABI_MAP := backend_api/libtritonserver.map
+ABI_DYNLIST := $(BUILD)/libtritonserver.dynlist
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
 
@@ -104,13 +110,32 @@ $(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/%.c $(FLAGS_STAMP)
 	$(CC) -I$(LLHTTP_INC) -std=c11 -fPIC $(OPT) -w $(filter -fsanitize%,$(CFLAGS)) -c -o $@ $<
 
 # ---- the library backends link against ----------------------------------------
-$(LIBTS): $(LIB_OBJ)
+# It exports Triton's C ABI and nothing else ($(ABI_MAP)); core's own functions
+# and the protobuf-c code are local to it.
+$(LIBTS): $(LIB_OBJ) $(ABI_MAP)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libtritonserver.so $(LDFLAGS) -o $@ $^ $(LIB_DEPS)
+	$(CC) -shared -Wl,-soname,libtritonserver.so -Wl,--version-script=$(ABI_MAP) $(LDFLAGS) \
+	  -o $@ $(LIB_OBJ) $(LIB_DEPS)
 
-$(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIBTS)
-	$(CC) $(LDFLAGS) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) \
-	  -L$(BUILD)/lib -ltritonserver -Wl,-rpath,'$$ORIGIN/lib' $(EXE_DEPS)
+# ---- the server ---------------------------------------------------------------
+# net/ calls core's ifd_* functions, which the library keeps to itself, so the
+# executable links core's objects directly and stands in for the library:
+# it exports the same ABI (--dynamic-list) and carries the soname
+# libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and
+# ours, linked with -ltritonserver, usually without an rpath) is then matched
+# by ld.so against the already loaded executable, so dlopen loads no second
+# copy of core and the backend's calls bind to the executable's functions.
+# The executable does not need build/lib/ at run time.
+EXPORT_ABI = -Wl,--dynamic-list=$(ABI_DYNLIST) -Wl,-soname,libtritonserver.so
+
+# The dynamic list holds the patterns of the version script's global: block.
+$(ABI_DYNLIST): $(ABI_MAP)
+	@mkdir -p $(dir $@)
+	{ echo '{'; sed -n '/^ *global:/,/^ *local:/{/^ *TRITON[A-Z]*_\*;/p}' $<; echo '};'; } > $@
+
+$(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
+	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \
+	  $(EXE_DEPS)
 
 # ---- the load generator (a client: none of the server's objects) ------------
 $(PERF): $(PERF_OBJ) $(LLHTTP_OBJ) $(PROTO_C:%.c=%.o)
@@ -137,9 +162,13 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 $(BUILD)/test/unit/test_oom: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
 
-$(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB)
+# A unit test program stands in for libtritonserver.so as build/inferd does, so
+# a test that dlopens a built backend gets the test's own core (only the
+# archive members the test links, so such a test references what it needs).
+$(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
+	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
+	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
 
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

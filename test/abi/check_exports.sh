@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 #
-# test/abi/check_exports.sh - checks that libtritonserver.so exports every
-# function the Triton ABI headers say the server implements.
+# test/abi/check_exports.sh - checks that libtritonserver.so (or the inferd
+# executable, which stands in for it) exports exactly the Triton ABI: every
+# function the Triton ABI headers say the server implements, and nothing else.
 #
 # Usage (paths relative to the current directory; the headers are found
 # relative to this script):
 #   bash test/abi/check_exports.sh build/lib/libtritonserver.so
+#   bash test/abi/check_exports.sh build/inferd
 #
 # Every function declared with TRITONSERVER_DECLSPEC or TRITONBACKEND_DECLSPEC
 # in backend_api/include/triton/core/tritonserver.h and tritonbackend.h must
-# be a defined dynamic symbol of the library: a backend built for Triton is
+# be a defined dynamic symbol of the file: a backend built for Triton is
 # opened with RTLD_NOW and fails to load if any symbol it calls is missing.
+#
+# Every other defined dynamic symbol fails the check (core's ifd_* functions,
+# protobuf-c descriptors, a TRITON*-named helper the headers do not declare):
+# backend_api/libtritonserver.map keeps them local. The file must also carry
+# the soname libtritonserver.so, the DT_NEEDED name of every backend; for the
+# executable that is what lets ld.so match a backend's dependency to it
+# instead of loading a second copy of core (see the Makefile).
 #
 # Functions declared with TRITONBACKEND_ISPEC are implemented by backends and
 # are not required. Most of them must also NOT be exported: the loader looks
@@ -20,11 +29,12 @@
 # Triton's own core implements anyway (its header marks them ISPEC by
 # mistake); they are listed in SERVER_IMPLEMENTED_ISPEC and are allowed.
 #
-# Prints one line per missing or wrongly exported name, then
-# "check_exports: N passed, M failed". Exits 0 when M is 0, 1 otherwise,
+# Prints one line per missing or wrongly exported name (and a wrong soname),
+# then "check_exports: N passed, M failed". Exits 0 when M is 0, 1 otherwise,
 # 2 on a usage or tool error.
 
 set -u -o pipefail
+export LC_ALL=C # one collation for sort and comm
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HEADERS=("$ROOT/backend_api/include/triton/core/tritonserver.h"
@@ -34,7 +44,7 @@ HEADERS=("$ROOT/backend_api/include/triton/core/tritonserver.h"
 SERVER_IMPLEMENTED_ISPEC=" TRITONBACKEND_InferenceResponseOutputByName "
 
 if [ $# -ne 1 ]; then
-  echo "usage: $0 path/to/libtritonserver.so" >&2
+  echo "usage: $0 path/to/libtritonserver.so|path/to/inferd" >&2
   exit 2
 fi
 lib=$1
@@ -77,9 +87,13 @@ decls=$(declared_functions "${HEADERS[@]}") || {
   echo "check_exports: could not parse the headers" >&2
   exit 2
 }
-exports=$(nm -D --defined-only "$lib" | awk 'NF >= 3 && $2 ~ /^[TtWiV]$/ { print $3 }' |
-          sed 's/@.*//' | sort -u) || {
+# Every defined dynamic symbol, functions and data alike.
+exports=$(nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort -u) || {
   echo "check_exports: nm failed on $lib" >&2
+  exit 2
+}
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p') || {
+  echo "check_exports: readelf failed on $lib" >&2
   exit 2
 }
 
@@ -107,6 +121,22 @@ while read -r spec name; do
     fi
   fi
 done < <(sort -u <<<"$decls")
+
+# Exported, yet not declared for the server by the headers.
+# (An ISPEC name is reported above, or allowed.)
+declared=$(awk '{ print $2 }' <<<"$decls")
+while read -r name; do
+  [ -n "$name" ] || continue
+  echo "EXPORTED BUT NOT IN THE ABI: $name"
+  failed=$((failed + 1))
+done < <(comm -23 <(printf '%s\n' "$exports") <(sort -u <<<"$declared"))
+
+if [ "$soname" = libtritonserver.so ]; then
+  passed=$((passed + 1))
+else
+  echo "SONAME: '${soname}', expected 'libtritonserver.so'"
+  failed=$((failed + 1))
+fi
 
 if [ $((passed + failed)) -eq 0 ]; then
   echo "check_exports: no declarations found in the headers" >&2

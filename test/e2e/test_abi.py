@@ -1,7 +1,14 @@
 """The Triton backend ABI, seen from both sides.
 
-test_exports: libtritonserver.so exports every function the Triton headers
-declare for the server (test/abi/check_exports.sh).
+test_exports: libtritonserver.so, and the inferd executable that stands in for
+it, export every function the Triton headers declare for the server and
+nothing else, under the soname libtritonserver.so (test/abi/check_exports.sh).
+
+test_one_core_per_process: a backend linked with -ltritonserver and no rpath,
+as Triton's are, gets the executable's core: with LD_LIBRARY_PATH pointing at
+build/lib, where a search for libtritonserver.so would succeed, the running
+server still maps no libtritonserver.so (ld.so matches the backend's DT_NEEDED
+against the executable's soname).
 
 test_abicheck_backend: the abicheck test backend (test/models/backends/abicheck)
 runs its checks of the ABI from inside a real execute and answers with one
@@ -11,8 +18,11 @@ backend directory, so the library is copied into the model's version folder,
 which is also the first place the backend search looks.
 """
 
+import os
 import shutil
 import subprocess
+
+import pytest
 
 import e2e_helpers as h
 
@@ -24,8 +34,9 @@ def abicheck_backend_so():
     return h.build_dir() / "test" / "backends" / "abicheck" / "libtriton_abicheck.so"
 
 
-def test_exports():
-    lib = h.build_dir() / "lib" / "libtritonserver.so"
+@pytest.mark.parametrize("rel", ["lib/libtritonserver.so", "inferd"])
+def test_exports(rel):
+    lib = h.build_dir() / rel
     assert lib.is_file(), f"{lib} not built; run `make` first"
     r = subprocess.run(["bash", str(CHECK_EXPORTS), str(lib)], cwd=str(h.REPO_ROOT),
                        capture_output=True, text=True, timeout=60)
@@ -63,5 +74,25 @@ def test_abicheck_backend(tmp_path):
         assert all(v == 1 for v in report["data"]) and failures == "", (
             f"ABI checks failed: {failures!r}; report {report['data']}\n--- log tail ---\n{srv.log_tail()}"
         )
+    finally:
+        srv.stop(check=True)
+
+
+def test_one_core_per_process(tmp_path, monkeypatch):
+    h.require_binary()
+    lib_dir = h.build_dir() / "lib"
+    assert (lib_dir / "libtritonserver.so").is_file(), f"{lib_dir} not built; run `make` first"
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib_dir))
+    srv = start_abicheck_server(tmp_path)
+    try:
+        with open(f"/proc/{srv.proc.pid}/maps") as f:
+            mapped = {os.path.basename(line.split()[5]) for line in f if len(line.split()) >= 6}
+        assert "libtriton_abicheck.so" in mapped, sorted(mapped)
+        assert "libtritonserver.so" not in mapped, (
+            f"libtritonserver.so is mapped: the backend did not bind to the executable's core: {sorted(mapped)}\n--- log tail ---\n{srv.log_tail()}"
+        )
+        body = {"inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [7]}]}
+        r = srv.post("/v2/models/abicheck/infer", json=body)
+        assert r.status_code == 200, f"{r.status_code} {r.text}\n--- log tail ---\n{srv.log_tail()}"
     finally:
         srv.stop(check=True)
