@@ -465,6 +465,23 @@ static void test_model_config(void **state) {
   done(st);
 }
 
+/* Strings for proto3 fields: well-formed UTF-8 is borrowed as is, anything
+ * else becomes a repaired copy (each bad byte U+FFFD) from the arena. */
+static void test_text(void **state) {
+  arena_t a = {NULL, 0, 0};
+  const char *ok = "caf\xc3\xa9";
+  char *r;
+  (void)state;
+
+  assert_ptr_equal(text(&a, ok), ok);
+  assert_int_equal(a.n, 0);
+  r = text(&a, "bad\xffname\xc3");
+  assert_string_equal(r, "bad\xef\xbf\xbdname\xef\xbf\xbd");
+  assert_string_equal(version_text(&a, 12), "12");
+  assert_string_equal(version_text(&a, -1), "");
+  arena_free(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_metadata),
@@ -472,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_repository_index),
       cmocka_unit_test(test_statistics),
       cmocka_unit_test(test_model_config),
+      cmocka_unit_test(test_text),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
