@@ -551,62 +551,78 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
   return ifd_server_find_model(s, name, name_len, version, &m, NULL) == 0;
 }
 
-json_t *ifd_server_metadata(const ifd_server_t *s) {
+static const char *const extensions[] = {"binary_tensor_data", "parameters",
+                                         "model_configuration", "statistics"};
+
+static const ifd_server_info_t server_info = {
+    IFD_SERVER_NAME, IFD_SERVER_VERSION, extensions,
+    sizeof(extensions) / sizeof(extensions[0])};
+
+const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s) {
   (void)s;
-  return json_pack("{s:s, s:s, s:[s, s, s, s]}", "name", IFD_SERVER_NAME,
-                   "version", IFD_SERVER_VERSION, "extensions",
-                   "binary_tensor_data", "parameters", "model_configuration",
-                   "statistics");
+  return &server_info;
 }
 
-static json_t *tensor_meta(const char *name, int dtype, const int64_t *dims,
-                           size_t n_dims, int batched) {
-  json_t *shape = json_array();
-  size_t i;
-  if (shape == NULL) return NULL;
-  if (batched) json_array_append_new(shape, json_integer(-1));
-  for (i = 0; i < n_dims; i++)
-    json_array_append_new(shape, json_integer(dims[i]));
-  return json_pack("{s:s, s:s, s:o}", "name", name, "datatype",
-                   ifd_dtype_name((ifd_dtype_t)dtype), "shape", shape);
+/* Points `t` at one config tensor; its shape goes to *shape, which moves on. */
+static void tensor_info(ifd_tensor_info_t *t, const char *name, int dtype,
+                        const int64_t *dims, size_t n_dims, int batched,
+                        int64_t **shape) {
+  int64_t *p = *shape;
+  t->name = name;
+  t->dtype = (ifd_dtype_t)dtype;
+  t->shape = p;
+  t->n_shape = n_dims + (batched ? 1 : 0);
+  if (batched) *p++ = -1;
+  if (n_dims > 0) memcpy(p, dims, n_dims * sizeof(*p));
+  *shape = p + n_dims;
 }
 
-json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m) {
+int ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m,
+                              ifd_model_info_t *out) {
   const ifd_model_config_t *c = m->config;
   model_entry_t *e = entry_find(s, m->name, strlen(m->name));
-  json_t *versions = json_array(), *inputs = json_array(),
-         *outputs = json_array();
   const ifd_model_t *v;
-  size_t i;
+  ifd_tensor_info_t *tensors;
+  int64_t *versions, *shape;
+  size_t i, n_versions = 0, n_dims = 0, n_tensors = c->n_input + c->n_output;
   int batched = c->max_batch_size > 0;
-  const char *platform =
-      c->platform && c->platform[0] ? c->platform : c->backend;
 
-  if (versions == NULL || inputs == NULL || outputs == NULL) goto out_fail;
-  for (v = e ? e->versions : NULL; v != NULL; v = v->next_version) {
-    char buf[24];
-    if (v->state != IFD_MODEL_READY) continue;
-    snprintf(buf, sizeof(buf), "%" PRId64, v->version);
-    json_array_append_new(versions, json_string(buf));
-  }
+  memset(out, 0, sizeof(*out));
+  for (v = e != NULL ? e->versions : NULL; v != NULL; v = v->next_version)
+    if (v->state == IFD_MODEL_READY) n_versions++;
+  for (i = 0; i < c->n_input; i++) n_dims += c->input[i]->n_dims + 1;
+  for (i = 0; i < c->n_output; i++) n_dims += c->output[i]->n_dims + 1;
+  /* One block: the tensors, then every int64_t (versions, shapes). */
+  out->mem = malloc(n_tensors * sizeof(*tensors) +
+                    (n_versions + n_dims) * sizeof(int64_t) + 1);
+  if (out->mem == NULL) return IFD_ENOMEM;
+  tensors = out->mem;
+  versions = (int64_t *)(tensors + n_tensors);
+  shape = versions + n_versions;
+  for (v = e != NULL ? e->versions : NULL; v != NULL; v = v->next_version)
+    if (v->state == IFD_MODEL_READY) versions[out->n_versions++] = v->version;
   for (i = 0; i < c->n_input; i++)
-    json_array_append_new(
-        inputs, tensor_meta(c->input[i]->name, c->input[i]->data_type,
-                            c->input[i]->dims, c->input[i]->n_dims, batched));
+    tensor_info(&tensors[i], c->input[i]->name, c->input[i]->data_type,
+                c->input[i]->dims, c->input[i]->n_dims, batched, &shape);
   for (i = 0; i < c->n_output; i++)
-    json_array_append_new(
-        outputs,
-        tensor_meta(c->output[i]->name, c->output[i]->data_type,
-                    c->output[i]->dims, c->output[i]->n_dims, batched));
-  return json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", m->name, "versions",
-                   versions, "platform", platform ? platform : "", "inputs",
-                   inputs, "outputs", outputs);
+    tensor_info(&tensors[c->n_input + i], c->output[i]->name,
+                c->output[i]->data_type, c->output[i]->dims,
+                c->output[i]->n_dims, batched, &shape);
+  out->name = m->name;
+  out->platform = c->platform != NULL && c->platform[0] != '\0' ? c->platform
+                  : c->backend != NULL                          ? c->backend
+                                                                : "";
+  out->versions = versions;
+  out->inputs = tensors;
+  out->n_inputs = c->n_input;
+  out->outputs = tensors + c->n_input;
+  out->n_outputs = c->n_output;
+  return 0;
+}
 
-out_fail:
-  json_decref(versions);
-  json_decref(inputs);
-  json_decref(outputs);
-  return NULL;
+void ifd_model_info_free(ifd_model_info_t *info) {
+  free(info->mem);
+  info->mem = NULL;
 }
 
 void ifd_server_foreach_ready(ifd_server_t *s,
@@ -619,42 +635,63 @@ void ifd_server_foreach_ready(ifd_server_t *s,
       if (m->state == IFD_MODEL_READY) fn(m, arg);
 }
 
-static void append_stats(ifd_model_t *m, void *arg) {
-  json_array_append_new((json_t *)arg,
-                        ifd_stats_json(m->name, m->version, &m->stats));
+/* Writes the statistics rows of `e`'s READY versions (version -1: all of
+ * them) into arr (NULL: only counts them); returns how many. */
+static size_t stats_rows(const model_entry_t *e, int64_t version,
+                         ifd_stats_entry_t *arr) {
+  const ifd_model_t *m;
+  size_t n = 0;
+
+  for (m = e->versions; m != NULL; m = m->next_version) {
+    if (m->state != IFD_MODEL_READY || (version >= 0 && m->version != version))
+      continue;
+    if (arr != NULL) {
+      arr[n].name = m->name;
+      arr[n].version = m->version;
+      arr[n].stats = &m->stats;
+    }
+    n++;
+  }
+  return n;
 }
 
 int ifd_server_stats(ifd_server_t *s, const char *name, size_t name_len,
-                     int64_t version, json_t **out, ifd_errmsg_t *err) {
-  json_t *arr = json_array();
-  model_entry_t *e;
-  ifd_model_t *m;
-  int found = 0, len = name_len > 256 ? 256 : (int)name_len;
+                     int64_t version, ifd_stats_entry_t **out, size_t *n_out,
+                     ifd_errmsg_t *err) {
+  model_entry_t *e = NULL;
+  ifd_stats_entry_t *arr;
+  size_t i, n = 0;
+  int len = name_len > 256 ? 256 : (int)name_len;
 
-  if (arr == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  if (name == NULL) {
-    ifd_server_foreach_ready(s, append_stats, arr);
-  } else {
+  *out = NULL;
+  *n_out = 0;
+  if (name != NULL) {
     e = entry_find(s, name, name_len);
-    for (m = e != NULL ? e->versions : NULL; m != NULL; m = m->next_version) {
-      if (m->state != IFD_MODEL_READY) continue;
-      if (version >= 0 && m->version != version) continue;
-      append_stats(m, arr);
-      found = 1;
-    }
-    if (!found) {
-      json_decref(arr);
-      if (e == NULL || version < 0)
-        return ifd_errf(err, IFD_EINVAL,
-                        "requested model '%.*s' is not available", len, name);
+    n = e != NULL ? stats_rows(e, version, NULL) : 0;
+    if (n == 0 && (e == NULL || version < 0))
+      return ifd_errf(err, IFD_EINVAL,
+                      "requested model '%.*s' is not available", len, name);
+    if (n == 0)
       return ifd_errf(err, IFD_EINVAL,
                       "requested model version %" PRId64
                       " is not available for model '%.*s'",
                       version, len, name);
-    }
+  } else {
+    for (i = 0; i < s->n_entries; i++) n += stats_rows(s->entries[i], -1, NULL);
+    if (n == 0) return 0;
   }
-  *out = json_pack("{s:o}", "model_stats", arr);
-  return *out != NULL ? 0 : ifd_errf(err, IFD_ENOMEM, "out of memory");
+  arr = malloc(n * sizeof(*arr));
+  if (arr == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (e != NULL) {
+    n = stats_rows(e, version, arr);
+  } else {
+    n = 0;
+    for (i = 0; i < s->n_entries; i++)
+      n += stats_rows(s->entries[i], -1, arr + n);
+  }
+  *out = arr;
+  *n_out = n;
+  return 0;
 }
 
 static const char *state_name(ifd_model_state_t st) {
@@ -670,36 +707,55 @@ static const char *state_name(ifd_model_state_t st) {
   }
 }
 
-json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only) {
-  json_t *arr = json_array();
-  size_t i;
-  if (arr == NULL) return NULL;
-  for (i = 0; i < s->n_entries; i++) {
-    model_entry_t *e = s->entries[i];
-    ifd_model_t *m;
-    if (e->versions == NULL) {
-      if (ready_only) continue;
-      json_array_append_new(
-          arr, e->reason
-                   ? json_pack("{s:s, s:s, s:s}", "name", e->name, "state",
-                               "UNAVAILABLE", "reason", e->reason)
-                   : json_pack("{s:s, s:s}", "name", e->name, "state",
-                               e->preparing ? "LOADING" : "UNAVAILABLE"));
-      continue;
+/* Writes the index rows of `e` into arr (NULL: only counts them); returns
+ * how many. */
+static size_t index_rows(const model_entry_t *e, int ready_only,
+                         ifd_index_entry_t *arr) {
+  const ifd_model_t *m;
+  size_t n = 0;
+
+  if (e->versions == NULL) {
+    if (ready_only) return 0;
+    if (arr != NULL) {
+      arr->name = e->name;
+      arr->version = -1;
+      arr->state =
+          e->reason == NULL && e->preparing ? "LOADING" : "UNAVAILABLE";
+      arr->reason = e->reason;
     }
-    for (m = e->versions; m != NULL; m = m->next_version) {
-      char buf[24];
-      json_t *o;
-      if (ready_only && m->state != IFD_MODEL_READY) continue;
-      snprintf(buf, sizeof(buf), "%" PRId64, m->version);
-      o = json_pack("{s:s, s:s, s:s}", "name", e->name, "version", buf, "state",
-                    state_name(m->state));
-      if (o != NULL && m->reason != NULL)
-        json_object_set_new(o, "reason", json_string(m->reason));
-      json_array_append_new(arr, o);
-    }
+    return 1;
   }
-  return arr;
+  for (m = e->versions; m != NULL; m = m->next_version) {
+    if (ready_only && m->state != IFD_MODEL_READY) continue;
+    if (arr != NULL) {
+      arr[n].name = e->name;
+      arr[n].version = m->version;
+      arr[n].state = state_name(m->state);
+      arr[n].reason = m->reason;
+    }
+    n++;
+  }
+  return n;
+}
+
+int ifd_server_repository_index(ifd_server_t *s, int ready_only,
+                                ifd_index_entry_t **out, size_t *n_out) {
+  ifd_index_entry_t *arr;
+  size_t i, n = 0;
+
+  *out = NULL;
+  *n_out = 0;
+  for (i = 0; i < s->n_entries; i++)
+    n += index_rows(s->entries[i], ready_only, NULL);
+  if (n == 0) return 0;
+  arr = malloc(n * sizeof(*arr));
+  if (arr == NULL) return IFD_ENOMEM;
+  n = 0;
+  for (i = 0; i < s->n_entries; i++)
+    n += index_rows(s->entries[i], ready_only, arr + n);
+  *out = arr;
+  *n_out = n;
+  return 0;
 }
 
 /* ---- shutdown ---------------------------------------------------------------

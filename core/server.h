@@ -10,14 +10,15 @@
 #ifndef IFD_CORE_SERVER_H
 #define IFD_CORE_SERVER_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "core/config.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/event.h"
 #include "core/infer.h"
+#include "core/stats.h"
 
 #define IFD_SERVER_NAME "inferd"
 #define IFD_SERVER_VERSION "0.1.0"
@@ -100,8 +101,30 @@ const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s);
 int ifd_server_live(const ifd_server_t *s);
 int ifd_server_ready(const ifd_server_t *s);
 
-/** GET /v2 body: name, version, extensions. New reference or NULL. */
-json_t *ifd_server_metadata(const ifd_server_t *s);
+/* ---- metadata, statistics and the repository index -------------------------
+ *
+ * Core answers these as plain structs and renders no wire format: net/ writes
+ * them as JSON (HTTP) or fills protobuf messages (gRPC) from the same data,
+ * so both protocols say the same thing. The model configuration needs no
+ * struct of its own: it is the inference.ModelConfig message itself
+ * (ifd_model_t.config), which gRPC sends as is and HTTP renders as JSON.
+ *
+ * Strings and arrays marked "borrowed: registry" point into the model
+ * registry: they stay valid while the caller runs on the loop thread and
+ * until the loop next completes a load or an unload. Render them before
+ * returning to the loop; keep nothing.
+ */
+
+/** Server metadata (GET /v2, ServerMetadata). */
+typedef struct ifd_server_info {
+  const char *name;              /* static */
+  const char *version;           /* static */
+  const char *const *extensions; /* static: n_extensions names */
+  size_t n_extensions;
+} ifd_server_info_t;
+
+/** The server's metadata. Returns static storage (never NULL). */
+const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s);
 
 /**
  * Finds a READY model version. `version` -1 picks the highest ready version.
@@ -118,28 +141,85 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
 int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version);
 
-/** Model metadata (GET /v2/models/m[/versions/v]) as Triton renders it:
- *  name, versions (ready versions as strings), platform, inputs, outputs. */
-json_t *ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m);
+/** One input or output in the model metadata. */
+typedef struct ifd_tensor_info {
+  const char *name; /* borrowed: registry (the model's config) */
+  ifd_dtype_t dtype;
+  const int64_t *shape; /* owned by the ifd_model_info_t: the config's dims,
+                           with -1 first when the model batches */
+  size_t n_shape;
+} ifd_tensor_info_t;
+
+/** Model metadata (GET /v2/models/m[/versions/v], ModelMetadata). */
+typedef struct ifd_model_info {
+  const char *name;        /* borrowed: registry */
+  const char *platform;    /* borrowed: registry; the config's platform, else
+                              its backend, else "" (never NULL) */
+  const int64_t *versions; /* in `mem`: the model's READY versions,
+                              ascending */
+  size_t n_versions;
+  const ifd_tensor_info_t *inputs; /* in `mem`: config order */
+  size_t n_inputs;
+  const ifd_tensor_info_t *outputs; /* in `mem`: config order */
+  size_t n_outputs;
+  void *mem; /* owned: the one block behind the arrays above */
+} ifd_model_info_t;
 
 /**
- * Statistics extension: {"model_stats": [...]} for every model (name NULL),
- * or one model's versions (version -1: all of them). Versions listed are
- * those loaded (ready). Returns 0 and *out (new reference), or
- * IFD_EINVAL "requested model 'm' is not available" / "requested model
- * version v is not available for model 'm'" (Triton answers 400), or
- * IFD_ENOMEM.
+ * Fills *out with the metadata of `m` (a model ifd_server_find_model
+ * returned, loop thread). Returns 0, or IFD_ENOMEM (*out then holds
+ * nothing to free). On success release it with ifd_model_info_free.
+ */
+int ifd_server_model_metadata(ifd_server_t *s, const ifd_model_t *m,
+                              ifd_model_info_t *out);
+
+/** Frees what ifd_server_model_metadata allocated (out->mem); the struct
+ *  itself is the caller's. */
+void ifd_model_info_free(ifd_model_info_t *info);
+
+/** The statistics of one model version (statistics extension). */
+typedef struct ifd_stats_entry {
+  const char *name; /* borrowed: registry */
+  int64_t version;
+  const ifd_model_stats_t *stats; /* borrowed: registry (the model's
+                                     loop-owned counters) */
+} ifd_stats_entry_t;
+
+/**
+ * Statistics of every READY model version (name NULL), or of one model's
+ * READY versions (version -1: all of them), in name then version order.
+ * Returns 0 with *out (owned by the caller, free() it; NULL when *n_out is 0)
+ * and *n_out, or: IFD_EINVAL "requested model 'm' is not available" /
+ * "requested model version v is not available for model 'm'" (Triton
+ * answers 400), IFD_ENOMEM.
  */
 int ifd_server_stats(ifd_server_t *s, const char *name, size_t name_len,
-                     int64_t version, json_t **out, ifd_errmsg_t *err);
+                     int64_t version, ifd_stats_entry_t **out, size_t *n_out,
+                     ifd_errmsg_t *err);
 
 /** Calls fn for every ready model version (loop thread), in name then
  *  version order. */
 void ifd_server_foreach_ready(ifd_server_t *s,
                               void (*fn)(ifd_model_t *m, void *arg), void *arg);
 
-/** Repository index: [{name, version, state, reason}], ready_only filters. */
-json_t *ifd_server_repository_index(ifd_server_t *s, int ready_only);
+/** One row of the repository index. */
+typedef struct ifd_index_entry {
+  const char *name;   /* borrowed: registry */
+  int64_t version;    /* -1: a row for the model as a whole (its config failed,
+                         or is still being read): no version to list */
+  const char *state;  /* static: "LOADING", "READY", "UNLOADING" or
+                         "UNAVAILABLE" (Triton's state names) */
+  const char *reason; /* borrowed: registry; NULL when there is none */
+} ifd_index_entry_t;
+
+/**
+ * The repository index: every model version the registry knows (only READY
+ * ones when `ready_only`), sorted by name then version. Returns 0 with *out
+ * (owned by the caller, free() it; NULL when *n_out is 0) and *n_out, or
+ * IFD_ENOMEM.
+ */
+int ifd_server_repository_index(ifd_server_t *s, int ready_only,
+                                ifd_index_entry_t **out, size_t *n_out);
 
 /**
  * Parses a version string from a URL or request ("", "3"): -1 for empty,

@@ -1,10 +1,8 @@
 /*
- * core/stats.c - aggregation and JSON rendering of model statistics.
+ * core/stats.c - aggregation of model statistics (net/ renders them).
  */
 #include "core/stats.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -85,40 +83,4 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
 void ifd_stats_free(ifd_model_stats_t *st) {
   free(st->batches);
   memset(st, 0, sizeof(*st));
-}
-
-static json_t *dur(const ifd_duration_t *d) {
-  return json_pack("{s:I, s:I}", "count", (json_int_t)d->count, "ns",
-                   (json_int_t)d->ns);
-}
-
-json_t *ifd_stats_json(const char *name, int64_t version,
-                       const ifd_model_stats_t *st) {
-  json_t *batches = json_array();
-  char v[24];
-  size_t i;
-
-  if (batches == NULL) return NULL;
-  for (i = 0; i < st->n_batches; i++) {
-    const ifd_batch_stats_t *b = &st->batches[i];
-    json_array_append_new(batches,
-                          json_pack("{s:I, s:o, s:o, s:o}", "batch_size",
-                                    (json_int_t)b->batch_size, "compute_input",
-                                    dur(&b->compute_input), "compute_infer",
-                                    dur(&b->compute_infer), "compute_output",
-                                    dur(&b->compute_output)));
-  }
-  snprintf(v, sizeof(v), "%" PRId64, version);
-  return json_pack(
-      "{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
-      " s:{}, s:o, s:[]}",
-      "name", name, "version", v, "last_inference",
-      (json_int_t)st->last_inference_ms, "inference_count",
-      (json_int_t)st->inference_count, "execution_count",
-      (json_int_t)st->execution_count, "inference_stats", "success",
-      dur(&st->success), "fail", dur(&st->fail), "queue", dur(&st->queue),
-      "compute_input", dur(&st->compute_input), "compute_infer",
-      dur(&st->compute_infer), "compute_output", dur(&st->compute_output),
-      "cache_hit", dur(&st->cache_hit), "cache_miss", dur(&st->cache_miss),
-      "response_stats", "batch_stats", batches, "memory_usage");
 }

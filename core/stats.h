@@ -5,11 +5,13 @@
  * Counters belong to the loop thread: requests are counted when their
  * backend releases them (or a scheduler fails them), executions when the
  * instance reports back. Durations are in ns, as the extension reports them.
+ * The counters are plain data: net/ renders them (JSON for HTTP, protobuf
+ * for gRPC) from ifd_server_stats' entries.
  */
 #ifndef IFD_CORE_STATS_H
 #define IFD_CORE_STATS_H
 
-#include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ifd_duration {
@@ -53,9 +55,5 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
                     uint64_t compute_end, uint64_t exec_end);
 
 void ifd_stats_free(ifd_model_stats_t *st);
-
-/** One entry of "model_stats" as Triton renders it (new reference). */
-json_t *ifd_stats_json(const char *name, int64_t version,
-                       const ifd_model_stats_t *st);
 
 #endif

@@ -4,8 +4,11 @@
  *
  * Every handler runs on the loop thread, called by net/grpc_transport.c with
  * one whole request message. Health, metadata, configuration, statistics
- * and the repository index are answered at once from core's JSON or config
- * (the same source as the HTTP routes, so both protocols say the same thing).
+ * and the repository index are answered at once, their messages filled from
+ * core's plain structs and the model's own config message (the same source
+ * as the HTTP routes' JSON, so both protocols say the same thing). The
+ * messages borrow core's strings and arrays: they are packed before the
+ * handler returns to the loop.
  * ModelInfer and ModelStreamInfer build an inference request with
  * net/grpc_infer.c, submit it, and answer from its on_response callback.
  *
@@ -22,7 +25,6 @@
  * Errors map to gRPC status through ifd_grpc_status (net/status.c) only.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
 #include "net/status.h"
+#include "net/utf8.h"
 #include "proto/grpc_service.pb-c.h"
 #include "proto/health.pb-c.h"
 
@@ -81,12 +84,6 @@ static void *unpack_request(ifd_gstream_t *st,
   return m;
 }
 
-/* A string member of a JSON object, or "" (borrowed from `o`). */
-static char *jstr(const json_t *o, const char *key) {
-  const char *s = json_string_value(json_object_get(o, key));
-  return (char *)(s != NULL ? s : "");
-}
-
 /* Resolves a model by name and version string. Returns it (borrowed until
  * the loop next runs unloading), or NULL after finishing the call. */
 static ifd_model_t *find_model(ifd_gstream_t *st, const char *name,
@@ -106,6 +103,73 @@ static ifd_model_t *find_model(ifd_gstream_t *st, const char *name,
     return NULL;
   }
   return m;
+}
+
+/* ---- response memory ----------------------------------------------------- */
+
+/* The small structs and strings of a response message come from one list
+ * of allocations, freed together once the message is packed. */
+typedef struct arena {
+  void **ptrs; /* owned, each entry owned */
+  size_t n, cap;
+} arena_t;
+
+static void *arena_alloc(arena_t *a, size_t size) {
+  void *p;
+
+  if (a->n == a->cap) {
+    size_t cap = a->cap != 0 ? 2 * a->cap : 64;
+    void **np = realloc(a->ptrs, cap * sizeof(void *));
+    if (np == NULL) return NULL;
+    a->ptrs = np;
+    a->cap = cap;
+  }
+  p = calloc(1, size != 0 ? size : 1);
+  if (p != NULL) a->ptrs[a->n++] = p;
+  return p;
+}
+
+static void arena_free(arena_t *a) {
+  while (a->n > 0) free(a->ptrs[--a->n]);
+  free(a->ptrs);
+}
+
+/* An array of `n` pointers with room for the `size`-byte structs they
+ * point at; the structs are zeroed for the caller to init. */
+static void **struct_array(arena_t *a, size_t n, size_t size) {
+  char *block = arena_alloc(a, n * (sizeof(void *) + size));
+  void **ptrs = (void **)block;
+  size_t i;
+
+  if (block == NULL) return NULL;
+  for (i = 0; i < n; i++) ptrs[i] = block + n * sizeof(void *) + i * size;
+  return ptrs;
+}
+
+/* A proto3 string field must hold UTF-8 (clients refuse the message
+ * otherwise), and names and reasons may carry a folder name's bytes. Returns
+ * `s` itself when it is well-formed, else a repaired copy from the arena
+ * (net/utf8.h); NULL on ENOMEM. */
+static char *text(arena_t *a, const char *s) {
+  size_t n = strlen(s);
+  char *r;
+
+  if (ifd__utf8_valid(s, n)) return (char *)s;
+  if (n > (SIZE_MAX - 1) / 3 || (r = arena_alloc(a, 3 * n + 1)) == NULL)
+    return NULL;
+  r[ifd__utf8_repair(s, n, r)] = '\0';
+  return r;
+}
+
+/* Room for a version as a decimal string, NUL included. */
+#define VERSION_CHARS 24
+
+/* A version as a string from the arena ("" for -1); NULL on ENOMEM. */
+static char *version_text(arena_t *a, int64_t v) {
+  char *t = arena_alloc(a, VERSION_CHARS);
+
+  if (t != NULL && v >= 0) snprintf(t, VERSION_CHARS, "%" PRId64, v);
+  return t;
 }
 
 static int64_t version_of(const ifd_request_t *req) {
@@ -177,104 +241,74 @@ static void on_server_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
       INFERENCE__SERVER_METADATA_RESPONSE__INIT;
   ProtobufCMessage *q = unpack_request(
       st, &inference__server_metadata_request__descriptor, msg, len);
-  json_t *j, *ext;
-  char **names;
-  size_t i;
+  const ifd_server_info_t *info;
 
   if (q == NULL) return;
   protobuf_c_message_free_unpacked(q, NULL);
-  j = ifd_server_metadata(ifd_gstream_server(st));
-  ext = json_object_get(j, "extensions");
-  names = calloc(json_array_size(ext) + 1, sizeof(char *));
-  if (j == NULL || names == NULL) {
-    finish_code(st, IFD_ENOMEM, "out of memory");
-    goto out_free;
-  }
-  for (i = 0; i < json_array_size(ext); i++)
-    names[i] = (char *)json_string_value(json_array_get(ext, i));
-  r.name = jstr(j, "name");
-  r.version = jstr(j, "version");
-  r.n_extensions = json_array_size(ext);
-  r.extensions = names;
+  info = ifd_server_metadata(ifd_gstream_server(st));
+  /* protobuf-c's string fields are not const; packing only reads them. */
+  r.name = (char *)info->name;
+  r.version = (char *)info->version;
+  r.n_extensions = info->n_extensions;
+  r.extensions = (char **)info->extensions;
   reply(st, &r.base);
-
-out_free:
-  free(names);
-  json_decref(j);
 }
 
-/* TensorMetadata views of a JSON array of {name, datatype, shape}: one block
- * holds the structs, their shapes and the pointer array; strings are
- * borrowed from `arr`. Returns the pointer array (free it), or NULL. */
+/* TensorMetadata views of core's tensor infos, from the arena; names and
+ * shapes are borrowed from `t`. Returns the pointer array, or NULL. */
 static Inference__ModelMetadataResponse__TensorMetadata **tensor_views(
-    const json_t *arr) {
-  Inference__ModelMetadataResponse__TensorMetadata *t, **tp;
-  size_t i, k, n = json_array_size(arr), dims = 0;
-  int64_t *shape;
+    arena_t *a, const ifd_tensor_info_t *t, size_t n) {
+  Inference__ModelMetadataResponse__TensorMetadata **vp = (void *)struct_array(
+      a, n, sizeof(Inference__ModelMetadataResponse__TensorMetadata));
+  size_t i;
 
-  for (i = 0; i < n; i++)
-    dims += json_array_size(json_object_get(json_array_get(arr, i), "shape"));
-  tp = malloc(n * (sizeof(*tp) + sizeof(*t)) + dims * sizeof(int64_t) + 1);
-  if (tp == NULL) return NULL;
-  t = (void *)(tp + n);
-  shape = (int64_t *)(t + n);
+  if (vp == NULL) return NULL;
   for (i = 0; i < n; i++) {
-    Inference__ModelMetadataResponse__TensorMetadata init =
-        INFERENCE__MODEL_METADATA_RESPONSE__TENSOR_METADATA__INIT;
-    const json_t *o = json_array_get(arr, i);
-    const json_t *js = json_object_get(o, "shape");
-
-    t[i] = init;
-    t[i].name = jstr(o, "name");
-    t[i].datatype = jstr(o, "datatype");
-    t[i].n_shape = json_array_size(js);
-    t[i].shape = shape;
-    for (k = 0; k < t[i].n_shape; k++)
-      *shape++ = json_integer_value(json_array_get(js, k));
-    tp[i] = &t[i];
+    inference__model_metadata_response__tensor_metadata__init(vp[i]);
+    vp[i]->name = (char *)t[i].name; /* config text: checked UTF-8 */
+    vp[i]->datatype = (char *)ifd_dtype_name(t[i].dtype);
+    vp[i]->n_shape = t[i].n_shape;
+    vp[i]->shape = (int64_t *)t[i].shape;
   }
-  return tp;
+  return vp;
 }
 
 static void on_model_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
   Inference__ModelMetadataRequest *q = unpack_request(
       st, &inference__model_metadata_request__descriptor, msg, len);
-  Inference__ModelMetadataResponse__TensorMetadata **in = NULL, **out = NULL;
+  ifd_model_info_t info = {0};
+  arena_t a = {NULL, 0, 0};
   ifd_model_t *m;
-  json_t *j = NULL, *vs;
-  char **versions = NULL;
   size_t i;
 
   if (q == NULL) return;
   m = find_model(st, q->name, q->version);
   if (m == NULL) goto out_free;
-  j = ifd_server_model_metadata(ifd_gstream_server(st), m);
-  vs = json_object_get(j, "versions");
-  versions = calloc(json_array_size(vs) + 1, sizeof(char *));
-  in = tensor_views(json_object_get(j, "inputs"));
-  out = tensor_views(json_object_get(j, "outputs"));
-  if (j == NULL || versions == NULL || in == NULL || out == NULL) {
-    finish_code(st, IFD_ENOMEM, "out of memory");
-    goto out_free;
-  }
-  for (i = 0; i < json_array_size(vs); i++)
-    versions[i] = (char *)json_string_value(json_array_get(vs, i));
-  r.name = jstr(j, "name");
-  r.n_versions = json_array_size(vs);
-  r.versions = versions;
-  r.platform = jstr(j, "platform");
-  r.n_inputs = json_array_size(json_object_get(j, "inputs"));
-  r.inputs = in;
-  r.n_outputs = json_array_size(json_object_get(j, "outputs"));
-  r.outputs = out;
+  if (ifd_server_model_metadata(ifd_gstream_server(st), m, &info) != 0)
+    goto out_nomem;
+  r.name = text(&a, info.name);
+  r.platform = (char *)info.platform; /* config text: checked UTF-8 */
+  r.n_versions = info.n_versions;
+  r.versions = arena_alloc(&a, info.n_versions * sizeof(char *));
+  r.n_inputs = info.n_inputs;
+  r.inputs = tensor_views(&a, info.inputs, info.n_inputs);
+  r.n_outputs = info.n_outputs;
+  r.outputs = tensor_views(&a, info.outputs, info.n_outputs);
+  if (r.name == NULL || r.versions == NULL || r.inputs == NULL ||
+      r.outputs == NULL)
+    goto out_nomem;
+  for (i = 0; i < info.n_versions; i++)
+    if ((r.versions[i] = version_text(&a, info.versions[i])) == NULL)
+      goto out_nomem;
   reply(st, &r.base);
+  goto out_free;
 
+out_nomem:
+  finish_code(st, IFD_ENOMEM, "out of memory");
 out_free:
-  free(out);
-  free(in);
-  free(versions);
-  json_decref(j);
+  arena_free(&a);
+  ifd_model_info_free(&info);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
@@ -299,186 +333,107 @@ static void on_repository_index(ifd_gstream_t *st, uint8_t *msg, size_t len) {
       INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
   Inference__RepositoryIndexRequest *q = unpack_request(
       st, &inference__repository_index_request__descriptor, msg, len);
-  Inference__RepositoryIndexResponse__ModelIndex *mi = NULL, **mp = NULL;
-  json_t *j;
+  Inference__RepositoryIndexResponse__ModelIndex **mi;
+  arena_t a = {NULL, 0, 0};
+  ifd_index_entry_t *rows = NULL;
   size_t i, n;
 
   if (q == NULL) return;
   /* One repository namespace: repository_name is not used, as with
    * tritonserver's default (non-namespaced) repositories. */
-  j = ifd_server_repository_index(ifd_gstream_server(st), q->ready != 0);
-  n = json_array_size(j);
-  mp = malloc(n * (sizeof(*mp) + sizeof(*mi)) + 1);
-  if (j == NULL || mp == NULL) {
-    finish_code(st, IFD_ENOMEM, "out of memory");
-    goto out_free;
-  }
-  mi = (void *)(mp + n);
+  if (ifd_server_repository_index(ifd_gstream_server(st), q->ready != 0, &rows,
+                                  &n) != 0)
+    goto out_nomem;
+  mi = (void *)struct_array(
+      &a, n, sizeof(Inference__RepositoryIndexResponse__ModelIndex));
+  if (mi == NULL) goto out_nomem;
   for (i = 0; i < n; i++) {
-    Inference__RepositoryIndexResponse__ModelIndex init =
-        INFERENCE__REPOSITORY_INDEX_RESPONSE__MODEL_INDEX__INIT;
-    const json_t *o = json_array_get(j, i);
-    mi[i] = init;
-    mi[i].name = jstr(o, "name");
-    mi[i].version = jstr(o, "version");
-    mi[i].state = jstr(o, "state");
-    mi[i].reason = jstr(o, "reason");
-    mp[i] = &mi[i];
+    inference__repository_index_response__model_index__init(mi[i]);
+    mi[i]->name = text(&a, rows[i].name);
+    /* A whole-model row has no version: proto3's empty string. */
+    mi[i]->version = version_text(&a, rows[i].version);
+    mi[i]->state = (char *)rows[i].state;
+    mi[i]->reason = text(&a, rows[i].reason != NULL ? rows[i].reason : "");
+    if (mi[i]->name == NULL || mi[i]->version == NULL || mi[i]->reason == NULL)
+      goto out_nomem;
   }
   r.n_models = n;
-  r.models = mp;
+  r.models = mi;
   reply(st, &r.base);
+  goto out_free;
 
+out_nomem:
+  finish_code(st, IFD_ENOMEM, "out of memory");
 out_free:
-  free(mp);
-  json_decref(j);
+  arena_free(&a);
+  free(rows);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
 /* ---- statistics --------------------------------------------------------- */
 
-/* Every small struct of a ModelStatisticsResponse comes from one list of
- * allocations, freed together once the message is packed. */
-typedef struct arena {
-  void **ptrs; /* owned, each entry owned */
-  size_t n, cap;
-} arena_t;
+/* Fills `n` StatisticDuration fields (to[k]) from core's durations. Returns
+ * 0 or IFD_ENOMEM. */
+static int durations(arena_t *a, Inference__StatisticDuration **const *to,
+                     const ifd_duration_t *const *from, size_t n) {
+  Inference__StatisticDuration *d = arena_alloc(a, n * sizeof(*d));
+  size_t k;
 
-static void *arena_alloc(arena_t *a, size_t size) {
-  void *p;
-
-  if (a->n == a->cap) {
-    size_t cap = a->cap != 0 ? 2 * a->cap : 64;
-    void **np = realloc(a->ptrs, cap * sizeof(void *));
-    if (np == NULL) return NULL;
-    a->ptrs = np;
-    a->cap = cap;
+  if (d == NULL) return IFD_ENOMEM;
+  for (k = 0; k < n; k++) {
+    inference__statistic_duration__init(&d[k]);
+    d[k].count = from[k]->count;
+    d[k].ns = from[k]->ns;
+    *to[k] = &d[k];
   }
-  p = calloc(1, size != 0 ? size : 1);
-  if (p != NULL) a->ptrs[a->n++] = p;
-  return p;
+  return 0;
 }
 
-static void arena_free(arena_t *a) {
-  while (a->n > 0) free(a->ptrs[--a->n]);
-  free(a->ptrs);
-}
-
-/* A StatisticDuration from {"count", "ns"} (missing: zeros). */
-static Inference__StatisticDuration *duration(arena_t *a, const json_t *o,
-                                              const char *key) {
-  Inference__StatisticDuration *d = arena_alloc(a, sizeof(*d));
-  const json_t *j = json_object_get(o, key);
-
-  if (d == NULL) return NULL;
-  inference__statistic_duration__init(d);
-  d->count = (uint64_t)json_integer_value(json_object_get(j, "count"));
-  d->ns = (uint64_t)json_integer_value(json_object_get(j, "ns"));
-  return d;
-}
-
-/* An array of `n` pointers with room for the `size`-byte structs they
- * point at; the structs are zeroed for the caller to init. */
-static void **struct_array(arena_t *a, size_t n, size_t size) {
-  char *block = arena_alloc(a, n * (sizeof(void *) + size));
-  void **ptrs = (void **)block;
+/* One model version's statistics as ModelStatistics (strings borrowed from
+ * `e` or repaired into the arena, structs from the arena). Returns 0 or
+ * IFD_ENOMEM. */
+static int model_stats(arena_t *a, const ifd_stats_entry_t *e,
+                       Inference__ModelStatistics *m) {
+  const ifd_model_stats_t *s = e->stats;
+  Inference__InferStatistics *st = arena_alloc(a, sizeof(*st));
   size_t i;
 
-  if (block == NULL) return NULL;
-  for (i = 0; i < n; i++) ptrs[i] = block + n * sizeof(void *) + i * size;
-  return ptrs;
-}
-
-/* One model_stats entry of core's statistics JSON as ModelStatistics.
- * Returns 0 or IFD_ENOMEM. */
-static int model_stats(arena_t *a, const json_t *o,
-                       Inference__ModelStatistics *m) {
-  static const char *const infer_keys[8] = {
-      "success",       "fail",           "queue",     "compute_input",
-      "compute_infer", "compute_output", "cache_hit", "cache_miss"};
-  static const char *const resp_keys[6] = {"compute_infer",  "compute_output",
-                                           "success",        "fail",
-                                           "empty_response", "cancel"};
-  const json_t *is = json_object_get(o, "inference_stats");
-  const json_t *bs = json_object_get(o, "batch_stats");
-  const json_t *mu = json_object_get(o, "memory_usage");
-  const json_t *rs = json_object_get(o, "response_stats"), *v;
-  Inference__InferStatistics *st = arena_alloc(a, sizeof(*st));
-  const char *key;
-  size_t i, k;
-
-  if (st == NULL) return IFD_ENOMEM;
   inference__model_statistics__init(m);
+  m->name = text(a, e->name);
+  m->version = version_text(a, e->version);
+  if (st == NULL || m->name == NULL || m->version == NULL) return IFD_ENOMEM;
   inference__infer_statistics__init(st);
-  m->name = jstr(o, "name");
-  m->version = jstr(o, "version");
-  m->last_inference =
-      (uint64_t)json_integer_value(json_object_get(o, "last_inference"));
-  m->inference_count =
-      (uint64_t)json_integer_value(json_object_get(o, "inference_count"));
-  m->execution_count =
-      (uint64_t)json_integer_value(json_object_get(o, "execution_count"));
+  m->last_inference = s->last_inference_ms;
+  m->inference_count = s->inference_count;
+  m->execution_count = s->execution_count;
   m->inference_stats = st;
   {
-    Inference__StatisticDuration **f[8] = {
+    Inference__StatisticDuration **const to[8] = {
         &st->success,       &st->fail,          &st->queue,
         &st->compute_input, &st->compute_infer, &st->compute_output,
         &st->cache_hit,     &st->cache_miss};
-    for (k = 0; k < 8; k++)
-      if ((*f[k] = duration(a, is, infer_keys[k])) == NULL) return IFD_ENOMEM;
+    const ifd_duration_t *const from[8] = {
+        &s->success,       &s->fail,           &s->queue,     &s->compute_input,
+        &s->compute_infer, &s->compute_output, &s->cache_hit, &s->cache_miss};
+    if (durations(a, to, from, 8) != 0) return IFD_ENOMEM;
   }
-
-  m->n_batch_stats = json_array_size(bs);
+  /* Response statistics (decoupled models) and memory usage are not
+   * collected yet: both stay empty, as in the HTTP JSON. */
+  if (s->n_batches == 0) return 0;
+  m->n_batch_stats = s->n_batches;
   m->batch_stats = (void *)struct_array(
-      a, m->n_batch_stats, sizeof(Inference__InferBatchStatistics));
+      a, s->n_batches, sizeof(Inference__InferBatchStatistics));
   if (m->batch_stats == NULL) return IFD_ENOMEM;
-  for (i = 0; i < m->n_batch_stats; i++) {
+  for (i = 0; i < s->n_batches; i++) {
     Inference__InferBatchStatistics *b = m->batch_stats[i];
-    const json_t *j = json_array_get(bs, i);
+    const ifd_batch_stats_t *bs = &s->batches[i];
+    Inference__StatisticDuration **const to[3] = {
+        &b->compute_input, &b->compute_infer, &b->compute_output};
+    const ifd_duration_t *const from[3] = {
+        &bs->compute_input, &bs->compute_infer, &bs->compute_output};
     inference__infer_batch_statistics__init(b);
-    b->batch_size =
-        (uint64_t)json_integer_value(json_object_get(j, "batch_size"));
-    if ((b->compute_input = duration(a, j, "compute_input")) == NULL ||
-        (b->compute_infer = duration(a, j, "compute_infer")) == NULL ||
-        (b->compute_output = duration(a, j, "compute_output")) == NULL)
-      return IFD_ENOMEM;
-  }
-
-  m->n_memory_usage = json_array_size(mu);
-  m->memory_usage = (void *)struct_array(a, m->n_memory_usage,
-                                         sizeof(Inference__MemoryUsage));
-  if (m->memory_usage == NULL) return IFD_ENOMEM;
-  for (i = 0; i < m->n_memory_usage; i++) {
-    Inference__MemoryUsage *u = m->memory_usage[i];
-    const json_t *j = json_array_get(mu, i);
-    inference__memory_usage__init(u);
-    u->type = jstr(j, "type");
-    u->id = json_integer_value(json_object_get(j, "id"));
-    u->byte_size =
-        (uint64_t)json_integer_value(json_object_get(j, "byte_size"));
-  }
-
-  m->n_response_stats = json_object_size(rs);
-  m->response_stats = (void *)struct_array(
-      a, m->n_response_stats,
-      sizeof(Inference__ModelStatistics__ResponseStatsEntry));
-  if (m->response_stats == NULL) return IFD_ENOMEM;
-  i = 0;
-  json_object_foreach((json_t *)rs, key, v) {
-    Inference__ModelStatistics__ResponseStatsEntry *e = m->response_stats[i++];
-    Inference__InferResponseStatistics *r = arena_alloc(a, sizeof(*r));
-    if (r == NULL) return IFD_ENOMEM;
-    inference__model_statistics__response_stats_entry__init(e);
-    inference__infer_response_statistics__init(r);
-    e->key = (char *)key;
-    e->value = r;
-    {
-      Inference__StatisticDuration **f[6] = {
-          &r->compute_infer, &r->compute_output, &r->success,
-          &r->fail,          &r->empty_response, &r->cancel};
-      for (k = 0; k < 6; k++)
-        if ((*f[k] = duration(a, v, resp_keys[k])) == NULL) return IFD_ENOMEM;
-    }
+    b->batch_size = bs->batch_size;
+    if (durations(a, to, from, 3) != 0) return IFD_ENOMEM;
   }
   return 0;
 }
@@ -489,10 +444,10 @@ static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelStatisticsRequest *q = unpack_request(
       st, &inference__model_statistics_request__descriptor, msg, len);
   arena_t a = {NULL, 0, 0};
+  ifd_stats_entry_t *rows = NULL;
   ifd_errmsg_t err;
-  json_t *j = NULL, *arr;
   int64_t v = -1;
-  size_t i;
+  size_t i, n = 0;
   int rc;
 
   if (q == NULL) return;
@@ -501,18 +456,19 @@ static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   if (rc == 0)
     rc = ifd_server_stats(ifd_gstream_server(st),
                           q->name[0] != '\0' ? q->name : NULL, strlen(q->name),
-                          v, &j, &err);
+                          v, &rows, &n, &err);
   if (rc != 0) {
     finish_code(st, rc, err.text);
     goto out_free;
   }
-  arr = json_object_get(j, "model_stats");
-  r.n_model_stats = json_array_size(arr);
-  r.model_stats = (void *)struct_array(&a, r.n_model_stats,
-                                       sizeof(Inference__ModelStatistics));
-  rc = r.model_stats != NULL ? 0 : IFD_ENOMEM;
-  for (i = 0; rc == 0 && i < r.n_model_stats; i++)
-    rc = model_stats(&a, json_array_get(arr, i), r.model_stats[i]);
+  r.n_model_stats = n;
+  if (n > 0) {
+    r.model_stats =
+        (void *)struct_array(&a, n, sizeof(Inference__ModelStatistics));
+    rc = r.model_stats != NULL ? 0 : IFD_ENOMEM;
+  }
+  for (i = 0; rc == 0 && i < n; i++)
+    rc = model_stats(&a, &rows[i], r.model_stats[i]);
   if (rc != 0)
     finish_code(st, rc, "out of memory");
   else
@@ -520,7 +476,7 @@ static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 
 out_free:
   arena_free(&a);
-  json_decref(j);
+  free(rows);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 

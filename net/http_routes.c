@@ -116,7 +116,23 @@ static long url_decode(const char *s, size_t n, char *out) {
 
 /* ---- simple answers ------------------------------------------------------ */
 
-static void reply_json(ifd_http_slot_t *s, json_t *j) {
+/* Sends `b` (a JSON body) with 200, or 500 when writing it ran out of
+ * memory. Takes b's memory. */
+static void reply_body(ifd_http_slot_t *s, ifd_hbuf_t *b) {
+  if (b->oom) {
+    ifd__hbuf_free(b);
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  ifd__http_slot_finish(s, 200, "application/json", b, NULL, 0, -1);
+}
+
+/* The model configuration is the inference.ModelConfig message itself; its
+ * JSON form (protobuf's JSON mapping with Triton's field order) is the one
+ * TRITONBACKEND_ModelConfig hands to backends too, so both share
+ * ifd_config_to_json. */
+static void reply_config(ifd_http_slot_t *s, const ifd_model_t *m) {
+  json_t *j = ifd_config_to_json(m->config);
   ifd_hbuf_t b;
 
   if (j == NULL) {
@@ -126,7 +142,30 @@ static void reply_json(ifd_http_slot_t *s, json_t *j) {
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_dump(&b, j);
   json_decref(j);
-  ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
+  reply_body(s, &b);
+}
+
+static void reply_server_meta(ifd_server_t *srv, ifd_http_slot_t *s) {
+  ifd_hbuf_t b;
+
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_server_info(&b, ifd_server_metadata(srv));
+  reply_body(s, &b);
+}
+
+static void reply_model_meta(ifd_server_t *srv, ifd_http_slot_t *s,
+                             const ifd_model_t *m) {
+  ifd_model_info_t info;
+  ifd_hbuf_t b;
+
+  if (ifd_server_model_metadata(srv, m, &info) != 0) {
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_model_info(&b, &info);
+  ifd_model_info_free(&info);
+  reply_body(s, &b);
 }
 
 /* Health and readiness answer with an empty body, as tritonserver does. */
@@ -190,6 +229,9 @@ static void route_model_ready(ifd_server_t *srv, ifd_http_slot_t *s,
 
 static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
                              const char *body, size_t len) {
+  ifd_index_entry_t *rows;
+  ifd_hbuf_t b;
+  size_t n;
   int ready_only = 0;
 
   if (len != 0) {
@@ -212,7 +254,14 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
     ready_only = json_is_true(r);
     json_decref(root);
   }
-  reply_json(s, ifd_server_repository_index(srv, ready_only));
+  if (ifd_server_repository_index(srv, ready_only, &rows, &n) != 0) {
+    ifd__http_slot_error(s, 500, "out of memory");
+    return;
+  }
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_repo_index(&b, rows, n);
+  free(rows);
+  reply_body(s, &b);
 }
 
 /* ---- metrics ----------------------------------------------------------------
@@ -253,8 +302,10 @@ static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
                         const ifd_route_match_t *m) {
   char name[512];
   int64_t version = -1;
+  ifd_stats_entry_t *rows;
   ifd_errmsg_t err;
-  json_t *j = NULL;
+  ifd_hbuf_t b;
+  size_t n_rows;
   long n = 0;
   int rc;
 
@@ -273,12 +324,15 @@ static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
     }
   }
   rc = ifd_server_stats(srv, m->model != NULL ? name : NULL, (size_t)n, version,
-                        &j, &err);
+                        &rows, &n_rows, &err);
   if (rc < 0) {
     reply_code(s, rc, err.text);
     return;
   }
-  reply_json(s, j);
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_stats(&b, rows, n_rows);
+  free(rows);
+  reply_body(s, &b);
 }
 
 /* ---- infer -----------------------------------------------------------------
@@ -426,7 +480,7 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       ifd__http_slot_error(s, 405, "Method Not Allowed");
       break;
     case IFD_ROUTE_SERVER_META:
-      reply_json(s, ifd_server_metadata(srv));
+      reply_server_meta(srv, s);
       break;
     case IFD_ROUTE_LIVE:
       reply_empty(s, ifd_server_live(srv) ? 200 : 400);
@@ -435,12 +489,10 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       reply_empty(s, ifd_server_ready(srv) ? 200 : 400);
       break;
     case IFD_ROUTE_MODEL_META:
-      if (find_model(srv, s, &m, &model) == 0)
-        reply_json(s, ifd_server_model_metadata(srv, model));
+      if (find_model(srv, s, &m, &model) == 0) reply_model_meta(srv, s, model);
       break;
     case IFD_ROUTE_MODEL_CONFIG:
-      if (find_model(srv, s, &m, &model) == 0)
-        reply_json(s, ifd_config_to_json(model->config));
+      if (find_model(srv, s, &m, &model) == 0) reply_config(s, model);
       break;
     case IFD_ROUTE_MODEL_READY:
       route_model_ready(srv, s, &m);

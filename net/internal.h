@@ -2,6 +2,7 @@
  * net/internal.h - what the files of the HTTP front end share.
  *
  *   jsonw.c       a growable text buffer with head room, JSON text writers
+ *   http_meta.c   JSON of core's metadata, statistics and repository index
  *   json_scan.c   a JSON validator and cursor helpers for the infer decoder
  *   http1.c       listener, connections, llhttp, the response FIFO, writes
  *   http_routes.c the route matcher and the KServe v2 handlers
@@ -22,6 +23,7 @@
 
 #include "core/error.h"
 #include "core/infer.h"
+#include "core/server.h"
 #include "net/http.h"
 
 /* ---- text buffer (jsonw.c) -------------------------------------------- */
@@ -61,6 +63,10 @@ static inline size_t ifd__hbuf_size(const ifd_hbuf_t *b) {
 /** Appends `s` (n bytes) as a quoted, escaped JSON string. Bytes >= 0x80
  *  pass through untouched (tensor strings are the client's bytes). */
 void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n);
+/** Appends text `s` (n bytes) as a quoted, escaped JSON string that is
+ *  always well-formed UTF-8: each byte of an ill-formed sequence becomes
+ *  U+FFFD. For names and messages (tensor strings use ifd__json_str). */
+void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n);
 /** Appends a float so that it reads back as the same float ("1.0", "0.1"). */
 void ifd__json_f32(ifd_hbuf_t *b, float v);
 /** Appends a double so that it reads back as the same double. */
@@ -120,6 +126,21 @@ const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num);
  *  tensors round through the double, as Triton's do), mostly without
  *  strtod(); returns the byte after it. */
 const char *ifd__json_number_f32(const char *p, const char *end, float *out);
+
+/* ---- metadata JSON (http_meta.c) --------------------------------------- */
+
+/* Each appends the compact JSON body of one route to `b`, fields in the
+ * order tritonserver writes them. An allocation failure sets b->oom. */
+
+/** GET /v2: {"name","version","extensions"}. */
+void ifd__json_server_info(ifd_hbuf_t *b, const ifd_server_info_t *info);
+/** GET /v2/models/m: {"name","versions","platform","inputs","outputs"}. */
+void ifd__json_model_info(ifd_hbuf_t *b, const ifd_model_info_t *info);
+/** The statistics extension: {"model_stats":[...]} of `n` entries. */
+void ifd__json_stats(ifd_hbuf_t *b, const ifd_stats_entry_t *e, size_t n);
+/** POST /v2/repository/index: [{"name","version","state","reason"}], the
+ *  version left out of whole-model rows and the reason when there is none. */
+void ifd__json_repo_index(ifd_hbuf_t *b, const ifd_index_entry_t *e, size_t n);
 
 /* ---- routes (http_routes.c) ------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "net/internal.h"
+#include "net/utf8.h"
 
 void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom) {
   b->data = NULL;
@@ -159,6 +160,22 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
   memcpy(b->data + b->len, s + run, n - run);
   b->len += n - run;
   b->data[b->len++] = '"';
+}
+
+void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n) {
+  char *tmp;
+
+  if (ifd__utf8_valid(s, n)) {
+    ifd__json_str(b, s, n);
+    return;
+  }
+  /* Ill-formed: rare, so a repaired copy is fine. */
+  if (n > SIZE_MAX / 3 || (tmp = malloc(n * 3)) == NULL) {
+    b->oom = 1;
+    return;
+  }
+  ifd__json_str(b, tmp, ifd__utf8_repair(s, n, tmp));
+  free(tmp);
 }
 
 /* Makes "1" read "1.0" so that a float stays a float to the client. */

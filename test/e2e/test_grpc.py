@@ -3,6 +3,7 @@ every RPC, ModelInfer with raw and typed contents, error codes, concurrency,
 large messages, cancellation and deadlines. Messages come from stubs generated
 at test time from proto/ (see grpc_helpers.py); calls use grpcio's generic API."""
 
+import os
 import threading
 import time
 
@@ -188,6 +189,32 @@ def test_repository_index_matches_http(server, grpc_client):
     http = server.post("/v2/repository/index", json={}).json()
     want = sorted((m["name"], m.get("version", ""), m.get("state", "")) for m in http)
     assert got == want
+
+
+def test_repository_index_non_utf8_model_folder(private_server, grpc_stubs, tmp_path):
+    """A model folder whose name is not UTF-8 fails to load and is listed as
+    UNAVAILABLE by both protocols, each bad byte as U+FFFD: the index is
+    always text a client can decode (the row used to vanish from both)."""
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    bad = bytes(repo) + b"/bad\xffname"
+    os.makedirs(bad + b"/1")
+    with open(bad + b"/config.pbtxt", "wb") as f:
+        f.write(b'name: "bad\xffname" backend: "identity" '
+                b'input [{ name: "I" data_type: TYPE_FP32 dims: [1] }] '
+                b'output [{ name: "O" data_type: TYPE_FP32 dims: [1] }]')
+    srv = private_server(repos=[repo])
+    name = "bad\ufffdname"
+    r = srv.post("/v2/repository/index", json={})
+    assert r.status_code == 200, r.text
+    rows = {e["name"]: e for e in r.json()}
+    assert name in rows, rows
+    assert rows[name]["state"] == "UNAVAILABLE"
+    assert "UTF-8" in rows[name]["reason"]
+    with g.connect(srv, grpc_stubs) as c:
+        got = {m.name: m for m in c.repository_index().models}
+    assert name in got, got
+    assert got[name].state == "UNAVAILABLE"
+    assert got[name].reason == rows[name]["reason"]
 
 
 @pytest.mark.parametrize("rpc", UNIMPLEMENTED_RPCS)

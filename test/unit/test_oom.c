@@ -170,6 +170,39 @@ static void test_pool_oom(void **state) {
   assert_true(sweep(pool_op) > 0);
 }
 
+/* The metadata JSON writers (net/http_meta.c): a failed allocation marks
+ * the buffer, every later append is a no-op, and nothing leaks. Enough rows
+ * to grow the buffer several times, and a reason that is not UTF-8 (its
+ * repair allocates too). */
+static int meta_json_op(void) {
+  ifd_model_stats_t st;
+  ifd_stats_entry_t e[40];
+  ifd_index_entry_t rows[40];
+  ifd_hbuf_t b;
+  int i, rc;
+  memset(&st, 0, sizeof(st));
+  for (i = 0; i < 40; i++) {
+    e[i].name = "a_model_with_a_longish_name";
+    e[i].version = i;
+    e[i].stats = &st;
+    rows[i].name = e[i].name;
+    rows[i].version = i % 2 ? i : -1;
+    rows[i].state = "UNAVAILABLE";
+    rows[i].reason = "bad \xff byte";
+  }
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__json_stats(&b, e, 40);
+  ifd__json_repo_index(&b, rows, 40);
+  rc = b.oom ? IFD_ENOMEM : 0;
+  ifd__hbuf_free(&b);
+  return rc;
+}
+
+static void test_meta_json_oom(void **state) {
+  (void)state;
+  assert_true(sweep(meta_json_op) > 0);
+}
+
 /* An HTTP infer body with JSON data, typed BYTES and parameters, decoded
  * into a request: the allocations come from the request pool. */
 static int http_decode_op(void) {
@@ -241,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_stats_oom),
       cmocka_unit_test(test_strmap_oom),
       cmocka_unit_test(test_pool_oom),
+      cmocka_unit_test(test_meta_json_oom),
       cmocka_unit_test(test_http_decode_oom),
       cmocka_unit_test(test_grpc_decode_oom),
   };

@@ -2,8 +2,9 @@
  * test/unit/test_server.c - the server's registry and lifecycle, with fake
  * model operations in place of backends: start-up loading on the thread
  * pool, version policies, failures that stay local to one model, lookups and
- * their errors, metadata, the repository index, request validation, and
- * shutdown unloading in reverse load order with nothing left on the loop.
+ * their errors, the metadata, statistics and repository index structs,
+ * request validation, and shutdown unloading in reverse load order with
+ * nothing left on the loop.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -149,8 +150,10 @@ static void test_lifecycle(void **state) {
   ifd_errmsg_t err;
   run_t r;
   ifd_model_t *m;
-  json_t *j;
-  char *text;
+  ifd_model_info_t info;
+  ifd_index_entry_t *rows;
+  ifd_stats_entry_t *stats;
+  size_t n_rows;
   ifd_request_t *req;
   int64_t shape[2] = {2, 4};
   float data[8] = {0};
@@ -196,50 +199,108 @@ static void test_lifecycle(void **state) {
   assert_int_equal(ifd_server_find_model(r.s, "bad_syntax", 10, -1, &m, &err),
                    IFD_EUNAVAIL);
 
-  /* Metadata: ready versions only, batch dimension prepended. */
-  assert_int_equal(ifd_server_find_model(r.s, "a", 1, -1, &m, &err), 0);
-  j = ifd_server_model_metadata(r.s, m);
-  text = json_dumps(j, JSON_COMPACT);
-  assert_string_equal(
-      text,
-      "{\"name\":\"a\",\"versions\":[\"1\"],\"platform\":\"identity\","
-      "\"inputs\":[{\"name\":\"INPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,4]}"
-      "],"
-      "\"outputs\":[{\"name\":\"OUTPUT0\",\"datatype\":\"FP32\",\"shape\":[-1,"
-      "4]}]}");
-  free(text);
-  json_decref(j);
-  assert_int_equal(ifd_server_find_model(r.s, "v", 1, -1, &m, &err), 0);
-  j = ifd_server_model_metadata(r.s, m);
-  text = json_dumps(json_object_get(j, "versions"), JSON_COMPACT);
-  assert_string_equal(text, "[\"2\",\"3\"]");
-  free(text);
-  json_decref(j);
+  /* Server metadata: static strings. */
+  {
+    const ifd_server_info_t *si = ifd_server_metadata(r.s);
+    assert_string_equal(si->name, "inferd");
+    assert_string_equal(si->version, IFD_SERVER_VERSION);
+    assert_int_equal(si->n_extensions, 4);
+    assert_string_equal(si->extensions[0], "binary_tensor_data");
+    assert_string_equal(si->extensions[3], "statistics");
+  }
 
-  /* Repository index: sorted by name, failures with their reasons. */
-  j = ifd_server_repository_index(r.s, 0);
-  assert_int_equal(json_array_size(j), 6);
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(j, 0), "name")), "a");
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(j, 1), "name")),
-      "bad_syntax");
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(j, 1), "state")),
-      "UNAVAILABLE");
-  assert_non_null(
-      strstr(json_string_value(json_object_get(json_array_get(j, 1), "reason")),
-             "config.pbtxt"));
-  assert_string_equal(
-      json_string_value(json_object_get(json_array_get(j, 2), "name")),
-      "fail_backend");
-  assert_non_null(
-      strstr(json_string_value(json_object_get(json_array_get(j, 2), "reason")),
-             "backend refused"));
-  json_decref(j);
-  j = ifd_server_repository_index(r.s, 1);
-  assert_int_equal(json_array_size(j), 3);
-  json_decref(j);
+  /* Model metadata: ready versions only, batch dimension prepended. */
+  assert_int_equal(ifd_server_find_model(r.s, "a", 1, -1, &m, &err), 0);
+  assert_int_equal(ifd_server_model_metadata(r.s, m, &info), 0);
+  assert_string_equal(info.name, "a");
+  assert_string_equal(info.platform, "identity"); /* no platform: backend */
+  assert_int_equal(info.n_versions, 1);
+  assert_int_equal(info.versions[0], 1);
+  assert_int_equal(info.n_inputs, 1);
+  assert_string_equal(info.inputs[0].name, "INPUT0");
+  assert_int_equal(info.inputs[0].dtype, IFD_TYPE_FP32);
+  assert_int_equal(info.inputs[0].n_shape, 2);
+  assert_int_equal(info.inputs[0].shape[0], -1);
+  assert_int_equal(info.inputs[0].shape[1], 4);
+  assert_int_equal(info.n_outputs, 1);
+  assert_string_equal(info.outputs[0].name, "OUTPUT0");
+  assert_int_equal(info.outputs[0].n_shape, 2);
+  assert_int_equal(info.outputs[0].shape[0], -1);
+  ifd_model_info_free(&info);
+  assert_null(info.mem);
+  /* v does not batch (no -1) and has two ready versions of three. */
+  assert_int_equal(ifd_server_find_model(r.s, "v", 1, 2, &m, &err), 0);
+  assert_int_equal(ifd_server_model_metadata(r.s, m, &info), 0);
+  assert_int_equal(info.n_versions, 2);
+  assert_int_equal(info.versions[0], 2);
+  assert_int_equal(info.versions[1], 3);
+  assert_int_equal(info.inputs[0].n_shape, 1);
+  assert_int_equal(info.inputs[0].shape[0], 4);
+  ifd_model_info_free(&info);
+
+  /* Repository index: sorted by name then version, failures with their
+   * reasons, whole-model rows (the config failed) without a version. */
+  assert_int_equal(ifd_server_repository_index(r.s, 0, &rows, &n_rows), 0);
+  assert_int_equal(n_rows, 6);
+  assert_string_equal(rows[0].name, "a");
+  assert_int_equal(rows[0].version, 1);
+  assert_string_equal(rows[0].state, "READY");
+  assert_null(rows[0].reason);
+  assert_string_equal(rows[1].name, "bad_syntax");
+  assert_int_equal(rows[1].version, -1);
+  assert_string_equal(rows[1].state, "UNAVAILABLE");
+  assert_non_null(strstr(rows[1].reason, "config.pbtxt"));
+  assert_string_equal(rows[2].name, "fail_backend");
+  assert_int_equal(rows[2].version, 1);
+  assert_string_equal(rows[2].state, "UNAVAILABLE");
+  assert_non_null(strstr(rows[2].reason, "backend refused"));
+  assert_string_equal(rows[3].name, "no_versions");
+  assert_int_equal(rows[3].version, -1);
+  assert_non_null(strstr(rows[3].reason, "no version is available"));
+  assert_string_equal(rows[4].name, "v");
+  assert_int_equal(rows[4].version, 2);
+  assert_int_equal(rows[5].version, 3);
+  free(rows);
+  assert_int_equal(ifd_server_repository_index(r.s, 1, &rows, &n_rows), 0);
+  assert_int_equal(n_rows, 3);
+  assert_string_equal(rows[0].name, "a");
+  assert_string_equal(rows[1].name, "v");
+  assert_string_equal(rows[2].state, "READY");
+  free(rows);
+
+  /* Statistics: READY versions only, by name then version; the entries
+   * point at the models' own counters. */
+  assert_int_equal(ifd_server_stats(r.s, NULL, 0, -1, &stats, &n_rows, &err),
+                   0);
+  assert_int_equal(n_rows, 3);
+  assert_string_equal(stats[0].name, "a");
+  assert_string_equal(stats[1].name, "v");
+  assert_int_equal(stats[1].version, 2);
+  assert_int_equal(stats[2].version, 3);
+  assert_int_equal(ifd_server_find_model(r.s, "v", 1, 3, &m, &err), 0);
+  assert_ptr_equal(stats[2].stats, &m->stats);
+  free(stats);
+  assert_int_equal(ifd_server_stats(r.s, "v", 1, -1, &stats, &n_rows, &err), 0);
+  assert_int_equal(n_rows, 2);
+  free(stats);
+  assert_int_equal(ifd_server_stats(r.s, "v", 1, 3, &stats, &n_rows, &err), 0);
+  assert_int_equal(n_rows, 1);
+  assert_int_equal(stats[0].version, 3);
+  free(stats);
+  assert_int_equal(ifd_server_stats(r.s, "v", 1, 1, &stats, &n_rows, &err),
+                   IFD_EINVAL);
+  assert_null(stats);
+  assert_string_equal(err.text,
+                      "requested model version 1 is not available for "
+                      "model 'v'");
+  assert_int_equal(
+      ifd_server_stats(r.s, "fail_backend", 12, -1, &stats, &n_rows, &err),
+      IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "requested model 'fail_backend' is not available");
+  assert_int_equal(ifd_server_stats(r.s, "nope", 4, 1, &stats, &n_rows, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text, "requested model 'nope' is not available");
 
   /* A request: validated against the config, then handed to the scheduler,
    * whose abort answers it once. */

@@ -1,6 +1,7 @@
 /*
- * test/unit/test_stats.c - statistics aggregation and its JSON layout, and
- * the Prometheus label escaping of core/metrics.c (included to reach it).
+ * test/unit/test_stats.c - statistics aggregation, and the Prometheus label
+ * escaping of core/metrics.c (included to reach it). The statistics' JSON
+ * layout is net/'s: test_http_meta.c checks it.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -62,37 +63,6 @@ static void test_batches_sorted(void **state) {
   ifd_stats_free(&st);
 }
 
-static void test_json_layout(void **state) {
-  ifd_model_stats_t st;
-  ifd_request_times_t t = {1, 2, 3, 4, 5, 6};
-  json_t *j;
-  char *text;
-  (void)state;
-  memset(&st, 0, sizeof(st));
-  ifd_stats_request(&st, &t, 1, 1, 7);
-  ifd_stats_batch(&st, 1, 3, 4, 5, 6);
-  st.last_inference_ms = 42;
-  j = ifd_stats_json("m", 3, &st);
-  text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  assert_string_equal(
-      text,
-      "{\"name\":\"m\",\"version\":\"3\",\"last_inference\":42,"
-      "\"inference_count\":1,\"execution_count\":1,\"inference_stats\":{"
-      "\"success\":{\"count\":1,\"ns\":5},\"fail\":{\"count\":0,\"ns\":0},"
-      "\"queue\":{\"count\":1,\"ns\":1},\"compute_input\":{\"count\":1,\"ns\":"
-      "1},"
-      "\"compute_infer\":{\"count\":1,\"ns\":1},"
-      "\"compute_output\":{\"count\":1,\"ns\":1},"
-      "\"cache_hit\":{\"count\":0,\"ns\":0},\"cache_miss\":{\"count\":0,"
-      "\"ns\":0}},\"response_stats\":{},\"batch_stats\":[{\"batch_size\":1,"
-      "\"compute_input\":{\"count\":1,\"ns\":1},\"compute_infer\":{\"count\":1,"
-      "\"ns\":1},\"compute_output\":{\"count\":1,\"ns\":1}}],"
-      "\"memory_usage\":[]}");
-  free(text);
-  json_decref(j);
-  ifd_stats_free(&st);
-}
-
 static void test_label_escaping(void **state) {
   out_t o = {NULL, 0, 0, 0};
   (void)state;
@@ -111,7 +81,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request_split),
       cmocka_unit_test(test_batches_sorted),
-      cmocka_unit_test(test_json_layout),
       cmocka_unit_test(test_label_escaping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

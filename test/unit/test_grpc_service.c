@@ -1,0 +1,495 @@
+/*
+ * test/unit/test_grpc_service.c - the metadata, statistics and repository
+ * index handlers of net/grpc_service.c (included to reach its method
+ * table), filling their protobuf messages straight from core's structs.
+ *
+ * A real server loads a small repository through fake model operations (no
+ * backend); the calls go through a fake stream that keeps the bytes sent and
+ * the final status, so no transport is involved. Each reply is unpacked
+ * with protobuf-c and compared with what core holds.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "net/grpc_service.c"
+
+/* ---- a fake stream ------------------------------------------------------- */
+
+struct ifd_gstream {
+  ifd_server_t *server; /* borrowed */
+  uint8_t *sent;        /* owned: the bytes of the one message sent */
+  size_t n_sent;
+  int n_messages;
+  int finished;
+  int status;
+  char message[512];
+  int refs;
+  void *data;
+};
+
+ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st) {
+  return st->server;
+}
+void *ifd_gstream_data(const ifd_gstream_t *st) {
+  return st->data;
+}
+void ifd_gstream_set_data(ifd_gstream_t *st, void *data) {
+  st->data = data;
+}
+uint64_t ifd_gstream_timeout_ns(const ifd_gstream_t *st) {
+  (void)st;
+  return 0;
+}
+uint64_t ifd_gstream_max_message(const ifd_gstream_t *st) {
+  (void)st;
+  return 1u << 30;
+}
+int ifd_gstream_closed(const ifd_gstream_t *st) {
+  return st->finished;
+}
+void ifd_gstream_ref(ifd_gstream_t *st) {
+  st->refs++;
+}
+void ifd_gstream_unref(ifd_gstream_t *st) {
+  st->refs--;
+}
+
+int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
+  unsigned i;
+  size_t n = 0;
+  for (i = 0; i < msg->n_iov; i++) n += msg->iov[i].len;
+  free(st->sent);
+  st->sent = malloc(n + 1);
+  assert_non_null(st->sent);
+  st->n_sent = 0;
+  for (i = 0; i < msg->n_iov; i++) {
+    memcpy(st->sent + st->n_sent, msg->iov[i].base, msg->iov[i].len);
+    st->n_sent += msg->iov[i].len;
+  }
+  st->n_messages++;
+  if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
+  return 0;
+}
+
+void ifd_gstream_finish(ifd_gstream_t *st, int grpc_status, const char *msg) {
+  assert_false(st->finished); /* a call is finished once */
+  st->finished = 1;
+  st->status = grpc_status;
+  snprintf(st->message, sizeof(st->message), "%s", msg != NULL ? msg : "");
+}
+
+/* Calls the unary method `rpc` with `req` packed; returns the stream (its
+ * sent bytes and status are the caller's to check; free with done()). */
+static ifd_gstream_t *call(ifd_server_t *s, const char *rpc,
+                           const ProtobufCMessage *req) {
+  const ifd_grpc_method_t *m;
+  ifd_gstream_t *st = calloc(1, sizeof(*st));
+  size_t len = protobuf_c_message_get_packed_size(req);
+  uint8_t *buf = malloc(len + 1);
+  char path[128];
+
+  assert_non_null(st);
+  assert_non_null(buf);
+  protobuf_c_message_pack(req, buf);
+  snprintf(path, sizeof(path), SVC "%s", rpc);
+  for (m = ifd__grpc_methods; m->path != NULL; m++)
+    if (strcmp(m->path, path) == 0) break;
+  assert_non_null(m->path);
+  st->server = s;
+  st->refs = 1;
+  m->on_message(st, buf, len);
+  assert_true(st->finished);
+  assert_int_equal(st->refs, 1);
+  return st;
+}
+
+static void done(ifd_gstream_t *st) {
+  free(st->sent);
+  free(st);
+}
+
+/* ---- a server with fake model operations --------------------------------- */
+
+static char root[64];
+
+static void write_file(const char *rel, const char *text) {
+  char path[512];
+  FILE *f;
+  snprintf(path, sizeof(path), "%s/%s", root, rel);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void mkdirs(const char *rel) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", root, rel);
+  assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int fl, struct FTW *f) {
+  (void)sb;
+  (void)fl;
+  (void)f;
+  return remove(p);
+}
+
+static int fake_load(ifd_model_t *m, ifd_errmsg_t *err) {
+  if (strncmp(m->name, "fail", 4) == 0)
+    return ifd_errf(err, IFD_EINVAL, "backend refused '%s'", m->name);
+  return 0;
+}
+static void fake_unload(ifd_model_t *m) {
+  (void)m;
+}
+static int fake_submit(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err) {
+  (void)m;
+  (void)req;
+  return ifd_errf(err, IFD_EUNSUPPORTED, "no inference here");
+}
+static void fake_stop(ifd_model_t *m) {
+  (void)m;
+}
+static uint64_t fake_pending(const ifd_model_t *m) {
+  (void)m;
+  return 0;
+}
+static const ifd_model_ops_t fake_ops = {fake_load, fake_unload,  fake_submit,
+                                         fake_stop, fake_pending, fake_pending};
+
+typedef struct fixture {
+  uv_loop_t loop;
+  ifd_server_t *s;
+  int loaded, stopped;
+} fixture_t;
+
+static void on_loaded(ifd_server_t *s, int failed, void *arg) {
+  (void)s;
+  (void)failed;
+  ((fixture_t *)arg)->loaded = 1;
+}
+
+static void on_stopped(ifd_server_t *s, void *arg) {
+  ((fixture_t *)arg)->stopped = 1;
+  ifd_server_free(s);
+}
+
+static int setup(void **state) {
+  static fixture_t f;
+  const char *repos[1];
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+
+  snprintf(root, sizeof(root), "/tmp/ifd_gsvc_XXXXXX");
+  assert_non_null(mkdtemp(root));
+  mkdirs("b");
+  mkdirs("b/1");
+  mkdirs("b/2");
+  write_file("b/config.pbtxt",
+             "name: \"b\" platform: \"pytorch_libtorch\" backend: \"identity\" "
+             "max_batch_size: 8 "
+             "version_policy { all {} } "
+             "input [{ name: \"IN\" data_type: TYPE_INT64 dims: [ 2, 3 ] }, "
+             "       { name: \"S\" data_type: TYPE_STRING dims: [ 1 ] }] "
+             "output [{ name: \"OUT\" data_type: TYPE_FP16 dims: [ -1 ] }]");
+  mkdirs("fail_me");
+  mkdirs("fail_me/3");
+  write_file("fail_me/config.pbtxt",
+             "name: \"fail_me\" backend: \"identity\" "
+             "input [{ name: \"I\" data_type: TYPE_FP32 dims: [ 1 ] }] "
+             "output [{ name: \"O\" data_type: TYPE_FP32 dims: [ 1 ] }]");
+  mkdirs("syntax");
+  write_file("syntax/config.pbtxt", "name: {");
+  memset(&f, 0, sizeof(f));
+  memset(&o, 0, sizeof(o));
+  repos[0] = root;
+  o.repos = repos;
+  o.n_repos = 1;
+  o.ops = &fake_ops;
+  assert_int_equal(uv_loop_init(&f.loop), 0);
+  assert_int_equal(ifd_server_new(&f.loop, &o, &f.s, &err), 0);
+  ifd_server_start(f.s, on_loaded, &f);
+  while (!f.loaded) uv_run(&f.loop, UV_RUN_ONCE);
+  *state = &f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *f = *state;
+  ifd_server_shutdown(f->s, on_stopped, f);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  assert_true(f->stopped);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
+
+/* ---- the handlers -------------------------------------------------------- */
+
+static void test_server_metadata(void **state) {
+  fixture_t *f = *state;
+  Inference__ServerMetadataRequest q = INFERENCE__SERVER_METADATA_REQUEST__INIT;
+  Inference__ServerMetadataResponse *r;
+  ifd_gstream_t *st = call(f->s, "ServerMetadata", &q.base);
+  const ifd_server_info_t *info = ifd_server_metadata(f->s);
+  size_t i;
+
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  r = inference__server_metadata_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_string_equal(r->name, "inferd");
+  assert_string_equal(r->version, IFD_SERVER_VERSION);
+  assert_int_equal(r->n_extensions, info->n_extensions);
+  for (i = 0; i < r->n_extensions; i++)
+    assert_string_equal(r->extensions[i], info->extensions[i]);
+  inference__server_metadata_response__free_unpacked(r, NULL);
+  done(st);
+}
+
+static void test_model_metadata(void **state) {
+  fixture_t *f = *state;
+  Inference__ModelMetadataRequest q = INFERENCE__MODEL_METADATA_REQUEST__INIT;
+  Inference__ModelMetadataResponse *r;
+  ifd_gstream_t *st;
+
+  q.name = "b";
+  q.version = "1";
+  st = call(f->s, "ModelMetadata", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  r = inference__model_metadata_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_string_equal(r->name, "b");
+  assert_string_equal(r->platform, "pytorch_libtorch");
+  assert_int_equal(r->n_versions, 2);
+  assert_string_equal(r->versions[0], "1");
+  assert_string_equal(r->versions[1], "2");
+  assert_int_equal(r->n_inputs, 2);
+  assert_string_equal(r->inputs[0]->name, "IN");
+  assert_string_equal(r->inputs[0]->datatype, "INT64");
+  assert_int_equal(r->inputs[0]->n_shape, 3);
+  assert_int_equal(r->inputs[0]->shape[0], -1);
+  assert_int_equal(r->inputs[0]->shape[1], 2);
+  assert_int_equal(r->inputs[0]->shape[2], 3);
+  assert_string_equal(r->inputs[1]->datatype, "BYTES");
+  assert_int_equal(r->n_outputs, 1);
+  assert_string_equal(r->outputs[0]->name, "OUT");
+  assert_string_equal(r->outputs[0]->datatype, "FP16");
+  assert_int_equal(r->outputs[0]->n_shape, 2);
+  assert_int_equal(r->outputs[0]->shape[1], -1);
+  inference__model_metadata_response__free_unpacked(r, NULL);
+  done(st);
+
+  /* Errors come from the lookup, with its message. */
+  q.name = "fail_me";
+  q.version = "";
+  st = call(f->s, "ModelMetadata", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_UNAVAILABLE);
+  assert_int_equal(st->n_messages, 0);
+  done(st);
+  q.name = "b";
+  q.version = "x";
+  st = call(f->s, "ModelMetadata", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_INVALID_ARGUMENT);
+  done(st);
+}
+
+static void test_repository_index(void **state) {
+  fixture_t *f = *state;
+  Inference__RepositoryIndexRequest q =
+      INFERENCE__REPOSITORY_INDEX_REQUEST__INIT;
+  Inference__RepositoryIndexResponse *r;
+  ifd_gstream_t *st = call(f->s, "RepositoryIndex", &q.base);
+
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  r = inference__repository_index_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_int_equal(r->n_models, 4);
+  assert_string_equal(r->models[0]->name, "b");
+  assert_string_equal(r->models[0]->version, "1");
+  assert_string_equal(r->models[0]->state, "READY");
+  assert_string_equal(r->models[0]->reason, "");
+  assert_string_equal(r->models[1]->version, "2");
+  assert_string_equal(r->models[2]->name, "fail_me");
+  assert_string_equal(r->models[2]->version, "3");
+  assert_string_equal(r->models[2]->state, "UNAVAILABLE");
+  assert_string_equal(r->models[2]->reason, "backend refused 'fail_me'");
+  /* A whole-model row: no version (proto3's empty string). */
+  assert_string_equal(r->models[3]->name, "syntax");
+  assert_string_equal(r->models[3]->version, "");
+  assert_string_equal(r->models[3]->state, "UNAVAILABLE");
+  assert_non_null(strstr(r->models[3]->reason, "config.pbtxt"));
+  inference__repository_index_response__free_unpacked(r, NULL);
+  done(st);
+
+  q.ready = 1;
+  st = call(f->s, "RepositoryIndex", &q.base);
+  r = inference__repository_index_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_int_equal(r->n_models, 2);
+  assert_string_equal(r->models[1]->version, "2");
+  inference__repository_index_response__free_unpacked(r, NULL);
+  done(st);
+}
+
+static void test_statistics(void **state) {
+  fixture_t *f = *state;
+  Inference__ModelStatisticsRequest q =
+      INFERENCE__MODEL_STATISTICS_REQUEST__INIT;
+  Inference__ModelStatisticsResponse *r;
+  Inference__ModelStatistics *ms;
+  ifd_request_times_t t = {100, 110, 150, 160, 260, 270};
+  ifd_model_t *m;
+  ifd_gstream_t *st;
+
+  /* Counters of b:2, as requests and executions would leave them. */
+  assert_int_equal(ifd_server_find_model(f->s, "b", 1, 2, &m, NULL), 0);
+  ifd_stats_request(&m->stats, &t, 1, 4, 0);
+  ifd_stats_request(&m->stats, &t, 0, 1, 300);
+  assert_int_equal(ifd_stats_batch(&m->stats, 4, 150, 160, 260, 270), 0);
+  assert_int_equal(ifd_stats_batch(&m->stats, 1, 150, 151, 152, 160), 0);
+  m->stats.last_inference_ms = 1234567890123ull;
+  m->stats.cache_miss.count = 7;
+  m->stats.cache_miss.ns = UINT64_MAX;
+
+  q.name = "b";
+  q.version = "2";
+  st = call(f->s, "ModelStatistics", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  r = inference__model_statistics_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_int_equal(r->n_model_stats, 1);
+  ms = r->model_stats[0];
+  assert_string_equal(ms->name, "b");
+  assert_string_equal(ms->version, "2");
+  assert_int_equal(ms->last_inference, 1234567890123ull);
+  assert_int_equal(ms->inference_count, 4);
+  assert_int_equal(ms->execution_count, 2);
+  assert_int_equal(ms->inference_stats->success->count, 1);
+  assert_int_equal(ms->inference_stats->success->ns, 170);
+  assert_int_equal(ms->inference_stats->fail->count, 1);
+  assert_int_equal(ms->inference_stats->fail->ns, 170);
+  assert_int_equal(ms->inference_stats->queue->ns, 40);
+  assert_int_equal(ms->inference_stats->compute_input->ns, 10);
+  assert_int_equal(ms->inference_stats->compute_infer->ns, 100);
+  assert_int_equal(ms->inference_stats->compute_output->ns, 10);
+  assert_int_equal(ms->inference_stats->cache_hit->count, 0);
+  assert_int_equal(ms->inference_stats->cache_miss->count, 7);
+  assert_true(ms->inference_stats->cache_miss->ns == UINT64_MAX);
+  assert_int_equal(ms->n_batch_stats, 2);
+  assert_int_equal(ms->batch_stats[0]->batch_size, 1);
+  assert_int_equal(ms->batch_stats[0]->compute_infer->ns, 1);
+  assert_int_equal(ms->batch_stats[1]->batch_size, 4);
+  assert_int_equal(ms->batch_stats[1]->compute_input->count, 1);
+  assert_int_equal(ms->batch_stats[1]->compute_input->ns, 10);
+  assert_int_equal(ms->batch_stats[1]->compute_output->ns, 10);
+  assert_int_equal(ms->n_response_stats, 0);
+  assert_int_equal(ms->n_memory_usage, 0);
+  inference__model_statistics_response__free_unpacked(r, NULL);
+  done(st);
+
+  /* Every model: the READY versions, b:1 untouched. */
+  q.name = "";
+  q.version = "";
+  st = call(f->s, "ModelStatistics", &q.base);
+  r = inference__model_statistics_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_int_equal(r->n_model_stats, 2);
+  assert_string_equal(r->model_stats[0]->version, "1");
+  assert_int_equal(r->model_stats[0]->execution_count, 0);
+  assert_int_equal(r->model_stats[0]->n_batch_stats, 0);
+  assert_non_null(r->model_stats[0]->inference_stats->success);
+  assert_int_equal(r->model_stats[1]->execution_count, 2);
+  inference__model_statistics_response__free_unpacked(r, NULL);
+  done(st);
+
+  /* Unknown or not ready: INVALID_ARGUMENT with Triton's message. */
+  q.name = "fail_me";
+  st = call(f->s, "ModelStatistics", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_INVALID_ARGUMENT);
+  assert_string_equal(st->message,
+                      "requested model 'fail_me' is not available");
+  done(st);
+  q.name = "b";
+  q.version = "9";
+  st = call(f->s, "ModelStatistics", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_INVALID_ARGUMENT);
+  assert_string_equal(st->message,
+                      "requested model version 9 is not available for "
+                      "model 'b'");
+  done(st);
+}
+
+/* The config is the model's own message, sent as is. */
+static void test_model_config(void **state) {
+  fixture_t *f = *state;
+  Inference__ModelConfigRequest q = INFERENCE__MODEL_CONFIG_REQUEST__INIT;
+  Inference__ModelConfigResponse *r;
+  ifd_model_t *m;
+  ifd_gstream_t *st;
+  size_t n;
+  uint8_t *want;
+
+  q.name = "b";
+  st = call(f->s, "ModelConfig", &q.base);
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  r = inference__model_config_response__unpack(NULL, st->n_sent, st->sent);
+  assert_non_null(r);
+  assert_non_null(r->config);
+  assert_int_equal(ifd_server_find_model(f->s, "b", 1, -1, &m, NULL), 0);
+  n = protobuf_c_message_get_packed_size(&m->config->base);
+  want = malloc(n + 1);
+  assert_non_null(want);
+  protobuf_c_message_pack(&m->config->base, want);
+  {
+    size_t got_n = protobuf_c_message_get_packed_size(&r->config->base);
+    uint8_t *got = malloc(got_n + 1);
+    assert_non_null(got);
+    protobuf_c_message_pack(&r->config->base, got);
+    assert_int_equal(got_n, n);
+    assert_memory_equal(got, want, n);
+    free(got);
+  }
+  free(want);
+  inference__model_config_response__free_unpacked(r, NULL);
+  done(st);
+}
+
+/* Strings for proto3 fields: well-formed UTF-8 is borrowed as is, anything
+ * else becomes a repaired copy (each bad byte U+FFFD) from the arena. */
+static void test_text(void **state) {
+  arena_t a = {NULL, 0, 0};
+  const char *ok = "caf\xc3\xa9";
+  char *r;
+  (void)state;
+
+  assert_ptr_equal(text(&a, ok), ok);
+  assert_int_equal(a.n, 0);
+  r = text(&a, "bad\xffname\xc3");
+  assert_string_equal(r, "bad\xef\xbf\xbdname\xef\xbf\xbd");
+  assert_string_equal(version_text(&a, 12), "12");
+  assert_string_equal(version_text(&a, -1), "");
+  arena_free(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_server_metadata),
+      cmocka_unit_test(test_model_metadata),
+      cmocka_unit_test(test_repository_index),
+      cmocka_unit_test(test_statistics),
+      cmocka_unit_test(test_model_config),
+      cmocka_unit_test(test_text),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
