@@ -238,13 +238,6 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
 }
 
 static void model_free(ifd_model_t *m) {
-  /* Responses still held for ordering mean an earlier request never got
-   * its final response; nobody can receive them now. */
-  while (m->held != NULL) {
-    ifd_response_t *r = m->held;
-    m->held = r->next;
-    ifd_response_free(r);
-  }
   ifd_stats_free(&m->stats);
   ifd_config_free(m->config);
   free(m->name);
@@ -317,8 +310,6 @@ static void load_after(uv_work_t *w, int status) {
   if (j->rc == 0) {
     m->state = IFD_MODEL_READY;
     m->load_seq = ++s->load_seq;
-    m->ordered = m->config->dynamic_batching != NULL &&
-                 m->config->dynamic_batching->preserve_ordering;
     IFD_INFO("successfully loaded '%s' version %" PRId64, m->name, m->version);
   } else {
     model_fail(m, j->err.text[0] ? j->err.text : ifd_strerror(j->rc));
