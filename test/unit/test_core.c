@@ -109,7 +109,7 @@ static void test_strmap(void **state) {
  * every key is checked after every step. */
 static void test_strmap_del(void **state) {
   ifd_strmap_t m;
-  char keys[48][8];
+  char keys[48][16];
   int present[48] = {0};
   unsigned seed = 12345;
   int i, k, step, n = 0;

@@ -466,7 +466,7 @@ static void test_dynamic_batches(void **state) {
  * largest preferred size, trimmed to the largest preferred size it holds
  * as a prefix; a smaller one waits for the delay. */
 static void test_preferred(void **state) {
-  char id[8];
+  char id[16];
   int i;
   (void)state;
   for (i = 0; i < 3; i++) {
