@@ -507,18 +507,17 @@ static void dyn_stop(ifd__sched_t *s) {
  * nearly in order, so the walk is short). Passing on the head's FINAL
  * response advances the head and releases whatever waits behind it. */
 static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
-  ifd__sched_t *s = m->sched;
-  dyn_t *d;
+  /* Installed only while the batcher exists (free_dyn removes it). */
+  dyn_t *d = ((ifd__sched_t *)m->sched)->impl;
   dreq_t *x = dr(resp->req);
   ifd_response_t **pp;
 
   /* Requests that never got a number (none today), and responses sent after
    * their request's FINAL one (core drops those), go on at once. */
-  if (s == NULL || !x->ordered || x->order < ((dyn_t *)s->impl)->order_head) {
+  if (!x->ordered || x->order < d->order_head) {
     ifd_response_deliver(resp);
     return;
   }
-  d = s->impl;
   if (x->order != d->order_head) {
     for (pp = &d->held; *pp != NULL && dr((*pp)->req)->order <= x->order;
          pp = &(*pp)->next)
