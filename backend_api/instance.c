@@ -63,10 +63,7 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   TRITONSERVER_Error *e;
   uint64_t now = ifd_now_ns();
   uint32_t i;
-  for (i = 0; i < n; i++) {
-    reqs[i]->t_exec_start = now;
-    reqs[i]->state = IFD_REQ_EXECUTING;
-  }
+  for (i = 0; i < n; i++) reqs[i]->t_exec_start = now;
   e = b->execute(in, (TRITONBACKEND_Request **)reqs, n);
   if (e != NULL) {
     IFD_VERBOSE("execute on '%s' failed: %s", in->name,

@@ -9,6 +9,8 @@
  */
 #include "core/infer.h"
 
+#include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -29,8 +31,10 @@ static void request_put(ifd_request_t *req) {
 }
 
 ifd_request_t *ifd_request_new(ifd_server_t *server) {
-  ifd_request_t *req = calloc(1, sizeof(*req));
+  ifd_request_t *req = malloc(sizeof(*req));
   if (req == NULL) return NULL;
+  /* The spare response at the end is set up only when it is used. */
+  memset(req, 0, offsetof(ifd_request_t, spare));
   ifd_pool_init(&req->pool);
   req->server = server;
   req->model_version = -1;
@@ -39,6 +43,24 @@ ifd_request_t *ifd_request_new(ifd_server_t *server) {
   req->state = IFD_REQ_INIT;
   return req;
 }
+
+/* The transitions ifd_request_state_t lists, one bit per target state. */
+#define TO(st) (1u << (st))
+static const unsigned legal_next[] = {
+    [IFD_REQ_INIT] = TO(IFD_REQ_QUEUED),
+    [IFD_REQ_QUEUED] = TO(IFD_REQ_EXECUTING) | TO(IFD_REQ_RELEASED) |
+                       TO(IFD_REQ_FAILED_ENQUEUE),
+    [IFD_REQ_EXECUTING] = TO(IFD_REQ_RELEASED),
+    [IFD_REQ_RELEASED] = 0,
+    [IFD_REQ_FAILED_ENQUEUE] = 0,
+};
+
+void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
+  assert((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
+  assert(legal_next[req->state] & TO(to));
+  req->state = to;
+}
+#undef TO
 
 /* Grows a pool array by one element; arrays are small, so doubling from 4 in
  * the pool wastes little and avoids a realloc per element. */
@@ -127,14 +149,10 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   /* The backend's reference: dropped when the release event arrives, or
    * by the scheduler if it refuses the request below. */
   req->refs++;
-  req->state = IFD_REQ_QUEUED;
-  if (m->ordered) req->order_seq = m->order_next++;
+  ifd_request_set_state(req, IFD_REQ_QUEUED);
   rc = ops_of(req)->submit(m, req, err);
   if (rc < 0) {
-    /* Refused synchronously: no response will come for this sequence
-     * number, and it is the last one handed out, so take it back. */
-    if (m->ordered) m->order_next--;
-    req->state = IFD_REQ_RELEASED;
+    ifd_request_set_state(req, IFD_REQ_FAILED_ENQUEUE);
     req->refs--;
     return rc;
   }
@@ -159,7 +177,7 @@ static void count(ifd_request_t *req, int success) {
 }
 
 static void release_done(ifd_request_t *req) {
-  req->state = IFD_REQ_RELEASED;
+  ifd_request_set_state(req, IFD_REQ_RELEASED);
   req->release_pending = 0;
   count(req, req->stat_reported
                  ? req->stat_success
@@ -209,43 +227,24 @@ static void deliver_now(ifd_response_t *resp) {
   request_put(req);
 }
 
-/* Preserve ordering: a response whose request is not next in submission
- * order waits in the model's held list (sorted by sequence; responses come
- * nearly in order, so the walk is short). Delivering the head's FINAL
- * response advances the head and releases whatever waits behind it. */
+/* Hands a response on: to the model's hold when it has one (which passes it
+ * on later through ifd_response_deliver), else to the protocol now. */
 static void deliver(ifd_response_t *resp) {
   ifd_request_t *req = resp->req;
   ifd_model_t *m = req->model;
-  ifd_response_t **pp;
-  int held_ref;
 
-  if (m == NULL || !m->ordered || resp->discard) {
+  if (m == NULL || m->hold_response == NULL || resp->discard) {
     deliver_now(resp);
     return;
   }
-  if (req->order_seq != m->order_head) {
-    for (pp = &m->held; *pp != NULL && (*pp)->req->order_seq <= req->order_seq;
-         pp = &(*pp)->next)
-      ;
-    resp->next = *pp;
-    *pp = resp;
-    req->refs++; /* kept alive while its response waits */
-    return;
-  }
-  for (held_ref = 0;; held_ref = 1) {
-    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
-    ifd_request_t *r = resp->req;
-    /* Keep the request alive across the callback: a held response already
-     * holds a reference for that; a fresh one takes one now. */
-    if (!held_ref) r->refs++;
-    deliver_now(resp);
-    if (final) m->order_head++;
-    request_put(r);
-    resp = m->held;
-    if (resp == NULL || resp->req->order_seq != m->order_head) return;
-    m->held = resp->next;
-    resp->next = NULL;
-  }
+  req->refs++; /* the hold's: the request outlives the response it holds */
+  m->hold_response(m, resp);
+}
+
+void ifd_response_deliver(ifd_response_t *resp) {
+  ifd_request_t *req = resp->req;
+  deliver_now(resp);
+  request_put(req);
 }
 
 static void on_response_ready(ifd_event_t *ev) {
@@ -276,12 +275,47 @@ void ifd_response_send(ifd_response_t *resp, uint32_t flags, int error,
   ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
 }
 
+/* Longest message the spare keeps: it must fit the pool's inline chunk, so
+ * that copying it never allocates. */
+#define SPARE_MSG_MAX 400
+
+/* Sets up the request's embedded spare as a FINAL error response. No
+ * allocation: the message goes into the spare's inline pool chunk. */
+static ifd_response_t *spare_take(ifd_request_t *req, int error,
+                                  const char *msg) {
+  ifd_response_t *resp = &req->spare;
+  size_t n;
+
+  memset(resp, 0, sizeof(*resp));
+  ifd_pool_init(&resp->pool);
+  resp->req = req;
+  resp->spare = 1;
+  resp->counted = 1;
+  resp->flags = IFD_RESPONSE_FINAL;
+  resp->error = error;
+  if (msg == NULL) msg = ifd_strerror(error);
+  n = strlen(msg);
+  resp->error_msg =
+      ifd_pool_strndup(&resp->pool, msg, n > SPARE_MSG_MAX ? SPARE_MSG_MAX : n);
+  atomic_fetch_add(&req->open_responses, 1);
+  req->spare_used = 1;
+  req->refs++; /* the spare lives inside the request */
+  return resp;
+}
+
 void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
-  ifd_response_t *resp = ifd_response_new(req);
+  ifd_response_t *resp;
+
+  if (!req->spare_used) {
+    deliver(spare_take(req, error, msg));
+    return;
+  }
+  /* A second failure: not reached by the paths that exist today (a
+   * request's FINAL response ends it), so an ordinary response will do. */
+  resp = ifd_response_new(req);
   if (resp == NULL) {
-    /* Out of memory while failing: nothing can be sent. The protocol sees
-     * the request finish through its own unref path; log it loudly. */
-    IFD_ERROR("out of memory answering request '%s' with: %s", req->id, msg);
+    IFD_ERROR("out of memory answering request '%s' a second time with: %s",
+              req->id, msg);
     return;
   }
   resp->flags = IFD_RESPONSE_FINAL;
@@ -301,7 +335,7 @@ void ifd_request_unhold(ifd_request_t *req) {
 void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
   count(req, 0);
   ifd_request_fail(req, error, msg);
-  req->state = IFD_REQ_RELEASED;
+  ifd_request_set_state(req, IFD_REQ_RELEASED);
   request_put(req);
 }
 
@@ -335,6 +369,13 @@ void ifd_response_free(ifd_response_t *resp) {
   for (i = 0; i < resp->n_outputs; i++) free(resp->outputs[i].buffer);
   free(resp->outputs);
   free(resp->params);
+  if (resp->spare) {
+    /* Embedded in its request: the request goes with its last reference,
+     * which may be the spare's own. */
+    ifd_pool_destroy(&resp->pool);
+    request_put(resp->req);
+    return;
+  }
   free(resp->error_msg);
   ifd_pool_destroy(&resp->pool);
   free(resp);

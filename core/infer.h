@@ -75,12 +75,62 @@ typedef struct ifd_output_req {
 
 typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
 
+/**
+ * The life of a request, Triton's request state machine. Only the loop
+ * thread changes it, and only through ifd_request_set_state, which asserts
+ * that each change is one of these:
+ *
+ *   INIT -> QUEUED              ifd_request_submit hands it to the scheduler
+ *   QUEUED -> EXECUTING         the scheduler puts it on the run queue
+ *   QUEUED -> FAILED_ENQUEUE    the scheduler refused it at once (the caller
+ *                               got the error; no response follows)
+ *   QUEUED -> RELEASED          the scheduler answered it with an error
+ *   EXECUTING -> RELEASED       its release event reached the loop, or it was
+ *                               taken back off the run queue and answered
+ *
+ * RELEASED and FAILED_ENQUEUE are final.
+ */
 typedef enum ifd_request_state {
-  IFD_REQ_INIT = 0,  /* being filled by the protocol */
-  IFD_REQ_QUEUED,    /* in a scheduler queue */
-  IFD_REQ_EXECUTING, /* handed to an instance thread */
-  IFD_REQ_RELEASED,  /* the backend released it (or it never ran) */
+  IFD_REQ_INIT = 0,       /* being filled by the protocol */
+  IFD_REQ_QUEUED,         /* with the scheduler */
+  IFD_REQ_EXECUTING,      /* on the run queue or an instance thread */
+  IFD_REQ_RELEASED,       /* released by the backend, or never ran */
+  IFD_REQ_FAILED_ENQUEUE, /* refused by the scheduler at submit */
 } ifd_request_state_t;
+
+/** An output tensor of a response. */
+typedef struct ifd_output {
+  const char *name; /* borrowed: response's storage */
+  ifd_dtype_t dtype;
+  int64_t shape[IFD_MAX_DIMS];
+  uint32_t ndims;
+  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
+  uint64_t byte_size;
+} ifd_output_t;
+
+struct ifd_response {
+  ifd_request_t *req;    /* borrowed: valid until the protocol's unref; the
+                            protocol reads it before it unrefs the request */
+  int error;             /* 0, or a negative IFD_E* code */
+  char *error_msg;       /* owned (in `pool` for a spare): NULL when no error */
+  ifd_output_t *outputs; /* owned array */
+  uint32_t n_outputs, cap_outputs;
+  ifd_param_t *params; /* owned array; keys/strings owned by `pool` */
+  uint32_t n_params, cap_params;
+  uint32_t flags;       /* TRITONSERVER_ResponseCompleteFlag: 1 = FINAL */
+  ifd_pool_t pool;      /* owned: names and strings of the response */
+  ifd_event_t ready_ev; /* pushed by TRITONBACKEND_ResponseSend */
+  int counted;          /* still counted in req->open_responses */
+  int discard;          /* deleted unsent by the backend: free on the loop */
+  int empty;            /* flags only (ResponseFactorySendFlags): no payload */
+  int spare;            /* the request's embedded spare: not malloc'd */
+  ifd_response_t *next; /* list link of whoever holds the response: the
+                           scheduler while it holds it back, then the
+                           protocol (e.g. a write queue) */
+};
+
+/* Words of scheduler-private storage in every request. */
+#define IFD_REQUEST_SCHED_WORDS 8
 
 struct ifd_request {
   ifd_pool_t pool;         /* owned: every per-request allocation */
@@ -118,53 +168,37 @@ struct ifd_request {
   int stat_success;  /* ...and said the request succeeded */
   int final_error;   /* loop thread: error of the FINAL response */
 
+  /* Scheduler-private: the model's scheduler lays its own per-request
+   * state over these words (queue links, deadlines, ...); core never reads
+   * them; they are zero when the request is created. Loop thread only. */
+  union {
+    void *p[IFD_REQUEST_SCHED_WORDS];
+    uint64_t u[IFD_REQUEST_SCHED_WORDS];
+  } sched_area;
+  /* The run queue (the scheduler's hand-off to backend_api): ->next links
+   * a batch's requests and, on a batch's first, job_next/job_n link the
+   * batches. Read by the instance thread that takes the batch. */
+  ifd_request_t *next;
+  ifd_request_t *job_next; /* run queue: next batch (on a batch's first) */
+  uint32_t job_n;          /* run queue: requests in this batch */
+
   /* Core-private from here on. */
-  ifd_request_state_t state;
-  int refs;               /* loop thread only: protocol ref + backend ref */
+  ifd_request_state_t state; /* loop thread; see ifd_request_set_state */
+  int refs;                  /* loop thread only: protocol ref + backend ref */
   uint32_t release_flags; /* TRITONSERVER_RequestReleaseFlag from the backend */
   int final_delivered; /* loop thread: a FINAL response reached on_response */
   unsigned responses;  /* loop thread: responses delivered so far */
   /* Responses (and response factories) created but not yet delivered or
    * deleted: a request released while some are open is not failed. */
   atomic_int open_responses;
-  int release_pending;     /* loop thread: released while responses open */
-  ifd_event_t release_ev;  /* pushed by TRITONBACKEND_RequestRelease */
-  ifd_request_t *next;     /* scheduler queue link (loop thread); once on
-                              the run queue, links a batch's requests, read
-                              by the instance thread that takes it */
-  uint64_t sched_deadline; /* scheduler-private: queue timeout (ns), 0 none */
-  uint32_t sched_level;    /* scheduler-private: priority level index */
-  uint64_t order_seq;      /* submission order on an ordered model */
-  ifd_request_t *job_next; /* run queue: next batch (on a batch's first) */
-  uint32_t job_n;          /* run queue: requests in this batch */
-};
-
-/** An output tensor of a response. */
-typedef struct ifd_output {
-  const char *name; /* borrowed: response's storage */
-  ifd_dtype_t dtype;
-  int64_t shape[IFD_MAX_DIMS];
-  uint32_t ndims;
-  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
-  uint64_t byte_size;
-} ifd_output_t;
-
-struct ifd_response {
-  ifd_request_t *req;    /* borrowed: valid until the protocol's unref; the
-                            protocol reads it before it unrefs the request */
-  int error;             /* 0, or a negative IFD_E* code */
-  char *error_msg;       /* owned: NULL when error == 0 */
-  ifd_output_t *outputs; /* owned array */
-  uint32_t n_outputs, cap_outputs;
-  ifd_param_t *params; /* owned array; keys/strings owned by `pool` */
-  uint32_t n_params, cap_params;
-  uint32_t flags;       /* TRITONSERVER_ResponseCompleteFlag: 1 = FINAL */
-  ifd_pool_t pool;      /* owned: names and strings of the response */
-  ifd_event_t ready_ev; /* pushed by TRITONBACKEND_ResponseSend */
-  int counted;          /* still counted in req->open_responses */
-  int discard;          /* deleted unsent by the backend: free on the loop */
-  int empty;            /* flags only (ResponseFactorySendFlags): no payload */
-  ifd_response_t *next; /* protocol-private list link (e.g. a write queue) */
+  int release_pending;    /* loop thread: released while responses open */
+  int spare_used;         /* loop thread: `spare` was handed out */
+  ifd_event_t release_ev; /* pushed by TRITONBACKEND_RequestRelease */
+  /* Last, and not even zeroed until it is used: the error response
+   * ifd_request_fail delivers without allocating, so that a request whose
+   * failure comes with memory exhausted is still answered. While it is out
+   * it holds a reference on the request (ifd_response_free drops it). */
+  ifd_response_t spare;
 };
 
 #define IFD_RESPONSE_FINAL 1u
@@ -226,10 +260,27 @@ void ifd_response_discard(ifd_response_t *resp);
 
 /**
  * Delivers an error response to a request that will never reach a backend,
- * or whose backend failed it (loop thread): calls on_response at once with a
- * FINAL response carrying `error` and `msg`.
+ * or whose backend failed it (loop thread): a FINAL response carrying
+ * `error` and `msg` (copied; cut at 400 bytes) goes to on_response at once,
+ * or to the model's response hold first (see ifd_model_t.hold_response).
+ * Never allocates: the response is the request's embedded spare, so the
+ * request is answered even with memory exhausted. A request fails at most
+ * once (its FINAL response ends it).
  */
 void ifd_request_fail(ifd_request_t *req, int error, const char *msg);
+
+/**
+ * Moves `req` to state `to` (loop thread only). Asserts that the change is
+ * one the state machine allows (see ifd_request_state_t).
+ */
+void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to);
+
+/**
+ * Delivers a response that the model's response hold kept back (loop
+ * thread): on to req->on_response as if it had just arrived. Ownership of
+ * `resp` passes on; the reference the hold had on its request is dropped.
+ */
+void ifd_response_deliver(ifd_response_t *resp);
 
 /** Counts a response factory as an open response (any thread), so a release
  *  waits for it; ifd_request_unhold (loop thread) drops it. */

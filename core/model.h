@@ -39,13 +39,13 @@ struct ifd_model {
 
   ifd_model_stats_t stats; /* loop thread only */
 
-  /* dynamic_batching { preserve_ordering: true }: responses reach clients
-   * in the order requests were submitted. Loop thread only. */
-  int ordered;
-  uint64_t order_next;  /* sequence number of the next submission */
-  uint64_t order_head;  /* the submission whose responses go next */
-  ifd_response_t *held; /* owned: responses waiting their turn, ascending
-                           sequence, linked by ->next */
+  /* Set by the scheduler (by ops->load, cleared before it is freed) when
+   * it must see this model's responses before the clients do, e.g. to pass
+   * them on in submission order (preserve_ordering); NULL: every response
+   * goes to its request's on_response as it arrives. The loop hands each
+   * response of the model to it, with a reference on its request, and the
+   * hold passes it on later with ifd_response_deliver. Loop thread only. */
+  void (*hold_response)(ifd_model_t *m, ifd_response_t *resp);
 
   uint64_t load_seq;         /* order of load completion (unload reverses) */
   ifd_model_t *next_version; /* registry link, loop thread only */

@@ -205,6 +205,46 @@ static model_entry_t *entry_add(ifd_server_t *s, const char *name,
   return e;
 }
 
+int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
+                            ifd_errmsg_t *err) {
+  model_entry_t *e = entry_find(s, name, name_len);
+  int len = name_len > 256 ? 256 : (int)name_len;
+  ifd_model_t *m, *next;
+  size_t i;
+
+  if (e == NULL)
+    return ifd_errf(err, IFD_ENOTFOUND, "model '%.*s' is not in the registry",
+                    len, name);
+  if (e->preparing)
+    return ifd_errf(err, IFD_EUNAVAIL, "model '%.*s' is being loaded", len,
+                    name);
+  /* An unloaded version's scheduler is freed after the unload reports
+   * back (m->sched goes NULL then): it still refers to the model. */
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state != IFD_MODEL_UNAVAILABLE || m->sched != NULL)
+      return ifd_errf(err, IFD_EUNAVAIL,
+                      "model '%.*s' version %" PRId64 " is still %s", len, name,
+                      m->version,
+                      m->state == IFD_MODEL_READY ? "loaded" : "in transition");
+  ifd_strmap_del(&s->by_name, e->name, strlen(e->name));
+  for (i = 0; s->entries[i] != e; i++)
+    ;
+  memmove(&s->entries[i], &s->entries[i + 1],
+          (s->n_entries - i - 1) * sizeof(*s->entries));
+  s->n_entries--;
+  for (m = e->versions; m != NULL; m = next) {
+    next = m->next_version;
+    m->next_version = NULL;
+    ifd_model_unref(m);
+  }
+  free(e->name);
+  free(e->path);
+  free(e->repo);
+  free(e->reason);
+  free(e);
+  return 0;
+}
+
 static void entry_fail(model_entry_t *e, const char *why) {
   free(e->reason);
   e->reason = strdup(why);
@@ -238,13 +278,6 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
 }
 
 static void model_free(ifd_model_t *m) {
-  /* Responses still held for ordering mean an earlier request never got
-   * its final response; nobody can receive them now. */
-  while (m->held != NULL) {
-    ifd_response_t *r = m->held;
-    m->held = r->next;
-    ifd_response_free(r);
-  }
   ifd_stats_free(&m->stats);
   ifd_config_free(m->config);
   free(m->name);
@@ -255,7 +288,8 @@ static void model_free(ifd_model_t *m) {
 }
 
 /* Called when a model's last reference goes. The registry keeps its own
- * reference until ifd_server_free, so this only runs then. */
+ * reference until the model leaves it (ifd_server_remove_model or
+ * ifd_server_free), so this only runs after that. */
 void ifd__server_model_released(ifd_model_t *m) {
   model_free(m);
 }
@@ -317,8 +351,6 @@ static void load_after(uv_work_t *w, int status) {
   if (j->rc == 0) {
     m->state = IFD_MODEL_READY;
     m->load_seq = ++s->load_seq;
-    m->ordered = m->config->dynamic_batching != NULL &&
-                 m->config->dynamic_batching->preserve_ordering;
     IFD_INFO("successfully loaded '%s' version %" PRId64, m->name, m->version);
   } else {
     model_fail(m, j->err.text[0] ? j->err.text : ifd_strerror(j->rc));

@@ -137,6 +137,18 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
                           int64_t version, ifd_model_t **out,
                           ifd_errmsg_t *err);
 
+/**
+ * Removes the model `name` from the registry (loop thread): it leaves
+ * lookups, readiness and the repository index at once; its versions are
+ * freed with their last reference (requests may still hold some). Only a
+ * model with nothing in flight can go: no load or config work, and every
+ * version UNAVAILABLE (never loaded, failed, or unloaded). Returns 0,
+ * IFD_ENOTFOUND (no such model), or IFD_EUNAVAIL (still loading, loaded or
+ * unloading), with `err` filled.
+ */
+int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
+                            ifd_errmsg_t *err);
+
 /** Is the model (version -1: any version) ready? */
 int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version);

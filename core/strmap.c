@@ -1,6 +1,7 @@
 /*
  * core/strmap.c - linear-probing hash map keyed by byte strings (FNV-1a).
- * Entries are never removed: registries only grow during a server's life.
+ * Removal shifts the entries that follow back (no tombstones), so a lookup
+ * stops at the first empty slot whatever was removed before.
  */
 #include "core/strmap.h"
 
@@ -75,4 +76,28 @@ int ifd_strmap_put(ifd_strmap_t *m, const char *key, size_t len, void *value) {
 void *ifd_strmap_get(const ifd_strmap_t *m, const char *key, size_t len) {
   if (m->cap == 0) return NULL;
   return find(m, key, len, fnv1a(key, len))->value;
+}
+
+void *ifd_strmap_del(ifd_strmap_t *m, const char *key, size_t len) {
+  ifd_strmap_slot_t *hole;
+  size_t i, j, mask = m->cap - 1;
+  void *value;
+
+  if (m->cap == 0) return NULL;
+  hole = find(m, key, len, fnv1a(key, len));
+  if (hole->key == NULL) return NULL;
+  value = hole->value;
+  m->count--;
+  /* Move back every entry of the probe run that follows the hole and
+   * whose home slot does not lie cyclically in (hole, its slot]: such an
+   * entry would be cut off from its home by the empty slot. */
+  i = (size_t)(hole - m->slots);
+  for (j = (i + 1) & mask; m->slots[j].key != NULL; j = (j + 1) & mask) {
+    size_t home = (size_t)m->slots[j].hash & mask;
+    if (((j - home) & mask) < ((j - i) & mask)) continue;
+    m->slots[i] = m->slots[j];
+    i = j;
+  }
+  memset(&m->slots[i], 0, sizeof(m->slots[i]));
+  return value;
 }

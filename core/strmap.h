@@ -30,5 +30,8 @@ void ifd_strmap_free(ifd_strmap_t *m);
 int ifd_strmap_put(ifd_strmap_t *m, const char *key, size_t len, void *value);
 /** Returns the value or NULL. */
 void *ifd_strmap_get(const ifd_strmap_t *m, const char *key, size_t len);
+/** Removes `key`; returns the value it had, or NULL when absent. Never
+ *  allocates; the map's capacity stays. */
+void *ifd_strmap_del(ifd_strmap_t *m, const char *key, size_t len);
 
 #endif

@@ -21,14 +21,16 @@
  */
 
 void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n) {
-  ifd_backend_enqueue(s->model, reqs, n);
+  uint32_t i;
+  for (i = 0; i < n; i++) ifd_request_set_state(reqs[i], IFD_REQ_EXECUTING);
+  s->back->enqueue(s->model, reqs, n);
   s->jobs_out++;
   s->executing += n;
 }
 
 void ifd__sched_refuse_queued(ifd__sched_t *s) {
   uint64_t jobs;
-  ifd_request_t *r = ifd_backend_take_queued(s->model, &jobs);
+  ifd_request_t *r = s->back->take_queued(s->model, &jobs);
   /* Taken back before any instance saw them: never handed over. */
   s->jobs_out -= jobs;
   while (r != NULL) {
@@ -42,6 +44,7 @@ void ifd__sched_refuse_queued(ifd__sched_t *s) {
 
 void ifd__sched_free_base(ifd__sched_t *s) {
   s->model->sched = NULL;
+  s->model->hold_response = NULL;
   free(s);
 }
 
@@ -85,20 +88,28 @@ static const ifd__sched_kind_t default_kind = {default_submit, default_idle,
 /* ---- model operations -----------------------------------------------------
  */
 
-static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
+static const ifd__sched_backend_t backend_api = {
+    ifd_backend_model_load,     ifd_backend_model_unload,
+    ifd_backend_instance_count, ifd_backend_enqueue,
+    ifd_backend_queued,         ifd_backend_take_queued,
+};
+
+int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
+                    ifd_errmsg_t *err) {
   ifd__sched_t *s = calloc(1, sizeof(*s));
   int rc;
 
   if (s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   s->model = m;
-  rc = ifd_backend_model_load(m, on_idle, s, err);
+  s->back = back;
+  rc = back->model_load(m, on_idle, s, err);
   if (rc < 0) {
     free(s);
     return rc;
   }
   /* After the backend's ModelInitialize: it may have completed the config
    * (auto-complete), which decides the scheduler kind. */
-  s->n_instances = ifd_backend_instance_count(m);
+  s->n_instances = back->instance_count(m);
   if (m->config->dynamic_batching != NULL && m->config->max_batch_size > 0) {
     s->kind = &ifd__dynamic_kind;
     rc = ifd__dynamic_init(s, err);
@@ -110,9 +121,13 @@ static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
   return 0;
 
 out_unload:
-  ifd_backend_model_unload(m, NULL, NULL);
+  back->model_unload(m, NULL, NULL);
   free(s);
   return rc;
+}
+
+static int sched_load(ifd_model_t *m, ifd_errmsg_t *err) {
+  return ifd__sched_load(m, &backend_api, err);
 }
 
 static int sched_submit(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err) {
@@ -131,7 +146,8 @@ static void sched_freed(void *arg) {
 }
 
 static void sched_unload(ifd_model_t *m) {
-  ifd_backend_model_unload(m, sched_freed, m->sched);
+  ifd__sched_t *s = m->sched;
+  s->back->model_unload(m, sched_freed, s);
 }
 
 static uint64_t sched_pending(const ifd_model_t *m) {
@@ -142,7 +158,7 @@ static uint64_t sched_pending(const ifd_model_t *m) {
 static uint64_t sched_queued(const ifd_model_t *m) {
   const ifd__sched_t *s = m->sched;
   /* Waiting in the scheduler, or on the run queue for a free instance. */
-  return s != NULL ? s->queued + ifd_backend_queued(m) : 0;
+  return s != NULL ? s->queued + s->back->queued(m) : 0;
 }
 
 static const ifd_model_ops_t ops = {

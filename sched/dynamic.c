@@ -12,6 +12,14 @@
  * oldest request has waited max_queue_delay_microseconds; otherwise one
  * uv_timer wakes the batcher when that delay (or a queue timeout) expires.
  * So an idle model answers at once and a busy one grows its batches.
+ *
+ * Queue timeouts cost O(log n) per request and nothing per submit beyond a
+ * look at the earliest deadline: requests with a deadline also sit in one
+ * binary min-heap ordered by deadline, and expiring pops only what is due.
+ *
+ * preserve_ordering: the batcher holds each response back until every
+ * request submitted before its own has had its FINAL response, through the
+ * model's response hold (ifd_model_t.hold_response).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +31,27 @@
 #include "core/util.h"
 #include "sched/internal.h"
 
+/* The batcher's per-request state, laid over ifd_request_t.sched_area. */
+typedef struct dreq {
+  ifd_request_t *prev, *next; /* borrowed: links of its level's queue */
+  uint64_t deadline;          /* queue timeout (ns), 0: none or expired */
+  uint64_t arrival;           /* arrival number in this batcher */
+  uint64_t order;             /* preserve_ordering: submission number */
+  uint32_t heap_ix;           /* position in the deadline heap + 1; 0: none */
+  uint32_t level;             /* priority level index */
+  uint8_t delayed;            /* in its level's delayed queue */
+  uint8_t ordered;            /* `order` is set */
+} dreq_t;
+
+_Static_assert(sizeof(dreq_t) <= sizeof(((ifd_request_t *)0)->sched_area),
+               "the batcher's per-request state must fit the request's area");
+
+static dreq_t *dr(ifd_request_t *r) {
+  return (dreq_t *)(void *)&r->sched_area;
+}
+
 typedef struct rq {
-  ifd_request_t *head, *tail; /* linked through req->next */
+  ifd_request_t *head, *tail; /* borrowed: linked through dreq prev/next */
 } rq_t;
 
 typedef struct level {
@@ -50,26 +77,109 @@ typedef struct dyn {
   uv_timer_t timer; /* embedded; initialized on first use (loop) */
   int timer_init;
   ifd_request_t **batch; /* owned scratch: max_batch entries */
+  ifd_request_t **heap;  /* owned: requests with a deadline, min-heap */
+  uint32_t heap_n, heap_cap;
+  uint64_t arrivals;    /* requests queued so far */
+  uint64_t order_next;  /* preserve_ordering: next submission number */
+  uint64_t order_head;  /* the submission whose responses go next */
+  ifd_response_t *held; /* owned: responses waiting their turn, by
+                           ascending submission, linked by ->next */
 } dyn_t;
 
 static void rq_push(rq_t *q, ifd_request_t *r) {
-  r->next = NULL;
+  dr(r)->next = NULL;
+  dr(r)->prev = q->tail;
   if (q->tail != NULL)
-    q->tail->next = r;
+    dr(q->tail)->next = r;
   else
     q->head = r;
   q->tail = r;
 }
 
-/* Removes `r`, whose predecessor is `prev` (NULL for the head). */
-static void rq_unlink(rq_t *q, ifd_request_t *prev, ifd_request_t *r) {
-  if (prev != NULL)
-    prev->next = r->next;
+static void rq_remove(rq_t *q, ifd_request_t *r) {
+  dreq_t *x = dr(r);
+  if (x->prev != NULL)
+    dr(x->prev)->next = x->next;
   else
-    q->head = r->next;
-  if (q->tail == r) q->tail = prev;
-  r->next = NULL;
+    q->head = x->next;
+  if (x->next != NULL)
+    dr(x->next)->prev = x->prev;
+  else
+    q->tail = x->prev;
+  x->prev = x->next = NULL;
 }
+
+/* Takes `r` out of whichever queue of its level holds it. */
+static void level_remove(level_t *l, ifd_request_t *r) {
+  rq_remove(dr(r)->delayed ? &l->delayed : &l->main, r);
+  dr(r)->delayed = 0;
+}
+
+/* ---- the deadline heap ----------------------------------------------------
+ */
+
+/* Heap order: earlier deadline first, then earlier arrival. */
+static int due_before(ifd_request_t *a, ifd_request_t *b) {
+  const dreq_t *x = dr(a), *y = dr(b);
+  return x->deadline < y->deadline ||
+         (x->deadline == y->deadline && x->arrival < y->arrival);
+}
+
+static void heap_set(dyn_t *d, uint32_t i, ifd_request_t *r) {
+  d->heap[i] = r;
+  dr(r)->heap_ix = i + 1;
+}
+
+static void heap_up(dyn_t *d, uint32_t i) {
+  ifd_request_t *r = d->heap[i];
+  while (i > 0 && due_before(r, d->heap[(i - 1) / 2])) {
+    heap_set(d, i, d->heap[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_set(d, i, r);
+}
+
+static void heap_down(dyn_t *d, uint32_t i) {
+  ifd_request_t *r = d->heap[i];
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= d->heap_n) break;
+    if (c + 1 < d->heap_n && due_before(d->heap[c + 1], d->heap[c])) c++;
+    if (!due_before(d->heap[c], r)) break;
+    heap_set(d, i, d->heap[c]);
+    i = c;
+  }
+  heap_set(d, i, r);
+}
+
+/* Returns 0 or IFD_ENOMEM (the heap could not grow). */
+static int heap_push(dyn_t *d, ifd_request_t *r) {
+  if (d->heap_n == d->heap_cap) {
+    uint32_t cap = d->heap_cap ? d->heap_cap * 2 : 64;
+    ifd_request_t **h = realloc(d->heap, cap * sizeof(*h));
+    if (h == NULL || cap < d->heap_cap) {
+      if (h != NULL) d->heap = h;
+      return IFD_ENOMEM;
+    }
+    d->heap = h;
+    d->heap_cap = cap;
+  }
+  heap_set(d, d->heap_n++, r);
+  heap_up(d, d->heap_n - 1);
+  return 0;
+}
+
+static void heap_remove(dyn_t *d, ifd_request_t *r) {
+  uint32_t i = dr(r)->heap_ix - 1;
+  ifd_request_t *last = d->heap[--d->heap_n];
+  dr(r)->heap_ix = 0;
+  if (last == r) return;
+  heap_set(d, i, last);
+  heap_up(d, i);
+  heap_down(d, dr(last)->heap_ix - 1);
+}
+
+/* ---- configuration ------------------------------------------------------- */
 
 static uint64_t req_size(const ifd_request_t *r) {
   return r->batch_size > 0 ? r->batch_size : 1;
@@ -99,6 +209,8 @@ static const Inference__ModelQueuePolicy *level_policy(
       return db->priority_queue_policy[i]->value;
   return db->default_queue_policy;
 }
+
+static void hold_response(ifd_model_t *m, ifd_response_t *resp);
 
 int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   const ifd_model_config_t *c = s->model->config;
@@ -143,6 +255,7 @@ int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err) {
     if (l->timeout_us > 0 || l->allow_override) d->has_timeouts = 1;
   }
   s->impl = d;
+  if (db->preserve_ordering) s->model->hold_response = hold_response;
   return 0;
 
 out_nomem:
@@ -157,37 +270,72 @@ out_nomem:
 
 /* ---- queue timeouts ---------------------------------------------------- */
 
-/* Applies queue timeouts due by `now`: REJECT answers the request,
- * DELAY moves it behind the level's other requests. Returns the earliest
- * deadline still pending (0: none). */
+/* Order in which due requests are handled: by level, then by arrival (the
+ * order of a walk over the levels' queues). */
+static int handled_before(ifd_request_t *a, ifd_request_t *b) {
+  const dreq_t *x = dr(a), *y = dr(b);
+  return x->level < y->level ||
+         (x->level == y->level && x->arrival < y->arrival);
+}
+
+/* Sorts a list linked through dreq.next by handled_before (merge sort). */
+static ifd_request_t *sort_due(ifd_request_t *list) {
+  ifd_request_t *slow, *fast, *a, *b, *head = NULL, **tail = &head;
+  if (list == NULL || dr(list)->next == NULL) return list;
+  for (slow = list, fast = dr(list)->next; fast != NULL && dr(fast)->next;
+       fast = dr(dr(fast)->next)->next)
+    slow = dr(slow)->next;
+  b = dr(slow)->next;
+  dr(slow)->next = NULL;
+  a = sort_due(list);
+  b = sort_due(b);
+  while (a != NULL && b != NULL) {
+    if (handled_before(b, a)) {
+      *tail = b;
+      b = dr(b)->next;
+    } else {
+      *tail = a;
+      a = dr(a)->next;
+    }
+    tail = &dr(*tail)->next;
+  }
+  *tail = a != NULL ? a : b;
+  return head;
+}
+
+/* Applies queue timeouts due by `now`: REJECT answers the request, DELAY
+ * moves it behind the level's other requests. Costs O(k log n) for the k
+ * requests due. Returns the earliest deadline still pending (0: none). */
 static uint64_t expire(dyn_t *d, uint64_t now) {
-  uint64_t next = 0;
-  uint32_t i;
-  for (i = 0; i < d->n_levels; i++) {
-    level_t *l = &d->levels[i];
-    ifd_request_t *prev = NULL, *r = l->main.head;
-    while (r != NULL) {
-      ifd_request_t *nx = r->next;
-      if (r->sched_deadline == 0 || r->sched_deadline > now) {
-        if (r->sched_deadline != 0 && (next == 0 || r->sched_deadline < next))
-          next = r->sched_deadline;
-        prev = r;
-        r = nx;
-        continue;
-      }
-      rq_unlink(&l->main, prev, r);
-      r->sched_deadline = 0;
-      if (l->delay_on_timeout) {
-        rq_push(&l->delayed, r);
-      } else {
-        l->count--;
-        d->s->queued--;
-        ifd_request_abort(r, IFD_EUNAVAIL, "Request timeout expired");
-      }
-      r = nx;
+  ifd_request_t *due = NULL, *r;
+
+  /* Take every due request off the heap and its queue first: answering one
+   * calls back into the protocol, which must find the queues consistent. */
+  while (d->heap_n > 0 && dr(d->heap[0])->deadline <= now) {
+    r = d->heap[0];
+    heap_remove(d, r);
+    level_remove(&d->levels[dr(r)->level], r);
+    dr(r)->deadline = 0;
+    dr(r)->next = due;
+    due = r;
+  }
+  due = sort_due(due);
+  while (due != NULL) {
+    level_t *l;
+    r = due;
+    due = dr(r)->next;
+    dr(r)->next = NULL;
+    l = &d->levels[dr(r)->level];
+    if (l->delay_on_timeout) {
+      rq_push(&l->delayed, r);
+      dr(r)->delayed = 1;
+    } else {
+      l->count--;
+      d->s->queued--;
+      ifd_request_abort(r, IFD_EUNAVAIL, "Request timeout expired");
     }
   }
-  return next;
+  return d->heap_n > 0 ? dr(d->heap[0])->deadline : 0;
 }
 
 /* ---- batch formation ----------------------------------------------------- */
@@ -203,7 +351,7 @@ static uint32_t gather(dyn_t *d, uint64_t *total, int *blocked) {
     for (pass = 0; pass < 2; pass++) {
       ifd_request_t *r =
           pass == 0 ? d->levels[i].main.head : d->levels[i].delayed.head;
-      for (; r != NULL; r = r->next) {
+      for (; r != NULL; r = dr(r)->next) {
         if (*total + req_size(r) > d->max_batch ||
             (n > 0 && !compatible(d->batch[0], r))) {
           *blocked = 1;
@@ -233,16 +381,12 @@ static void remove_batch(dyn_t *d, uint32_t n) {
   uint32_t i;
   for (i = 0; i < n; i++) {
     ifd_request_t *r = d->batch[i];
-    level_t *lv = &d->levels[r->sched_level];
-    /* Batches come from queue heads, in order: unlink from whichever
-     * queue of its level it heads. */
-    if (lv->main.head == r)
-      rq_unlink(&lv->main, NULL, r);
-    else
-      rq_unlink(&lv->delayed, NULL, r);
+    level_t *lv = &d->levels[dr(r)->level];
+    level_remove(lv, r);
+    if (dr(r)->heap_ix != 0) heap_remove(d, r);
+    dr(r)->deadline = 0;
     lv->count--;
     d->s->queued--;
-    r->sched_deadline = 0;
   }
 }
 
@@ -301,18 +445,30 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
                      : d->default_level;
   level_t *l = &d->levels[lvl];
   uint64_t timeout_us = l->timeout_us;
+  dreq_t *x = dr(req);
 
   if (l->max_queue_size > 0 && l->count >= l->max_queue_size)
     return ifd_errf(err, IFD_EUNAVAIL,
                     "Exceeds maximum queue size for model '%s'",
                     s->model->name);
+  memset(x, 0, sizeof(*x));
   req->t_queued = uv_hrtime();
-  req->sched_level = lvl;
+  x->level = lvl;
+  x->arrival = d->arrivals;
   /* A request may shorten the queue timeout, never lengthen it. */
   if (l->allow_override && req->timeout_us > 0 &&
       (timeout_us == 0 || req->timeout_us < timeout_us))
     timeout_us = req->timeout_us;
-  req->sched_deadline = timeout_us > 0 ? req->t_queued + timeout_us * 1000 : 0;
+  if (timeout_us > 0) {
+    x->deadline = req->t_queued + timeout_us * 1000;
+    if (heap_push(d, req) < 0)
+      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  d->arrivals++;
+  if (s->model->hold_response != NULL) {
+    x->order = d->order_next++;
+    x->ordered = 1;
+  }
   rq_push(&l->main, req);
   l->count++;
   s->queued++;
@@ -335,7 +491,8 @@ static void dyn_stop(ifd__sched_t *s) {
       rq_t *q = pass == 0 ? &d->levels[i].main : &d->levels[i].delayed;
       while (q->head != NULL) {
         ifd_request_t *r = q->head;
-        rq_unlink(q, NULL, r);
+        level_remove(&d->levels[i], r);
+        if (dr(r)->heap_ix != 0) heap_remove(d, r);
         d->levels[i].count--;
         s->queued--;
         ifd_request_abort(r, IFD_EUNAVAIL, "the model is being unloaded");
@@ -343,11 +500,61 @@ static void dyn_stop(ifd__sched_t *s) {
     }
 }
 
+/* ---- preserve_ordering --------------------------------------------------- */
+
+/* The model's response hold: a response whose request is not next in
+ * submission order waits in d->held (sorted by submission; responses come
+ * nearly in order, so the walk is short). Passing on the head's FINAL
+ * response advances the head and releases whatever waits behind it. */
+static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
+  /* Installed only while the batcher exists (free_dyn removes it). */
+  dyn_t *d = ((ifd__sched_t *)m->sched)->impl;
+  dreq_t *x = dr(resp->req);
+  ifd_response_t **pp;
+
+  /* Requests that never got a number (none today), and responses sent after
+   * their request's FINAL one (core drops those), go on at once. */
+  if (!x->ordered || x->order < d->order_head) {
+    ifd_response_deliver(resp);
+    return;
+  }
+  if (x->order != d->order_head) {
+    for (pp = &d->held; *pp != NULL && dr((*pp)->req)->order <= x->order;
+         pp = &(*pp)->next)
+      ;
+    resp->next = *pp;
+    *pp = resp;
+    return;
+  }
+  for (;;) {
+    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
+    ifd_response_deliver(resp);
+    if (final) d->order_head++;
+    resp = d->held;
+    if (resp == NULL || dr(resp->req)->order != d->order_head) return;
+    d->held = resp->next;
+    resp->next = NULL;
+  }
+}
+
+/* ---- teardown ------------------------------------------------------------ */
+
 static void free_dyn(dyn_t *d) {
   ifd__sched_t *s = d->s;
+  /* Responses still held mean an earlier request never got its FINAL
+   * response (a backend that never released it): pass them on rather than
+   * leave their clients waiting. */
+  s->model->hold_response = NULL;
+  while (d->held != NULL) {
+    ifd_response_t *r = d->held;
+    d->held = r->next;
+    r->next = NULL;
+    ifd_response_deliver(r);
+  }
   free(d->levels);
   free(d->batch);
   free(d->preferred);
+  free(d->heap);
   free(d);
   ifd__sched_free_base(s);
 }

@@ -8,10 +8,27 @@
 
 #include <stdint.h>
 
+#include "backend_api/backend_api.h"
 #include "core/infer.h"
 #include "core/model.h"
 
 typedef struct ifd__sched ifd__sched_t;
+
+/**
+ * What a scheduler needs from the layer that runs its batches: backend_api's
+ * functions of the same names in the server (see backend_api/backend_api.h
+ * for each contract); test/unit/test_sched.c runs the schedulers on a fake.
+ * Static table.
+ */
+typedef struct ifd__sched_backend {
+  int (*model_load)(ifd_model_t *m, ifd_instance_idle_cb idle, void *idle_arg,
+                    ifd_errmsg_t *err);
+  void (*model_unload)(ifd_model_t *m, void (*freed)(void *arg), void *arg);
+  uint32_t (*instance_count)(const ifd_model_t *m);
+  void (*enqueue)(ifd_model_t *m, ifd_request_t **reqs, uint32_t n);
+  uint64_t (*queued)(const ifd_model_t *m);
+  ifd_request_t *(*take_queued)(ifd_model_t *m, uint64_t *jobs);
+} ifd__sched_backend_t;
 
 /** One scheduler kind. Every function runs on the loop thread. */
 typedef struct ifd__sched_kind {
@@ -27,9 +44,10 @@ typedef struct ifd__sched_kind {
 } ifd__sched_kind_t;
 
 struct ifd__sched {
-  ifd_model_t *model;            /* borrowed: owns the scheduler */
-  const ifd__sched_kind_t *kind; /* static table */
-  void *impl;                    /* owned by the kind */
+  ifd_model_t *model;               /* borrowed: owns the scheduler */
+  const ifd__sched_backend_t *back; /* borrowed: static table */
+  const ifd__sched_kind_t *kind;    /* static table */
+  void *impl;                       /* owned by the kind */
   uint32_t n_instances;
   uint64_t jobs_out;  /* batches handed to the run queue, not reported done */
   uint64_t executing; /* their requests */
@@ -42,8 +60,16 @@ static inline int ifd__sched_has_idle(const ifd__sched_t *s) {
 }
 
 /**
+ * Loads `m` on `back` and creates its scheduler in m->sched, of the kind its
+ * config asks for (ops->load; thread pool). Returns 0 or a negative code
+ * with `err` filled; nothing stays loaded then.
+ */
+int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
+                    ifd_errmsg_t *err);
+
+/**
  * Hands `n` requests as one batch to the model's run queue, where the first
- * free instance takes it. Never fails.
+ * free instance takes it; each becomes IFD_REQ_EXECUTING. Never fails.
  */
 void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
 
@@ -51,7 +77,8 @@ void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
  *  requests (model unloading). */
 void ifd__sched_refuse_queued(ifd__sched_t *s);
 
-/** Frees the shared part (the kind's destroy calls it last). */
+/** Frees the shared part and detaches the scheduler from its model (the
+ *  kind's destroy calls it last). */
 void ifd__sched_free_base(ifd__sched_t *s);
 
 /** Creates the dynamic batcher's state in s->impl. Thread pool (load). */

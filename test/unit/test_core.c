@@ -104,6 +104,46 @@ static void test_strmap(void **state) {
   assert_null(ifd_strmap_get(&m, "model_7", 7));
 }
 
+/* Removal against a reference: random puts and deletes over a small key
+ * set, so probe runs form, wrap around the table and are cut by removals;
+ * every key is checked after every step. */
+static void test_strmap_del(void **state) {
+  ifd_strmap_t m;
+  char keys[48][16];
+  int present[48] = {0};
+  unsigned seed = 12345;
+  int i, k, step, n = 0;
+  (void)state;
+  ifd_strmap_init(&m);
+  assert_null(ifd_strmap_del(&m, "x", 1)); /* empty, no table yet */
+  for (i = 0; i < 48; i++) snprintf(keys[i], sizeof(keys[i]), "m%d", i);
+  for (step = 0; step < 20000; step++) {
+    seed = seed * 1103515245u + 12345u;
+    k = (int)((seed >> 16) % 48);
+    if ((seed >> 8) & 1) {
+      assert_int_equal(ifd_strmap_put(&m, keys[k], strlen(keys[k]), keys[k]),
+                       0);
+      n += !present[k];
+      present[k] = 1;
+    } else {
+      void *v = ifd_strmap_del(&m, keys[k], strlen(keys[k]));
+      assert_ptr_equal(v, present[k] ? keys[k] : NULL);
+      n -= present[k];
+      present[k] = 0;
+    }
+    assert_int_equal(m.count, n);
+    for (i = 0; i < 48; i++)
+      assert_ptr_equal(ifd_strmap_get(&m, keys[i], strlen(keys[i])),
+                       present[i] ? keys[i] : NULL);
+  }
+  /* A removed key can come back. */
+  for (i = 0; i < 48; i++) ifd_strmap_del(&m, keys[i], strlen(keys[i]));
+  assert_int_equal(m.count, 0);
+  assert_int_equal(ifd_strmap_put(&m, keys[3], strlen(keys[3]), keys[4]), 0);
+  assert_ptr_equal(ifd_strmap_get(&m, keys[3], strlen(keys[3])), keys[4]);
+  ifd_strmap_free(&m);
+}
+
 /* ---- completion queue --------------------------------------------------- */
 
 #define PRODUCERS 4
@@ -190,6 +230,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_pool),
       cmocka_unit_test(test_strmap),
+      cmocka_unit_test(test_strmap_del),
       cmocka_unit_test(test_evq_threads),
       cmocka_unit_test(test_evq_drain_inline),
   };

@@ -35,9 +35,10 @@ char *__real_strdup(const char *s);
 
 static long fail_at = -1; /* allocation index to fail; -1: none */
 static long n_allocs;     /* allocations attempted since the last reset */
+static int fail_all;      /* every allocation fails (memory exhausted) */
 
 static int should_fail(void) {
-  return n_allocs++ == fail_at;
+  return n_allocs++ == fail_at || fail_all;
 }
 
 void *__wrap_malloc(size_t n) {
@@ -268,6 +269,59 @@ static void test_grpc_decode_oom(void **state) {
   assert_true(sweep(grpc_decode_op) > 0);
 }
 
+/* ifd_request_fail with memory exhausted: the request still gets exactly
+ * one FINAL error response (before, nothing was sent and a connection's
+ * response queue waited forever). The protocol may drop its reference
+ * before it frees the response: the response keeps the request alive. */
+static ifd_response_t *failed_resp;
+static int n_failed;
+
+static void on_fail_response(ifd_response_t *resp, void *arg) {
+  (void)arg;
+  n_failed++;
+  failed_resp = resp;
+}
+
+static void test_request_fail_oom(void **state) {
+  char long_msg[1000];
+  ifd_request_t *req;
+  (void)state;
+
+  req = ifd_request_new(NULL);
+  assert_non_null(req);
+  req->on_response = on_fail_response;
+  fail_all = 1;
+  ifd_request_fail(req, IFD_EUNAVAIL, "Request timeout expired");
+  fail_all = 0;
+  assert_int_equal(n_failed, 1);
+  assert_non_null(failed_resp);
+  assert_ptr_equal(failed_resp->req, req);
+  assert_true(failed_resp->flags & IFD_RESPONSE_FINAL);
+  assert_int_equal(failed_resp->error, IFD_EUNAVAIL);
+  assert_string_equal(failed_resp->error_msg, "Request timeout expired");
+  ifd_request_unref(req); /* the response still holds the request */
+  assert_ptr_equal(failed_resp->req, req);
+  ifd_response_free(failed_resp);
+
+  /* A long message is cut to what fits without allocating. */
+  memset(long_msg, 'x', sizeof(long_msg) - 1);
+  long_msg[sizeof(long_msg) - 1] = '\0';
+  n_failed = 0;
+  req = ifd_request_new(NULL);
+  assert_non_null(req);
+  req->on_response = on_fail_response;
+  fail_all = 1;
+  ifd_request_fail(req, IFD_EINTERNAL, long_msg);
+  fail_all = 0;
+  assert_int_equal(n_failed, 1);
+  assert_int_equal(failed_resp->error, IFD_EINTERNAL);
+  assert_true(strlen(failed_resp->error_msg) >= 100);
+  assert_true(strncmp(failed_resp->error_msg, long_msg,
+                      strlen(failed_resp->error_msg)) == 0);
+  ifd_response_free(failed_resp);
+  ifd_request_unref(req);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_oom),
@@ -277,6 +331,7 @@ int main(void) {
       cmocka_unit_test(test_meta_json_oom),
       cmocka_unit_test(test_http_decode_oom),
       cmocka_unit_test(test_grpc_decode_oom),
+      cmocka_unit_test(test_request_fail_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

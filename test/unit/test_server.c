@@ -427,10 +427,76 @@ static void test_validation(void **state) {
   ifd_config_free(m.config);
 }
 
+/* The registry deletes a model with nothing in flight: it leaves lookups at
+ * once, its name can be found no more, and the other models are untouched
+ * (the name map stays consistent around the removed slot). */
+static void test_remove_model(void **state) {
+  const char *repos[1];
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+  run_t r;
+  ifd_model_t *m;
+  int i;
+  (void)state;
+
+  n_loaded = n_unloaded = 0;
+  make_repo();
+  repos[0] = root;
+  memset(&o, 0, sizeof(o));
+  memset(&r, 0, sizeof(r));
+  o.repos = repos;
+  o.n_repos = 1;
+  o.ops = &fake_ops;
+  assert_int_equal(uv_loop_init(&r.loop), 0);
+  assert_int_equal(ifd_server_new(&r.loop, &o, &r.s, &err), 0);
+  ifd_server_start(r.s, on_loaded, &r);
+  while (!r.loaded) uv_run(&r.loop, UV_RUN_ONCE);
+
+  /* Loaded versions stay. */
+  assert_int_equal(ifd_server_remove_model(r.s, "a", 1, &err), IFD_EUNAVAIL);
+  assert_non_null(strstr(err.text, "model 'a' version 1 is still loaded"));
+  assert_int_equal(ifd_server_remove_model(r.s, "v", 1, &err), IFD_EUNAVAIL);
+  assert_int_equal(ifd_server_remove_model(r.s, "nope", 4, &err),
+                   IFD_ENOTFOUND);
+  assert_string_equal(err.text, "model 'nope' is not in the registry");
+
+  /* A model that failed at its config (no versions), and one whose only
+   * version failed to load. */
+  assert_int_equal(ifd_server_remove_model(r.s, "bad_syntax", 10, &err), 0);
+  assert_int_equal(ifd_server_find_model(r.s, "bad_syntax", 10, -1, &m, &err),
+                   IFD_ENOTFOUND);
+  assert_int_equal(ifd_server_remove_model(r.s, "bad_syntax", 10, &err),
+                   IFD_ENOTFOUND);
+  assert_int_equal(ifd_server_remove_model(r.s, "fail_backend", 12, &err), 0);
+  assert_int_equal(ifd_server_find_model(r.s, "fail_backend", 12, 1, &m, &err),
+                   IFD_ENOTFOUND);
+
+  /* The rest is as it was. */
+  assert_true(ifd_server_model_ready(r.s, "a", 1, -1));
+  assert_true(ifd_server_model_ready(r.s, "v", 1, 2));
+  assert_true(ifd_server_model_ready(r.s, "v", 1, 3));
+  assert_int_equal(ifd_server_find_model(r.s, "no_versions", 11, -1, &m, &err),
+                   IFD_EUNAVAIL);
+  assert_int_equal(ifd_server_remove_model(r.s, "no_versions", 11, &err), 0);
+  assert_int_equal(ifd_server_find_model(r.s, "no_versions", 11, -1, &m, &err),
+                   IFD_ENOTFOUND);
+  assert_true(ifd_server_model_ready(r.s, "a", 1, -1));
+
+  /* Shutdown unloads what is left: a, v:3, v:2. */
+  ifd_server_shutdown(r.s, on_stopped, &r);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  assert_true(r.stopped);
+  assert_int_equal(n_unloaded, 3);
+  for (i = 0; i < n_unloaded; i++) free(unload_log[i]);
+  assert_int_equal(uv_loop_close(&r.loop), 0);
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lifecycle),
       cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_remove_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
