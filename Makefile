@@ -136,6 +136,8 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 # wrappers.
 $(BUILD)/test/unit/test_oom: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+$(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB)
 	@mkdir -p $(dir $@)

@@ -1,10 +1,9 @@
 /*
  * net/grpc_conn.h - what the two halves of the gRPC transport share:
- * net/grpc_transport.c (connections: listener, reading, write batches, the
- * nghttp2 session's output, start and stop) and net/grpc_stream.c (calls:
- * nghttp2's callbacks, message framing, deadlines, finishing and sending).
- * Nothing outside the transport includes it; the methods see
- * net/grpc_internal.h.
+ * net/grpc_transport.c (connections: reading, write batches, the nghttp2
+ * session's output, start and stop) and net/grpc_stream.c (calls: nghttp2's
+ * callbacks, message framing, deadlines, finishing and sending). Nothing
+ * outside the transport includes it; the methods see net/grpc_internal.h.
  */
 #ifndef IFD_NET_GRPC_CONN_H
 #define IFD_NET_GRPC_CONN_H
@@ -14,33 +13,12 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "net/conn.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
 
 #define READ_BUF_SIZE (256 * 1024)
 #define NO_HEAP ((unsigned)-1)
-
-typedef struct link {
-  struct link *prev, *next;
-} link_t;
-
-static inline void link_init(link_t *l) {
-  l->prev = l->next = l;
-}
-static inline int link_empty(const link_t *l) {
-  return l->next == l;
-}
-static inline void link_add(link_t *head, link_t *l) {
-  l->prev = head->prev;
-  l->next = head;
-  head->prev->next = l;
-  head->prev = l;
-}
-static inline void link_del(link_t *l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-  link_init(l);
-}
 
 /* One queued response message. */
 typedef struct qmsg {
@@ -74,43 +52,30 @@ typedef struct mslot {
 } mslot_t;
 
 struct ifd_grpc {
-  uv_tcp_t listener;              /* embedded: closed by ifd_grpc_stop */
-  uv_prepare_t flusher;           /* embedded: writes dirty connections */
+  ifd_conn_set_t set;             /* embedded, first: listener, connections */
   uv_loop_t *loop;                /* borrowed */
   ifd_server_t *server;           /* borrowed: outlives the front end */
   nghttp2_session_callbacks *cbs; /* owned */
   mslot_t *mtab;                  /* owned: path -> method, open addressing */
   size_t mtab_mask;
   uint64_t max_message;
-  unsigned max_connections;
-  int port;
-  link_t conns; /* every open connection (gconn.link) */
-  link_t dirty; /* connections with output to produce */
-  unsigned n_conns;
-  int stopping, listener_closed;
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
-  char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
+  char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
 };
 
 typedef struct gconn {
-  uv_tcp_t tcp;             /* embedded */
-  uv_timer_t timer;         /* embedded: the earliest deadline */
+  ifd_conn_t base;          /* embedded, first: socket, timer, lists */
   uv_write_t wreq;          /* embedded: the one write in flight */
-  uv_shutdown_t sreq;       /* embedded: graceful close */
   ifd_grpc_t *g;            /* borrowed: outlives the connection */
   nghttp2_session *session; /* owned */
-  link_t link;              /* in g->conns */
-  link_t dirty;             /* in g->dirty while it has output to produce */
-  link_t streams;           /* attached streams (ifd_gstream.link) */
+  ifd_link_t streams;       /* attached streams (ifd_gstream.link) */
   unsigned n_streams;
   ifd_gstream_t **heap; /* owned array; borrowed entries: deadlines */
   unsigned heap_n, heap_cap;
-  batch_t wb;            /* the write in flight */
-  batch_t nb;            /* the next write (and releases waiting for it) */
-  unsigned open_handles; /* tcp and timer until their close callbacks */
+  batch_t wb; /* the write in flight */
+  batch_t nb; /* the next write (and releases waiting for it) */
   unsigned writing : 1;
-  unsigned closing : 1;
   unsigned read_paused : 1;
   unsigned stopping : 1;
   unsigned terminated : 1; /* the final GOAWAY is submitted */
@@ -123,7 +88,7 @@ struct ifd_gstream {
   ifd_server_t *server;            /* borrowed: outlives the call */
   const ifd_grpc_method_t *method; /* borrowed: static; NULL: not routed */
   void *data;                      /* the method's */
-  link_t link;                     /* in conn->streams while attached */
+  ifd_link_t link;                 /* in conn->streams while attached */
   int32_t id;
   unsigned refs;
   unsigned heap_idx; /* in conn->heap, or NO_HEAP */
@@ -162,8 +127,6 @@ struct ifd_gstream {
 
 /* ---- grpc_transport.c ------------------------------------------------- */
 
-/** Asks for c's output to be written before the loop next blocks. */
-void ifd__gconn_mark_dirty(gconn_t *c);
 /** Appends a piece that is not copied (it must live until the write ends).
  *  Returns 0 or IFD_ENOMEM. */
 int ifd__gbatch_push(batch_t *b, const void *p, size_t n);
@@ -180,5 +143,9 @@ int ifd__grpc_mtab_build(ifd_grpc_t *g);
 int ifd__grpc_callbacks_new(nghttp2_session_callbacks **out);
 /** Ends the transport's hold on a stream (see grpc_stream.c). */
 void ifd__gstream_detach(ifd_gstream_t *st);
+/** The connection's timer fired: expires the deadlines that are due. */
+void ifd__gconn_on_deadline(gconn_t *c);
+/** Server stop: finishes every call still open on `c` with UNAVAILABLE. */
+void ifd__gconn_end_calls(gconn_t *c);
 
 #endif

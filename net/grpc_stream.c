@@ -2,13 +2,12 @@
  * net/grpc_stream.c - the calls of the gRPC transport: nghttp2's session
  * callbacks, request routing by :path, gRPC message framing in and out,
  * deadlines, and finishing a call with its status. The connections they run
- * on (listener, reading, write batches, start and stop) are
- * net/grpc_transport.c's.
+ * on (reading, write batches, start and stop) are net/grpc_transport.c's.
  *
  * Reading. DATA payloads are reassembled into one malloc'd buffer per gRPC
- * message (allocated up to min(declared, 64 MiB) at once and grown by
- * doubling beyond, so a peer's declared length alone cannot make us
- * allocate much), whose ownership moves to the method.
+ * message that grows as bytes arrive (from at most MAX_PREALLOC, doubling up
+ * to the declared length), so a peer's declared length alone cannot make us
+ * allocate much; its ownership moves to the method.
  *
  * Writing. DATA frames use NGHTTP2_DATA_FLAG_NO_COPY: the send_data callback
  * appends the 9-byte frame header (copied) and iovecs that point straight at
@@ -17,9 +16,9 @@
  * moves to that batch's release list; its free_fn runs once the batch's
  * uv_write completes (or fails).
  *
- * Deadlines. Each connection has one uv_timer and a binary min-heap of its
- * streams' deadlines (grpc-timeout): O(log n) per stream, one timer armed for
- * the earliest.
+ * Deadlines. Each connection has one timer (net/conn.c) and a binary
+ * min-heap of its streams' deadlines (grpc-timeout): O(log n) per stream, one
+ * timer armed for the earliest.
  *
  * Lifetime. A stream (ifd_gstream_t) is counted: the transport's reference
  * is dropped when the HTTP/2 stream closes or the connection goes; a method
@@ -35,7 +34,7 @@
 #include "net/grpc_conn.h"
 
 /* Largest part of a message allocated before its bytes arrive. */
-#define MAX_PREALLOC ((size_t)64 << 20)
+#define MAX_PREALLOC ((size_t)64 << 10)
 /* Expire deadlines this close to now (timers run in whole ms). */
 #define DEADLINE_SLACK_NS 1000000u
 
@@ -43,7 +42,7 @@ static void finish_call(ifd_gstream_t *st, int status, const char *msg,
                         int by_method);
 
 static void mark_dirty(gconn_t *c) {
-  ifd__gconn_mark_dirty(c);
+  ifd__conn_mark_dirty(&c->base);
 }
 
 /* ---- method table ------------------------------------------------------ */
@@ -200,15 +199,14 @@ static void heap_del(gconn_t *c, ifd_gstream_t *st) {
     heap_down(c, last->heap_idx);
   }
   if (c->heap_n == 0) {
-    uv_timer_stop(&c->timer);
+    ifd__conn_timer_stop(&c->base);
     free(c->heap); /* idle connections keep no buffers */
     c->heap = NULL;
     c->heap_cap = 0;
   }
 }
 
-static void on_deadline(uv_timer_t *t) {
-  gconn_t *c = ifd_container_of(t, gconn_t, timer);
+void ifd__gconn_on_deadline(gconn_t *c) {
   uint64_t now = uv_hrtime();
 
   while (c->heap_n > 0 && c->heap[0]->deadline <= now + DEADLINE_SLACK_NS) {
@@ -230,12 +228,12 @@ static void on_deadline(uv_timer_t *t) {
 static void arm_timer(gconn_t *c) {
   uint64_t now, ms;
 
-  if (c->heap_n == 0 || c->closing) return;
+  if (c->heap_n == 0 || c->base.closing) return;
   now = uv_hrtime();
   ms = c->heap[0]->deadline > now
            ? (c->heap[0]->deadline - now + 999999) / 1000000
            : 0;
-  uv_timer_start(&c->timer, on_deadline, ms, 0);
+  ifd__conn_timer_start(&c->base, ms);
 }
 
 /* ---- finishing calls ---------------------------------------------------- */
@@ -340,7 +338,7 @@ static void finish_call(ifd_gstream_t *st, int status, const char *msg,
   st->status = status;
   st->message = percent_encode(msg);
   heap_del(c, st);
-  if (c->closing) return;
+  if (c->base.closing) return;
   if (!st->headers_sent) {
     submit_trailers_only(st, "200");
     return;
@@ -462,7 +460,7 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
   qmsg_t *q;
   char text[128];
 
-  if (st->finished || c == NULL || c->closing) {
+  if (st->finished || c == NULL || c->base.closing) {
     if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
     return IFD_ECANCELLED;
   }
@@ -535,7 +533,7 @@ void ifd__gstream_detach(ifd_gstream_t *st) {
   }
   st->out_tail = NULL;
   st->out_unsent = 0;
-  link_del(&st->link);
+  ifd__link_del(&st->link);
   c->n_streams--;
   st->conn = NULL;
   free(st->in);
@@ -548,7 +546,7 @@ void ifd__gstream_detach(ifd_gstream_t *st) {
       st->method->on_cancel(st);
   }
   st->finished = 1;
-  if (c->stopping && c->n_streams == 0 && !c->closing && !c->terminated) {
+  if (c->stopping && c->n_streams == 0 && !c->base.closing && !c->terminated) {
     c->terminated = 1;
     nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
   }
@@ -585,7 +583,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
   st->heap_idx = NO_HEAP;
   st->max_message = c->g->max_message;
   st->out_piece = -1;
-  link_add(&c->streams, &st->link);
+  ifd__link_add(&c->streams, &st->link);
   c->n_streams++;
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
@@ -916,4 +914,21 @@ int ifd__grpc_callbacks_new(nghttp2_session_callbacks **out) {
   nghttp2_session_callbacks_set_send_data_callback(cb, on_send_data);
   *out = cb;
   return 0;
+}
+
+/* ---- server stop ------------------------------------------------------ */
+
+void ifd__gconn_end_calls(gconn_t *c) {
+  ifd_link_t *l, *next;
+
+  /* fail_call may close a stream (a Trailers-Only response is only
+   * submitted here), but detaching waits for on_stream_close, so `next`
+   * stays in the list. */
+  for (l = c->streams.next; l != &c->streams; l = next) {
+    ifd_gstream_t *st = ifd_container_of(l, ifd_gstream_t, link);
+    next = l->next;
+    ifd_gstream_ref(st);
+    fail_call(st, IFD_GRPC_UNAVAILABLE, "the server is shutting down");
+    ifd_gstream_unref(st);
+  }
 }

@@ -1,31 +1,23 @@
 /*
  * net/grpc_transport.c - the connections of the gRPC transport:
- * prior-knowledge h2c with nghttp2's server session on libuv. The calls
- * (routing by :path to the methods of ifd__grpc_methods, framing,
- * deadlines, statuses) are net/grpc_stream.c's; the transport knows nothing
- * of the methods' messages.
+ * prior-knowledge h2c with nghttp2's server session on the connection layer
+ * (net/conn.c: accept, connection list, flusher, timers, close, shutdown
+ * deadline). The calls themselves (routing by :path to the methods of
+ * ifd__grpc_methods, framing, deadlines, statuses) are net/grpc_stream.c's.
  *
  * Reading. All connections share one read buffer owned by the front end:
  * libuv calls alloc, read and the read callback back to back, and the
  * callback feeds everything to nghttp2_session_mem_recv before returning, so
- * no bytes wait in it and an idle connection holds no buffer. DATA payloads
- * are reassembled into one malloc'd buffer per gRPC message (allocated up to
- * min(declared, 64 MiB) at once and grown by doubling beyond, so a peer's
- * declared length alone cannot make us allocate much), whose ownership moves
- * to the method. nghttp2 sends WINDOW_UPDATEs itself as data is consumed; we
- * advertise 16 MiB stream and connection windows so big tensors flow.
+ * no bytes wait in it and an idle connection holds no buffer. nghttp2 sends
+ * WINDOW_UPDATEs itself as data is consumed; we advertise 16 MiB stream and
+ * connection windows so big tensors flow.
  *
  * Writing. nghttp2_session_mem_send produces the frames. Control frames and
  * frame headers are small: they are copied into blocks of the connection's
- * next write batch. DATA frames use NGHTTP2_DATA_FLAG_NO_COPY: the
- * send_data callback appends the 9-byte frame header (copied) and iovecs
- * that point straight at the method's message pieces (not copied), so a
- * tensor goes from its output buffer to writev untouched. A message whose
- * last byte entered a batch moves to that batch's release list; its free_fn
- * runs once the batch's uv_write completes (or fails). Connections with
- * something to send are flushed by a uv_prepare handle just before the loop
- * blocks, so all output of one loop iteration goes in one uv_write; one write
- * is in flight per connection.
+ * next write batch; DATA frames point at the methods' messages (see
+ * grpc_stream.c). Connections with something to send are flushed by the
+ * connection layer just before the loop blocks, so all output of one loop
+ * iteration goes in one uv_write; one write is in flight per connection.
  *
  * Backpressure. A batch stops growing at MAX_BATCH_BYTES; while more than
  * OUT_HIGH_WATER bytes of the write in flight could not be handed to the
@@ -34,31 +26,22 @@
  * streams' queues and do not pause reading: the peer's WINDOW_UPDATEs must
  * still be read. Those are bounded by MAX_CONCURRENT_STREAMS calls.
  *
- * Deadlines. Each connection has one uv_timer and a binary min-heap of its
- * streams' deadlines (grpc-timeout): O(log n) per stream, one timer armed for
- * the earliest.
+ * Shutdown. Draining sends GOAWAY(2^31-1) so the client opens no new call;
+ * calls in flight go on. Once the core has nothing left in flight, the calls
+ * still open are answered UNAVAILABLE, and the final GOAWAY follows when the
+ * last one has closed; at the deadline net/conn.c closes what is left.
  *
- * Lifetime. A stream (ifd_gstream_t) is counted: the transport's reference
- * is dropped when the HTTP/2 stream closes or the connection goes; a method
- * that answers later holds its own. A detached stream (conn == NULL) only
- * refuses sends. A connection's memory is freed in the close callback of
- * its last handle; nghttp2 callbacks never free it.
+ * Lifetime. A connection's memory is freed in the close callback of its last
+ * handle (net/conn.c); nghttp2 callbacks never free it.
  */
-#include <netdb.h>
-#include <nghttp2/nghttp2.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <netdb.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "core/log.h"
 #include "core/util.h"
 #include "net/grpc_conn.h"
-#include "net/listen.h"
 
 #define STREAM_WINDOW (16 << 20)
 #define CONN_WINDOW (16 << 20)
@@ -70,24 +53,13 @@
 #define DEFAULT_MAX_CONNECTIONS 65536u
 
 static void close_conn(gconn_t *c, int graceful);
-static void maybe_finish_stop(ifd_grpc_t *g);
-static void on_prepare(uv_prepare_t *p);
 
 int ifd_grpc_port(const ifd_grpc_t *g) {
-  return g->port;
-}
-
-void ifd__gconn_mark_dirty(gconn_t *c) {
-  ifd_grpc_t *g = c->g;
-
-  if (c->closing || !link_empty(&c->dirty)) return;
-  link_add(&g->dirty, &c->dirty);
-  if (!uv_is_active((uv_handle_t *)&g->flusher))
-    uv_prepare_start(&g->flusher, on_prepare);
+  return g->set.port;
 }
 
 static void mark_dirty(gconn_t *c) {
-  ifd__gconn_mark_dirty(c);
+  ifd__conn_mark_dirty(&c->base);
 }
 
 /* ---- write batches ------------------------------------------------------- */
@@ -164,14 +136,14 @@ void ifd__gbatch_release_later(batch_t *b, qmsg_t *q) {
 /* ---- reading and writing ------------------------------------------------- */
 
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
-  gconn_t *c = ifd_container_of(hd, gconn_t, tcp);
+  gconn_t *c = hd->data;
 
   (void)suggested;
   *buf = uv_buf_init(c->g->rbuf, READ_BUF_SIZE);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  gconn_t *c = ifd_container_of(s, gconn_t, tcp);
+  gconn_t *c = s->data;
   ssize_t rc;
 
   if (nread == 0) return;
@@ -179,7 +151,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->closing) return;
+  if (c->base.closing) return;
   rc = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base,
                                 (size_t)nread);
   if (rc < 0) {
@@ -197,14 +169,14 @@ static void on_write(uv_write_t *w, int status) {
 
   c->writing = 0;
   batch_reset(&c->wb);
-  if (c->closing) return;
+  if (c->base.closing) return;
   if (status < 0) {
     close_conn(c, 0);
     return;
   }
   if (c->read_paused) {
     c->read_paused = 0;
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    ifd__conn_read_start(&c->base, on_alloc, on_read);
   }
   flush(c);
 }
@@ -213,7 +185,7 @@ static void on_write(uv_write_t *w, int status) {
 static void flush(gconn_t *c) {
   batch_t tmp;
 
-  if (c->closing || c->writing) return;
+  if (c->base.closing || c->writing) return;
   while (c->nb.bytes < MAX_BATCH_BYTES) {
     const uint8_t *data;
     ssize_t n = nghttp2_session_mem_send(c->session, &data);
@@ -239,73 +211,55 @@ static void flush(gconn_t *c) {
   c->wb = c->nb;
   c->nb = tmp;
   c->writing = 1;
-  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, c->wb.iov,
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, c->wb.iov,
                (unsigned)c->wb.n_iov, on_write) != 0) {
     c->writing = 0;
     batch_reset(&c->wb);
     close_conn(c, 0);
     return;
   }
-  if (!c->read_paused && c->tcp.write_queue_size > OUT_HIGH_WATER) {
+  if (!c->read_paused && c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
     c->read_paused = 1;
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    ifd__conn_read_stop(&c->base);
   }
 }
 
-static void on_prepare(uv_prepare_t *p) {
-  ifd_grpc_t *g = ifd_container_of(p, ifd_grpc_t, flusher);
-
-  while (!link_empty(&g->dirty)) {
-    gconn_t *c = ifd_container_of(g->dirty.next, gconn_t, dirty);
-    link_del(&c->dirty);
-    flush(c);
-  }
-  uv_prepare_stop(p);
+static void on_flush(ifd_conn_t *base) {
+  flush((gconn_t *)base);
 }
 
 /* ---- connection life ------------------------------------------------------
  */
 
-static void on_handle_close(uv_handle_t *hd) {
-  gconn_t *c = hd->data;
-  ifd_grpc_t *g = c->g;
-
-  if (--c->open_handles != 0) return;
-  if (c->session != NULL) nghttp2_session_del(c->session);
-  batch_reset(&c->wb);
-  batch_reset(&c->nb);
-  free(c->heap);
-  link_del(&c->link);
-  g->n_conns--;
-  free(c);
-  maybe_finish_stop(g);
+static void on_timer(ifd_conn_t *base) {
+  ifd__gconn_on_deadline((gconn_t *)base);
 }
 
-static void on_shutdown(uv_shutdown_t *r, int status) {
-  gconn_t *c = ifd_container_of(r, gconn_t, sreq);
+/* Every attached stream is cancelled before the handles close. */
+static void on_closing(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
 
-  (void)status;
-  uv_close((uv_handle_t *)&c->tcp, on_handle_close);
-}
-
-/* Closes now, or after a FIN (graceful: everything is written). Every
- * attached stream is cancelled first. */
-static void close_conn(gconn_t *c, int graceful) {
-  if (c->closing) return;
-  c->closing = 1;
-  link_del(&c->dirty);
-  uv_read_stop((uv_stream_t *)&c->tcp);
-  while (!link_empty(&c->streams)) {
+  if (c->streams.next == NULL) return; /* on_open never ran */
+  while (!ifd__link_empty(&c->streams)) {
     ifd_gstream_t *st = ifd_container_of(c->streams.next, ifd_gstream_t, link);
     if (c->session != NULL)
       nghttp2_session_set_stream_user_data(c->session, st->id, NULL);
     ifd__gstream_detach(st);
   }
-  uv_close((uv_handle_t *)&c->timer, on_handle_close);
-  if (graceful && !c->writing &&
-      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
-    return;
-  uv_close((uv_handle_t *)&c->tcp, on_handle_close);
+}
+
+static void on_free(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
+
+  if (c->session != NULL) nghttp2_session_del(c->session);
+  batch_reset(&c->wb);
+  batch_reset(&c->nb);
+  free(c->heap);
+}
+
+/* Closes now, or after a FIN (graceful: everything is written). */
+static void close_conn(gconn_t *c, int graceful) {
+  ifd__conn_close(&c->base, graceful && !c->writing);
 }
 
 static int start_session(gconn_t *c) {
@@ -327,39 +281,46 @@ static int start_session(gconn_t *c) {
   return 0;
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-  ifd_grpc_t *g = ifd_container_of(server, ifd_grpc_t, listener);
-  gconn_t *c;
+static int on_open(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
 
-  if (status < 0) {
-    IFD_WARN("gRPC accept failed: %s", uv_strerror(status));
-    return;
-  }
-  c = calloc(1, sizeof(*c));
-  if (c == NULL) return; /* libuv retries the accept later */
-  c->g = g;
-  link_init(&c->dirty);
-  link_init(&c->streams);
-  uv_tcp_init(g->loop, &c->tcp);
-  uv_timer_init(g->loop, &c->timer);
-  c->tcp.data = c;
-  c->timer.data = c;
-  c->open_handles = 2;
-  link_add(&g->conns, &c->link);
-  g->n_conns++;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-      g->n_conns > g->max_connections || g->stopping) {
-    close_conn(c, 0);
-    return;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
+  c->g = ifd_container_of(base->set, ifd_grpc_t, set);
+  ifd__link_init(&c->streams);
   if (start_session(c) != 0 ||
-      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
-    close_conn(c, 0);
-    return;
-  }
+      ifd__conn_read_start(base, on_alloc, on_read) != 0)
+    return -1;
   mark_dirty(c); /* our SETTINGS go first */
+  return 0;
 }
+
+static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
+  gconn_t *c = (gconn_t *)base;
+
+  if (phase == IFD_CONN_DRAIN) {
+    c->stopping = 1;
+    /* GOAWAY(2^31-1) first: the client opens no new stream; the final
+     * GOAWAY with the last stream id follows when the calls are done. */
+    nghttp2_submit_shutdown_notice(c->session);
+  } else {
+    ifd__gconn_end_calls(c);
+  }
+  if (c->n_streams == 0 && !c->terminated) {
+    c->terminated = 1;
+    nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+  }
+  mark_dirty(c);
+}
+
+static const ifd_conn_proto_t grpc_proto = {
+    .name = "gRPC",
+    .size = sizeof(gconn_t),
+    .on_open = on_open,
+    .on_flush = on_flush,
+    .on_timer = on_timer,
+    .on_stop = on_stop,
+    .on_closing = on_closing,
+    .on_free = on_free,
+};
 
 /* ---- start and stop --------------------------------------------------------
  */
@@ -370,15 +331,20 @@ static void free_grpc(ifd_grpc_t *g) {
   free(g);
 }
 
-static void free_on_close(uv_handle_t *hd) {
-  free_grpc(ifd_container_of(hd, ifd_grpc_t, listener));
+static void on_set_closed(ifd_conn_set_t *set) {
+  ifd_grpc_t *g = ifd_container_of(set, ifd_grpc_t, set);
+  void (*done)(void *) = g->done;
+  void *arg = g->done_arg;
+
+  free_grpc(g);
+  if (done != NULL) done(arg);
 }
 
 int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
                    const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
                    ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
-  int rc, open;
+  int rc;
   ifd_grpc_t *g;
 
   g = calloc(1, sizeof(*g));
@@ -388,70 +354,29 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
   g->max_message = opts->max_message_size != 0
                        ? opts->max_message_size
                        : IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
-  g->max_connections = opts->max_connections != 0 ? opts->max_connections
-                                                  : DEFAULT_MAX_CONNECTIONS;
-  link_init(&g->conns);
-  link_init(&g->dirty);
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
-
-  rc = ifd__net_listen(loop, &g->listener, "gRPC", host, opts->port, 0,
-                       on_connection, &g->port, &open, err);
+  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port, 0,
+                           opts->max_connections != 0 ? opts->max_connections
+                                                      : DEFAULT_MAX_CONNECTIONS,
+                           err);
   if (rc != 0) {
-    if (open)
-      uv_close((uv_handle_t *)&g->listener, free_on_close);
-    else
-      free_grpc(g);
+    ifd__conn_set_stop(&g->set, 0, on_set_closed);
     return rc;
   }
-  uv_prepare_init(loop, &g->flusher);
   *out = g;
   return 0;
 }
 
-static void on_flusher_close(uv_handle_t *hd) {
-  ifd_grpc_t *g = ifd_container_of(hd, ifd_grpc_t, flusher);
-  void (*done)(void *) = g->done;
-  void *arg = g->done_arg;
-
-  free_grpc(g);
-  if (done != NULL) done(arg);
-}
-
-static void maybe_finish_stop(ifd_grpc_t *g) {
-  if (!g->stopping || !g->listener_closed || g->n_conns != 0) return;
-  g->listener_closed = 0; /* run once */
-  uv_close((uv_handle_t *)&g->flusher, on_flusher_close);
-}
-
-static void on_listener_close(uv_handle_t *hd) {
-  ifd_grpc_t *g = ifd_container_of(hd, ifd_grpc_t, listener);
-
-  g->listener_closed = 1;
-  maybe_finish_stop(g);
-}
-
-void ifd_grpc_stop(ifd_grpc_t *g, void (*done)(void *arg), void *arg) {
-  link_t *l, *next;
-
-  g->stopping = 1;
+void ifd_grpc_stop(ifd_grpc_t *g, uint64_t deadline_ms, void (*done)(void *arg),
+                   void *arg) {
   g->done = done;
   g->done_arg = arg;
-  uv_close((uv_handle_t *)&g->listener, on_listener_close);
-  for (l = g->conns.next; l != &g->conns; l = next) {
-    gconn_t *c = ifd_container_of(l, gconn_t, link);
-    next = l->next;
-    if (c->closing) continue;
-    c->stopping = 1;
-    /* GOAWAY(2^31-1) first: the client opens no new stream; the final
-     * GOAWAY with the last stream id follows when the calls are done. */
-    nghttp2_submit_shutdown_notice(c->session);
-    if (c->n_streams == 0) {
-      c->terminated = 1;
-      nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
-    }
-    mark_dirty(c);
-  }
+  ifd__conn_set_stop(&g->set, deadline_ms, on_set_closed);
+}
+
+void ifd_grpc_drained(ifd_grpc_t *g) {
+  ifd__conn_set_close(&g->set);
 }

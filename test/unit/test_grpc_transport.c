@@ -620,7 +620,7 @@ static int teardown(void **state) {
   for (i = 0; i < 8; i++)
     if (clients[i] != NULL) client_free(clients[i]);
   if (srv != NULL) {
-    ifd_grpc_stop(srv, on_stopped, &srv_done);
+    ifd_grpc_stop(srv, 0, on_stopped, &srv_done);
     srv = NULL;
   }
   assert_true(run_until(is_set, &srv_done, 10));
@@ -966,7 +966,7 @@ static void test_stop_in_flight(void **state) {
   call_msg(t, "late", 4, 1);
   assert_true(run_until(connected, idle, 5));
   assert_true(run_until(delayed_started, &one, 5));
-  ifd_grpc_stop(srv, on_stopped, &srv_done);
+  ifd_grpc_stop(srv, 0, on_stopped, &srv_done);
   srv = NULL;
   assert_true(run_until(stop_finished, t, 5));
   check_echo(t, (const uint8_t *)"late", 4);
@@ -996,7 +996,7 @@ static void test_max_connections(void **state) {
   client_free(b);
   client_free(a);
   port = saved;
-  ifd_grpc_stop(g2, on_stopped, &done2);
+  ifd_grpc_stop(g2, 0, on_stopped, &done2);
   assert_true(run_until(is_set, &done2, 5));
 }
 
