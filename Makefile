@@ -161,6 +161,8 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 # wrappers.
 $(BUILD)/test/unit/test_oom: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+$(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 # A unit test program stands in for libtritonserver.so as build/inferd does, so
 # a test that dlopens a built backend gets the test's own core (only the

@@ -52,14 +52,18 @@ struct ifd_server {
   void (*start_done)(ifd_server_t *, int, void *);
   void *start_arg;
   /* shutdown */
-  uv_timer_t drain_timer;     /* embedded */
-  uv_prepare_t iter_end;      /* embedded: runs the at_iteration_end list */
-  ifd_event_t *iter_head;     /* loop thread: callbacks for this iteration */
-  uint64_t drain_deadline;    /* uv_now() ms */
-  ifd_model_t **unload_order; /* owned array for the unload chain */
-  size_t n_unload, i_unload;
+  uv_timer_t drain_timer;  /* embedded */
+  uv_prepare_t iter_end;   /* embedded: runs the at_iteration_end list */
+  ifd_event_t *iter_head;  /* loop thread: callbacks for this iteration */
+  uint64_t drain_deadline; /* uv_now() ms */
+  void (*drained)(ifd_server_t *, uint64_t, void *);
+  void *drained_arg;       /* borrowed: the caller's */
+  uv_work_t unload_work;   /* embedded: the one unload in flight */
+  ifd_model_t *unloading;  /* borrowed: registry; the model it unloads */
+  ifd_event_t unloaded_ev; /* embedded: queued after the last unload */
+  int unload_wanted;       /* ifd_server_unload_all waits for loads */
   void (*stop_done)(ifd_server_t *, void *);
-  void *stop_arg;
+  void *stop_arg; /* borrowed: the caller's */
   int closing_handles;
 };
 
@@ -329,11 +333,14 @@ typedef struct load_job {
   ifd_errmsg_t err;
 } load_job_t;
 
+static void loaded_while_stopping(ifd_server_t *s);
+
 static void work_done(ifd_server_t *s) {
   if (--s->pending_work > 0 || s->loading_done) return;
   s->loading_done = 1;
   IFD_INFO("model loading finished: %d model(s) failed", s->failed);
   if (s->start_done != NULL) s->start_done(s, s->failed, s->start_arg);
+  if (s->shutting_down) loaded_while_stopping(s);
 }
 
 static void load_work(uv_work_t *w) {
@@ -791,78 +798,82 @@ int ifd_server_repository_index(ifd_server_t *s, int ready_only,
 }
 
 /* ---- shutdown ---------------------------------------------------------------
+ *
+ * Two halves, so that a front end can close its connections in between:
+ * ifd_server_drain (not ready; wait for requests in flight, bounded by the
+ * deadline), then ifd_server_unload_all (one model version at a time on the
+ * thread pool, reverse load order). Nothing here allocates, so nothing has
+ * an out-of-memory fallback that could block the loop.
  */
-
-typedef struct unload_job {
-  uv_work_t work;     /* embedded */
-  ifd_model_t *model; /* borrowed: registry */
-} unload_job_t;
 
 static void unload_next(ifd_server_t *s);
 
+/* The next version to unload: the UNLOADING one loaded last. O(n) per
+ * unload, at exit only. */
+static ifd_model_t *next_to_unload(ifd_server_t *s) {
+  ifd_model_t *best = NULL, *m;
+  size_t i;
+
+  for (i = 0; i < s->n_entries; i++)
+    for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
+      if (m->state == IFD_MODEL_UNLOADING &&
+          (best == NULL || m->load_seq > best->load_seq))
+        best = m;
+  return best;
+}
+
 static void unload_work(uv_work_t *w) {
-  unload_job_t *j = (unload_job_t *)w;
-  j->model->server->opts.ops->unload(j->model);
+  ifd_server_t *s = ifd_container_of(w, ifd_server_t, unload_work);
+  s->opts.ops->unload(s->unloading);
 }
 
 static void unload_after(uv_work_t *w, int status) {
-  unload_job_t *j = (unload_job_t *)w;
-  ifd_model_t *m = j->model;
+  ifd_server_t *s = ifd_container_of(w, ifd_server_t, unload_work);
+  ifd_model_t *m = s->unloading;
   (void)status;
+  s->unloading = NULL;
   m->state = IFD_MODEL_UNAVAILABLE;
   IFD_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
-  free(j);
-  unload_next(m->server);
+  unload_next(s);
+}
+
+/* Runs after every event the unloads pushed (the queue is FIFO): the layers
+ * above core free their model objects from such events, so only now is the
+ * unload complete and ifd_server_free safe. */
+static void on_unloaded(ifd_event_t *ev) {
+  ifd_server_t *s = ifd_container_of(ev, ifd_server_t, unloaded_ev);
+  void (*done)(ifd_server_t *, void *) = s->stop_done;
+
+  s->stop_done = NULL;
+  if (done != NULL) done(s, s->stop_arg);
 }
 
 static void unload_next(ifd_server_t *s) {
-  while (s->i_unload < s->n_unload) {
-    ifd_model_t *m = s->unload_order[s->i_unload++];
-    unload_job_t *j = calloc(1, sizeof(*j));
-    if (j == NULL) {
-      /* Out of memory at exit: unload inline rather than leak a backend. */
-      s->opts.ops->stop(m);
-      s->opts.ops->unload(m);
-      m->state = IFD_MODEL_UNAVAILABLE;
-      continue;
-    }
-    j->model = m;
+  ifd_model_t *m;
+
+  while ((m = next_to_unload(s)) != NULL) {
     s->opts.ops->stop(m);
-    if (uv_queue_work(s->loop, &j->work, unload_work, unload_after) == 0)
+    s->unloading = m;
+    if (uv_queue_work(s->loop, &s->unload_work, unload_work, unload_after) == 0)
       return;
-    free(j);
-    s->opts.ops->unload(m);
+    /* NEVER: uv_queue_work fails only without a work callback. Leaving the
+     * backend loaded beats blocking the loop on its threads. */
+    IFD_ERROR("cannot unload '%s' version %" PRId64, m->name, m->version);
+    s->unloading = NULL;
     m->state = IFD_MODEL_UNAVAILABLE;
   }
-  free(s->unload_order);
-  s->unload_order = NULL;
-  if (s->stop_done != NULL) s->stop_done(s, s->stop_arg);
-}
-
-static int by_load_seq_desc(const void *a, const void *b) {
-  const ifd_model_t *x = *(ifd_model_t *const *)a,
-                    *y = *(ifd_model_t *const *)b;
-  return x->load_seq < y->load_seq ? 1 : x->load_seq > y->load_seq ? -1 : 0;
+  s->unloaded_ev.fn = on_unloaded;
+  ifd_evq_push(&s->evq, &s->unloaded_ev);
 }
 
 static void start_unload(ifd_server_t *s) {
-  size_t i, n = 0;
+  size_t i;
   ifd_model_t *m;
+
+  s->unload_wanted = 0;
   for (i = 0; i < s->n_entries; i++)
     for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
-      if (m->state == IFD_MODEL_READY) n++;
-  s->unload_order = calloc(n ? n : 1, sizeof(*s->unload_order));
-  s->n_unload = s->i_unload = 0;
-  if (s->unload_order != NULL) {
-    for (i = 0; i < s->n_entries; i++)
-      for (m = s->entries[i]->versions; m != NULL; m = m->next_version)
-        if (m->state == IFD_MODEL_READY) {
-          m->state = IFD_MODEL_UNLOADING;
-          s->unload_order[s->n_unload++] = m;
-        }
-    qsort(s->unload_order, s->n_unload, sizeof(*s->unload_order),
-          by_load_seq_desc);
-  }
+      if (m->state == IFD_MODEL_READY) m->state = IFD_MODEL_UNLOADING;
   unload_next(s);
 }
 
@@ -876,45 +887,85 @@ static uint64_t pending_requests(ifd_server_t *s) {
   return n;
 }
 
-static void on_drain_timer(uv_timer_t *t) {
-  ifd_server_t *s = ifd_container_of(t, ifd_server_t, drain_timer);
-  uint64_t n = pending_requests(s);
-  if (n > 0 && uv_now(s->loop) < s->drain_deadline) return;
-  if (n > 0)
+/* Calls `drained` once nothing is in flight (loads included) or the
+ * deadline has passed. Returns whether it did. */
+static int drain_check(ifd_server_t *s) {
+  void (*cb)(ifd_server_t *, uint64_t, void *) = s->drained;
+  uint64_t n;
+
+  if (cb == NULL) return 1;
+  n = pending_requests(s);
+  if ((!s->loading_done || n > 0) && uv_now(s->loop) < s->drain_deadline)
+    return 0;
+  uv_timer_stop(&s->drain_timer);
+  if (!s->loading_done)
+    IFD_WARN("exit timeout reached with model loads in flight");
+  else if (n > 0)
     IFD_WARN("exit timeout reached with %" PRIu64 " request(s) in flight", n);
-  uv_timer_stop(t);
+  s->drained = NULL;
+  cb(s, n, s->drained_arg);
+  return 1;
+}
+
+static void on_drain_timer(uv_timer_t *t) {
+  drain_check(ifd_container_of(t, ifd_server_t, drain_timer));
+}
+
+/* Model loading ended while shutting down (work_done). */
+static void loaded_while_stopping(ifd_server_t *s) {
+  drain_check(s);
+  if (s->unload_wanted) start_unload(s);
+}
+
+void ifd_server_drain(ifd_server_t *s, uint64_t deadline_ms,
+                      void (*drained)(ifd_server_t *s, uint64_t left,
+                                      void *arg),
+                      void *arg) {
+  s->drained = drained;
+  s->drained_arg = arg;
+  if (!s->started) s->loading_done = 1; /* nothing was ever loaded */
+  /* Loads in flight own their models: they finish first. Their end is no
+   * longer reported to ifd_server_start's caller. */
+  if (!s->loading_done) s->start_done = NULL;
+  s->shutting_down = 1;
+  s->drain_deadline =
+      deadline_ms != 0
+          ? deadline_ms
+          : uv_now(s->loop) + (uint64_t)(s->opts.exit_timeout_secs > 0
+                                             ? s->opts.exit_timeout_secs
+                                             : 0) *
+                                  1000;
+  if (drain_check(s)) return;
+  IFD_INFO("waiting for in-flight requests to finish");
+  uv_timer_start(&s->drain_timer, on_drain_timer, 50, 50);
+}
+
+void ifd_server_unload_all(ifd_server_t *s,
+                           void (*done)(ifd_server_t *s, void *arg),
+                           void *arg) {
+  s->stop_done = done;
+  s->stop_arg = arg;
+  s->shutting_down = 1;
+  if (!s->started) s->loading_done = 1;
+  if (!s->loading_done) {
+    s->start_done = NULL;
+    s->unload_wanted = 1; /* loaded_while_stopping starts it */
+    return;
+  }
   start_unload(s);
 }
 
-static void shutdown_when_loaded(ifd_server_t *s, int failed, void *arg) {
-  (void)failed;
+static void shutdown_drained(ifd_server_t *s, uint64_t left, void *arg) {
+  (void)left;
   (void)arg;
-  ifd_server_shutdown(s, s->stop_done, s->stop_arg);
+  ifd_server_unload_all(s, s->stop_done, s->stop_arg);
 }
 
 void ifd_server_shutdown(ifd_server_t *s,
                          void (*done)(ifd_server_t *s, void *arg), void *arg) {
   s->stop_done = done;
   s->stop_arg = arg;
-  if (!s->started) s->loading_done = 1; /* nothing was ever loaded */
-  if (!s->loading_done) {
-    /* Loads in flight own their models: let them finish, then unload. */
-    s->shutting_down = 1;
-    s->start_done = shutdown_when_loaded;
-    return;
-  }
-  s->shutting_down = 1;
-  s->drain_deadline =
-      uv_now(s->loop) + (uint64_t)(s->opts.exit_timeout_secs > 0
-                                       ? s->opts.exit_timeout_secs
-                                       : 0) *
-                            1000;
-  if (pending_requests(s) == 0) {
-    start_unload(s);
-    return;
-  }
-  IFD_INFO("waiting for in-flight requests to finish");
-  uv_timer_start(&s->drain_timer, on_drain_timer, 50, 50);
+  ifd_server_drain(s, 0, shutdown_drained, NULL);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -929,6 +980,9 @@ static void on_handle_closed(uv_handle_t *h) {
 void ifd_server_free(ifd_server_t *s) {
   size_t i;
   if (s == NULL) return;
+  /* First run whatever the last unloads pushed: those events still write
+   * into the models (backend_api frees its model objects there). */
+  ifd_evq_drain(&s->evq);
   for (i = 0; i < s->n_entries; i++) {
     model_entry_t *e = s->entries[i];
     ifd_model_t *m = e->versions, *next;
@@ -944,8 +998,6 @@ void ifd_server_free(ifd_server_t *s) {
   }
   free(s->entries);
   ifd_strmap_free(&s->by_name);
-  /* Run whatever the last unloads pushed before the queue goes away. */
-  ifd_evq_drain(&s->evq);
   s->closing_handles = 3;
   s->evq.async.data = s;
   s->drain_timer.data = s;

@@ -74,15 +74,37 @@ void ifd_server_start(ifd_server_t *s,
                       void *arg);
 
 /**
- * Begins shutdown: marks the server not ready, refuses new requests, waits
- * for queued and executing ones (at most exit_timeout_secs), then unloads
- * every model (thread pool, reverse load order). `done` runs on the loop
- * when all models are unloaded; then ifd_server_free may be called.
+ * First half of the shutdown: marks the server not ready and waits until no
+ * request is queued or executing (and no model load is in flight), or until
+ * `deadline_ms` (uv_now() time; 0: exit_timeout_secs from now). Then
+ * `drained(s, left, arg)` runs on the loop, `left` counting the requests
+ * still in flight (0 unless the deadline passed); it may run before this
+ * returns. Requests submitted meanwhile are still served. Call once.
+ */
+void ifd_server_drain(ifd_server_t *s, uint64_t deadline_ms,
+                      void (*drained)(ifd_server_t *s, uint64_t left,
+                                      void *arg),
+                      void *arg);
+
+/**
+ * Second half: unloads every model version on the thread pool, one at a
+ * time in reverse order of load completion, refusing what is still queued
+ * for it (loads still in flight finish first). The loop never waits on a
+ * backend. `done` runs on the loop once every unload has ended and every
+ * event the unloads pushed has run; then ifd_server_free may be called.
+ */
+void ifd_server_unload_all(ifd_server_t *s,
+                           void (*done)(ifd_server_t *s, void *arg), void *arg);
+
+/**
+ * ifd_server_drain (deadline exit_timeout_secs from now), then
+ * ifd_server_unload_all with `done`.
  */
 void ifd_server_shutdown(ifd_server_t *s,
                          void (*done)(ifd_server_t *s, void *arg), void *arg);
 
-/** Frees the server. Every model must be unloaded (after shutdown's done). */
+/** Frees the server. Every model must be unloaded (after unload's done);
+ *  events still queued run first. */
 void ifd_server_free(ifd_server_t *s);
 
 uv_loop_t *ifd_server_loop(ifd_server_t *s);

@@ -37,10 +37,21 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
 int ifd_grpc_port(const ifd_grpc_t *g);
 
 /**
- * Stops accepting, sends a graceful GOAWAY on every connection, lets
- * in-flight calls finish, then closes. `done(arg)` runs on the loop once
- * every handle is closed; `g` is freed by then. Call at most once.
+ * Begins the shutdown: stops accepting and sends GOAWAY(2^31-1) on every
+ * connection (the client opens no new call); calls in flight go on. At
+ * `deadline_ms` (uv_now() time; 0: none) every connection still open is
+ * closed. `done(arg)` runs on the loop once every handle is closed; `g` is
+ * freed by then. Call at most once.
  */
-void ifd_grpc_stop(ifd_grpc_t *g, void (*done)(void *arg), void *arg);
+void ifd_grpc_stop(ifd_grpc_t *g, uint64_t deadline_ms, void (*done)(void *arg),
+                   void *arg);
+
+/**
+ * After ifd_grpc_stop, once the core has no request left in flight: every
+ * call still open (an idle ModelStreamInfer stream) is finished with
+ * UNAVAILABLE, then each connection ends with its final GOAWAY and closes
+ * once its last bytes are written.
+ */
+void ifd_grpc_drained(ifd_grpc_t *g);
 
 #endif

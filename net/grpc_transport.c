@@ -1,31 +1,23 @@
 /*
- * net/grpc_transport.c - the gRPC transport: prior-knowledge h2c with
- * nghttp2's server session on libuv, gRPC message framing, deadlines and
- * flow control. It routes calls by :path to the methods of
- * ifd__grpc_methods (net/grpc_internal.h) and knows nothing of their
- * messages.
+ * net/grpc_transport.c - the connections of the gRPC transport:
+ * prior-knowledge h2c with nghttp2's server session on the connection layer
+ * (net/conn.c: accept, connection list, flusher, timers, close, shutdown
+ * deadline). The calls themselves (routing by :path to the methods of
+ * ifd__grpc_methods, framing, deadlines, statuses) are net/grpc_stream.c's.
  *
  * Reading. All connections share one read buffer owned by the front end:
  * libuv calls alloc, read and the read callback back to back, and the
  * callback feeds everything to nghttp2_session_mem_recv before returning, so
- * no bytes wait in it and an idle connection holds no buffer. DATA payloads
- * are reassembled into one malloc'd buffer per gRPC message (allocated up to
- * min(declared, 64 MiB) at once and grown by doubling beyond, so a peer's
- * declared length alone cannot make us allocate much), whose ownership moves
- * to the method. nghttp2 sends WINDOW_UPDATEs itself as data is consumed; we
- * advertise 16 MiB stream and connection windows so big tensors flow.
+ * no bytes wait in it and an idle connection holds no buffer. nghttp2 sends
+ * WINDOW_UPDATEs itself as data is consumed; we advertise 16 MiB stream and
+ * connection windows so big tensors flow.
  *
  * Writing. nghttp2_session_mem_send produces the frames. Control frames and
  * frame headers are small: they are copied into blocks of the connection's
- * next write batch. DATA frames use NGHTTP2_DATA_FLAG_NO_COPY: the
- * send_data callback appends the 9-byte frame header (copied) and iovecs
- * that point straight at the method's message pieces (not copied), so a
- * tensor goes from its output buffer to writev untouched. A message whose
- * last byte entered a batch moves to that batch's release list; its free_fn
- * runs once the batch's uv_write completes (or fails). Connections with
- * something to send are flushed by a uv_prepare handle just before the loop
- * blocks, so all output of one loop iteration goes in one uv_write; one write
- * is in flight per connection.
+ * next write batch; DATA frames point at the methods' messages (see
+ * grpc_stream.c). Connections with something to send are flushed by the
+ * connection layer just before the loop blocks, so all output of one loop
+ * iteration goes in one uv_write; one write is in flight per connection.
  *
  * Backpressure. A batch stops growing at MAX_BATCH_BYTES; while more than
  * OUT_HIGH_WATER bytes of the write in flight could not be handed to the
@@ -34,244 +26,45 @@
  * streams' queues and do not pause reading: the peer's WINDOW_UPDATEs must
  * still be read. Those are bounded by MAX_CONCURRENT_STREAMS calls.
  *
- * Deadlines. Each connection has one uv_timer and a binary min-heap of its
- * streams' deadlines (grpc-timeout): O(log n) per stream, one timer armed for
- * the earliest.
+ * Shutdown. Draining sends GOAWAY(2^31-1) so the client opens no new call;
+ * calls in flight go on. Once the core has nothing left in flight, the calls
+ * still open are answered UNAVAILABLE, and the final GOAWAY follows when the
+ * last one has closed; at the deadline net/conn.c closes what is left.
  *
- * Lifetime. A stream (ifd_gstream_t) is counted: the transport's reference
- * is dropped when the HTTP/2 stream closes or the connection goes; a method
- * that answers later holds its own. A detached stream (conn == NULL) only
- * refuses sends. A connection's memory is freed in the close callback of
- * its last handle; nghttp2 callbacks never free it.
+ * Lifetime. A connection's memory is freed in the close callback of its last
+ * handle (net/conn.c); nghttp2 callbacks never free it.
  */
-#include <netdb.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "core/log.h"
 #include "core/util.h"
-#include "net/grpc.h"
-#include "net/grpc_internal.h"
-#include "net/listen.h"
+#include "net/grpc_conn.h"
 
-#define READ_BUF_SIZE (256 * 1024)
 #define STREAM_WINDOW (16 << 20)
 #define CONN_WINDOW (16 << 20)
 #define MAX_CONCURRENT_STREAMS 1024
 #define MAX_HEADER_LIST (64 * 1024)
-/* Largest part of a message allocated before its bytes arrive. */
-#define MAX_PREALLOC ((size_t)64 << 20)
 #define MAX_BATCH_BYTES ((size_t)32 << 20)
 #define OUT_HIGH_WATER ((size_t)16 << 20)
 #define BLOCK_SIZE 16384
 #define DEFAULT_MAX_CONNECTIONS 65536u
-/* Expire deadlines this close to now (timers run in whole ms). */
-#define DEADLINE_SLACK_NS 1000000u
-#define NO_HEAP ((unsigned)-1)
-
-typedef struct link {
-  struct link *prev, *next;
-} link_t;
-
-static void link_init(link_t *l) {
-  l->prev = l->next = l;
-}
-static int link_empty(const link_t *l) {
-  return l->next == l;
-}
-static void link_add(link_t *head, link_t *l) {
-  l->prev = head->prev;
-  l->next = head;
-  head->prev->next = l;
-  head->prev = l;
-}
-static void link_del(link_t *l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-  link_init(l);
-}
-
-/* One queued response message. */
-typedef struct qmsg {
-  struct qmsg *next;   /* owned by the stream's queue or a batch's releases */
-  const uv_buf_t *iov; /* borrowed: valid until free_fn */
-  unsigned n_iov;
-  void (*free_fn)(void *arg);
-  void *free_arg; /* borrowed: the method's */
-  uint8_t prefix[5];
-} qmsg_t;
-
-/* A block of copied bytes (frame headers, control frames). */
-typedef struct blk {
-  struct blk *next; /* owned: older blocks */
-  size_t len, cap;
-  uint8_t data[];
-} blk_t;
-
-/* What one uv_write sends, and what it keeps alive. */
-typedef struct batch {
-  uv_buf_t *iov; /* owned (malloc'd) */
-  size_t n_iov, cap_iov;
-  blk_t *blocks; /* owned: chain, newest first */
-  qmsg_t *rel;   /* owned: messages to release after the write */
-  size_t bytes;
-} batch_t;
-
-typedef struct mslot {
-  const ifd_grpc_method_t *m; /* borrowed: static table */
-  uint64_t hash;
-} mslot_t;
-
-struct ifd_grpc {
-  uv_tcp_t listener;              /* embedded: closed by ifd_grpc_stop */
-  uv_prepare_t flusher;           /* embedded: writes dirty connections */
-  uv_loop_t *loop;                /* borrowed */
-  ifd_server_t *server;           /* borrowed: outlives the front end */
-  nghttp2_session_callbacks *cbs; /* owned */
-  mslot_t *mtab;                  /* owned: path -> method, open addressing */
-  size_t mtab_mask;
-  uint64_t max_message;
-  unsigned max_connections;
-  int port;
-  link_t conns; /* every open connection (gconn.link) */
-  link_t dirty; /* connections with output to produce */
-  unsigned n_conns;
-  int stopping, listener_closed;
-  void (*done)(void *arg);
-  void *done_arg;           /* borrowed: the caller's */
-  char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
-};
-
-typedef struct gconn {
-  uv_tcp_t tcp;             /* embedded */
-  uv_timer_t timer;         /* embedded: the earliest deadline */
-  uv_write_t wreq;          /* embedded: the one write in flight */
-  uv_shutdown_t sreq;       /* embedded: graceful close */
-  ifd_grpc_t *g;            /* borrowed: outlives the connection */
-  nghttp2_session *session; /* owned */
-  link_t link;              /* in g->conns */
-  link_t dirty;             /* in g->dirty while it has output to produce */
-  link_t streams;           /* attached streams (ifd_gstream.link) */
-  unsigned n_streams;
-  ifd_gstream_t **heap; /* owned array; borrowed entries: deadlines */
-  unsigned heap_n, heap_cap;
-  batch_t wb;            /* the write in flight */
-  batch_t nb;            /* the next write (and releases waiting for it) */
-  unsigned open_handles; /* tcp and timer until their close callbacks */
-  unsigned writing : 1;
-  unsigned closing : 1;
-  unsigned read_paused : 1;
-  unsigned stopping : 1;
-  unsigned terminated : 1; /* the final GOAWAY is submitted */
-} gconn_t;
-
-enum { ENC_NONE = 0, ENC_IDENTITY, ENC_OTHER };
-
-struct ifd_gstream {
-  gconn_t *conn;                   /* borrowed; NULL once detached */
-  ifd_server_t *server;            /* borrowed: outlives the call */
-  const ifd_grpc_method_t *method; /* borrowed: static; NULL: not routed */
-  void *data;                      /* the method's */
-  link_t link;                     /* in conn->streams while attached */
-  int32_t id;
-  unsigned refs;
-  unsigned heap_idx; /* in conn->heap, or NO_HEAP */
-  uint64_t max_message;
-  uint64_t deadline; /* uv_hrtime() ns; 0 = none */
-  /* Request headers. */
-  char *path; /* owned: copy of :path (only kept for unknown methods) */
-  char enc[48];
-  int enc_state;
-  int timeout_bad;
-  /* Inbound message being reassembled. */
-  uint8_t prefix[5];
-  unsigned prefix_len;
-  uint8_t *in; /* owned (malloc'd) */
-  size_t in_len, in_cap, in_need;
-  uint8_t *unary; /* owned: the unary request, until END_STREAM */
-  size_t unary_len;
-  unsigned n_in;
-  /* Outbound queue, oldest first; the head may be partly sent. */
-  qmsg_t *out_head, *out_tail; /* owned */
-  int out_piece;               /* -1: in the prefix; else iov index */
-  size_t out_off;
-  uint64_t out_unsent;
-  int status;
-  char *message; /* owned: percent-encoded grpc-message, or NULL */
-  unsigned is_post : 1;
-  unsigned ct_ok : 1;
-  unsigned started : 1;         /* request headers accepted */
-  unsigned remote_closed : 1;   /* END_STREAM seen */
-  unsigned headers_sent : 1;    /* response HEADERS submitted */
-  unsigned finished : 1;        /* status decided; no more sends */
-  unsigned method_finished : 1; /* ... by the method itself */
-  unsigned cancel_sent : 1;     /* on_cancel ran (or must not) */
-  unsigned deferred : 1;        /* the data provider returned DEFERRED */
-};
 
 static void close_conn(gconn_t *c, int graceful);
-static void maybe_finish_stop(ifd_grpc_t *g);
-static void on_prepare(uv_prepare_t *p);
-static void finish_call(ifd_gstream_t *st, int status, const char *msg,
-                        int by_method);
 
 int ifd_grpc_port(const ifd_grpc_t *g) {
-  return g->port;
+  return g->set.port;
 }
 
-/* ---- method table ------------------------------------------------------ */
-
-static uint64_t hash_path(const char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  size_t i;
-
-  for (i = 0; i < n; i++) {
-    h ^= (uint8_t)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-static int mtab_build(ifd_grpc_t *g) {
-  size_t n = 0, cap = 8, i, j;
-
-  while (ifd__grpc_methods[n].path != NULL) n++;
-  while (cap < 2 * n) cap *= 2;
-  g->mtab = calloc(cap, sizeof(*g->mtab));
-  if (g->mtab == NULL) return IFD_ENOMEM;
-  g->mtab_mask = cap - 1;
-  for (i = 0; i < n; i++) {
-    const ifd_grpc_method_t *m = &ifd__grpc_methods[i];
-    uint64_t h = hash_path(m->path, strlen(m->path));
-    for (j = h & g->mtab_mask; g->mtab[j].m != NULL; j = (j + 1) & g->mtab_mask)
-      if (strcmp(g->mtab[j].m->path, m->path) == 0) break;
-    if (g->mtab[j].m != NULL) continue; /* a duplicate: the first wins */
-    g->mtab[j].m = m;
-    g->mtab[j].hash = h;
-  }
-  return 0;
-}
-
-static const ifd_grpc_method_t *mtab_find(const ifd_grpc_t *g, const char *p,
-                                          size_t n) {
-  uint64_t h = hash_path(p, n);
-  size_t j;
-
-  for (j = h & g->mtab_mask; g->mtab[j].m != NULL; j = (j + 1) & g->mtab_mask) {
-    const ifd_grpc_method_t *m = g->mtab[j].m;
-    if (g->mtab[j].hash == h && strlen(m->path) == n &&
-        memcmp(m->path, p, n) == 0)
-      return m;
-  }
-  return NULL;
+static void mark_dirty(gconn_t *c) {
+  ifd__conn_mark_dirty(&c->base);
 }
 
 /* ---- write batches ------------------------------------------------------- */
 
-static int batch_push(batch_t *b, const void *p, size_t n) {
+int ifd__gbatch_push(batch_t *b, const void *p, size_t n) {
   if (b->n_iov == b->cap_iov) {
     size_t cap = b->cap_iov != 0 ? b->cap_iov * 2 : 64;
     uv_buf_t *iov = realloc(b->iov, cap * sizeof(*iov));
@@ -286,7 +79,7 @@ static int batch_push(batch_t *b, const void *p, size_t n) {
 
 /* Appends a copy of `n` bytes, merged with the previous piece when that
  * one ends right where the copy goes. */
-static int batch_copy(batch_t *b, const void *p, size_t n) {
+int ifd__gbatch_copy(batch_t *b, const void *p, size_t n) {
   blk_t *k = b->blocks;
   uint8_t *dst;
 
@@ -308,7 +101,7 @@ static int batch_copy(batch_t *b, const void *p, size_t n) {
     b->bytes += n;
     return 0;
   }
-  return batch_push(b, dst, n);
+  return ifd__gbatch_push(b, dst, n);
 }
 
 static void qmsg_release(qmsg_t *q) {
@@ -335,840 +128,22 @@ static void batch_reset(batch_t *b) {
   b->bytes = 0;
 }
 
-static void batch_release_later(batch_t *b, qmsg_t *q) {
+void ifd__gbatch_release_later(batch_t *b, qmsg_t *q) {
   q->next = b->rel;
   b->rel = q;
-}
-
-/* ---- streams --------------------------------------------------------------
- */
-
-ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st) {
-  return st->server;
-}
-void *ifd_gstream_data(const ifd_gstream_t *st) {
-  return st->data;
-}
-void ifd_gstream_set_data(ifd_gstream_t *st, void *data) {
-  st->data = data;
-}
-uint64_t ifd_gstream_max_message(const ifd_gstream_t *st) {
-  return st->max_message;
-}
-int ifd_gstream_closed(const ifd_gstream_t *st) {
-  return st->finished || st->conn == NULL;
-}
-
-uint64_t ifd_gstream_timeout_ns(const ifd_gstream_t *st) {
-  uint64_t now;
-
-  if (st->deadline == 0) return 0;
-  now = uv_hrtime();
-  return now >= st->deadline ? 1 : st->deadline - now;
-}
-
-void ifd_gstream_ref(ifd_gstream_t *st) {
-  st->refs++;
-}
-
-void ifd_gstream_unref(ifd_gstream_t *st) {
-  if (--st->refs != 0) return;
-  /* The transport's reference goes last at detach, so nothing is queued. */
-  free(st->in);
-  free(st->unary);
-  free(st->path);
-  free(st->message);
-  free(st);
-}
-
-static void mark_dirty(gconn_t *c) {
-  ifd_grpc_t *g = c->g;
-
-  if (c->closing || !link_empty(&c->dirty)) return;
-  link_add(&g->dirty, &c->dirty);
-  if (!uv_is_active((uv_handle_t *)&g->flusher))
-    uv_prepare_start(&g->flusher, on_prepare);
-}
-
-/* ---- deadline heap ---------------------------------------------------- */
-
-static void heap_set(gconn_t *c, unsigned i, ifd_gstream_t *st) {
-  c->heap[i] = st;
-  st->heap_idx = i;
-}
-
-static void heap_up(gconn_t *c, unsigned i) {
-  ifd_gstream_t *st = c->heap[i];
-
-  while (i > 0) {
-    unsigned p = (i - 1) / 2;
-    if (c->heap[p]->deadline <= st->deadline) break;
-    heap_set(c, i, c->heap[p]);
-    i = p;
-  }
-  heap_set(c, i, st);
-}
-
-static void heap_down(gconn_t *c, unsigned i) {
-  ifd_gstream_t *st = c->heap[i];
-
-  for (;;) {
-    unsigned l = 2 * i + 1, m = i;
-    uint64_t best = st->deadline;
-    if (l < c->heap_n && c->heap[l]->deadline < best) {
-      m = l;
-      best = c->heap[l]->deadline;
-    }
-    if (l + 1 < c->heap_n && c->heap[l + 1]->deadline < best) m = l + 1;
-    if (m == i) break;
-    heap_set(c, i, c->heap[m]);
-    i = m;
-  }
-  heap_set(c, i, st);
-}
-
-static void arm_timer(gconn_t *c);
-
-static int heap_add(gconn_t *c, ifd_gstream_t *st) {
-  if (c->heap_n == c->heap_cap) {
-    unsigned cap = c->heap_cap != 0 ? c->heap_cap * 2 : 16;
-    ifd_gstream_t **h = realloc(c->heap, cap * sizeof(*h));
-    if (h == NULL) return IFD_ENOMEM;
-    c->heap = h;
-    c->heap_cap = cap;
-  }
-  c->heap[c->heap_n] = st;
-  heap_up(c, c->heap_n++);
-  if (st->heap_idx == 0) arm_timer(c);
-  return 0;
-}
-
-static void heap_del(gconn_t *c, ifd_gstream_t *st) {
-  unsigned i = st->heap_idx;
-  ifd_gstream_t *last;
-
-  if (i == NO_HEAP) return;
-  st->heap_idx = NO_HEAP;
-  last = c->heap[--c->heap_n];
-  if (last != st) {
-    heap_set(c, i, last);
-    heap_up(c, i);
-    heap_down(c, last->heap_idx);
-  }
-  if (c->heap_n == 0) {
-    uv_timer_stop(&c->timer);
-    free(c->heap); /* idle connections keep no buffers */
-    c->heap = NULL;
-    c->heap_cap = 0;
-  }
-}
-
-static void on_deadline(uv_timer_t *t) {
-  gconn_t *c = ifd_container_of(t, gconn_t, timer);
-  uint64_t now = uv_hrtime();
-
-  while (c->heap_n > 0 && c->heap[0]->deadline <= now + DEADLINE_SLACK_NS) {
-    ifd_gstream_t *st = c->heap[0];
-    heap_del(c, st);
-    IFD_VERBOSE("gRPC stream %d: deadline exceeded", (int)st->id);
-    ifd_gstream_ref(st);
-    finish_call(st, IFD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded", 0);
-    if (!st->cancel_sent) {
-      st->cancel_sent = 1;
-      if (st->method != NULL && st->method->on_cancel != NULL)
-        st->method->on_cancel(st);
-    }
-    ifd_gstream_unref(st);
-  }
-  arm_timer(c);
-}
-
-static void arm_timer(gconn_t *c) {
-  uint64_t now, ms;
-
-  if (c->heap_n == 0 || c->closing) return;
-  now = uv_hrtime();
-  ms = c->heap[0]->deadline > now
-           ? (c->heap[0]->deadline - now + 999999) / 1000000
-           : 0;
-  uv_timer_start(&c->timer, on_deadline, ms, 0);
-}
-
-/* ---- finishing calls ---------------------------------------------------- */
-
-/* Percent-encodes a grpc-message as the gRPC spec asks: bytes outside
- * 0x20..0x7e and '%' become %XX. Returns NULL for none or on ENOMEM. */
-static char *percent_encode(const char *s) {
-  static const char hex[] = "0123456789ABCDEF";
-  size_t n = 0, i;
-  char *out, *o;
-
-  if (s == NULL || s[0] == '\0') return NULL;
-  for (i = 0; s[i] != '\0'; i++) {
-    uint8_t ch = (uint8_t)s[i];
-    n += (ch < 0x20 || ch > 0x7e || ch == '%') ? 3 : 1;
-  }
-  out = malloc(n + 1);
-  if (out == NULL) return NULL;
-  for (o = out, i = 0; s[i] != '\0'; i++) {
-    uint8_t ch = (uint8_t)s[i];
-    if (ch < 0x20 || ch > 0x7e || ch == '%') {
-      *o++ = '%';
-      *o++ = hex[ch >> 4];
-      *o++ = hex[ch & 15];
-    } else {
-      *o++ = (char)ch;
-    }
-  }
-  *o = '\0';
-  return out;
-}
-
-#define NV_STATIC(n, v)                                              \
-  {                                                                  \
-    (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1,    \
-        NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE \
-  }
-
-static nghttp2_nv nv_make(const char *n, const char *v) {
-  nghttp2_nv nv;
-
-  nv.name = (uint8_t *)n;
-  nv.value = (uint8_t *)v;
-  nv.namelen = strlen(n);
-  nv.valuelen = strlen(v);
-  nv.flags = NGHTTP2_NV_FLAG_NONE;
-  return nv;
-}
-
-/* grpc-status and grpc-message header fields; `num` holds the number. */
-static size_t status_nv(const ifd_gstream_t *st, nghttp2_nv *nv, char *num) {
-  size_t n = 0;
-
-  snprintf(num, 12, "%d", st->status);
-  nv[n++] = nv_make("grpc-status", num);
-  if (st->message != NULL) nv[n++] = nv_make("grpc-message", st->message);
-  return n;
-}
-
-/* Sends the whole response as one HEADERS frame with END_STREAM. */
-static void submit_trailers_only(ifd_gstream_t *st, const char *http_status) {
-  nghttp2_nv nv[5];
-  char num[12];
-  size_t n = 0;
-  int rc;
-
-  nv[n++] = nv_make(":status", http_status);
-  nv[n++] = (nghttp2_nv)NV_STATIC("content-type", "application/grpc");
-  n += status_nv(st, nv + n, num);
-  st->headers_sent = 1;
-  rc = nghttp2_submit_response(st->conn->session, st->id, nv, n, NULL);
-  if (rc != 0)
-    nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
-                              NGHTTP2_INTERNAL_ERROR);
-  mark_dirty(st->conn);
-}
-
-static void finish_with_http(ifd_gstream_t *st, const char *http_status,
-                             int status, const char *msg) {
-  if (st->finished || st->conn == NULL) return;
-  st->finished = 1;
-  st->cancel_sent = 1; /* the method never saw the call */
-  st->status = status;
-  st->message = percent_encode(msg);
-  heap_del(st->conn, st);
-  submit_trailers_only(st, http_status);
-}
-
-/* Decides the call's status. Trailers follow the queued messages (the data
- * provider submits them once it has handed out the last byte); a call that
- * sent nothing gets a Trailers-Only response. */
-static void finish_call(ifd_gstream_t *st, int status, const char *msg,
-                        int by_method) {
-  gconn_t *c = st->conn;
-
-  if (st->finished || c == NULL) return;
-  IFD_VERBOSE("gRPC stream %d: finished with status %d%s%s", (int)st->id,
-              status, msg != NULL && msg[0] != '\0' ? ": " : "",
-              msg != NULL ? msg : "");
-  st->finished = 1;
-  st->method_finished = by_method != 0;
-  st->status = status;
-  st->message = percent_encode(msg);
-  heap_del(c, st);
-  if (c->closing) return;
-  if (!st->headers_sent) {
-    submit_trailers_only(st, "200");
-    return;
-  }
-  if (st->deferred) {
-    st->deferred = 0;
-    nghttp2_session_resume_data(c->session, st->id);
-  }
-  mark_dirty(c);
-}
-
-/* The transport ends a call the method did not finish: status, then
- * on_cancel so the method drops its work. */
-static void fail_call(ifd_gstream_t *st, int status, const char *msg) {
-  finish_call(st, status, msg, 0);
-  if (!st->cancel_sent) {
-    st->cancel_sent = 1;
-    if (st->method != NULL && st->method->on_cancel != NULL)
-      st->method->on_cancel(st);
-  }
-}
-
-void ifd_gstream_finish(ifd_gstream_t *st, int grpc_status, const char *msg) {
-  finish_call(st, grpc_status, msg, 1);
-}
-
-/* ---- sending ------------------------------------------------------------ */
-
-static ssize_t on_read_data(nghttp2_session *s, int32_t id, uint8_t *buf,
-                            size_t length, uint32_t *flags,
-                            nghttp2_data_source *src, void *user) {
-  ifd_gstream_t *st = src->ptr;
-  size_t n = length;
-  nghttp2_nv nv[2];
-  char num[12];
-
-  (void)buf;
-  (void)user;
-  if (st->out_unsent < n) n = (size_t)st->out_unsent;
-  if (n == 0 && !st->finished) {
-    st->deferred = 1;
-    return NGHTTP2_ERR_DEFERRED;
-  }
-  *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-  if (n == st->out_unsent && st->finished) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    if (nghttp2_submit_trailer(s, id, nv, status_nv(st, nv, num)) != 0)
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  }
-  return (ssize_t)n;
-}
-
-/* Moves past empty pieces and releases messages whose bytes are all in a
- * batch. */
-static void out_settle(gconn_t *c, ifd_gstream_t *st) {
-  qmsg_t *q;
-
-  while ((q = st->out_head) != NULL) {
-    if (st->out_piece < 0) {
-      if (st->out_off < 5) return;
-      st->out_piece = 0;
-      st->out_off = 0;
-    }
-    while ((unsigned)st->out_piece < q->n_iov &&
-           st->out_off == q->iov[st->out_piece].len) {
-      st->out_piece++;
-      st->out_off = 0;
-    }
-    if ((unsigned)st->out_piece < q->n_iov) return;
-    st->out_head = q->next;
-    if (st->out_head == NULL) st->out_tail = NULL;
-    st->out_piece = -1;
-    st->out_off = 0;
-    batch_release_later(&c->nb, q);
-  }
-}
-
-static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
-                        const uint8_t *framehd, size_t length,
-                        nghttp2_data_source *src, void *user) {
-  gconn_t *c = user;
-  ifd_gstream_t *st = src->ptr;
-
-  (void)s;
-  (void)frame;
-  if (batch_copy(&c->nb, framehd, 9) != 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
-  st->out_unsent -= length;
-  while (length > 0) {
-    qmsg_t *q = st->out_head;
-    size_t k;
-    if (q == NULL) return NGHTTP2_ERR_CALLBACK_FAILURE; /* NEVER */
-    if (st->out_piece < 0) {
-      k = 5 - st->out_off;
-      if (k > length) k = length;
-      if (batch_copy(&c->nb, q->prefix + st->out_off, k) != 0)
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    } else {
-      const uv_buf_t *b = &q->iov[st->out_piece];
-      k = b->len - st->out_off;
-      if (k > length) k = length;
-      if (batch_push(&c->nb, b->base + st->out_off, k) != 0)
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    st->out_off += k;
-    length -= k;
-    out_settle(c, st);
-  }
-  return 0;
-}
-
-/* On IFD_ETOOBIG the transport finishes the call itself, so the method's
- * on_cancel runs when the stream closes: the call ended without the method
- * finishing it. */
-int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
-  gconn_t *c = st->conn;
-  uint64_t total = 0;
-  unsigned i;
-  qmsg_t *q;
-  char text[128];
-
-  if (st->finished || c == NULL || c->closing) {
-    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
-    return IFD_ECANCELLED;
-  }
-  for (i = 0; i < msg->n_iov; i++) total += msg->iov[i].len;
-  if (total > st->max_message || total > UINT32_MAX) {
-    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
-    snprintf(text, sizeof(text),
-             "response message of %llu bytes exceeds the maximum of %llu",
-             (unsigned long long)total, (unsigned long long)st->max_message);
-    finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
-    return IFD_ETOOBIG;
-  }
-  q = malloc(sizeof(*q));
-  if (q == NULL) {
-    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
-    return IFD_ENOMEM;
-  }
-  q->next = NULL;
-  q->iov = msg->iov;
-  q->n_iov = msg->n_iov;
-  q->free_fn = msg->free_fn;
-  q->free_arg = msg->free_arg;
-  q->prefix[0] = 0;
-  q->prefix[1] = (uint8_t)(total >> 24);
-  q->prefix[2] = (uint8_t)(total >> 16);
-  q->prefix[3] = (uint8_t)(total >> 8);
-  q->prefix[4] = (uint8_t)total;
-  if (!st->headers_sent) {
-    static const nghttp2_nv nv[] = {
-        NV_STATIC(":status", "200"),
-        NV_STATIC("content-type", "application/grpc"),
-    };
-    nghttp2_data_provider prd;
-    prd.source.ptr = st;
-    prd.read_callback = on_read_data;
-    if (nghttp2_submit_response(c->session, st->id, nv, 2, &prd) != 0) {
-      free(q);
-      if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
-      return IFD_ENOMEM;
-    }
-    st->headers_sent = 1;
-  } else if (st->deferred) {
-    st->deferred = 0;
-    nghttp2_session_resume_data(c->session, st->id);
-  }
-  if (st->out_tail != NULL)
-    st->out_tail->next = q;
-  else
-    st->out_head = q;
-  st->out_tail = q;
-  st->out_unsent += 5 + total;
-  mark_dirty(c);
-  return 0;
-}
-
-/* ---- stream life ------------------------------------------------------ */
-
-/* Ends the transport's hold on a stream: the HTTP/2 stream closed or the
- * connection goes. Queued messages are released after the next write (a
- * partly sent one may still be referenced by the write in flight). */
-static void detach(ifd_gstream_t *st) {
-  gconn_t *c = st->conn;
-
-  if (c == NULL) return;
-  heap_del(c, st);
-  while (st->out_head != NULL) {
-    qmsg_t *q = st->out_head;
-    st->out_head = q->next;
-    batch_release_later(&c->nb, q);
-  }
-  st->out_tail = NULL;
-  st->out_unsent = 0;
-  link_del(&st->link);
-  c->n_streams--;
-  st->conn = NULL;
-  free(st->in);
-  st->in = NULL;
-  free(st->unary);
-  st->unary = NULL;
-  if (!st->method_finished && !st->cancel_sent) {
-    st->cancel_sent = 1;
-    if (st->method != NULL && st->method->on_cancel != NULL)
-      st->method->on_cancel(st);
-  }
-  st->finished = 1;
-  if (c->stopping && c->n_streams == 0 && !c->closing && !c->terminated) {
-    c->terminated = 1;
-    nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
-  }
-  mark_dirty(c);
-  ifd_gstream_unref(st);
-}
-
-static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
-                           void *user) {
-  ifd_gstream_t *st = nghttp2_session_get_stream_user_data(s, id);
-
-  (void)user;
-  if (st == NULL) return 0;
-  IFD_VERBOSE("gRPC stream %d closed (error code %u)", (int)id, code);
-  nghttp2_session_set_stream_user_data(s, id, NULL);
-  detach(st);
-  return 0;
-}
-
-static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
-                            void *user) {
-  gconn_t *c = user;
-  ifd_gstream_t *st;
-
-  if (frame->hd.type != NGHTTP2_HEADERS ||
-      frame->headers.cat != NGHTTP2_HCAT_REQUEST)
-    return 0;
-  st = calloc(1, sizeof(*st));
-  if (st == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  st->conn = c;
-  st->server = c->g->server;
-  st->id = frame->hd.stream_id;
-  st->refs = 1;
-  st->heap_idx = NO_HEAP;
-  st->max_message = c->g->max_message;
-  st->out_piece = -1;
-  link_add(&c->streams, &st->link);
-  c->n_streams++;
-  nghttp2_session_set_stream_user_data(s, st->id, st);
-  return 0;
-}
-
-/* Parses grpc-timeout ("100m": 1 to 8 digits and a unit) into ns. */
-static int parse_timeout(const uint8_t *v, size_t n, uint64_t *ns) {
-  uint64_t x = 0, mul;
-  size_t i;
-
-  if (n < 2 || n > 9) return -1;
-  for (i = 0; i + 1 < n; i++) {
-    if (v[i] < '0' || v[i] > '9') return -1;
-    x = x * 10 + (uint64_t)(v[i] - '0');
-  }
-  switch (v[n - 1]) {
-    case 'H':
-      mul = 3600000000000ull;
-      break;
-    case 'M':
-      mul = 60000000000ull;
-      break;
-    case 'S':
-      mul = 1000000000ull;
-      break;
-    case 'm':
-      mul = 1000000ull;
-      break;
-    case 'u':
-      mul = 1000ull;
-      break;
-    case 'n':
-      mul = 1ull;
-      break;
-    default:
-      return -1;
-  }
-  /* 99999999H overflows: cap far beyond any real deadline (~146 years). */
-  *ns = x > (UINT64_MAX / 4) / mul ? UINT64_MAX / 4 : x * mul;
-  return 0;
-}
-
-static int hdr_is(const uint8_t *name, size_t n, const char *want) {
-  return n == strlen(want) && memcmp(name, want, n) == 0;
-}
-
-static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
-                     const uint8_t *name, size_t namelen, const uint8_t *value,
-                     size_t valuelen, uint8_t flags, void *user) {
-  ifd_gstream_t *st;
-  uint64_t ns;
-
-  (void)flags;
-  (void)user;
-  if (frame->hd.type != NGHTTP2_HEADERS ||
-      frame->headers.cat != NGHTTP2_HCAT_REQUEST)
-    return 0;
-  st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
-  if (st == NULL) return 0;
-  if (hdr_is(name, namelen, ":method")) {
-    st->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
-  } else if (hdr_is(name, namelen, ":path")) {
-    st->method = mtab_find(st->conn->g, (const char *)value, valuelen);
-    if (st->method == NULL && st->path == NULL) {
-      st->path = malloc(valuelen + 1);
-      if (st->path == NULL) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-      memcpy(st->path, value, valuelen);
-      st->path[valuelen] = '\0';
-    }
-  } else if (hdr_is(name, namelen, "content-type")) {
-    /* "application/grpc", "application/grpc+proto", "...;charset" */
-    st->ct_ok = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
-                (valuelen == 16 || value[16] == '+' || value[16] == ';');
-  } else if (hdr_is(name, namelen, "grpc-encoding")) {
-    if (valuelen == 8 && memcmp(value, "identity", 8) == 0) {
-      st->enc_state = ENC_IDENTITY;
-    } else {
-      size_t k =
-          valuelen < sizeof(st->enc) - 1 ? valuelen : sizeof(st->enc) - 1;
-      st->enc_state = ENC_OTHER;
-      memcpy(st->enc, value, k);
-      st->enc[k] = '\0';
-    }
-  } else if (hdr_is(name, namelen, "grpc-timeout")) {
-    if (parse_timeout(value, valuelen, &ns) != 0) {
-      st->timeout_bad = 1;
-    } else {
-      uint64_t now = uv_hrtime();
-      st->deadline = now + (ns == 0 ? 1 : ns);
-    }
-  }
-  return 0;
-}
-
-/* The request HEADERS are complete: validate and route. */
-static void start_call(ifd_gstream_t *st) {
-  char text[160];
-
-  st->started = 1;
-  if (!st->is_post) {
-    finish_with_http(st, "405", IFD_GRPC_INTERNAL,
-                     "gRPC requires the POST method");
-    return;
-  }
-  if (!st->ct_ok) {
-    finish_with_http(st, "415", IFD_GRPC_INTERNAL,
-                     "invalid gRPC request content-type");
-    return;
-  }
-  if (st->method == NULL) {
-    snprintf(text, sizeof(text), "unknown method %.140s",
-             st->path != NULL ? st->path : "");
-    IFD_VERBOSE("gRPC stream %d: %s", (int)st->id, text);
-    finish_call(st, IFD_GRPC_UNIMPLEMENTED, text, 0);
-    return;
-  }
-  IFD_VERBOSE("gRPC stream %d: %s", (int)st->id, st->method->path);
-  if (st->timeout_bad) {
-    fail_call(st, IFD_GRPC_INTERNAL, "malformed grpc-timeout");
-    return;
-  }
-  if (st->deadline != 0 && heap_add(st->conn, st) != 0)
-    fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
-}
-
-/* A whole request message: to the method (streaming) or kept until
- * END_STREAM (unary). Takes `msg`. */
-static void deliver(ifd_gstream_t *st, uint8_t *msg, size_t len) {
-  st->n_in++;
-  if (st->method->streaming) {
-    ifd_gstream_ref(st);
-    st->method->on_message(st, msg, len);
-    ifd_gstream_unref(st);
-    return;
-  }
-  if (st->unary != NULL) {
-    free(msg);
-    fail_call(st, IFD_GRPC_INTERNAL,
-              "unary call with more than one request message");
-    return;
-  }
-  st->unary = msg;
-  st->unary_len = len;
-}
-
-/* Reads the 5-byte prefix just completed and prepares the buffer. Returns
- * 0, or -1 when the call was failed. */
-static int begin_message(ifd_gstream_t *st) {
-  uint64_t need = ((uint64_t)st->prefix[1] << 24) |
-                  ((uint64_t)st->prefix[2] << 16) |
-                  ((uint64_t)st->prefix[3] << 8) | st->prefix[4];
-  size_t cap;
-  char text[160];
-
-  if (st->prefix[0] > 1) {
-    fail_call(st, IFD_GRPC_INTERNAL, "invalid gRPC message compressed flag");
-    return -1;
-  }
-  if (st->prefix[0] == 1) {
-    if (st->enc_state != ENC_OTHER) {
-      fail_call(st, IFD_GRPC_INTERNAL,
-                "compressed message without grpc-encoding");
-    } else {
-      snprintf(text, sizeof(text), "grpc-encoding %s is not supported",
-               st->enc);
-      fail_call(st, IFD_GRPC_UNIMPLEMENTED, text);
-    }
-    return -1;
-  }
-  if (need > st->max_message) {
-    snprintf(text, sizeof(text),
-             "message of %llu bytes exceeds the maximum of %llu",
-             (unsigned long long)need, (unsigned long long)st->max_message);
-    fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text);
-    return -1;
-  }
-  cap = need < MAX_PREALLOC ? (size_t)need : MAX_PREALLOC;
-  st->in = malloc(cap != 0 ? cap : 1);
-  if (st->in == NULL) {
-    fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED,
-              "out of memory for the request message");
-    return -1;
-  }
-  st->in_len = 0;
-  st->in_cap = cap;
-  st->in_need = (size_t)need;
-  return 0;
-}
-
-static void message_done(ifd_gstream_t *st) {
-  uint8_t *msg = st->in;
-  size_t len = st->in_len;
-
-  st->in = NULL;
-  st->in_len = st->in_cap = st->in_need = 0;
-  st->prefix_len = 0;
-  deliver(st, msg, len);
-}
-
-static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
-                         const uint8_t *data, size_t len, void *user) {
-  ifd_gstream_t *st = nghttp2_session_get_stream_user_data(s, id);
-
-  (void)flags;
-  (void)user;
-  if (st == NULL || st->finished || st->conn == NULL || st->method == NULL)
-    return 0;
-  while (len > 0 && !st->finished) {
-    size_t k;
-    if (st->prefix_len < 5) {
-      k = 5 - st->prefix_len;
-      if (k > len) k = len;
-      memcpy(st->prefix + st->prefix_len, data, k);
-      st->prefix_len += (unsigned)k;
-      data += k;
-      len -= k;
-      if (st->prefix_len < 5) break;
-      if (begin_message(st) != 0) break;
-      if (st->in_need == 0) message_done(st);
-      continue;
-    }
-    k = st->in_need - st->in_len;
-    if (k > len) k = len;
-    if (st->in_len + k > st->in_cap) {
-      size_t cap = st->in_cap * 2;
-      uint8_t *p;
-      if (cap < st->in_len + k) cap = st->in_len + k;
-      if (cap > st->in_need) cap = st->in_need;
-      p = realloc(st->in, cap);
-      if (p == NULL) {
-        fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED,
-                  "out of memory for the request message");
-        break;
-      }
-      st->in = p;
-      st->in_cap = cap;
-    }
-    memcpy(st->in + st->in_len, data, k);
-    st->in_len += k;
-    data += k;
-    len -= k;
-    if (st->in_len == st->in_need) message_done(st);
-  }
-  return 0;
-}
-
-/* The client half-closed. */
-static void remote_end(ifd_gstream_t *st) {
-  char text[160];
-  uint8_t *msg;
-
-  st->remote_closed = 1;
-  if (st->finished || st->conn == NULL || st->method == NULL) return;
-  if (st->prefix_len != 0) {
-    snprintf(text, sizeof(text),
-             "incomplete message: %llu of %llu bytes before the end of the "
-             "stream",
-             (unsigned long long)(st->prefix_len < 5 ? 0 : st->in_len),
-             (unsigned long long)(st->prefix_len < 5 ? 0 : st->in_need));
-    if (st->prefix_len < 5)
-      snprintf(text, sizeof(text), "incomplete message prefix");
-    fail_call(st, IFD_GRPC_INTERNAL, text);
-    return;
-  }
-  if (st->method->streaming) {
-    if (st->method->on_end != NULL) {
-      ifd_gstream_ref(st);
-      st->method->on_end(st);
-      ifd_gstream_unref(st);
-    }
-    return;
-  }
-  if (st->unary == NULL) {
-    fail_call(st, IFD_GRPC_INTERNAL, "unary call without a request message");
-    return;
-  }
-  msg = st->unary;
-  st->unary = NULL;
-  ifd_gstream_ref(st);
-  st->method->on_message(st, msg, st->unary_len);
-  ifd_gstream_unref(st);
-}
-
-static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
-                         void *user) {
-  ifd_gstream_t *st;
-
-  (void)user;
-  if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
-    return 0;
-  st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
-  if (st == NULL) return 0;
-  /* Known before start_call answers, so no RST follows a response to a
-   * request that is already complete. */
-  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) st->remote_closed = 1;
-  if (frame->hd.type == NGHTTP2_HEADERS && !st->started) start_call(st);
-  if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && st->conn != NULL)
-    remote_end(st);
-  return 0;
-}
-
-/* After our END_STREAM, tells a client still sending to stop (as grpc-go
- * does): RST_STREAM(NO_ERROR) follows the final HEADERS. */
-static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
-                         void *user) {
-  ifd_gstream_t *st;
-
-  (void)user;
-  if (frame->hd.type != NGHTTP2_HEADERS ||
-      !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-    return 0;
-  st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
-  if (st != NULL && !st->remote_closed)
-    nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
-  return 0;
 }
 
 /* ---- reading and writing ------------------------------------------------- */
 
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
-  gconn_t *c = ifd_container_of(hd, gconn_t, tcp);
+  gconn_t *c = hd->data;
 
   (void)suggested;
   *buf = uv_buf_init(c->g->rbuf, READ_BUF_SIZE);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  gconn_t *c = ifd_container_of(s, gconn_t, tcp);
+  gconn_t *c = s->data;
   ssize_t rc;
 
   if (nread == 0) return;
@@ -1176,7 +151,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->closing) return;
+  if (c->base.closing) return;
   rc = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base,
                                 (size_t)nread);
   if (rc < 0) {
@@ -1194,14 +169,14 @@ static void on_write(uv_write_t *w, int status) {
 
   c->writing = 0;
   batch_reset(&c->wb);
-  if (c->closing) return;
+  if (c->base.closing) return;
   if (status < 0) {
     close_conn(c, 0);
     return;
   }
   if (c->read_paused) {
     c->read_paused = 0;
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    ifd__conn_read_start(&c->base, on_alloc, on_read);
   }
   flush(c);
 }
@@ -1210,7 +185,7 @@ static void on_write(uv_write_t *w, int status) {
 static void flush(gconn_t *c) {
   batch_t tmp;
 
-  if (c->closing || c->writing) return;
+  if (c->base.closing || c->writing) return;
   while (c->nb.bytes < MAX_BATCH_BYTES) {
     const uint8_t *data;
     ssize_t n = nghttp2_session_mem_send(c->session, &data);
@@ -1220,7 +195,7 @@ static void flush(gconn_t *c) {
       return;
     }
     if (n == 0) break;
-    if (batch_copy(&c->nb, data, (size_t)n) != 0) {
+    if (ifd__gbatch_copy(&c->nb, data, (size_t)n) != 0) {
       close_conn(c, 0);
       return;
     }
@@ -1236,73 +211,55 @@ static void flush(gconn_t *c) {
   c->wb = c->nb;
   c->nb = tmp;
   c->writing = 1;
-  if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, c->wb.iov,
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, c->wb.iov,
                (unsigned)c->wb.n_iov, on_write) != 0) {
     c->writing = 0;
     batch_reset(&c->wb);
     close_conn(c, 0);
     return;
   }
-  if (!c->read_paused && c->tcp.write_queue_size > OUT_HIGH_WATER) {
+  if (!c->read_paused && c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
     c->read_paused = 1;
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    ifd__conn_read_stop(&c->base);
   }
 }
 
-static void on_prepare(uv_prepare_t *p) {
-  ifd_grpc_t *g = ifd_container_of(p, ifd_grpc_t, flusher);
-
-  while (!link_empty(&g->dirty)) {
-    gconn_t *c = ifd_container_of(g->dirty.next, gconn_t, dirty);
-    link_del(&c->dirty);
-    flush(c);
-  }
-  uv_prepare_stop(p);
+static void on_flush(ifd_conn_t *base) {
+  flush((gconn_t *)base);
 }
 
 /* ---- connection life ------------------------------------------------------
  */
 
-static void on_handle_close(uv_handle_t *hd) {
-  gconn_t *c = hd->data;
-  ifd_grpc_t *g = c->g;
+static void on_timer(ifd_conn_t *base) {
+  ifd__gconn_on_deadline((gconn_t *)base);
+}
 
-  if (--c->open_handles != 0) return;
+/* Every attached stream is cancelled before the handles close. */
+static void on_closing(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
+
+  if (c->streams.next == NULL) return; /* on_open never ran */
+  while (!ifd__link_empty(&c->streams)) {
+    ifd_gstream_t *st = ifd_container_of(c->streams.next, ifd_gstream_t, link);
+    if (c->session != NULL)
+      nghttp2_session_set_stream_user_data(c->session, st->id, NULL);
+    ifd__gstream_detach(st);
+  }
+}
+
+static void on_free(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
+
   if (c->session != NULL) nghttp2_session_del(c->session);
   batch_reset(&c->wb);
   batch_reset(&c->nb);
   free(c->heap);
-  link_del(&c->link);
-  g->n_conns--;
-  free(c);
-  maybe_finish_stop(g);
 }
 
-static void on_shutdown(uv_shutdown_t *r, int status) {
-  gconn_t *c = ifd_container_of(r, gconn_t, sreq);
-
-  (void)status;
-  uv_close((uv_handle_t *)&c->tcp, on_handle_close);
-}
-
-/* Closes now, or after a FIN (graceful: everything is written). Every
- * attached stream is cancelled first. */
+/* Closes now, or after a FIN (graceful: everything is written). */
 static void close_conn(gconn_t *c, int graceful) {
-  if (c->closing) return;
-  c->closing = 1;
-  link_del(&c->dirty);
-  uv_read_stop((uv_stream_t *)&c->tcp);
-  while (!link_empty(&c->streams)) {
-    ifd_gstream_t *st = ifd_container_of(c->streams.next, ifd_gstream_t, link);
-    if (c->session != NULL)
-      nghttp2_session_set_stream_user_data(c->session, st->id, NULL);
-    detach(st);
-  }
-  uv_close((uv_handle_t *)&c->timer, on_handle_close);
-  if (graceful && !c->writing &&
-      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
-    return;
-  uv_close((uv_handle_t *)&c->tcp, on_handle_close);
+  ifd__conn_close(&c->base, graceful && !c->writing);
 }
 
 static int start_session(gconn_t *c) {
@@ -1324,39 +281,46 @@ static int start_session(gconn_t *c) {
   return 0;
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-  ifd_grpc_t *g = ifd_container_of(server, ifd_grpc_t, listener);
-  gconn_t *c;
+static int on_open(ifd_conn_t *base) {
+  gconn_t *c = (gconn_t *)base;
 
-  if (status < 0) {
-    IFD_WARN("gRPC accept failed: %s", uv_strerror(status));
-    return;
-  }
-  c = calloc(1, sizeof(*c));
-  if (c == NULL) return; /* libuv retries the accept later */
-  c->g = g;
-  link_init(&c->dirty);
-  link_init(&c->streams);
-  uv_tcp_init(g->loop, &c->tcp);
-  uv_timer_init(g->loop, &c->timer);
-  c->tcp.data = c;
-  c->timer.data = c;
-  c->open_handles = 2;
-  link_add(&g->conns, &c->link);
-  g->n_conns++;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-      g->n_conns > g->max_connections || g->stopping) {
-    close_conn(c, 0);
-    return;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
+  c->g = ifd_container_of(base->set, ifd_grpc_t, set);
+  ifd__link_init(&c->streams);
   if (start_session(c) != 0 ||
-      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
-    close_conn(c, 0);
-    return;
-  }
+      ifd__conn_read_start(base, on_alloc, on_read) != 0)
+    return -1;
   mark_dirty(c); /* our SETTINGS go first */
+  return 0;
 }
+
+static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
+  gconn_t *c = (gconn_t *)base;
+
+  if (phase == IFD_CONN_DRAIN) {
+    c->stopping = 1;
+    /* GOAWAY(2^31-1) first: the client opens no new stream; the final
+     * GOAWAY with the last stream id follows when the calls are done. */
+    nghttp2_submit_shutdown_notice(c->session);
+  } else {
+    ifd__gconn_end_calls(c);
+  }
+  if (c->n_streams == 0 && !c->terminated) {
+    c->terminated = 1;
+    nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+  }
+  mark_dirty(c);
+}
+
+static const ifd_conn_proto_t grpc_proto = {
+    .name = "gRPC",
+    .size = sizeof(gconn_t),
+    .on_open = on_open,
+    .on_flush = on_flush,
+    .on_timer = on_timer,
+    .on_stop = on_stop,
+    .on_closing = on_closing,
+    .on_free = on_free,
+};
 
 /* ---- start and stop --------------------------------------------------------
  */
@@ -1367,30 +331,20 @@ static void free_grpc(ifd_grpc_t *g) {
   free(g);
 }
 
-static void free_on_close(uv_handle_t *hd) {
-  free_grpc(ifd_container_of(hd, ifd_grpc_t, listener));
-}
+static void on_set_closed(ifd_conn_set_t *set) {
+  ifd_grpc_t *g = ifd_container_of(set, ifd_grpc_t, set);
+  void (*done)(void *) = g->done;
+  void *arg = g->done_arg;
 
-static int make_callbacks(ifd_grpc_t *g) {
-  nghttp2_session_callbacks *cb;
-
-  if (nghttp2_session_callbacks_new(&cb) != 0) return IFD_ENOMEM;
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-  nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
-  nghttp2_session_callbacks_set_send_data_callback(cb, on_send_data);
-  g->cbs = cb;
-  return 0;
+  free_grpc(g);
+  if (done != NULL) done(arg);
 }
 
 int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
                    const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
                    ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
-  int rc, open;
+  int rc;
   ifd_grpc_t *g;
 
   g = calloc(1, sizeof(*g));
@@ -1400,70 +354,29 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
   g->max_message = opts->max_message_size != 0
                        ? opts->max_message_size
                        : IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
-  g->max_connections = opts->max_connections != 0 ? opts->max_connections
-                                                  : DEFAULT_MAX_CONNECTIONS;
-  link_init(&g->conns);
-  link_init(&g->dirty);
-  if (make_callbacks(g) != 0 || mtab_build(g) != 0) {
+  if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
-
-  rc = ifd__net_listen(loop, &g->listener, "gRPC", host, opts->port, 0,
-                       on_connection, &g->port, &open, err);
+  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port, 0,
+                           opts->max_connections != 0 ? opts->max_connections
+                                                      : DEFAULT_MAX_CONNECTIONS,
+                           err);
   if (rc != 0) {
-    if (open)
-      uv_close((uv_handle_t *)&g->listener, free_on_close);
-    else
-      free_grpc(g);
+    ifd__conn_set_stop(&g->set, 0, on_set_closed);
     return rc;
   }
-  uv_prepare_init(loop, &g->flusher);
   *out = g;
   return 0;
 }
 
-static void on_flusher_close(uv_handle_t *hd) {
-  ifd_grpc_t *g = ifd_container_of(hd, ifd_grpc_t, flusher);
-  void (*done)(void *) = g->done;
-  void *arg = g->done_arg;
-
-  free_grpc(g);
-  if (done != NULL) done(arg);
-}
-
-static void maybe_finish_stop(ifd_grpc_t *g) {
-  if (!g->stopping || !g->listener_closed || g->n_conns != 0) return;
-  g->listener_closed = 0; /* run once */
-  uv_close((uv_handle_t *)&g->flusher, on_flusher_close);
-}
-
-static void on_listener_close(uv_handle_t *hd) {
-  ifd_grpc_t *g = ifd_container_of(hd, ifd_grpc_t, listener);
-
-  g->listener_closed = 1;
-  maybe_finish_stop(g);
-}
-
-void ifd_grpc_stop(ifd_grpc_t *g, void (*done)(void *arg), void *arg) {
-  link_t *l, *next;
-
-  g->stopping = 1;
+void ifd_grpc_stop(ifd_grpc_t *g, uint64_t deadline_ms, void (*done)(void *arg),
+                   void *arg) {
   g->done = done;
   g->done_arg = arg;
-  uv_close((uv_handle_t *)&g->listener, on_listener_close);
-  for (l = g->conns.next; l != &g->conns; l = next) {
-    gconn_t *c = ifd_container_of(l, gconn_t, link);
-    next = l->next;
-    if (c->closing) continue;
-    c->stopping = 1;
-    /* GOAWAY(2^31-1) first: the client opens no new stream; the final
-     * GOAWAY with the last stream id follows when the calls are done. */
-    nghttp2_submit_shutdown_notice(c->session);
-    if (c->n_streams == 0) {
-      c->terminated = 1;
-      nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
-    }
-    mark_dirty(c);
-  }
+  ifd__conn_set_stop(&g->set, deadline_ms, on_set_closed);
+}
+
+void ifd_grpc_drained(ifd_grpc_t *g) {
+  ifd__conn_set_close(&g->set);
 }

@@ -48,14 +48,22 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
 int ifd_http_port(const ifd_http_t *h);
 
 /**
- * Stops accepting, closes idle connections now and busy ones once their
- * in-flight responses are written (a request parsed only in part is
- * dropped). Requests still executing for connections that the client closed
- * do not delay it: their responses are dropped when they arrive.
+ * Begins the shutdown: stops accepting, closes idle connections now and
+ * busy ones once their in-flight responses are written (a request parsed
+ * only in part is dropped). Requests still executing for connections that
+ * the client closed do not delay it: their responses are dropped when they
+ * arrive. At `deadline_ms` (uv_now() time; 0: none) every connection still
+ * open (a client that stopped reading) is closed.
  *
  * `done(arg)` runs on the loop once every handle is closed; `h` has been
  * freed by then. Call at most once.
  */
-void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg);
+void ifd_http_stop(ifd_http_t *h, uint64_t deadline_ms, void (*done)(void *arg),
+                   void *arg);
+
+/** After ifd_http_stop, once the core has no request left in flight (for
+ *  HTTP/1.1 nothing changes: each connection closes after its last
+ *  response). */
+void ifd_http_drained(ifd_http_t *h);
 
 #endif

@@ -6,20 +6,24 @@
  * stream, and the callback parses everything before returning, so no bytes
  * wait in it between reads and an idle connection holds no buffer. The URL
  * and the two headers we need are copied out as llhttp reports them. A body
- * goes into ONE malloc'd buffer sized from Content-Length (chunked bodies
- * grow, capped by max_input_size); once a body has started, alloc hands
- * libuv the rest of that buffer directly, so a large body is read into place
- * and only its first read is copied. The buffer moves to the request
- * (req->body) with the message.
+ * goes into ONE malloc'd buffer that grows as its bytes arrive (doubling, up
+ * to Content-Length, or max_input_size for chunked bodies), so a declared
+ * length alone allocates nothing; once a body has started, alloc hands libuv
+ * the free part of that buffer directly, so a large body is read into place.
+ * The buffer moves to the request (req->body) with the message: binary
+ * tensors point into it, zero copy.
  *
  * Writing. Each parsed message appends a slot to the connection's FIFO;
  * slots are finished in any order (an infer answers later) but written from
  * the head only, so responses keep request order. A finished slot marks its
  * connection dirty; a uv_prepare handle writes every dirty connection's
- * ready slots in one uv_write just before the loop blocks, which batches
- * pipelined responses. One write is in flight per connection.
+ * ready slots in one uv_write just before the loop blocks (the connection
+ * layer's flusher, net/conn.c), which batches pipelined responses. One write
+ * is in flight per connection.
  *
- * Lifetime. A connection's memory is freed only in its close callback.
+ * Lifetime. Accept, the connection list, closing and the shutdown deadline
+ * are net/conn.c's; a connection's memory is freed only in its close
+ * callback.
  * Slots still waiting for a response then become orphans (slot->conn =
  * NULL): the response is dropped when it arrives, so a request never points
  * at a freed connection.
@@ -34,12 +38,10 @@
 #include <sys/socket.h>
 
 #include "core/log.h"
+#include "core/util.h"
+#include "net/conn.h"
 #include "net/internal.h"
-#include "net/listen.h"
 #include "net/status.h"
-
-#define container_of(p, type, member) \
-  ((type *)((char *)(p)-offsetof(type, member)))
 
 #define READ_BUF_SIZE 65536
 #define MAX_URL 8192
@@ -48,57 +50,27 @@
 /* A body read goes straight into the body buffer when this much is left. */
 #define DIRECT_READ_MIN 4096
 #define MAX_WRITE_IOV 1024
-
-typedef struct link {
-  struct link *prev, *next;
-} link_t;
-
-static void link_init(link_t *l) {
-  l->prev = l->next = l;
-}
-static int link_empty(const link_t *l) {
-  return l->next == l;
-}
-static void link_add(link_t *head, link_t *l) {
-  l->prev = head->prev;
-  l->next = head;
-  head->prev->next = l;
-  head->prev = l;
-}
-static void link_del(link_t *l) {
-  l->prev->next = l->next;
-  l->next->prev = l->prev;
-  link_init(l);
-}
+/* The first allocation of a body, before it doubles as bytes arrive. */
+#define BODY_FIRST_CHUNK 65536
 
 struct ifd_http {
-  uv_tcp_t listener;    /* embedded: closed by ifd_http_stop */
-  uv_prepare_t flusher; /* embedded: writes dirty connections */
+  ifd_conn_set_t set;   /* embedded, first: listener and connections */
   uv_loop_t *loop;      /* borrowed */
   ifd_server_t *server; /* borrowed: outlives the front end */
   llhttp_settings_t settings;
   uint64_t max_input_size;
-  unsigned max_connections;
-  int port;
   int metrics_only;
   const struct ifd_metrics *metrics; /* borrowed: outlives the front end */
-  link_t conns; /* every open connection (ifd_http_conn.link) */
-  link_t dirty; /* connections with ready slots to write */
-  unsigned n_conns;
-  int stopping, listener_closed;
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
 };
 
 struct ifd_http_conn {
-  uv_tcp_t tcp;       /* embedded: the connection is freed in its close cb */
-  uv_write_t wreq;    /* embedded: the one write in flight */
-  uv_shutdown_t sreq; /* embedded: graceful close */
-  ifd_http_t *h;      /* borrowed: outlives the connection */
+  ifd_conn_t base; /* embedded, first: socket, timer, lists, closing */
+  uv_write_t wreq; /* embedded: the one write in flight */
+  ifd_http_t *h;   /* borrowed: outlives the connection */
   llhttp_t parser;
-  link_t link;           /* in h->conns */
-  link_t dirty;          /* in h->dirty while it has slots to write */
   ifd_http_slot_t *head; /* owned: response FIFO, oldest first */
   ifd_http_slot_t *tail; /* borrowed: last of the FIFO */
   unsigned n_slots;
@@ -112,12 +84,12 @@ struct ifd_http_conn {
   char hval[24]; /* value of a header we want; hval_len > size: too long */
   size_t hval_len;
   uint64_t header_len; /* Inference-Header-Content-Length */
-  char *body;          /* owned (malloc'd); NULL while idle */
+  char *body;          /* owned (malloc'd); NULL until body bytes arrive */
   size_t body_len, body_cap;
+  size_t body_need; /* Content-Length; 0 for none or chunked */
   uint64_t t_begin;
   unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
 
-  unsigned closing : 1;     /* uv_shutdown or uv_close called */
   unsigned no_more : 1;     /* parse no further requests */
   unsigned eof : 1;         /* the client half-closed */
   unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
@@ -133,8 +105,6 @@ static const char oom_response[] =
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void close_conn(ifd_http_conn_t *c, int graceful);
-static void maybe_finish_stop(ifd_http_t *h);
-static void on_prepare(uv_prepare_t *p);
 
 ifd_server_t *ifd__http_server(const ifd_http_t *h) {
   return h->server;
@@ -147,7 +117,7 @@ const struct ifd_metrics *ifd__http_metrics(const ifd_http_t *h,
 }
 
 int ifd_http_port(const ifd_http_t *h) {
-  return h->port;
+  return h->set.port;
 }
 
 /* ---- slots ------------------------------------------------------------- */
@@ -176,12 +146,7 @@ void ifd__http_slot_free(ifd_http_slot_t *s) {
 }
 
 static void mark_dirty(ifd_http_conn_t *c) {
-  ifd_http_t *h = c->h;
-
-  if (c->closing || !link_empty(&c->dirty)) return;
-  link_add(&h->dirty, &c->dirty);
-  if (!uv_is_active((uv_handle_t *)&h->flusher))
-    uv_prepare_start(&h->flusher, on_prepare);
+  ifd__conn_mark_dirty(&c->base);
 }
 
 static void slot_static(ifd_http_slot_t *s, const char *text, size_t n) {
@@ -272,7 +237,7 @@ static ifd_http_conn_t *conn_of(llhttp_t *p) {
 static void reset_msg(ifd_http_conn_t *c) {
   free(c->body);
   c->body = NULL;
-  c->body_len = c->body_cap = 0;
+  c->body_len = c->body_cap = c->body_need = 0;
   c->url_len = 0;
   c->hname_len = c->hval_len = 0;
   c->header_len = 0;
@@ -383,11 +348,11 @@ static int on_headers_complete(llhttp_t *p) {
                (unsigned long long)h->max_input_size);
       return fail(c, 400, msg);
     }
-    c->body = malloc(p->content_length);
-    if (c->body == NULL) return fail(c, 500, "out of memory");
-    c->body_cap = p->content_length;
+    /* Nothing is allocated for a declared length: the buffer grows as the
+     * bytes arrive (body_reserve). */
+    c->body_need = (size_t)p->content_length;
   }
-  if (c->expect_continue && (c->chunked || c->body_cap > 0)) {
+  if (c->expect_continue && (c->chunked || c->body_need > 0)) {
     ifd_http_slot_t *s = slot_push(c);
     if (s == NULL) return fail(c, 500, "out of memory");
     s->keep_alive = 1;
@@ -396,30 +361,41 @@ static int on_headers_complete(llhttp_t *p) {
   return 0;
 }
 
+/* Makes room for `n` more body bytes (body_len + n <= limit): the buffer
+ * doubles from BODY_FIRST_CHUNK, capped at `limit` (the Content-Length, or
+ * max_input_size for a chunked body), so it never holds much more than twice
+ * the bytes received. Returns 0 or IFD_ENOMEM. */
+static int body_reserve(ifd_http_conn_t *c, size_t n, size_t limit) {
+  size_t want = c->body_len + n, cap;
+  char *b;
+
+  if (want <= c->body_cap) return 0;
+  cap = c->body_cap != 0 ? c->body_cap * 2 : BODY_FIRST_CHUNK;
+  if (cap < want) cap = want;
+  if (cap > limit) cap = limit;
+  b = realloc(c->body, cap);
+  if (b == NULL) return IFD_ENOMEM;
+  c->body = b;
+  c->body_cap = cap;
+  return 0;
+}
+
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
-  size_t cap;
-  char *b;
+  size_t limit = c->chunked ? c->h->max_input_size : c->body_need;
 
   /* Read straight into the body by on_alloc: nothing to copy. */
   if (c->body != NULL && at == c->body + c->body_len) {
     c->body_len += n;
     return 0;
   }
-  if (n > c->body_cap - c->body_len) {
-    if (!c->chunked)
+  if (n > limit - c->body_len) {
+    if (!c->chunked) /* NEVER: llhttp stops the body at Content-Length */
       return fail(c, 400, "request body longer than its Content-Length");
-    if (n > c->h->max_input_size - c->body_len)
-      return fail(c, 400,
-                  "request body exceeds the limit (--http-max-input-size)");
-    cap = c->body_cap != 0 ? c->body_cap : 16384;
-    while (cap < c->body_len + n) cap *= 2;
-    if (cap > c->h->max_input_size) cap = c->h->max_input_size;
-    b = realloc(c->body, cap);
-    if (b == NULL) return fail(c, 500, "out of memory");
-    c->body = b;
-    c->body_cap = cap;
+    return fail(c, 400,
+                "request body exceeds the limit (--http-max-input-size)");
   }
+  if (body_reserve(c, n, limit) != 0) return fail(c, 500, "out of memory");
   memcpy(c->body + c->body_len, at, n);
   c->body_len += n;
   return 0;
@@ -451,7 +427,7 @@ static int on_message_complete(llhttp_t *p) {
   msg.has_header_len = c->has_header_len;
   msg.t_received = c->t_begin;
   c->body = NULL; /* the dispatch owns it now */
-  c->body_len = c->body_cap = 0;
+  c->body_len = c->body_cap = c->body_need = 0;
   ifd__http_dispatch(c->h, s, &msg);
   return c->no_more ? HPE_PAUSED : 0;
 }
@@ -459,11 +435,16 @@ static int on_message_complete(llhttp_t *p) {
 /* ---- reading and writing ------------------------------------------------- */
 
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
-  ifd_http_conn_t *c = container_of(hd, ifd_http_conn_t, tcp);
-  size_t left = c->body_cap - c->body_len;
+  ifd_http_conn_t *c = hd->data;
+  size_t left;
 
   (void)suggested;
-  if (c->body != NULL && !c->chunked && left >= DIRECT_READ_MIN) {
+  /* Inside a Content-Length body the next bytes are body bytes: read them
+   * into place. */
+  if (!c->chunked && c->body_need > c->body_len &&
+      c->body_need - c->body_len >= DIRECT_READ_MIN &&
+      body_reserve(c, DIRECT_READ_MIN, c->body_need) == 0) {
+    left = c->body_cap - c->body_len;
     if (left > UINT32_MAX) left = UINT32_MAX;
     *buf = uv_buf_init(c->body + c->body_len, (unsigned)left);
     return;
@@ -472,11 +453,11 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
 }
 
 static void stop_reading(ifd_http_conn_t *c) {
-  uv_read_stop((uv_stream_t *)&c->tcp);
+  ifd__conn_read_stop(&c->base);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  ifd_http_conn_t *c = container_of(st, ifd_http_conn_t, tcp);
+  ifd_http_conn_t *c = st->data;
   llhttp_errno_t rc;
   char msg[200];
 
@@ -492,7 +473,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->no_more || c->closing) return;
+  if (c->no_more || c->base.closing) return;
   rc = llhttp_execute(&c->parser, buf->base, (size_t)nread);
   if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
     snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
@@ -514,7 +495,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 static void flush(ifd_http_conn_t *c);
 
 static void on_write(uv_write_t *w, int status) {
-  ifd_http_conn_t *c = container_of(w, ifd_http_conn_t, wreq);
+  ifd_http_conn_t *c = ifd_container_of(w, ifd_http_conn_t, wreq);
   unsigned i, k = c->n_writing;
   int close_after = 0;
 
@@ -527,7 +508,7 @@ static void on_write(uv_write_t *w, int status) {
     close_after |= s->close_after;
     ifd__http_slot_free(s);
   }
-  if (c->closing) return;
+  if (c->base.closing) return;
   if (status < 0) {
     close_conn(c, 0);
     return;
@@ -538,7 +519,7 @@ static void on_write(uv_write_t *w, int status) {
   }
   if (c->read_paused && c->n_slots < MAX_PIPELINE / 2) {
     c->read_paused = 0;
-    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    ifd__conn_read_start(&c->base, on_alloc, on_read);
   }
   flush(c);
 }
@@ -549,7 +530,7 @@ static void flush(ifd_http_conn_t *c) {
   ifd_http_slot_t *s;
   unsigned k = 0, n = 0;
 
-  if (c->closing || c->n_writing != 0) return;
+  if (c->base.closing || c->n_writing != 0) return;
   for (s = c->head; s != NULL && s->ready; s = s->next) {
     if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
     n += s->niov;
@@ -575,7 +556,7 @@ static void flush(ifd_http_conn_t *c) {
    * writability afterwards; only what the kernel did not take goes through
    * uv_write. */
   {
-    int w = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+    int w = uv_try_write((uv_stream_t *)&c->base.tcp, bufs, n);
     unsigned first = 0;
     size_t done = w > 0 ? (size_t)w : 0;
     if (w < 0 && w != UV_EAGAIN) {
@@ -593,7 +574,7 @@ static void flush(ifd_http_conn_t *c) {
     bufs[first].base += done;
     bufs[first].len -= done;
     /* uv_write copies the uv_buf_t array, so bufs may go at once. */
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs + first, n - first,
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, bufs + first, n - first,
                  on_write) != 0) {
       c->n_writing = 0;
       close_conn(c, 0);
@@ -602,23 +583,17 @@ static void flush(ifd_http_conn_t *c) {
   if (bufs != stack) free(bufs);
 }
 
-static void on_prepare(uv_prepare_t *p) {
-  ifd_http_t *h = container_of(p, ifd_http_t, flusher);
-
-  while (!link_empty(&h->dirty)) {
-    ifd_http_conn_t *c = container_of(h->dirty.next, ifd_http_conn_t, dirty);
-    link_del(&c->dirty);
-    flush(c);
-  }
-  uv_prepare_stop(p);
+static void on_flush(ifd_conn_t *base) {
+  flush((ifd_http_conn_t *)base);
 }
 
 /* ---- connection life ------------------------------------------------------
  */
 
-static void on_conn_close(uv_handle_t *hd) {
-  ifd_http_conn_t *c = container_of(hd, ifd_http_conn_t, tcp);
-  ifd_http_t *h = c->h;
+/* Runs once every handle is closed: a write in flight has been cancelled
+ * (on_write ran), so the slots can go. */
+static void on_free(ifd_conn_t *base) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
   ifd_http_slot_t *s, *next;
 
   for (s = c->head; s != NULL; s = next) {
@@ -632,72 +607,71 @@ static void on_conn_close(uv_handle_t *hd) {
   }
   free(c->body);
   if (c->url != c->url_inline) free(c->url);
-  link_del(&c->link);
-  h->n_conns--;
-  free(c);
-  maybe_finish_stop(h);
 }
 
-static void on_shutdown(uv_shutdown_t *r, int status) {
-  ifd_http_conn_t *c = container_of(r, ifd_http_conn_t, sreq);
-
-  (void)status;
-  uv_close((uv_handle_t *)&c->tcp, on_conn_close);
+static void on_closing(ifd_conn_t *base) {
+  (void)base;
 }
 
 /* Closes now, or after a FIN (graceful: the last response is out). */
 static void close_conn(ifd_http_conn_t *c, int graceful) {
-  if (c->closing) return;
-  c->closing = 1;
-  link_del(&c->dirty);
-  stop_reading(c);
-  if (graceful && c->n_writing == 0 &&
-      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
-    return;
-  uv_close((uv_handle_t *)&c->tcp, on_conn_close);
+  ifd__conn_close(&c->base, graceful && c->n_writing == 0);
 }
 
-static void on_connection(uv_stream_t *server, int status) {
-  ifd_http_t *h = container_of(server, ifd_http_t, listener);
-  ifd_http_conn_t *c;
+static int on_open(ifd_conn_t *base) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
+  ifd_http_t *h = ifd_container_of(base->set, ifd_http_t, set);
 
-  if (status < 0) {
-    IFD_WARN("HTTP accept failed: %s", uv_strerror(status));
-    return;
-  }
-  c = calloc(1, sizeof(*c));
-  if (c == NULL) return; /* libuv retries the accept later */
   c->h = h;
   c->url = c->url_inline;
   c->url_cap = sizeof(c->url_inline);
-  link_init(&c->dirty);
-  uv_tcp_init(h->loop, &c->tcp);
-  link_add(&h->conns, &c->link);
-  h->n_conns++;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-      h->n_conns > h->max_connections || h->stopping) {
-    close_conn(c, 0);
-    return;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
   llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
   c->parser.data = c;
-  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-    close_conn(c, 0);
+  return ifd__conn_read_start(base, on_alloc, on_read);
 }
+
+/* Shutdown: no further requests; idle connections close now, busy ones once
+ * their last response is written (on_write). A request read only in part is
+ * dropped. Nothing more to do when the core is drained: the responses
+ * already came; at the deadline net/conn.c closes what is left. */
+static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
+
+  (void)phase;
+  c->stopping = 1;
+  c->no_more = 1;
+  stop_reading(c);
+  if (c->head == NULL) close_conn(c, 0);
+}
+
+static const ifd_conn_proto_t http_proto = {
+    .name = "HTTP",
+    .size = sizeof(ifd_http_conn_t),
+    .on_open = on_open,
+    .on_flush = on_flush,
+    .on_timer = NULL,
+    .on_stop = on_stop,
+    .on_closing = on_closing,
+    .on_free = on_free,
+};
 
 /* ---- start and stop --------------------------------------------------------
  */
 
-static void free_on_close(uv_handle_t *hd) {
-  free(container_of(hd, ifd_http_t, listener));
+static void on_set_closed(ifd_conn_set_t *set) {
+  ifd_http_t *h = ifd_container_of(set, ifd_http_t, set);
+  void (*done)(void *) = h->done;
+  void *arg = h->done_arg;
+
+  free(h);
+  if (done != NULL) done(arg);
 }
 
 int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
                    const ifd_http_opts_t *opts, ifd_http_t **out,
                    ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
-  int rc, open;
+  int rc;
   ifd_http_t *h;
 
   h = calloc(1, sizeof(*h));
@@ -709,11 +683,6 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
-  h->max_connections = opts->max_connections != 0
-                           ? opts->max_connections
-                           : IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
-  link_init(&h->conns);
-  link_init(&h->dirty);
   llhttp_settings_init(&h->settings);
   h->settings.on_message_begin = on_message_begin;
   h->settings.on_url = on_url;
@@ -724,55 +693,26 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_body = on_body;
   h->settings.on_message_complete = on_message_complete;
 
-  rc = ifd__net_listen(loop, &h->listener, "HTTP", host, opts->port,
-                       opts->reuse_port, on_connection, &h->port, &open, err);
+  rc = ifd__conn_set_start(
+      &h->set, loop, &http_proto, host, opts->port, opts->reuse_port,
+      opts->max_connections != 0 ? opts->max_connections
+                                 : IFD_HTTP_DEFAULT_MAX_CONNECTIONS,
+      err);
   if (rc != 0) {
-    if (open)
-      uv_close((uv_handle_t *)&h->listener, free_on_close);
-    else
-      free(h);
+    ifd__conn_set_stop(&h->set, 0, on_set_closed);
     return rc;
   }
-  uv_prepare_init(loop, &h->flusher);
   *out = h;
   return 0;
 }
 
-static void on_flusher_close(uv_handle_t *hd) {
-  ifd_http_t *h = container_of(hd, ifd_http_t, flusher);
-  void (*done)(void *) = h->done;
-  void *arg = h->done_arg;
-
-  free(h);
-  if (done != NULL) done(arg);
-}
-
-static void maybe_finish_stop(ifd_http_t *h) {
-  if (!h->stopping || !h->listener_closed || h->n_conns != 0) return;
-  h->listener_closed = 0; /* run once */
-  uv_close((uv_handle_t *)&h->flusher, on_flusher_close);
-}
-
-static void on_listener_close(uv_handle_t *hd) {
-  ifd_http_t *h = container_of(hd, ifd_http_t, listener);
-
-  h->listener_closed = 1;
-  maybe_finish_stop(h);
-}
-
-void ifd_http_stop(ifd_http_t *h, void (*done)(void *arg), void *arg) {
-  link_t *l, *next;
-
-  h->stopping = 1;
+void ifd_http_stop(ifd_http_t *h, uint64_t deadline_ms, void (*done)(void *arg),
+                   void *arg) {
   h->done = done;
   h->done_arg = arg;
-  uv_close((uv_handle_t *)&h->listener, on_listener_close);
-  for (l = h->conns.next; l != &h->conns; l = next) {
-    ifd_http_conn_t *c = container_of(l, ifd_http_conn_t, link);
-    next = l->next;
-    c->stopping = 1;
-    c->no_more = 1;
-    stop_reading(c);
-    if (c->head == NULL) close_conn(c, 0);
-  }
+  ifd__conn_set_stop(&h->set, deadline_ms, on_set_closed);
+}
+
+void ifd_http_drained(ifd_http_t *h) {
+  ifd__conn_set_close(&h->set);
 }

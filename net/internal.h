@@ -4,7 +4,8 @@
  *   jsonw.c       a growable text buffer with head room, JSON text writers
  *   http_meta.c   JSON of core's metadata, statistics and repository index
  *   json_scan.c   a JSON validator and cursor helpers for the infer decoder
- *   http1.c       listener, connections, llhttp, the response FIFO, writes
+ *   http1.c       connections (on net/conn.c), llhttp, the response FIFO,
+ *                 writes
  *   http_routes.c the route matcher and the KServe v2 handlers
  *   http_infer.c  infer request JSON/binary decoding, response serializing
  *

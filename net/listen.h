@@ -1,6 +1,6 @@
 /*
  * net/listen.h - the listening socket every front end (HTTP, gRPC, metrics)
- * starts the same way.
+ * starts the same way, through the connection layer (net/conn.c).
  */
 #ifndef IFD_NET_LISTEN_H
 #define IFD_NET_LISTEN_H

@@ -63,9 +63,16 @@ typedef struct app {
   int fronts_stopping;      /* front ends still stopping */
   uv_signal_t sigint;       /* embedded */
   uv_signal_t sigterm;      /* embedded */
+  uv_timer_t backstop;      /* embedded: ends the process past the deadline */
   int stopping;
+  int drained; /* the core has nothing left in flight */
   int exit_code;
 } app_t;
+
+/* How long after the exit deadline unloading may still take before the
+ * process exits without waiting for it (a backend stuck in execute or
+ * finalize): the process always ends within --exit-timeout-secs + 2 s. */
+#define BACKSTOP_GRACE_MS 1500
 
 static void usage(FILE *f) {
   fprintf(
@@ -102,7 +109,10 @@ static void usage(FILE *f) {
       "  --exit-on-error=BOOL       exit when a model fails to load "
       "(default true)\n"
       "  --exit-timeout-secs=N      wait for in-flight requests on "
-      "shutdown (default 30)\n"
+      "shutdown (default 30);\n"
+      "                             the process exits within N + 2 s "
+      "(status 1 when\n"
+      "                             a model was still unloading then)\n"
       "  --log-verbose=N            verbose log level (default 0)\n"
       "  --log-info=BOOL, --log-warning=BOOL, --log-error=BOOL\n"
       "  --help                     this text\n");
@@ -262,56 +272,121 @@ static int parse_args(int argc, char **argv, options_t *o) {
 }
 
 /* ---- lifecycle
- * --------------------------------------------------------------- */
+ * ---------------------------------------------------------------
+ *
+ * Shutdown (signal, a failed start, --exit-on-error) has ONE deadline,
+ * --exit-timeout-secs from its start:
+ *   1. every front end stops accepting and drains (no new HTTP request on a
+ *      connection, GOAWAY on gRPC), and the server is marked not ready;
+ *   2. once the core has nothing in flight (or at the deadline), open gRPC
+ *      calls are answered UNAVAILABLE and connections close after their
+ *      last bytes; at the deadline every connection left is closed;
+ *   3. with every front end closed and the core drained, the models are
+ *      unloaded; then the server is freed and the loop ends.
+ * A backstop timer exits the process BACKSTOP_GRACE_MS after the deadline
+ * should an unload still hang then. */
 
 static void on_handle_closed(uv_handle_t *h) {
   (void)h;
 }
 
-/* Every front end stops in parallel; the last one to finish frees the
- * server and closes the signal handles, which ends the loop. */
-static void on_front_stopped(void *arg) {
+static void on_unloaded(ifd_server_t *s, void *arg) {
   app_t *a = arg;
-  if (--a->fronts_stopping > 0) return;
-  a->http = NULL;
-  a->grpc = NULL;
-  a->metrics_http = NULL;
-  a->metrics = NULL;
+  (void)s;
   ifd_server_free(a->server);
   a->server = NULL;
   uv_close((uv_handle_t *)&a->sigint, on_handle_closed);
   uv_close((uv_handle_t *)&a->sigterm, on_handle_closed);
+  uv_close((uv_handle_t *)&a->backstop, on_handle_closed);
 }
 
-static void on_server_down(ifd_server_t *s, void *arg) {
+static void maybe_unload(app_t *a) {
+  if (a->fronts_stopping > 0 || !a->drained) return;
+  a->drained = 0; /* run once */
+  ifd_server_unload_all(a->server, on_unloaded, a);
+}
+
+static void front_stopped(app_t *a) {
+  --a->fronts_stopping;
+  maybe_unload(a);
+}
+
+static void on_http_stopped(void *arg) {
+  app_t *a = arg;
+  a->http = NULL;
+  front_stopped(a);
+}
+
+static void on_grpc_stopped(void *arg) {
+  app_t *a = arg;
+  a->grpc = NULL;
+  front_stopped(a);
+}
+
+static void on_metrics_http_stopped(void *arg) {
+  app_t *a = arg;
+  a->metrics_http = NULL;
+  front_stopped(a);
+}
+
+static void on_metrics_stopped(void *arg) {
+  app_t *a = arg;
+  a->metrics = NULL;
+  front_stopped(a);
+}
+
+static void on_drained(ifd_server_t *s, uint64_t left, void *arg) {
   app_t *a = arg;
   (void)s;
-  a->fronts_stopping = 1; /* held until every stop below has been issued */
-  if (a->http != NULL) {
-    a->fronts_stopping++;
-    ifd_http_stop(a->http, on_front_stopped, a);
-  }
-  if (a->grpc != NULL) {
-    a->fronts_stopping++;
-    ifd_grpc_stop(a->grpc, on_front_stopped, a);
-  }
-  if (a->metrics_http != NULL) {
-    a->fronts_stopping++;
-    ifd_http_stop(a->metrics_http, on_front_stopped, a);
-  }
-  if (a->metrics != NULL) {
-    a->fronts_stopping++;
-    ifd_metrics_stop(a->metrics, on_front_stopped, a);
-  }
-  on_front_stopped(a);
+  (void)left;
+  a->drained = 1;
+  if (a->http != NULL) ifd_http_drained(a->http);
+  if (a->grpc != NULL) ifd_grpc_drained(a->grpc);
+  if (a->metrics_http != NULL) ifd_http_drained(a->metrics_http);
+  maybe_unload(a);
+}
+
+static void on_backstop(uv_timer_t *t) {
+  (void)t;
+  IFD_ERROR(
+      "exit timeout expired and models are still unloading: exiting "
+      "without waiting for them");
+  fflush(stdout);
+  fflush(stderr);
+  _exit(1);
 }
 
 static void begin_shutdown(app_t *a, int code) {
+  uint64_t now, deadline;
+
   if (a->stopping) return;
   a->stopping = 1;
   a->exit_code = code;
   IFD_INFO("shutting down");
-  ifd_server_shutdown(a->server, on_server_down, a);
+  uv_update_time(&a->loop);
+  now = uv_now(&a->loop);
+  deadline = now + (uint64_t)a->opt.exit_timeout_secs * 1000;
+  a->fronts_stopping = 1; /* held until every stop below has been issued */
+  if (a->http != NULL) {
+    a->fronts_stopping++;
+    ifd_http_stop(a->http, deadline, on_http_stopped, a);
+  }
+  if (a->grpc != NULL) {
+    a->fronts_stopping++;
+    ifd_grpc_stop(a->grpc, deadline, on_grpc_stopped, a);
+  }
+  if (a->metrics_http != NULL) {
+    a->fronts_stopping++;
+    ifd_http_stop(a->metrics_http, deadline, on_metrics_http_stopped, a);
+  }
+  if (a->metrics != NULL) {
+    a->fronts_stopping++;
+    ifd_metrics_stop(a->metrics, on_metrics_stopped, a);
+  }
+  uv_timer_start(&a->backstop, on_backstop, deadline - now + BACKSTOP_GRACE_MS,
+                 0);
+  ifd_server_drain(a->server, deadline, on_drained, a);
+  front_stopped(a);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -403,6 +478,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inferd: %s\n", err.text);
     return 1;
   }
+  uv_signal_init(&a->loop, &a->sigint);
+  uv_signal_init(&a->loop, &a->sigterm);
+  uv_timer_init(&a->loop, &a->backstop);
+  a->sigint.data = a->sigterm.data = a;
+  uv_signal_start(&a->sigint, on_signal, SIGINT);
+  uv_signal_start(&a->sigterm, on_signal, SIGTERM);
 
   if (a->opt.allow_http) {
     ifd_http_opts_t ho;
@@ -461,17 +542,8 @@ int main(int argc, char **argv) {
                ifd_http_port(a->metrics_http));
     }
   }
-  if (a->exit_code != 0) {
-    /* A front end failed to start: close the others and exit non-zero. */
-    a->stopping = 1;
-    ifd_server_shutdown(a->server, on_server_down, a);
-  }
-
-  uv_signal_init(&a->loop, &a->sigint);
-  uv_signal_init(&a->loop, &a->sigterm);
-  a->sigint.data = a->sigterm.data = a;
-  uv_signal_start(&a->sigint, on_signal, SIGINT);
-  uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+  /* A front end failed to start: close the others and exit non-zero. */
+  if (a->exit_code != 0) begin_shutdown(a, a->exit_code);
 
   if (!a->stopping) ifd_server_start(a->server, on_loaded, a);
   uv_run(&a->loop, UV_RUN_DEFAULT);

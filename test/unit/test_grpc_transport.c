@@ -8,7 +8,10 @@
  * of the link: an echo unary method (answering in three pieces), an echo
  * bidi method, one answering after a timer while holding a reference, one
  * that never answers, and one that fails with a message to percent-encode.
- * Every test ends with ifd_grpc_stop's done and uv_loop_close() == 0.
+ * Shutdown: an idle bidi stream survives draining and is answered
+ * UNAVAILABLE once the core is drained; a call that never ends is closed at
+ * the deadline. Every test ends with ifd_grpc_stop's done and
+ * uv_loop_close() == 0.
  */
 /* cmocka.h needs setjmp.h, stdarg.h and stddef.h before it. */
 /* clang-format off */
@@ -620,7 +623,7 @@ static int teardown(void **state) {
   for (i = 0; i < 8; i++)
     if (clients[i] != NULL) client_free(clients[i]);
   if (srv != NULL) {
-    ifd_grpc_stop(srv, on_stopped, &srv_done);
+    ifd_grpc_stop(srv, 0, on_stopped, &srv_done);
     srv = NULL;
   }
   assert_true(run_until(is_set, &srv_done, 10));
@@ -966,11 +969,56 @@ static void test_stop_in_flight(void **state) {
   call_msg(t, "late", 4, 1);
   assert_true(run_until(connected, idle, 5));
   assert_true(run_until(delayed_started, &one, 5));
-  ifd_grpc_stop(srv, on_stopped, &srv_done);
+  ifd_grpc_stop(srv, 0, on_stopped, &srv_done);
   srv = NULL;
   assert_true(run_until(stop_finished, t, 5));
   check_echo(t, (const uint8_t *)"late", 4);
   assert_true(idle->eof);
+}
+
+/* Shutdown with an idle bidi stream: draining keeps it; once the core is
+ * drained it is answered UNAVAILABLE and the connection closes. */
+static void test_stop_idle_stream(void **state) {
+  tclient_t *cl = client_new(NULL);
+  ifd_grpc_t *g = srv;
+  tcall_t *t;
+  want_msgs_t w;
+  int i;
+
+  (void)state;
+  t = call_start(cl, "/test.Echo/Bidi", NULL, 1);
+  call_msg(t, "x", 1, 0);
+  w.t = t;
+  w.n = 1;
+  assert_true(run_until(has_msgs, &w, 5));
+  ifd_grpc_stop(g, uv_now(&loop) + 3600 * 1000, on_stopped, &srv_done);
+  srv = NULL;
+  for (i = 0; i < 10; i++) uv_run(&loop, UV_RUN_ONCE);
+  assert_false(t->closed);
+  assert_false(srv_done);
+  ifd_grpc_drained(g);
+  wait_closed(t, 5);
+  assert_int_equal(t->grpc_status, IFD_GRPC_UNAVAILABLE);
+  assert_true(run_until(is_set, &srv_done, 5));
+  assert_true(run_until(got_eof, cl, 5));
+  assert_int_equal(n_echo_cancels, 1);
+}
+
+/* A call that never ends keeps its connection until the deadline. */
+static void test_stop_deadline(void **state) {
+  tclient_t *cl = client_new(NULL);
+  tcall_t *t;
+  int one = 1;
+
+  (void)state;
+  t = call_start(cl, "/test.Echo/Never", NULL, 1);
+  call_msg(t, "x", 1, 1);
+  assert_true(run_until(never_started, &one, 5));
+  ifd_grpc_stop(srv, uv_now(&loop) + 100, on_stopped, &srv_done);
+  srv = NULL;
+  assert_true(run_until(is_set, &srv_done, 5));
+  assert_true(run_until(got_eof, cl, 5));
+  assert_int_equal(n_never_cancels, 1);
 }
 
 static void test_max_connections(void **state) {
@@ -996,7 +1044,7 @@ static void test_max_connections(void **state) {
   client_free(b);
   client_free(a);
   port = saved;
-  ifd_grpc_stop(g2, on_stopped, &done2);
+  ifd_grpc_stop(g2, 0, on_stopped, &done2);
   assert_true(run_until(is_set, &done2, 5));
 }
 
@@ -1014,6 +1062,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_in_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_idle_stream, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_deadline, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

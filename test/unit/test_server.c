@@ -3,8 +3,9 @@
  * model operations in place of backends: start-up loading on the thread
  * pool, version policies, failures that stay local to one model, lookups and
  * their errors, the metadata, statistics and repository index structs,
- * request validation, and shutdown unloading in reverse load order with
- * nothing left on the loop.
+ * request validation, shutdown unloading in reverse load order with nothing
+ * left on the loop, and that every event queued for a model runs before the
+ * model is freed (the fake unload pushes one, as backend_api's does).
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -60,10 +61,30 @@ static int fake_load(ifd_model_t *m, ifd_errmsg_t *err) {
   return 0;
 }
 
+/* What backend_api's unload leaves behind: an event, run on the loop later,
+ * that writes into the model (loader.c's on_model_freed). */
+typedef struct model_ev {
+  ifd_event_t ev;
+  ifd_model_t *m; /* borrowed: must still be alive when ev runs */
+} model_ev_t;
+
+static model_ev_t unload_evs[32];
+static int n_unload_evs;
+
+static void on_model_ev(ifd_event_t *ev) {
+  model_ev_t *e = (model_ev_t *)ev;
+  e->m->backend_model = NULL;
+  n_unload_evs++;
+}
+
 static void fake_unload(ifd_model_t *m) {
   char buf[64];
+  model_ev_t *e = &unload_evs[n_unloaded];
   snprintf(buf, sizeof(buf), "%s:%lld", m->name, (long long)m->version);
   unload_log[n_unloaded++] = strdup(buf);
+  e->m = m;
+  e->ev.fn = on_model_ev;
+  ifd_evq_push(ifd_server_evq(m->server), &e->ev);
 }
 
 static int fake_submit(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err) {
@@ -427,6 +448,62 @@ static void test_validation(void **state) {
   ifd_config_free(m.config);
 }
 
+/* ---- events queued at shutdown ------------------------------------------ */
+
+static model_ev_t late_ev;
+static int late_ran;
+
+static void on_late_ev(ifd_event_t *ev) {
+  on_model_ev(ev);
+  late_ran = 1;
+}
+
+static void on_unloaded_free(ifd_server_t *s, void *arg) {
+  run_t *r = arg;
+  r->stopped = 1;
+  /* Done means complete: every event the unloads pushed has run. */
+  assert_int_equal(n_unload_evs, n_unloaded);
+  /* One more event for a model is still queued when the server is freed
+   * (as when a front end frees it in the same callback): it must run
+   * before the models go. ASan reports the write into a freed model
+   * otherwise. */
+  late_ev.ev.fn = on_late_ev;
+  ifd_evq_push(ifd_server_evq(s), &late_ev.ev);
+  ifd_server_free(s);
+  assert_true(late_ran);
+}
+
+static void test_free_runs_queued_events(void **state) {
+  const char *repos[1];
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+  run_t r;
+  int i;
+  (void)state;
+
+  n_unloaded = n_loaded = n_unload_evs = 0;
+  late_ran = 0;
+  make_repo();
+  repos[0] = root;
+  memset(&o, 0, sizeof(o));
+  memset(&r, 0, sizeof(r));
+  o.repos = repos;
+  o.n_repos = 1;
+  o.ops = &fake_ops;
+  assert_int_equal(uv_loop_init(&r.loop), 0);
+  assert_int_equal(ifd_server_new(&r.loop, &o, &r.s, &err), 0);
+  ifd_server_start(r.s, on_loaded, &r);
+  while (!r.loaded) uv_run(&r.loop, UV_RUN_ONCE);
+  assert_int_equal(ifd_server_find_model(r.s, "a", 1, -1, &late_ev.m, &err), 0);
+  ifd_server_shutdown(r.s, on_unloaded_free, &r);
+  uv_run(&r.loop, UV_RUN_DEFAULT);
+  assert_true(r.stopped);
+  assert_int_equal(n_unloaded, 3);
+  for (i = 0; i < n_unloaded; i++) free(unload_log[i]);
+  assert_int_equal(uv_loop_close(&r.loop), 0);
+  nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* The registry deletes a model with nothing in flight: it leaves lookups at
  * once, its name can be found no more, and the other models are untouched
  * (the name map stays consistent around the removed slot). */
@@ -495,6 +572,7 @@ static void test_remove_model(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lifecycle),
+      cmocka_unit_test(test_free_runs_queued_events),
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_remove_model),
   };

@@ -1,0 +1,151 @@
+/*
+ * net/grpc_conn.h - what the two halves of the gRPC transport share:
+ * net/grpc_transport.c (connections: reading, write batches, the nghttp2
+ * session's output, start and stop) and net/grpc_stream.c (calls: nghttp2's
+ * callbacks, message framing, deadlines, finishing and sending). Nothing
+ * outside the transport includes it; the methods see net/grpc_internal.h.
+ */
+#ifndef IFD_NET_GRPC_CONN_H
+#define IFD_NET_GRPC_CONN_H
+
+#include <nghttp2/nghttp2.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "net/conn.h"
+#include "net/grpc.h"
+#include "net/grpc_internal.h"
+
+#define READ_BUF_SIZE (256 * 1024)
+#define NO_HEAP ((unsigned)-1)
+
+/* One queued response message. */
+typedef struct qmsg {
+  struct qmsg *next;   /* owned by the stream's queue or a batch's releases */
+  const uv_buf_t *iov; /* borrowed: valid until free_fn */
+  unsigned n_iov;
+  void (*free_fn)(void *arg);
+  void *free_arg; /* borrowed: the method's */
+  uint8_t prefix[5];
+} qmsg_t;
+
+/* A block of copied bytes (frame headers, control frames). */
+typedef struct blk {
+  struct blk *next; /* owned: older blocks */
+  size_t len, cap;
+  uint8_t data[];
+} blk_t;
+
+/* What one uv_write sends, and what it keeps alive. */
+typedef struct batch {
+  uv_buf_t *iov; /* owned (malloc'd) */
+  size_t n_iov, cap_iov;
+  blk_t *blocks; /* owned: chain, newest first */
+  qmsg_t *rel;   /* owned: messages to release after the write */
+  size_t bytes;
+} batch_t;
+
+typedef struct mslot {
+  const ifd_grpc_method_t *m; /* borrowed: static table */
+  uint64_t hash;
+} mslot_t;
+
+struct ifd_grpc {
+  ifd_conn_set_t set;             /* embedded, first: listener, connections */
+  uv_loop_t *loop;                /* borrowed */
+  ifd_server_t *server;           /* borrowed: outlives the front end */
+  nghttp2_session_callbacks *cbs; /* owned */
+  mslot_t *mtab;                  /* owned: path -> method, open addressing */
+  size_t mtab_mask;
+  uint64_t max_message;
+  void (*done)(void *arg);
+  void *done_arg;           /* borrowed: the caller's */
+  char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
+};
+
+typedef struct gconn {
+  ifd_conn_t base;          /* embedded, first: socket, timer, lists */
+  uv_write_t wreq;          /* embedded: the one write in flight */
+  ifd_grpc_t *g;            /* borrowed: outlives the connection */
+  nghttp2_session *session; /* owned */
+  ifd_link_t streams;       /* attached streams (ifd_gstream.link) */
+  unsigned n_streams;
+  ifd_gstream_t **heap; /* owned array; borrowed entries: deadlines */
+  unsigned heap_n, heap_cap;
+  batch_t wb; /* the write in flight */
+  batch_t nb; /* the next write (and releases waiting for it) */
+  unsigned writing : 1;
+  unsigned read_paused : 1;
+  unsigned stopping : 1;
+  unsigned terminated : 1; /* the final GOAWAY is submitted */
+} gconn_t;
+
+enum { ENC_NONE = 0, ENC_IDENTITY, ENC_OTHER };
+
+struct ifd_gstream {
+  gconn_t *conn;                   /* borrowed; NULL once detached */
+  ifd_server_t *server;            /* borrowed: outlives the call */
+  const ifd_grpc_method_t *method; /* borrowed: static; NULL: not routed */
+  void *data;                      /* the method's */
+  ifd_link_t link;                 /* in conn->streams while attached */
+  int32_t id;
+  unsigned refs;
+  unsigned heap_idx; /* in conn->heap, or NO_HEAP */
+  uint64_t max_message;
+  uint64_t deadline; /* uv_hrtime() ns; 0 = none */
+  /* Request headers. */
+  char *path; /* owned: copy of :path (only kept for unknown methods) */
+  char enc[48];
+  int enc_state;
+  int timeout_bad;
+  /* Inbound message being reassembled. */
+  uint8_t prefix[5];
+  unsigned prefix_len;
+  uint8_t *in; /* owned (malloc'd) */
+  size_t in_len, in_cap, in_need;
+  uint8_t *unary; /* owned: the unary request, until END_STREAM */
+  size_t unary_len;
+  unsigned n_in;
+  /* Outbound queue, oldest first; the head may be partly sent. */
+  qmsg_t *out_head, *out_tail; /* owned */
+  int out_piece;               /* -1: in the prefix; else iov index */
+  size_t out_off;
+  uint64_t out_unsent;
+  int status;
+  char *message; /* owned: percent-encoded grpc-message, or NULL */
+  unsigned is_post : 1;
+  unsigned ct_ok : 1;
+  unsigned started : 1;         /* request headers accepted */
+  unsigned remote_closed : 1;   /* END_STREAM seen */
+  unsigned headers_sent : 1;    /* response HEADERS submitted */
+  unsigned finished : 1;        /* status decided; no more sends */
+  unsigned method_finished : 1; /* ... by the method itself */
+  unsigned cancel_sent : 1;     /* on_cancel ran (or must not) */
+  unsigned deferred : 1;        /* the data provider returned DEFERRED */
+};
+
+/* ---- grpc_transport.c ------------------------------------------------- */
+
+/** Appends a piece that is not copied (it must live until the write ends).
+ *  Returns 0 or IFD_ENOMEM. */
+int ifd__gbatch_push(batch_t *b, const void *p, size_t n);
+/** Appends a copy of `n` bytes. Returns 0 or IFD_ENOMEM. */
+int ifd__gbatch_copy(batch_t *b, const void *p, size_t n);
+/** Releases `q` (its free_fn) once the batch's write is done. */
+void ifd__gbatch_release_later(batch_t *b, qmsg_t *q);
+
+/* ---- grpc_stream.c ---------------------------------------------------- */
+
+/** Builds g->mtab from ifd__grpc_methods. Returns 0 or IFD_ENOMEM. */
+int ifd__grpc_mtab_build(ifd_grpc_t *g);
+/** The nghttp2 callbacks of a server session. Returns 0 or IFD_ENOMEM. */
+int ifd__grpc_callbacks_new(nghttp2_session_callbacks **out);
+/** Ends the transport's hold on a stream (see grpc_stream.c). */
+void ifd__gstream_detach(ifd_gstream_t *st);
+/** The connection's timer fired: expires the deadlines that are due. */
+void ifd__gconn_on_deadline(gconn_t *c);
+/** Server stop: finishes every call still open on `c` with UNAVAILABLE. */
+void ifd__gconn_end_calls(gconn_t *c);
+
+#endif
