@@ -58,8 +58,10 @@ def test_three_instances_run_in_parallel_fourth_waits(server):
     # before the 4th can begin its own.
     assert last_done >= 2 * SLEEP_MS / 1000 * 0.95, \
         f"4th request done after {last_done:.3f}s: more than 3 requests executed at once"
-    assert ends[3] - ends[0] >= 0.9 * SLEEP_MS / 1000, \
-        f"4th request done {ends[3] - ends[0]:.3f}s after the first: it did not wait for an instance"
+    # (The gap between the first and the last end is not asserted: the
+    # client's own threads may note the first end late on a loaded machine;
+    # the bound above, taken from one common start, already says the 4th
+    # waited for an instance.)
     # The first three ran in parallel (serially they would take >= 3 s).
     assert first_three_done < 2 * SLEEP_MS / 1000, \
         f"first three requests took {first_three_done:.3f}s: the 3 instances did not run in parallel"
