@@ -4,7 +4,8 @@
  * README: built as libtriton_sleep.so; uses the public Triton ABI only.
  * Input "IN" (INT32, one value per batch item, milliseconds) and output
  * "OUT" (INT32, same shape). Each request sleeps for the largest IN value
- * (0: no sleep call at all, a cheap request), then copies IN to OUT. Errors become that request's error response.
+ * (0: no sleep call at all, a cheap request), then copies IN to OUT.
+ * Errors become that request's error response.
  */
 #define _POSIX_C_SOURCE 200809L
 
