@@ -83,8 +83,9 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
 
 /* Takes the head batch off the run queue into in->job; f->mu is held and
  * f->head is not NULL. Returns its size, or (uint32_t)-1 when in->job cannot
- * grow: the batch then stays queued. Unlocks f->mu in every case. */
-static uint32_t take_locked(TRITONBACKEND_ModelInstance *in) {
+ * grow: the batch then stays queued. Unlocks f->mu in every case. *more says
+ * whether other batches wait behind it. */
+static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
   ifd__feed_t *f = &in->model->feed;
   ifd_request_t *first = f->head, *r;
   uint32_t n = first->job_n, i;
@@ -104,9 +105,10 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in) {
   if (f->head == NULL) f->tail = NULL;
   f->n_reqs -= n;
   f->n_jobs--;
+  *more = f->head != NULL;
   /* Work left and an instance asleep (it was queued while this thread ran):
    * hand it on rather than run it after this batch. */
-  wake = f->head != NULL && f->waiting > 0;
+  wake = *more && f->waiting > 0;
   pthread_mutex_unlock(&f->mu);
   if (wake) pthread_cond_signal(&f->cv);
   /* The batch's requests are linked by ->next, which the loop no longer
@@ -117,7 +119,7 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in) {
 
 /* Takes the next batch, sleeping while the run queue is empty. Returns its
  * size, 0 when stopping, or (uint32_t)-1 as take_locked(). */
-static uint32_t take_job(TRITONBACKEND_ModelInstance *in) {
+static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
   ifd__feed_t *f = &in->model->feed;
 
   pthread_mutex_lock(&f->mu);
@@ -136,7 +138,7 @@ static uint32_t take_job(TRITONBACKEND_ModelInstance *in) {
     pthread_mutex_unlock(&f->mu);
     return 0;
   }
-  return take_locked(in);
+  return take_locked(in, more);
 }
 
 static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
@@ -150,19 +152,19 @@ static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
 
 /* Runs a batch taken into in->job and reports it, then decides, on what the
  * job cost, whether this thread's next wake-ups of the loop may be owed: a
- * cheap one opens (or keeps) a window in which they are, a dear one pays
- * what is owed. The decision is taken after the job, when its cost is known;
+ * cheap one with more work behind it opens (or keeps) a window in which they
+ * are; a dear one, or the end of the backlog, pays what is owed. The decision is taken after the job, when its cost is known;
  * the next job may still be long, and a debt it outlives is paid by another
  * producer, by the loop when it wakes, or by the loop's fallback timer (see
  * core/event.h). take_job() pays before it sleeps, so a window lasts only
  * while work is queued. */
-static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n) {
+static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
   TRITONBACKEND_Model *bm = in->model;
   uint64_t t0 = ifd_now_ns(), cost;
   run_batch(in, in->job, n);
   cost = ifd_now_ns() - t0;
   report_idle(in, n);
-  if (bm->coalesce && cost < COALESCE_NS / 2)
+  if (bm->coalesce && more && cost < COALESCE_NS / 2)
     ifd_evq_defer_begin(ifd_server_evq(bm->model->server), COALESCE_NS);
   else
     ifd_evq_defer_end();
@@ -199,7 +201,8 @@ static void *instance_main(void *arg) {
 
   if (instance_init(in) < 0) return NULL;
   for (;;) {
-    uint32_t n = take_job(in);
+    int more = 0;
+    uint32_t n = take_job(in, &more);
     if (n == 0) break;
     if (n == (uint32_t)-1) {
       struct timespec ts = {0, 1000000};
@@ -207,7 +210,7 @@ static void *instance_main(void *arg) {
       nanosleep(&ts, NULL);
       continue;
     }
-    run_job(in, n);
+    run_job(in, n, more);
   }
   ifd_evq_defer_end();
   instance_fini(in);
@@ -219,14 +222,15 @@ int ifd__instances_inline;
 int ifd__instance_step(TRITONBACKEND_ModelInstance *in) {
   ifd__feed_t *f = &in->model->feed;
   uint32_t n;
+  int more = 0;
   pthread_mutex_lock(&f->mu);
   if (f->head == NULL) {
     pthread_mutex_unlock(&f->mu);
     return 0;
   }
-  n = take_locked(in);
+  n = take_locked(in, &more);
   if (n == (uint32_t)-1) return IFD_ENOMEM;
-  run_job(in, n);
+  run_job(in, n, more);
   /* Inline, nothing is left owed when the step returns. */
   ifd_evq_defer_end();
   return 1;
