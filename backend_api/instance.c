@@ -11,10 +11,15 @@
  * Wake-ups are the cost to watch: with the loop and an instance on one core,
  * every hand-off is a context switch. So the loop signals an instance only
  * when one sleeps, and an instance working through a backlog of cheap jobs
- * defers its wake-ups of the loop (ifd_evq_defer_*) and wakes it once for
- * several jobs, for at most COALESCE_NS. Jobs that take longer than that,
- * and decoupled models (whose responses may trickle out of one execute), are
- * never deferred.
+ * may leave its wake-ups of the loop owed (ifd_evq_defer_*), decided after
+ * each job on what it cost. The debt belongs to the completion queue: any
+ * other producer pays it, and so does the loop when it wakes for anything
+ * else or, while anyone defers, on a fallback timer (core/event.h). Jobs that
+ * take longer than COALESCE_NS / 2 and decoupled models (whose responses may
+ * trickle out of one execute) never defer.
+ *
+ * Tests run instances inline (ifd__instances_inline, ifd__instance_step):
+ * no thread, the caller takes and runs each batch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +43,8 @@ static void on_idle(ifd_event_t *ev) {
   jobs = atomic_exchange(&in->done_jobs, 0);
   reqs = atomic_exchange(&in->done_reqs, 0);
   ifd__instance_flush_reports(in);
-  if (!bm->unloading && bm->idle != NULL && jobs > 0)
+  if (!atomic_load_explicit(&bm->unloading, memory_order_acquire) &&
+      bm->idle != NULL && jobs > 0)
     bm->idle(bm->model, jobs, reqs, bm->idle_arg);
 }
 
@@ -72,34 +78,16 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   }
 }
 
-/* Takes the next batch off the run queue into in->job, sleeping while it is
- * empty. Returns its size, 0 when stopping, or (uint32_t)-1 when in->job
- * cannot grow: the batch then stays queued and the caller retries after a
- * pause. *more says whether other batches wait behind it. */
-static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
+/* Takes the head batch off the run queue into in->job; f->mu is held and
+ * f->head is not NULL. Returns its size, or (uint32_t)-1 when in->job cannot
+ * grow: the batch then stays queued. Unlocks f->mu in every case. *more says
+ * whether other batches wait behind it. */
+static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
   ifd__feed_t *f = &in->model->feed;
-  ifd_request_t *first, *r;
-  uint32_t n, i;
+  ifd_request_t *first = f->head, *r;
+  uint32_t n = first->job_n, i;
   int wake;
 
-  pthread_mutex_lock(&f->mu);
-  if (f->head == NULL && !f->stop) {
-    /* About to sleep: the loop must hear of everything done so far. */
-    pthread_mutex_unlock(&f->mu);
-    ifd_evq_defer_flush();
-    pthread_mutex_lock(&f->mu);
-  }
-  while (f->head == NULL && !f->stop) {
-    f->waiting++;
-    pthread_cond_wait(&f->cv, &f->mu);
-    f->waiting--;
-  }
-  first = f->head;
-  if (first == NULL) {
-    pthread_mutex_unlock(&f->mu);
-    return 0;
-  }
-  n = first->job_n;
   if (n > in->cap_job) {
     ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
     if (nj == NULL) {
@@ -126,6 +114,30 @@ static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
   return n;
 }
 
+/* Takes the next batch, sleeping while the run queue is empty. Returns its
+ * size, 0 when stopping, or (uint32_t)-1 as take_locked(). */
+static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
+  ifd__feed_t *f = &in->model->feed;
+
+  pthread_mutex_lock(&f->mu);
+  if (f->head == NULL && !f->stop) {
+    /* About to sleep: the loop must hear of everything done so far. */
+    pthread_mutex_unlock(&f->mu);
+    ifd_evq_defer_end();
+    pthread_mutex_lock(&f->mu);
+  }
+  while (f->head == NULL && !f->stop) {
+    f->waiting++;
+    pthread_cond_wait(&f->cv, &f->mu);
+    f->waiting--;
+  }
+  if (f->head == NULL) {
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+  }
+  return take_locked(in, more);
+}
+
 static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
   atomic_fetch_add(&in->done_jobs, 1);
   atomic_fetch_add(&in->done_reqs, n);
@@ -135,55 +147,90 @@ static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
   }
 }
 
-static void *instance_main(void *arg) {
-  TRITONBACKEND_ModelInstance *in = arg;
+/* Runs a batch taken into in->job and reports it, then decides, on what the
+ * job cost, whether this thread's next wake-ups of the loop may be owed: a
+ * cheap one with more work behind it opens (or keeps) a window in which they
+ * are; a dear one, or the end of the backlog, pays what is owed. The decision is taken after the job, when its cost is known;
+ * the next job may still be long, and a debt it outlives is paid by another
+ * producer, by the loop when it wakes, or by the loop's fallback timer (see
+ * core/event.h). take_job() pays before it sleeps, so a window lasts only
+ * while work is queued. */
+static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
   TRITONBACKEND_Model *bm = in->model;
-  TRITONBACKEND_Backend *b = bm->backend;
-  TRITONSERVER_Error *e = NULL;
-  uint64_t last_ns = COALESCE_NS; /* duration of the previous job */
+  uint64_t t0 = ifd_now_ns(), cost;
+  run_batch(in, in->job, n);
+  cost = ifd_now_ns() - t0;
+  report_idle(in, n);
+  if (bm->coalesce && more && cost < COALESCE_NS / 2)
+    ifd_evq_defer_begin(ifd_server_evq(bm->model->server), COALESCE_NS);
+  else
+    ifd_evq_defer_end();
+}
 
+/* TRITONBACKEND_ModelInstanceInitialize, on the calling thread, with its
+ * result published for ifd__instances_start(). Returns 0 on success. */
+static int instance_init(TRITONBACKEND_ModelInstance *in) {
+  TRITONBACKEND_Backend *b = in->model->backend;
+  TRITONSERVER_Error *e = NULL;
   if (b->inst_init != NULL) e = b->inst_init(in);
   pthread_mutex_lock(&in->mu);
   in->init_state = e == NULL ? 1 : -1;
   in->init_err = e;
   pthread_cond_broadcast(&in->cv);
   pthread_mutex_unlock(&in->mu);
-  if (e != NULL) return NULL;
+  return e == NULL ? 0 : -1;
+}
 
+static void instance_fini(TRITONBACKEND_ModelInstance *in) {
+  TRITONBACKEND_Backend *b = in->model->backend;
+  TRITONSERVER_Error *e;
+  if (b->inst_fini == NULL) return;
+  e = b->inst_fini(in);
+  if (e != NULL) {
+    IFD_ERROR("TRITONBACKEND_ModelInstanceFinalize of '%s' failed: %s",
+              in->name, TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+  }
+}
+
+static void *instance_main(void *arg) {
+  TRITONBACKEND_ModelInstance *in = arg;
+
+  if (instance_init(in) < 0) return NULL;
   for (;;) {
-    int more = 0, defer;
-    uint64_t t0;
+    int more = 0;
     uint32_t n = take_job(in, &more);
     if (n == 0) break;
     if (n == (uint32_t)-1) {
       struct timespec ts = {0, 1000000};
+      ifd_evq_defer_end();
       nanosleep(&ts, NULL);
       continue;
     }
-    /* Defer waking the loop only for a backlog of cheap jobs, and never
-     * past COALESCE_NS after the first deferred event. */
-    defer = bm->coalesce && more && last_ns < COALESCE_NS / 2 &&
-            ifd_evq_deferred_age() < COALESCE_NS;
-    if (defer)
-      ifd_evq_defer_begin(COALESCE_NS);
-    else
-      ifd_evq_defer_end();
-    t0 = ifd_now_ns();
-    run_batch(in, in->job, n);
-    last_ns = ifd_now_ns() - t0;
-    report_idle(in, n);
+    run_job(in, n, more);
   }
   ifd_evq_defer_end();
-
-  if (b->inst_fini != NULL) {
-    e = b->inst_fini(in);
-    if (e != NULL) {
-      IFD_ERROR("TRITONBACKEND_ModelInstanceFinalize of '%s' failed: %s",
-                in->name, TRITONSERVER_ErrorMessage(e));
-      TRITONSERVER_ErrorDelete(e);
-    }
-  }
+  instance_fini(in);
   return NULL;
+}
+
+int ifd__instances_inline;
+
+int ifd__instance_step(TRITONBACKEND_ModelInstance *in) {
+  ifd__feed_t *f = &in->model->feed;
+  uint32_t n;
+  int more = 0;
+  pthread_mutex_lock(&f->mu);
+  if (f->head == NULL) {
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+  }
+  n = take_locked(in, &more);
+  if (n == (uint32_t)-1) return IFD_ENOMEM;
+  run_job(in, n, more);
+  /* Inline, nothing is left owed when the step returns. */
+  ifd_evq_defer_end();
+  return 1;
 }
 
 int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
@@ -230,6 +277,11 @@ int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
 
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
+    if (ifd__instances_inline) {
+      in->inline_run = 1;
+      instance_init(in);
+      continue;
+    }
     if (pthread_create(&in->thread, NULL, instance_main, in) != 0)
       return ifd_errf(err, IFD_ENOMEM, "cannot start a thread for '%s'",
                       in->name);
@@ -259,6 +311,13 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm) {
   pthread_mutex_unlock(&f->mu);
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
+    if (in->inline_run) {
+      /* Queued work is the caller's to take back (ifd_backend_take_queued);
+       * finalize as the thread would. */
+      if (in->init_state > 0) instance_fini(in);
+      in->inline_run = 0;
+      continue;
+    }
     if (!in->started) continue;
     pthread_join(in->thread, NULL);
     in->started = 0;

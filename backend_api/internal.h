@@ -125,8 +125,9 @@ struct TRITONBACKEND_Model {
   uint32_t n_instances;
   ifd_instance_idle_cb idle; /* loop thread */
   void *idle_arg;
-  int unloading;       /* set before instances stop; loop reads */
-  ifd_event_t free_ev; /* frees this object on the loop */
+  atomic_int unloading; /* set (pool thread) before instances stop; the
+                           loop reads it in idle events */
+  ifd_event_t free_ev;  /* frees this object on the loop */
   void (*freed)(void *);
   void *freed_arg;
 };
@@ -147,6 +148,7 @@ struct TRITONBACKEND_ModelInstance {
   void *state;                       /* the backend's */
   pthread_t thread;
   int started;        /* thread created */
+  int inline_run;     /* no thread: ifd__instance_step() runs it (tests) */
   pthread_mutex_t mu; /* init handshake and batch reports */
   pthread_cond_t cv;
   ifd_request_t **job; /* owned by the thread: the batch being run */
@@ -175,6 +177,23 @@ void ifd__backend_release(TRITONBACKEND_Backend *b);
 int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err);
 /** Stops and joins every started instance thread (finalizing each). */
 void ifd__instances_stop(TRITONBACKEND_Model *bm);
+
+/**
+ * The worker seam for tests, as SQLite runs its workers inline: when set
+ * before ifd__instances_start(), instances get no thread. Their initialize
+ * runs on the caller, ifd__instance_step() runs their jobs on the caller,
+ * and ifd__instances_stop() finalizes them there, so a test drives the run
+ * queue deterministically. Never set in the server.
+ */
+extern int ifd__instances_inline;
+
+/**
+ * Runs the run queue's head batch on the calling thread as instance `in`
+ * (an inline instance), then pays any wake-up of the loop it left owed.
+ * Returns 1 when a batch ran, 0 when the queue was empty, IFD_ENOMEM when
+ * the batch could not be taken (it stays queued).
+ */
+int ifd__instance_step(TRITONBACKEND_ModelInstance *in);
 
 /** The IFD code for a TRITONSERVER_Error_Code class. */
 int ifd__code_from_class(int cls);

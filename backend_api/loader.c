@@ -454,7 +454,7 @@ void ifd_backend_model_unload(ifd_model_t *m, void (*freed)(void *arg),
     if (freed != NULL) freed(arg);
     return;
   }
-  bm->unloading = 1;
+  atomic_store_explicit(&bm->unloading, 1, memory_order_release);
   ifd__instances_stop(bm);
   if (bm->backend->model_fini != NULL) {
     TRITONSERVER_Error *e = bm->backend->model_fini(bm);

@@ -1,18 +1,27 @@
 /*
  * core/event.c - multi-producer, single-consumer event queue drained by one
- * uv_async handle on the loop.
+ * uv_async handle on the loop, with deferred wake-ups kept as a debt of the
+ * queue (see core/event.h for who pays it).
+ *
+ * Memory ordering: `owed` changes only under mu; the loop's check handle
+ * reads it without the lock as a hint (a stale 0 only means the debt is paid
+ * by someone else a little later, a stale 1 costs one empty lock). The
+ * `watching` / `deferring` pair is a Dekker handshake with sequentially
+ * consistent accesses: a producer increments `deferring` before it reads
+ * `watching`, the loop clears `watching` before it reads `deferring`, so
+ * either the loop keeps its timer or the producer signals instead of owing.
  */
 #include "core/event.h"
 
 #include <stddef.h>
 #include <time.h>
 
-/* This thread's deferred wake-up, if it is deferring. */
+#include "core/util.h"
+
+/* This thread's deferral, if it defers. */
 static _Thread_local struct {
-  int on;          /* between defer_begin and defer_end */
-  uint64_t max_ns; /* longest an event may wait for its wake-up */
-  ifd_evq_t *q;    /* the queue whose wake-up this thread owes; NULL none */
-  uint64_t since;  /* when the first deferred event was pushed */
+  ifd_evq_t *q;    /* borrowed: the queue whose wake-ups it may owe */
+  uint64_t max_ns; /* longest a debt of its own may wait for its pushes */
 } defer;
 
 static uint64_t mono_ns(void) {
@@ -22,12 +31,54 @@ static uint64_t mono_ns(void) {
 }
 
 static void on_async(uv_async_t *h) {
-  ifd_evq_drain((ifd_evq_t *)h->data);
+  ifd_evq_drain(ifd_container_of(h, ifd_evq_t, async));
+}
+
+/* After every poll: the loop is awake anyway, so a debt is paid by draining,
+ * without a signal. */
+static void on_check(uv_check_t *h) {
+  ifd_evq_t *q = ifd_container_of(h, ifd_evq_t, check);
+  if (atomic_load_explicit(&q->owed, memory_order_relaxed)) ifd_evq_drain(q);
+}
+
+static void on_fallback(uv_timer_t *h) {
+  ifd_evq_t *q = ifd_container_of(h, ifd_evq_t, fallback);
+  if (atomic_load_explicit(&q->owed, memory_order_relaxed)) ifd_evq_drain(q);
+}
+
+/* Before every poll: watch (a repeating timer) while any producer defers,
+ * stop when none does. */
+static void on_watch(uv_prepare_t *h) {
+  ifd_evq_t *q = ifd_container_of(h, ifd_evq_t, watch);
+  if (atomic_load(&q->deferring) > 0) {
+    if (!atomic_load_explicit(&q->watching, memory_order_relaxed)) {
+      uv_timer_start(&q->fallback, on_fallback, IFD_EVQ_FALLBACK_MS,
+                     IFD_EVQ_FALLBACK_MS);
+      atomic_store(&q->watching, 1);
+    }
+    return;
+  }
+  if (!atomic_load_explicit(&q->watching, memory_order_relaxed)) return;
+  atomic_store(&q->watching, 0);
+  /* A producer that began deferring meanwhile may have seen watching == 1
+   * and owe a wake-up: keep watching for it. */
+  if (atomic_load(&q->deferring) > 0) {
+    atomic_store(&q->watching, 1);
+    return;
+  }
+  uv_timer_stop(&q->fallback);
 }
 
 int ifd_evq_init(uv_loop_t *loop, ifd_evq_t *q) {
   int rc;
   q->head = q->tail = NULL;
+  q->owed_since = q->owed_max = 0;
+  q->wakeups = 0;
+  q->closing = 0;
+  q->close_cb = NULL;
+  atomic_init(&q->owed, 0);
+  atomic_init(&q->deferring, 0);
+  atomic_init(&q->watching, 0);
   rc = pthread_mutex_init(&q->mu, NULL);
   if (rc != 0) return UV_ENOMEM;
   rc = uv_async_init(loop, &q->async, on_async);
@@ -36,55 +87,88 @@ int ifd_evq_init(uv_loop_t *loop, ifd_evq_t *q) {
     return rc;
   }
   q->async.data = q;
+  /* These cannot fail on Linux. They do not keep the loop alive: the async
+   * handle does, as before. */
+  uv_check_init(loop, &q->check);
+  uv_prepare_init(loop, &q->watch);
+  uv_timer_init(loop, &q->fallback);
+  uv_check_start(&q->check, on_check);
+  uv_prepare_start(&q->watch, on_watch);
+  uv_unref((uv_handle_t *)&q->check);
+  uv_unref((uv_handle_t *)&q->watch);
+  uv_unref((uv_handle_t *)&q->fallback);
   return 0;
 }
 
 void ifd_evq_push(ifd_evq_t *q, ifd_event_t *ev) {
-  int was_empty;
+  int send = 0;
   ev->next = NULL;
   pthread_mutex_lock(&q->mu);
-  was_empty = q->head == NULL;
-  if (was_empty)
+  if (q->head == NULL) {
     q->head = ev;
-  else
-    q->tail->next = ev;
-  q->tail = ev;
-  pthread_mutex_unlock(&q->mu);
-  /* A non-empty queue has a wake-up pending already (or owed by the thread
-   * that deferred it): uv_async_send coalesces, but skipping it saves the
-   * write(2) on the eventfd. */
-  if (!was_empty) return;
-  if (defer.on && (defer.q == NULL || defer.q == q)) {
-    uint64_t now = mono_ns();
-    if (defer.q == NULL) {
-      defer.q = q;
-      defer.since = now;
-      return;
+    /* The empty-to-non-empty transition: signal, or owe the signal when
+     * this thread defers and the loop watches for debts. */
+    if (defer.q == q && atomic_load(&q->watching)) {
+      q->owed_since = mono_ns();
+      q->owed_max = defer.max_ns;
+      atomic_store_explicit(&q->owed, 1, memory_order_relaxed);
+    } else {
+      send = 1;
     }
-    /* Only one empty-to-non-empty transition can be owed per queue: the
-     * loop drained what this thread deferred before; wake it now. */
+  } else {
+    q->tail->next = ev;
+    /* A non-empty queue has its wake-up sent already, unless it is owed:
+     * then anyone but a deferring producer within the bound pays it. */
+    if (atomic_load_explicit(&q->owed, memory_order_relaxed) &&
+        (defer.q != q || mono_ns() - q->owed_since >= q->owed_max)) {
+      atomic_store_explicit(&q->owed, 0, memory_order_relaxed);
+      send = 1;
+    }
   }
-  uv_async_send(&q->async);
+  q->tail = ev;
+  q->wakeups += (uint64_t)send;
+  pthread_mutex_unlock(&q->mu);
+  if (send) uv_async_send(&q->async);
 }
 
-void ifd_evq_defer_begin(uint64_t max_ns) {
-  defer.on = 1;
+void ifd_evq_pay(ifd_evq_t *q) {
+  int send;
+  if (!atomic_load_explicit(&q->owed, memory_order_relaxed)) return;
+  pthread_mutex_lock(&q->mu);
+  send = atomic_load_explicit(&q->owed, memory_order_relaxed);
+  atomic_store_explicit(&q->owed, 0, memory_order_relaxed);
+  q->wakeups += (uint64_t)send;
+  pthread_mutex_unlock(&q->mu);
+  if (send) uv_async_send(&q->async);
+}
+
+void ifd_evq_defer_begin(ifd_evq_t *q, uint64_t max_ns) {
+  if (defer.q != q) {
+    ifd_evq_defer_end();
+    defer.q = q;
+    atomic_fetch_add(&q->deferring, 1);
+  }
   defer.max_ns = max_ns;
 }
 
-void ifd_evq_defer_flush(void) {
-  if (defer.q != NULL) uv_async_send(&defer.q->async);
-  defer.q = NULL;
-  defer.since = 0;
-}
-
 void ifd_evq_defer_end(void) {
-  ifd_evq_defer_flush();
-  defer.on = 0;
+  ifd_evq_t *q = defer.q;
+  if (q == NULL) return;
+  defer.q = NULL;
+  ifd_evq_pay(q);
+  atomic_fetch_sub(&q->deferring, 1);
 }
 
-uint64_t ifd_evq_deferred_age(void) {
-  return defer.q != NULL ? mono_ns() - defer.since : 0;
+int ifd_evq_owed(ifd_evq_t *q) {
+  return atomic_load(&q->owed);
+}
+
+uint64_t ifd_evq_wakeups(ifd_evq_t *q) {
+  uint64_t n;
+  pthread_mutex_lock(&q->mu);
+  n = q->wakeups;
+  pthread_mutex_unlock(&q->mu);
+  return n;
 }
 
 void ifd_evq_drain(ifd_evq_t *q) {
@@ -93,6 +177,8 @@ void ifd_evq_drain(ifd_evq_t *q) {
     pthread_mutex_lock(&q->mu);
     ev = q->head;
     q->head = q->tail = NULL;
+    /* Whatever was owed is being delivered now. */
+    atomic_store_explicit(&q->owed, 0, memory_order_relaxed);
     pthread_mutex_unlock(&q->mu);
     if (ev == NULL) return;
     while (ev != NULL) {
@@ -104,6 +190,31 @@ void ifd_evq_drain(ifd_evq_t *q) {
   }
 }
 
+static ifd_evq_t *evq_of(uv_handle_t *h) {
+  switch (h->type) {
+    case UV_ASYNC:
+      return ifd_container_of((uv_async_t *)h, ifd_evq_t, async);
+    case UV_CHECK:
+      return ifd_container_of((uv_check_t *)h, ifd_evq_t, check);
+    case UV_PREPARE:
+      return ifd_container_of((uv_prepare_t *)h, ifd_evq_t, watch);
+    default:
+      return ifd_container_of((uv_timer_t *)h, ifd_evq_t, fallback);
+  }
+}
+
+static void on_closed(uv_handle_t *h) {
+  ifd_evq_t *q = evq_of(h);
+  if (--q->closing > 0) return;
+  pthread_mutex_destroy(&q->mu);
+  if (q->close_cb != NULL) q->close_cb((uv_handle_t *)&q->async);
+}
+
 void ifd_evq_close(ifd_evq_t *q, uv_close_cb cb) {
-  uv_close((uv_handle_t *)&q->async, cb);
+  q->close_cb = cb;
+  q->closing = 4;
+  uv_close((uv_handle_t *)&q->async, on_closed);
+  uv_close((uv_handle_t *)&q->check, on_closed);
+  uv_close((uv_handle_t *)&q->watch, on_closed);
+  uv_close((uv_handle_t *)&q->fallback, on_closed);
 }

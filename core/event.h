@@ -7,13 +7,34 @@
  * empty-to-non-empty transition, and the consumer swaps the whole list out
  * under the lock and runs it unlocked, so one wake-up serves many events.
  * Events are embedded in the objects they concern: pushing never allocates.
+ *
+ * Deferred wake-ups are a debt of the queue, not of a thread. A producer
+ * working through a backlog of cheap jobs may leave the wake-up for the
+ * events it queues owed (ifd_evq_defer_begin), so that the loop hears of
+ * several jobs at once. The debt is written in the queue, and it is paid
+ * (the async handle signalled) by:
+ *  - any other producer that pushes onto the queue while it is owed, so one
+ *    thread's coalescing never holds another's events back;
+ *  - the deferring producer itself, on its first push once the debt is
+ *    older than the bound it gave, and when it stops deferring;
+ *  - the loop, whenever it is awake for anything else (a check handle after
+ *    every poll), and, while any producer defers, by a timer that bounds a
+ *    debt whose owner is stuck in a long job with nothing else happening
+ *    (IFD_EVQ_FALLBACK_MS: libuv timers count milliseconds).
+ * A producer owes a wake-up only while the loop is watching (its timer
+ * armed); otherwise it signals as if it did not defer.
  */
 #ifndef IFD_CORE_EVENT_H
 #define IFD_CORE_EVENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
+
+/* The loop's own bound on an owed wake-up, when no push or job boundary
+ * pays it first: at most about twice this (timer resolution). */
+#define IFD_EVQ_FALLBACK_MS 1
 
 typedef struct ifd_event ifd_event_t;
 
@@ -23,10 +44,21 @@ struct ifd_event {
 };
 
 typedef struct ifd_evq {
-  uv_async_t async; /* embedded; reached back with container_of */
+  uv_async_t async;    /* embedded; reached back with container_of */
+  uv_check_t check;    /* embedded: pays a debt after every poll */
+  uv_prepare_t watch;  /* embedded: arms the fallback timer before a poll */
+  uv_timer_t fallback; /* embedded: pays a debt nobody else paid */
   pthread_mutex_t mu;
-  ifd_event_t *head; /* guarded by mu */
-  ifd_event_t *tail; /* guarded by mu */
+  ifd_event_t *head;    /* guarded by mu */
+  ifd_event_t *tail;    /* guarded by mu */
+  uint64_t owed_since;  /* guarded by mu: when the debt began (ns) */
+  uint64_t owed_max;    /* guarded by mu: the bound its owner gave (ns) */
+  atomic_int owed;      /* written under mu; read without it by the loop */
+  atomic_int deferring; /* producers between defer_begin and defer_end */
+  atomic_int watching;  /* loop: the fallback timer is armed */
+  int closing;          /* loop thread: handles left to close */
+  uv_close_cb close_cb; /* loop thread: called when the last one closed */
+  uint64_t wakeups;     /* guarded by mu: async sends (tests, statistics) */
 } ifd_evq_t;
 
 /** Initializes the queue on `loop`. Returns 0 or a negative libuv code. */
@@ -37,25 +69,36 @@ int ifd_evq_init(uv_loop_t *loop, ifd_evq_t *q);
 void ifd_evq_push(ifd_evq_t *q, ifd_event_t *ev);
 
 /**
- * Coalesced wake-ups for a producer thread that has more work queued (an
- * instance thread with a backlog): between ifd_evq_defer_begin() and
- * ifd_evq_defer_end(), pushes from this thread queue their events without
- * waking the loop, unless `max_ns` have passed since the first deferred
- * event (so a long job's responses are not held). ifd_evq_defer_end() wakes
- * the loop once for everything deferred. Per thread; never nested.
+ * Starts deferring this thread's wake-ups of `q`: an event it pushes onto
+ * an empty queue leaves the wake-up owed instead of signalling, for at most
+ * `max_ns` as far as this thread's own pushes and ifd_evq_defer_end() can
+ * see (see the file comment for who else pays). Per thread, one queue at a
+ * time; a second call for the same queue only changes the bound.
  */
-void ifd_evq_defer_begin(uint64_t max_ns);
-void ifd_evq_defer_end(void);
-/** Wakes the loop for events this thread deferred, if any, and keeps
- *  deferring (used between two jobs of a backlog). */
-void ifd_evq_defer_flush(void);
-/** Nanoseconds since this thread's first deferred event (0: none). */
-uint64_t ifd_evq_deferred_age(void);
+void ifd_evq_defer_begin(ifd_evq_t *q, uint64_t max_ns);
 
-/** Runs every queued event now (loop thread; also used by tests). */
+/** Stops deferring and pays the queue's debt, if any (any debt: paying is
+ *  always safe). No-op when this thread does not defer. */
+void ifd_evq_defer_end(void);
+
+/** Pays `q`'s debt now if one is owed (any thread). */
+void ifd_evq_pay(ifd_evq_t *q);
+
+/** Whether `q`'s wake-up is owed right now (tests, assertions). */
+int ifd_evq_owed(ifd_evq_t *q);
+
+/** Async sends so far (tests and statistics). */
+uint64_t ifd_evq_wakeups(ifd_evq_t *q);
+
+/** Runs every queued event now (loop thread; also used by tests). A debt is
+ *  settled by the drain. */
 void ifd_evq_drain(ifd_evq_t *q);
 
-/** Closes the async handle; `q` may be freed in `cb`. Loop thread. */
+/**
+ * Closes the queue's handles (loop thread); `cb` runs once, after the last
+ * one closed, with the async handle as argument (its `data` is left for the
+ * caller). `q` may be freed in `cb`; `cb` may be NULL.
+ */
 void ifd_evq_close(ifd_evq_t *q, uv_close_cb cb);
 
 #endif

@@ -1002,7 +1002,7 @@ void ifd_server_free(ifd_server_t *s) {
   s->evq.async.data = s;
   s->drain_timer.data = s;
   s->iter_end.data = s;
-  uv_close((uv_handle_t *)&s->evq.async, on_handle_closed);
+  ifd_evq_close(&s->evq, on_handle_closed);
   uv_close((uv_handle_t *)&s->drain_timer, on_handle_closed);
   uv_close((uv_handle_t *)&s->iter_end, on_handle_closed);
 }

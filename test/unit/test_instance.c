@@ -1,0 +1,278 @@
+/*
+ * test/unit/test_instance.c - a model's run queue and its instances
+ * (backend_api/instance.c), run inline: no instance thread, the test takes
+ * and runs each batch itself (ifd__instances_inline, ifd__instance_step), so
+ * every step is deterministic. The backend is a fake one built in the test
+ * (function pointers in a TRITONBACKEND_Backend, no shared library), and the
+ * requests are bare request objects: the run queue only links them.
+ *
+ * Checked: initialize and finalize of every instance on the caller's thread,
+ * FIFO order of batches across instances, batch sizes, what is queued and
+ * what is taken back, idle reports reaching the loop through the completion
+ * queue (several jobs in one report), batch statistics, no idle report once
+ * * the model is unloading.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_api/internal.h"
+#include "core/server.h"
+
+#define MAX_SEEN 64
+
+/* What the fake backend saw. */
+static struct {
+  int inits, finis;
+  pthread_t init_thread;
+  ifd_request_t *seen[MAX_SEEN]; /* requests in execution order */
+  uint32_t batch[MAX_SEEN];      /* batch sizes in execution order */
+  uint32_t instance[MAX_SEEN];   /* which instance ran each batch */
+  int n_seen, n_batches;
+  int other_thread; /* an execute ran off the caller's thread */
+} fake;
+
+/* What the loop heard. */
+static struct {
+  int calls;
+  uint64_t jobs, reqs;
+} idle;
+
+static TRITONSERVER_Error *fake_inst_init(TRITONBACKEND_ModelInstance *in) {
+  (void)in;
+  fake.inits++;
+  fake.init_thread = pthread_self();
+  return NULL;
+}
+
+static TRITONSERVER_Error *fake_inst_fini(TRITONBACKEND_ModelInstance *in) {
+  (void)in;
+  fake.finis++;
+  return NULL;
+}
+
+static TRITONSERVER_Error *fake_execute(TRITONBACKEND_ModelInstance *in,
+                                        TRITONBACKEND_Request **reqs,
+                                        const uint32_t n) {
+  uint32_t i;
+  if (!pthread_equal(pthread_self(), fake.init_thread)) fake.other_thread = 1;
+  for (i = 0; i < n; i++) fake.seen[fake.n_seen++] = (ifd_request_t *)reqs[i];
+  fake.instance[fake.n_batches] = in->index;
+  fake.batch[fake.n_batches++] = n;
+  TRITONSERVER_ErrorDelete(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+      in, n, 1000, 2000, 3000, 4000));
+  return NULL;
+}
+
+static void on_idle(ifd_model_t *m, uint64_t jobs, uint64_t reqs, void *arg) {
+  (void)m;
+  (void)arg;
+  idle.calls++;
+  idle.jobs += jobs;
+  idle.reqs += reqs;
+}
+
+/* One fake model with `n` inline instances on a real server's loop. */
+typedef struct fixture {
+  uv_loop_t loop;
+  ifd_server_t *server;
+  ifd_model_t model;
+  TRITONBACKEND_Backend backend;
+  TRITONBACKEND_Model *bm;
+  ifd_request_t reqs[MAX_SEEN];
+} fixture_t;
+
+static int setup(void **state) {
+  fixture_t *f = calloc(1, sizeof(*f));
+  ifd_server_opts_t opts;
+  ifd_errmsg_t err;
+  uint32_t i;
+
+  memset(&fake, 0, sizeof(fake));
+  memset(&idle, 0, sizeof(idle));
+  memset(&opts, 0, sizeof(opts));
+  assert_non_null(f);
+  assert_int_equal(uv_loop_init(&f->loop), 0);
+  assert_int_equal(ifd_server_new(&f->loop, &opts, &f->server, &err), 0);
+
+  f->backend.name = "fake";
+  f->backend.inst_init = fake_inst_init;
+  f->backend.inst_fini = fake_inst_fini;
+  f->backend.execute = fake_execute;
+
+  f->model.server = f->server;
+  f->model.name = "fake_model";
+  f->bm = calloc(1, sizeof(*f->bm));
+  assert_non_null(f->bm);
+  f->bm->model = &f->model;
+  f->bm->backend = &f->backend;
+  f->bm->idle = on_idle;
+  f->bm->coalesce = 1;
+  pthread_mutex_init(&f->bm->feed.mu, NULL);
+  pthread_cond_init(&f->bm->feed.cv, NULL);
+  f->bm->n_instances = 2;
+  f->bm->instances = calloc(2, sizeof(*f->bm->instances));
+  assert_non_null(f->bm->instances);
+  for (i = 0; i < 2; i++) {
+    TRITONBACKEND_ModelInstance *in = &f->bm->instances[i];
+    in->model = f->bm;
+    in->index = i;
+    pthread_mutex_init(&in->mu, NULL);
+    pthread_cond_init(&in->cv, NULL);
+  }
+  f->model.backend_model = f->bm;
+
+  ifd__instances_inline = 1;
+  assert_int_equal(ifd__instances_start(f->bm, &err), 0);
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *f = *state;
+  uint32_t i;
+  /* The wake-up the enqueues scheduled runs while the model exists. */
+  uv_run(&f->loop, UV_RUN_NOWAIT);
+  ifd__instances_stop(f->bm);
+  ifd__instances_inline = 0;
+  /* Idle events still queued run before the model goes. */
+  ifd_evq_drain(ifd_server_evq(f->server));
+  for (i = 0; i < f->bm->n_instances; i++) {
+    TRITONBACKEND_ModelInstance *in = &f->bm->instances[i];
+    free(in->job);
+    free(in->reports);
+    pthread_mutex_destroy(&in->mu);
+    pthread_cond_destroy(&in->cv);
+  }
+  free(f->bm->instances);
+  pthread_mutex_destroy(&f->bm->feed.mu);
+  pthread_cond_destroy(&f->bm->feed.cv);
+  free(f->bm);
+  ifd_stats_free(&f->model.stats);
+  ifd_server_free(f->server);
+  uv_run(&f->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+  free(f);
+  return 0;
+}
+
+/* Queues reqs[first .. first+n) as one batch. */
+static void enqueue(fixture_t *f, uint32_t first, uint32_t n) {
+  ifd_request_t *batch[MAX_SEEN];
+  uint32_t i;
+  for (i = 0; i < n; i++) batch[i] = &f->reqs[first + i];
+  ifd_backend_enqueue(&f->model, batch, n);
+}
+
+static void test_init_inline(void **state) {
+  fixture_t *f = *state;
+  /* Both instances initialized on this thread, no thread started. */
+  assert_int_equal(fake.inits, 2);
+  assert_true(pthread_equal(fake.init_thread, pthread_self()));
+  assert_int_equal(f->bm->instances[0].started, 0);
+  assert_int_equal(f->bm->instances[0].inline_run, 1);
+  assert_int_equal(f->bm->instances[1].init_state, 1);
+  /* Nothing queued: a step runs nothing. */
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 0);
+  assert_int_equal(ifd_backend_queued(&f->model), 0);
+}
+
+static void test_fifo_across_instances(void **state) {
+  fixture_t *f = *state;
+  int i;
+  /* Batches of 1, 3 and 2 requests. */
+  enqueue(f, 0, 1);
+  enqueue(f, 1, 3);
+  enqueue(f, 4, 2);
+  assert_int_equal(ifd_backend_queued(&f->model), 6);
+
+  /* Whichever instance is free takes the oldest batch. */
+  assert_int_equal(ifd__instance_step(&f->bm->instances[1]), 1);
+  assert_int_equal(ifd_backend_queued(&f->model), 5);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[1]), 1);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 0);
+  assert_int_equal(ifd_backend_queued(&f->model), 0);
+
+  assert_int_equal(fake.n_batches, 3);
+  assert_int_equal(fake.batch[0], 1);
+  assert_int_equal(fake.batch[1], 3);
+  assert_int_equal(fake.batch[2], 2);
+  assert_int_equal(fake.instance[0], 1);
+  assert_int_equal(fake.instance[1], 0);
+  assert_int_equal(fake.instance[2], 1);
+  for (i = 0; i < 6; i++) assert_ptr_equal(fake.seen[i], &f->reqs[i]);
+  for (i = 0; i < 6; i++) assert_int_equal(f->reqs[i].state, IFD_REQ_EXECUTING);
+  assert_false(fake.other_thread);
+
+  /* The loop hears of all of it: one idle report per instance at most,
+   * carrying every job it finished. */
+  assert_int_equal(idle.calls, 0);
+  ifd_evq_drain(ifd_server_evq(f->server));
+  assert_int_equal(idle.jobs, 3);
+  assert_int_equal(idle.reqs, 6);
+  assert_true(idle.calls >= 1 && idle.calls <= 2);
+  /* The backend's batch statistics were carried with them. */
+  assert_int_equal(f->model.stats.execution_count, 3);
+  /* Inline steps leave nothing owed. */
+  assert_false(ifd_evq_owed(ifd_server_evq(f->server)));
+}
+
+static void test_take_back_queued(void **state) {
+  fixture_t *f = *state;
+  uint64_t jobs = 0;
+  ifd_request_t *r;
+  int n = 0;
+  enqueue(f, 0, 2);
+  enqueue(f, 2, 1);
+  enqueue(f, 3, 3);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
+  /* What no instance took comes back, linked in order. */
+  r = ifd_backend_take_queued(&f->model, &jobs);
+  assert_int_equal(jobs, 2);
+  for (; r != NULL; r = r->next) assert_ptr_equal(r, &f->reqs[2 + n++]);
+  assert_int_equal(n, 4);
+  assert_int_equal(ifd_backend_queued(&f->model), 0);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[1]), 0);
+  assert_int_equal(fake.n_seen, 2);
+}
+
+static void test_no_idle_report_while_unloading(void **state) {
+  fixture_t *f = *state;
+  enqueue(f, 0, 1);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
+  atomic_store(&f->bm->unloading, 1);
+  ifd_evq_drain(ifd_server_evq(f->server));
+  /* The scheduler may be going away: it is not called. */
+  assert_int_equal(idle.calls, 0);
+}
+
+static void test_stop_finalizes_inline(void **state) {
+  fixture_t *f = *state;
+  ifd__instances_stop(f->bm);
+  assert_int_equal(fake.finis, 2);
+  /* A second stop (teardown's) finalizes nothing twice. */
+  ifd__instances_stop(f->bm);
+  assert_int_equal(fake.finis, 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_init_inline, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fifo_across_instances, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_take_back_queued, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_idle_report_while_unloading,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stop_finalizes_inline, setup,
+                                      teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
