@@ -5,7 +5,9 @@
  *   json_scan.c   a JSON validator and cursor helpers for the infer decoder
  *   http1.c       listener, connections, llhttp, the response FIFO, writes
  *   http_routes.c the route matcher and the KServe v2 handlers
- *   http_infer.c  infer request JSON/binary decoding, response serializing
+ *   http_infer.c  one infer exchange: decode, submit, answer the slot
+ *   http_infer_decode.c  infer request JSON/binary body into ifd_request_t
+ *   http_infer_encode.c  infer response into its JSON/binary body
  *
  * A response slot is the unit that ties them together: http1.c appends one
  * to its connection's FIFO per parsed request, a handler fills it (at once,
@@ -227,7 +229,19 @@ void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
 /** Frees a slot that is no longer in any FIFO (orphans, tests). */
 void ifd__http_slot_free(ifd_http_slot_t *slot);
 
-/* ---- infer encoding (http_infer.c) ------------------------------------ */
+/* ---- infer exchange (http_infer.c) ------------------------------------ */
+
+/**
+ * Runs one infer exchange into `slot`: decodes the body that `req` owns
+ * (req->body, `body_len` bytes, the first `json_len` of them JSON), submits
+ * the request and answers the slot with its first response, or answers an
+ * error at once. Takes the caller's reference to `req`; model name and
+ * version must be set. The slot is always finished, now or later.
+ */
+void ifd__http_infer_start(ifd_http_slot_t *slot, ifd_request_t *req,
+                           size_t body_len, size_t json_len);
+
+/* ---- infer bodies (http_infer_decode.c, http_infer_encode.c) ----------- */
 
 /* ifd_output_req_t.proto_flags bits owned by HTTP. */
 #define IFD_HTTP_OUT_BINARY 1u
