@@ -18,9 +18,12 @@
 typedef struct ifd_http ifd_http_t;
 
 typedef struct ifd_http_opts {
-  const char *host;         /* borrowed: address to bind; NULL = "0.0.0.0" */
-  int port;                 /* 0 picks a free port (see ifd_http_port) */
-  uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
+  const char *host;        /* borrowed: address to bind; NULL = "0.0.0.0" */
+  int port;                /* 0 picks a free port (see ifd_http_port) */
+  uint64_t max_input_size; /* --http-max-input-size; 0 = default 64 MiB */
+  /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
+   * encoded on the libuv thread pool; 0 = default 256 KiB. */
+  uint64_t json_offload_bytes;
   unsigned max_connections; /* 0 = default 65536 */
   int reuse_port;           /* set SO_REUSEPORT before binding */
   /* Metrics listener: serves only GET /metrics from `metrics` (borrowed:
@@ -31,6 +34,7 @@ typedef struct ifd_http_opts {
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
 #define IFD_HTTP_DEFAULT_MAX_CONNECTIONS 65536u
+#define IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES ((uint64_t)256 << 10)
 
 /**
  * Binds, listens and starts accepting on `loop`. `server` is borrowed and

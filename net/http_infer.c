@@ -7,13 +7,61 @@
  * that owns the body; from there this file owns the exchange until the slot
  * is finished. HTTP/1.1 answers once: later responses of a decoupled model
  * are dropped as they come.
+ *
+ * Large JSON. Decoding or encoding tens of megabytes of JSON takes hundreds
+ * of milliseconds, a stall for every other connection on the loop. A JSON
+ * header of at least the front end's --http-json-offload-bytes, or a
+ * response whose JSON outputs hold that many tensor bytes, is decoded or
+ * encoded by a job on the libuv thread pool instead; smaller bodies keep the
+ * inline path (no hop, no allocation). The request stays loop-owned: while
+ * a job runs, the worker alone touches what it fills (the request's pool and
+ * tensors when decoding; its own text buffer when encoding, reading the
+ * response and the request's id, name and requested outputs, which the loop
+ * no longer writes) and the loop touches none of it. The after-work
+ * callback continues on the loop: submit (or answer the error), or finish
+ * the slot with the text.
+ *
+ * A job keeps its slot alive through the connection layer's orphan rule:
+ * the slot holds the request (slot->req) and is not `answered` while the job
+ * runs, so a connection that closes meanwhile leaves the slot behind with
+ * slot->conn = NULL instead of freeing it (and cancels the job if it has not
+ * started). The after-work callback then frees the slot and drops the
+ * result quietly. The loop keeps running until every queued job has come
+ * back (uv_queue_work requests keep it alive), so shutdown with jobs in
+ * flight frees everything; an orphan's request has not been submitted, or
+ * has been answered, so freeing it touches nothing of the server.
  */
 #include <stdlib.h>
 
 #include "core/infer.h"
 #include "core/model.h"
+#include "core/server.h"
 #include "net/internal.h"
 #include "net/status.h"
+
+/* A JSON decode or encode running on the thread pool for one slot. */
+struct ifd_http_job {
+  uv_work_t work;        /* embedded; the job is freed in its after-work */
+  ifd_http_slot_t *slot; /* borrowed: kept alive by the job (see above) */
+  ifd_request_t *req;    /* borrowed: the slot's reference (slot->req) */
+  int encode;            /* 1: encode slot->resp; 0: decode req->body */
+  int rc;                /* the worker's result: 0 or IFD_E* with err */
+  ifd_errmsg_t err;
+
+  /* Decoding. */
+  size_t body_len, json_len;
+  ifd_http_infer_info_t info; /* filled by the worker */
+
+  /* Encoding. */
+  const ifd_response_t *resp; /* borrowed: slot->resp */
+  int64_t version;            /* the executed version, read on the loop */
+  int binary_all;             /* slot->binary_all, read on the loop */
+  ifd_hbuf_t text;            /* owned until the slot takes it */
+  uv_buf_t *bin;              /* owned: resp->n_outputs entries */
+  unsigned nbin;
+};
+
+typedef struct ifd_http_job job_t;
 
 static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
   ifd__http_slot_error(s, ifd_http_status(code),
@@ -27,22 +75,32 @@ static void drop_response(ifd_response_t *resp, void *arg) {
   ifd_response_free(resp);
 }
 
-static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
-  ifd_request_t *req = s->req;
+/* Finishes the slot with an encoded body (the slot takes `text`). */
+static void finish_encoded(ifd_http_slot_t *s, int rc, const ifd_errmsg_t *err,
+                           ifd_hbuf_t *text, const uv_buf_t *bin,
+                           unsigned nbin) {
+  if (rc != 0) {
+    ifd__hbuf_free(text);
+    reply_code(s, rc, err->text);
+  } else if (nbin != 0) {
+    ifd__http_slot_finish(s, 200, "application/octet-stream", text, bin, nbin,
+                          (int64_t)ifd__hbuf_size(text));
+  } else {
+    ifd__http_slot_finish(s, 200, "application/json", text, NULL, 0, -1);
+  }
+}
+
+static int64_t executed_version(const ifd_request_t *req) {
+  return req->model != NULL ? req->model->version : req->model_version;
+}
+
+static void answer_inline(ifd_http_slot_t *s, ifd_response_t *resp) {
   uv_buf_t stack[8], *bin = stack;
   unsigned nbin = 0;
   ifd_errmsg_t err;
   ifd_hbuf_t b;
-  int64_t version =
-      req->model != NULL ? req->model->version : req->model_version;
   int rc;
 
-  if (resp->error != 0) {
-    ifd__http_slot_error(
-        s, ifd_http_status(resp->error),
-        resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
-    return;
-  }
   if (resp->n_outputs > sizeof(stack) / sizeof(stack[0])) {
     bin = malloc(resp->n_outputs * sizeof(uv_buf_t));
     if (bin == NULL) {
@@ -52,18 +110,103 @@ static void answer_infer(ifd_http_slot_t *s, ifd_response_t *resp) {
   }
   ifd_errclear(&err);
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  rc = ifd__http_infer_serialize(req, resp, version, s->binary_all, &b, bin,
-                                 &nbin, &err);
-  if (rc != 0) {
-    ifd__hbuf_free(&b);
-    reply_code(s, rc, err.text);
-  } else if (nbin != 0) {
-    ifd__http_slot_finish(s, 200, "application/octet-stream", &b, bin, nbin,
-                          (int64_t)ifd__hbuf_size(&b));
-  } else {
-    ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
-  }
+  rc = ifd__http_infer_serialize(s->req, resp, executed_version(s->req),
+                                 s->binary_all, &b, bin, &nbin, &err);
+  finish_encoded(s, rc, &err, &b, bin, nbin);
   if (bin != stack) free(bin);
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
+static void job_work(uv_work_t *w) {
+  job_t *j = (job_t *)w;
+
+  /* Worker thread: only the job, the request's pool and tensors (decode) or
+   * the job's own buffers (encode) are written here; the slot is not read. */
+  if (j->encode) {
+    ifd__hbuf_init(&j->text, IFD_HTTP_HEADROOM);
+    j->rc =
+        ifd__http_infer_serialize(j->req, j->resp, j->version, j->binary_all,
+                                  &j->text, j->bin, &j->nbin, &j->err);
+  } else {
+    j->rc = ifd__http_infer_decode(j->req, j->req->body, j->body_len,
+                                   j->json_len, &j->info, &j->err);
+  }
+}
+
+static void job_free(job_t *j) {
+  if (j->encode) ifd__hbuf_free(&j->text);
+  free(j->bin);
+  free(j);
+}
+
+static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
+                   ifd_errmsg_t *err, const ifd_http_infer_info_t *info);
+
+static void job_done(uv_work_t *w, int status) {
+  job_t *j = (job_t *)w;
+  ifd_http_slot_t *s = j->slot;
+
+  s->job = NULL;
+  if (s->conn == NULL) {
+    /* The connection closed meanwhile (the job may have been cancelled):
+     * the orphaned slot is ours to free, with its request and response. */
+    ifd__http_slot_free(s);
+    job_free(j);
+    return;
+  }
+  if (status != 0) /* NEVER: only an orphan's job is cancelled */
+    j->rc = ifd_errf(&j->err, IFD_EINTERNAL, "%s", uv_strerror(status));
+  if (j->encode) {
+    s->answered = 1;
+    finish_encoded(s, j->rc, &j->err, &j->text, j->bin, j->nbin);
+    j->encode = 0; /* the slot took the text */
+  } else {
+    submit(s, j->req, j->rc, &j->err, &j->info);
+  }
+  job_free(j);
+}
+
+/* Queues `j` (slot, req and the mode's fields set). Returns 0, or a libuv
+ * error with nothing queued. */
+static int job_queue(uv_loop_t *loop, job_t *j) {
+  int rc = uv_queue_work(loop, &j->work, job_work, job_done);
+
+  if (rc == 0) j->slot->job = j;
+  return rc;
+}
+
+void ifd__http_infer_cancel(ifd_http_slot_t *slot) {
+  /* A job already running finishes; its after-work frees the orphan. */
+  if (slot->job != NULL) uv_cancel((uv_req_t *)&slot->job->work);
+}
+
+/* ---- the exchange ----------------------------------------------------- */
+
+/* Encodes `resp` on the thread pool. Returns 0 when queued (the job answers
+ * the slot), or an error with nothing queued. */
+static int answer_offload(ifd_http_slot_t *s, ifd_response_t *resp) {
+  job_t *j = calloc(1, sizeof(*j));
+
+  if (j == NULL) return IFD_ENOMEM;
+  j->bin =
+      malloc((resp->n_outputs != 0 ? resp->n_outputs : 1) * sizeof(uv_buf_t));
+  if (j->bin == NULL) goto out_free_job;
+  j->slot = s;
+  j->req = s->req;
+  j->encode = 1;
+  j->resp = resp;
+  j->version = executed_version(s->req);
+  j->binary_all = s->binary_all;
+  ifd_errclear(&j->err);
+  if (job_queue(ifd_server_loop(s->req->server), j) != 0) goto out_free_bin;
+  return 0;
+
+out_free_bin:
+  free(j->bin);
+out_free_job:
+  free(j);
+  return IFD_ENOMEM;
 }
 
 static void on_infer_response(ifd_response_t *resp, void *arg) {
@@ -72,36 +215,69 @@ static void on_infer_response(ifd_response_t *resp, void *arg) {
   /* HTTP answers once: later responses of this request are dropped. */
   s->req->on_response = drop_response;
   s->req->cb_arg = NULL;
-  s->answered = 1;
   s->resp = resp; /* the slot frees it after the write (or now, below) */
   if (s->conn == NULL) {
+    s->answered = 1;
     ifd__http_slot_free(s); /* the client went away meanwhile */
     return;
   }
-  answer_infer(s, resp);
+  if (resp->error != 0) {
+    s->answered = 1;
+    ifd__http_slot_error(
+        s, ifd_http_status(resp->error),
+        resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
+    return;
+  }
+  /* While a job encodes, `answered` stays 0: the slot is then an orphan, not
+   * freed, if the connection closes (see the top of the file). */
+  if (ifd__http_infer_json_bytes(s->req, resp, s->binary_all) >=
+          s->json_offload &&
+      answer_offload(s, resp) == 0)
+    return;
+  s->answered = 1;
+  answer_inline(s, resp);
+}
+
+/* Continues after decoding: submits `req`, or answers the slot with the
+ * decode error `rc`. Takes the slot's reference to req (s->req). */
+static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
+                   ifd_errmsg_t *err, const ifd_http_infer_info_t *info) {
+  if (rc != 0) goto out_fail;
+  s->binary_all = info->binary_all != 0;
+  s->req = req;
+  req->on_response = on_infer_response;
+  req->cb_arg = s;
+  rc = ifd_request_submit(req, err);
+  if (rc != 0) goto out_fail;
+  return;
+
+out_fail:
+  s->req = NULL; /* refused up front: no callback follows */
+  reply_code(s, rc, err->text);
+  ifd_request_unref(req);
 }
 
 void ifd__http_infer_start(ifd_http_slot_t *s, ifd_request_t *req,
                            size_t body_len, size_t json_len) {
   ifd_http_infer_info_t info;
   ifd_errmsg_t err;
+  job_t *j;
   int rc;
 
   ifd_errclear(&err);
-  rc = ifd__http_infer_decode(req, req->body, body_len, json_len, &info, &err);
-  if (rc != 0) goto out_fail;
-  s->binary_all = info.binary_all != 0;
-  s->req = req;
-  req->on_response = on_infer_response;
-  req->cb_arg = s;
-  rc = ifd_request_submit(req, &err);
-  if (rc != 0) {
-    s->req = NULL; /* refused up front: no callback follows */
-    goto out_fail;
+  if (json_len >= s->json_offload && json_len <= body_len &&
+      (j = calloc(1, sizeof(*j))) != NULL) {
+    j->slot = s;
+    j->req = req;
+    j->body_len = body_len;
+    j->json_len = json_len;
+    ifd_errclear(&j->err);
+    /* The slot holds the request while the job runs (see the top). */
+    s->req = req;
+    if (job_queue(ifd_server_loop(req->server), j) == 0) return;
+    s->req = NULL;
+    free(j);
   }
-  return;
-
-out_fail:
-  reply_code(s, rc, err.text);
-  ifd_request_unref(req);
+  rc = ifd__http_infer_decode(req, req->body, body_len, json_len, &info, &err);
+  submit(s, req, rc, &err, &info);
 }

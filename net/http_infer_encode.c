@@ -267,3 +267,21 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
   if (out->oom) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   return 0;
 }
+
+uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
+                                    const ifd_response_t *resp,
+                                    int binary_all) {
+  uint64_t n = 0;
+  uint32_t i;
+
+  if (req->n_outputs != 0) {
+    for (i = 0; i < req->n_outputs; i++) {
+      const ifd_output_t *o = find_output(resp, req->outputs[i].name);
+      if (o != NULL && (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) == 0)
+        n += o->byte_size;
+    }
+  } else if (!binary_all) {
+    for (i = 0; i < resp->n_outputs; i++) n += resp->outputs[i].byte_size;
+  }
+  return n;
+}
