@@ -19,7 +19,9 @@
  * response and the request's id, name and requested outputs, which the loop
  * no longer writes) and the loop touches none of it. The after-work
  * callback continues on the loop: submit (or answer the error), or finish
- * the slot with the text.
+ * the slot with the text. Requests pipelined on one connection are answered
+ * in order (the connection's FIFO) but a small one may be submitted before
+ * a large one ahead of it that is still being decoded.
  *
  * A job keeps its slot alive through the connection layer's orphan rule:
  * the slot holds the request (slot->req) and is not `answered` while the job
