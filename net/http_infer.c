@@ -33,6 +33,7 @@
  * flight frees everything; an orphan's request has not been submitted, or
  * has been answered, so freeing it touches nothing of the server.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/infer.h"
@@ -120,6 +121,19 @@ static void answer_inline(ifd_http_slot_t *s, ifd_response_t *resp) {
 
 /* ---- jobs ------------------------------------------------------------- */
 
+/* Whether an input's data lies in the request's body (`len` bytes): binary
+ * data, or an empty tensor at its end. */
+static int body_in_use(const ifd_request_t *req, size_t len) {
+  uintptr_t body = (uintptr_t)req->body;
+  uint32_t i;
+
+  for (i = 0; i < req->n_inputs; i++) {
+    uintptr_t d = (uintptr_t)req->inputs[i].data;
+    if (d >= body && d - body <= len) return 1;
+  }
+  return 0;
+}
+
 static void job_work(uv_work_t *w) {
   job_t *j = (job_t *)w;
 
@@ -133,6 +147,12 @@ static void job_work(uv_work_t *w) {
   } else {
     j->rc = ifd__http_infer_decode(j->req, j->req->body, j->body_len,
                                    j->json_len, &j->info, &j->err);
+    /* The JSON text is dead once decoded: unless a binary input points into
+     * the body, it goes now, off the loop, rather than with the request. */
+    if (j->rc == 0 && !body_in_use(j->req, j->body_len)) {
+      free(j->req->body);
+      j->req->body = NULL;
+    }
   }
 }
 

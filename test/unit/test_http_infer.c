@@ -126,7 +126,31 @@ static void test_decode_job(void **state) {
   assert_int_equal(req->n_inputs, 1);
   assert_int_equal(req->inputs[0].byte_size, sizeof(want));
   assert_memory_equal(req->inputs[0].data, want, sizeof(want));
+  /* All JSON: the text went as soon as it was decoded. */
+  assert_null(req->body);
   ifd_request_unref(req);
+
+  /* A binary input points into the body, which stays. */
+  {
+    static const char hdr[] =
+        "{\"inputs\":[{\"name\":\"IN\",\"datatype\":\"FP32\","
+        "\"shape\":[4],\"parameters\":{\"binary_data_size\":16}}]}";
+    char body[sizeof(hdr) - 1 + sizeof(want)];
+    memcpy(body, hdr, sizeof(hdr) - 1);
+    memcpy(body + sizeof(hdr) - 1, want, sizeof(want));
+    req = req_with_body(body, sizeof(body));
+    memset(&j, 0, sizeof(j));
+    j.req = req;
+    j.body_len = sizeof(body);
+    j.json_len = sizeof(hdr) - 1;
+    ifd_errclear(&j.err);
+    job_work(&j.work);
+    assert_int_equal(j.rc, 0);
+    assert_non_null(req->body);
+    assert_ptr_equal(req->inputs[0].data, (char *)req->body + j.json_len);
+    assert_memory_equal(req->inputs[0].data, want, sizeof(want));
+    ifd_request_unref(req);
+  }
 
   /* A decode error comes back in the job, as the inline path reports it. */
   req = req_with_body("{\"inputs\":[", 11);
