@@ -18,18 +18,18 @@
 typedef struct ifd_http ifd_http_t;
 
 typedef struct ifd_http_opts {
-  const char *host;        /* borrowed: address to bind; NULL = "0.0.0.0" */
-  int port;                /* 0 picks a free port (see ifd_http_port) */
-  uint64_t max_input_size; /* --http-max-input-size; 0 = default 64 MiB */
-  /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
-   * encoded on the libuv thread pool; 0 = default 256 KiB. */
-  uint64_t json_offload_bytes;
+  const char *host;         /* borrowed: address to bind; NULL = "0.0.0.0" */
+  int port;                 /* 0 picks a free port (see ifd_http_port) */
+  uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
   unsigned max_connections; /* 0 = default 65536 */
   int reuse_port;           /* set SO_REUSEPORT before binding */
   /* Metrics listener: serves only GET /metrics from `metrics` (borrowed:
    * outlives the front end). */
   int metrics_only;
   const struct ifd_metrics *metrics;
+  /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
+   * encoded on the libuv thread pool; 0 = default 256 KiB. */
+  uint64_t json_offload_bytes;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
