@@ -27,10 +27,14 @@ typedef struct ifd_http_opts {
    * outlives the front end). */
   int metrics_only;
   const struct ifd_metrics *metrics;
+  /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
+   * encoded on the libuv thread pool; 0 = default 256 KiB. */
+  uint64_t json_offload_bytes;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
 #define IFD_HTTP_DEFAULT_MAX_CONNECTIONS 65536u
+#define IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES ((uint64_t)256 << 10)
 
 /**
  * Binds, listens and starts accepting on `loop`. `server` is borrowed and

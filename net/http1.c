@@ -59,6 +59,7 @@ struct ifd_http {
   ifd_server_t *server; /* borrowed: outlives the front end */
   llhttp_settings_t settings;
   uint64_t max_input_size;
+  uint64_t json_offload_bytes; /* copied into every slot (http_infer.c) */
   int metrics_only;
   const struct ifd_metrics *metrics; /* borrowed: outlives the front end */
   void (*done)(void *arg);
@@ -128,6 +129,7 @@ static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
   if (s == NULL) return NULL;
   s->conn = c;
   s->iov = s->iov_inline;
+  s->json_offload = c->h->json_offload_bytes;
   if (c->tail != NULL)
     c->tail->next = s;
   else
@@ -601,6 +603,7 @@ static void on_free(ifd_conn_t *base) {
     if (s->req != NULL && !s->answered) {
       s->conn = NULL; /* an orphan: its response callback frees it */
       s->next = NULL;
+      if (s->job != NULL) ifd__http_infer_cancel(s);
     } else {
       ifd__http_slot_free(s);
     }
@@ -683,6 +686,9 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  h->json_offload_bytes = opts->json_offload_bytes != 0
+                              ? opts->json_offload_bytes
+                              : IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
   llhttp_settings_init(&h->settings);
   h->settings.on_message_begin = on_message_begin;
   h->settings.on_url = on_url;

@@ -1,1067 +1,305 @@
 /*
- * net/http_infer.c - KServe v2 infer bodies: JSON (and the binary tensor
- * extension) into an ifd_request_t, and an ifd_response_t back into text.
+ * net/http_infer.c - one KServe v2 infer exchange over HTTP/1.1: the body
+ * decoded into the request (net/http_infer_decode.c), the request submitted,
+ * and its first response encoded into the slot (net/http_infer_encode.c).
  *
- * Decoding validates the JSON header in one pass (net/json_scan.c: the
- * syntax jansson accepted, no tree, no allocation), then walks the text:
- * fields are found by scanning objects (the last duplicate key wins, as with
- * jansson), and JSON `data` is converted straight from the text into one
- * buffer from the request pool. A shape that claims more elements than the
- * text could hold allocates nothing; BYTES data is measured before it is
- * copied. Binary inputs point straight into the body that the request owns
- * (req->body): no copy. Nothing here touches the network or the server, so
- * the unit tests drive it with hand-made requests.
+ * The route (net/http_routes.c) resolves the URL and hands over a request
+ * that owns the body; from there this file owns the exchange until the slot
+ * is finished. HTTP/1.1 answers once: later responses of a decoupled model
+ * are dropped as they come.
+ *
+ * Large JSON. Decoding or encoding tens of megabytes of JSON takes hundreds
+ * of milliseconds, a stall for every other connection on the loop. A JSON
+ * header of at least the front end's --http-json-offload-bytes, or a
+ * response whose JSON outputs hold that many tensor bytes, is decoded or
+ * encoded by a job on the libuv thread pool instead; smaller bodies keep the
+ * inline path (no hop, no allocation). The request stays loop-owned: while
+ * a job runs, the worker alone touches what it fills (the request's pool and
+ * tensors when decoding; its own text buffer when encoding, reading the
+ * response and the request's id, name and requested outputs, which the loop
+ * no longer writes) and the loop touches none of it. The after-work
+ * callback continues on the loop: submit (or answer the error), or finish
+ * the slot with the text. Requests pipelined on one connection are answered
+ * in order (the connection's FIFO) but a small one may be submitted before
+ * a large one ahead of it that is still being decoded.
+ *
+ * A job keeps its slot alive through the connection layer's orphan rule:
+ * the slot holds the request (slot->req) and is not `answered` while the job
+ * runs, so a connection that closes meanwhile leaves the slot behind with
+ * slot->conn = NULL instead of freeing it (and cancels the job if it has not
+ * started). The after-work callback then frees the slot and drops the
+ * result quietly. The loop keeps running until every queued job has come
+ * back (uv_queue_work requests keep it alive), so shutdown with jobs in
+ * flight frees everything; an orphan's request has not been submitted, or
+ * has been answered, so freeing it touches nothing of the server.
  */
-#include <inttypes.h>
-#include <string.h>
+#include <stdint.h>
+#include <stdlib.h>
 
-#include "core/dtype.h"
 #include "core/infer.h"
+#include "core/model.h"
+#include "core/server.h"
 #include "net/internal.h"
+#include "net/status.h"
 
-/* ---- decoding ---------------------------------------------------------- */
+/* A JSON decode or encode running on the thread pool for one slot. */
+struct ifd_http_job {
+  uv_work_t work;        /* embedded; the job is freed in its after-work */
+  ifd_http_slot_t *slot; /* borrowed: kept alive by the job (see above) */
+  ifd_request_t *req;    /* borrowed: the slot's reference (slot->req) */
+  int encode;            /* 1: encode slot->resp; 0: decode req->body */
+  int rc;                /* the worker's result: 0 or IFD_E* with err */
+  ifd_errmsg_t err;
 
-/* A scalar's first byte tells its type in validated text. */
-static int is_num(const char *v, const char *end) {
-  return v != NULL && v < end && (*v == '-' || (*v >= '0' && *v <= '9'));
-}
-static int is_str(const char *v, const char *end) {
-  return v != NULL && v < end && *v == '"';
-}
-static int is_bool(const char *v, const char *end) {
-  return v != NULL && v < end && (*v == 't' || *v == 'f');
-}
-static int is_obj(const char *v, const char *end) {
-  return v != NULL && v < end && *v == '{';
-}
-static int is_arr(const char *v, const char *end) {
-  return v != NULL && v < end && *v == '[';
-}
+  /* Decoding. */
+  size_t body_len, json_len;
+  ifd_http_infer_info_t info; /* filled by the worker */
 
-/* Whether v is an integer (no '.', 'e', 'E'); its value in *x. */
-static int get_int(const char *v, const char *end, int64_t *x) {
-  ifd_jnum_t n;
-  if (!is_num(v, end)) return 0;
-  ifd__json_number(v, end, &n);
-  *x = n.i;
-  return n.is_int;
-}
+  /* Encoding. */
+  const ifd_response_t *resp; /* borrowed: slot->resp */
+  int64_t version;            /* the executed version, read on the loop */
+  int binary_all;             /* slot->binary_all, read on the loop */
+  ifd_hbuf_t text;            /* owned until the slot takes it */
+  uv_buf_t *bin;              /* owned: resp->n_outputs entries */
+  unsigned nbin;
+};
 
-/* An object key: q at its opening quote, n raw bytes before the closing
- * one, esc when they hold escapes. */
-typedef struct jkey {
-  const char *q;
-  size_t n;
-  int esc;
-} jkey_t;
+typedef struct ifd_http_job job_t;
 
-/* Steps through an object's members. *pp is at the '{' or after the previous
- * member's value (the caller skips it). Returns 1 with the key and *val at
- * the value's first byte, or 0 after the closing '}'. */
-static int member(const char **pp, const char *end, jkey_t *k,
-                  const char **val) {
-  const char *p = ifd__json_ws(*pp, end), *q;
-
-  if (p < end && (*p == '{' || *p == ',')) p = ifd__json_ws(p + 1, end);
-  if (p >= end || *p != '"') {
-    *pp = p < end ? p + 1 : end;
-    return 0;
-  }
-  k->q = p;
-  k->esc = 0;
-  for (q = p + 1; q < end && *q != '"'; q++) {
-    if (*q == '\\' && q + 1 < end) {
-      k->esc = 1;
-      q++;
-    }
-  }
-  k->n = (size_t)(q - p - 1);
-  p = q < end ? ifd__json_ws(q + 1, end) : end; /* at ':' */
-  p = p < end ? ifd__json_ws(p + 1, end) : end;
-  *val = p;
-  *pp = p;
-  return 1;
+static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
+  ifd__http_slot_error(s, ifd_http_status(code),
+                       msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 
-/* Steps through an array's elements like member(). */
-static int element(const char **pp, const char *end, const char **val) {
-  const char *p = ifd__json_ws(*pp, end);
-
-  if (p < end && (*p == '[' || *p == ',')) p = ifd__json_ws(p + 1, end);
-  if (p >= end || *p == ']') {
-    *pp = p < end ? p + 1 : end;
-    return 0;
-  }
-  *val = p;
-  return 1;
+/* After the first response, the rest of a decoupled stream has nowhere to go
+ * over HTTP/1.1: they are freed as they come. */
+static void drop_response(ifd_response_t *resp, void *arg) {
+  (void)arg;
+  ifd_response_free(resp);
 }
 
-/* Whether the key decodes to `lit` (a field name of at most 20 bytes). */
-static int key_is(const jkey_t *k, const char *end, const char *lit) {
-  size_t n = strlen(lit);
-  char buf[128];
-  int esc;
-
-  if (!k->esc) return k->n == n && memcmp(k->q + 1, lit, n) == 0;
-  /* An escape takes at most 6 bytes per decoded byte, so a longer raw key
-   * cannot decode to a field name; a shorter one fits buf. */
-  if (k->n > sizeof(buf)) return 0;
-  if (ifd__json_strlen(k->q, end, &esc) != n) return 0;
-  ifd__json_strcpy(k->q, end, buf);
-  return memcmp(buf, lit, n) == 0;
-}
-
-/* The decoded string at v as a NUL-terminated copy in the request pool. */
-static char *pool_str(ifd_request_t *req, const char *v, const char *end,
-                      size_t *len) {
-  int esc;
-  size_t n = ifd__json_strlen(v, end, &esc);
-  char *s;
-
-  if (len != NULL) *len = n;
-  if (!esc) return ifd_pool_strndup(&req->pool, v + 1, n);
-  s = ifd_pool_alloc(&req->pool, n + 1);
-  if (s == NULL) return NULL;
-  ifd__json_strcpy(v, end, s);
-  s[n] = '\0';
-  return s;
-}
-
-/* What a walk over `data` does at each element. */
-enum { WALK_COUNT, WALK_MEASURE, WALK_FILL };
-
-/* State of a walk over an input's (possibly nested) `data`. */
-typedef struct walk {
-  const char *name; /* borrowed: the input's name, for messages */
-  ifd_dtype_t dtype;
-  const char *end;    /* borrowed: end of the JSON text */
-  int64_t count;      /* elements seen */
-  size_t bytes;       /* BYTES: string bytes seen */
-  unsigned char *out; /* borrowed: request pool; write position */
-  ifd_errmsg_t *err;  /* borrowed */
-} walk_t;
-
-static int elem_error(walk_t *w, const char *want) {
-  return ifd_errf(w->err, IFD_EINVAL,
-                  "Unable to parse 'data' of input '%s': element %" PRId64
-                  " is not %s",
-                  w->name, w->count, want);
-}
-
-static int put_int(walk_t *w, const char **pp, int64_t lo, int64_t hi,
-                   size_t size) {
-  ifd_jnum_t n;
-  int64_t x;
-
-  if (!is_num(*pp, w->end)) return elem_error(w, "an integer");
-  *pp = ifd__json_number(*pp, w->end, &n);
-  if (!n.is_int) return elem_error(w, "an integer");
-  x = n.i;
-  if (x < lo || x > hi) {
-    return ifd_errf(w->err, IFD_EINVAL,
-                    "Unable to parse 'data' of input '%s': element %" PRId64
-                    " (%lld) is out of range for %s",
-                    w->name, w->count, (long long)x, ifd_dtype_name(w->dtype));
-  }
-  /* Little-endian hosts only (as Triton): the low bytes are the value. */
-  memcpy(w->out, &x, size);
-  w->out += size;
-  return 0;
-}
-
-/* Converts the element at *pp into w->out and moves *pp past it. */
-static int put_elem(walk_t *w, const char **pp) {
-  const char *p = *pp;
-  ifd_jnum_t n;
-  double d;
-
-  switch (w->dtype) {
-    case IFD_TYPE_BOOL:
-      if (!is_bool(p, w->end)) return elem_error(w, "a boolean");
-      *w->out++ = *p == 't' ? 1 : 0;
-      *pp = p + (*p == 't' ? 4 : 5);
-      return 0;
-    case IFD_TYPE_UINT8:
-      return put_int(w, pp, 0, UINT8_MAX, 1);
-    case IFD_TYPE_UINT16:
-      return put_int(w, pp, 0, UINT16_MAX, 2);
-    case IFD_TYPE_UINT32:
-      return put_int(w, pp, 0, UINT32_MAX, 4);
-    /* JSON integers are read as int64_t (as jansson did): UINT64 above
-     * INT64_MAX cannot be sent as JSON (binary data can). */
-    case IFD_TYPE_UINT64:
-      return put_int(w, pp, 0, INT64_MAX, 8);
-    case IFD_TYPE_INT8:
-      return put_int(w, pp, INT8_MIN, INT8_MAX, 1);
-    case IFD_TYPE_INT16:
-      return put_int(w, pp, INT16_MIN, INT16_MAX, 2);
-    case IFD_TYPE_INT32:
-      return put_int(w, pp, INT32_MIN, INT32_MAX, 4);
-    case IFD_TYPE_INT64:
-      return put_int(w, pp, INT64_MIN, INT64_MAX, 8);
-    case IFD_TYPE_FP32: {
-      float f;
-      if (!is_num(p, w->end)) return elem_error(w, "a number");
-      *pp = ifd__json_number_f32(p, w->end, &f);
-      memcpy(w->out, &f, 4);
-      w->out += 4;
-      return 0;
-    }
-    case IFD_TYPE_FP16:
-    case IFD_TYPE_BF16:
-    case IFD_TYPE_FP64:
-      if (!is_num(p, w->end)) return elem_error(w, "a number");
-      *pp = ifd__json_number(p, w->end, &n);
-      d = n.d;
-      /* FP32 rounds through the double, as (float)json_number_value() did
-       * (and as Triton's GetDouble() does). */
-      if (w->dtype == IFD_TYPE_FP64) {
-        memcpy(w->out, &d, 8);
-        w->out += 8;
-      } else if (w->dtype == IFD_TYPE_FP32) {
-        memcpy(w->out, &(float){(float)d}, 4);
-        w->out += 4;
-      } else {
-        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
-                                               : ifd__f32_to_bf16((float)d);
-        memcpy(w->out, &h, 2);
-        w->out += 2;
-      }
-      return 0;
-    case IFD_TYPE_BYTES: {
-      int esc;
-      size_t len = ifd__json_strlen(p, w->end, &esc);
-      uint32_t len32 = (uint32_t)len;
-      memcpy(w->out, &len32, 4);
-      *pp = ifd__json_strcpy(p, w->end, (char *)w->out + 4);
-      w->out += 4 + len;
-      return 0;
-    }
-    default:
-      return elem_error(w, "of a known type");
-  }
-}
-
-/* Visits every element of `data` at p, nested arrays flattened, without
- * recursion. WALK_COUNT counts; WALK_MEASURE also checks and measures BYTES
- * strings; WALK_FILL converts the first `cap` elements and counts the rest. */
-static int walk(walk_t *w, const char *p, int mode, int64_t cap) {
-  const char *end = w->end;
-  long depth = 0;
-  int rc;
-
-  for (;;) {
-    p = ifd__json_ws(p, end);
-    if (p >= end) break;
-    if (*p == '[') {
-      depth++;
-      p = ifd__json_ws(p + 1, end);
-      if (p < end && *p != ']') continue;
-    } else {
-      if (mode == WALK_FILL && w->count < cap) {
-        rc = put_elem(w, &p);
-        if (rc != 0) return rc;
-      } else if (mode == WALK_MEASURE) {
-        int esc;
-        size_t n;
-        if (!is_str(p, end)) return elem_error(w, "a string");
-        n = ifd__json_strlen(p, end, &esc);
-        if (n > UINT32_MAX) return elem_error(w, "short enough");
-        w->bytes += 4 + n;
-        p = ifd__json_skip(p, end);
-      } else {
-        p = ifd__json_skip(p, end);
-      }
-      w->count++;
-      p = ifd__json_ws(p, end);
-    }
-    for (;;) {
-      if (depth == 0) return 0;
-      if (p >= end) goto out_broken;
-      if (*p == ',') {
-        p++;
-        break;
-      }
-      p = ifd__json_ws(p + 1, end); /* past ']' */
-      depth--;
-    }
-  }
-out_broken: /* NEVER: validated text ends every array */
-  return ifd_errf(w->err, IFD_EINVAL, "Unable to parse 'data' of input '%s'",
-                  w->name);
-}
-
-static int shape_mismatch(const ifd_input_t *in, int64_t count, int64_t seen,
-                          ifd_errmsg_t *err) {
-  char shape[128];
-  return ifd_errf(err, IFD_EINVAL,
-                  "Unable to parse 'data': shape does not match true shape "
-                  "of 'data' field: input '%s' has shape %s (%" PRId64
-                  " elements) but 'data' holds %" PRId64,
-                  in->name,
-                  ifd_shape_format(in->shape, in->ndims, shape, sizeof(shape)),
-                  count, seen);
-}
-
-/* Converts `data` ([data, data_end) of the text that ends at end) into one
- * buffer from the request pool. */
-static int decode_data(ifd_request_t *req, ifd_input_t *in, const char *data,
-                       const char *data_end, const char *end, int64_t count,
-                       ifd_errmsg_t *err) {
-  walk_t w = {.name = in->name, .dtype = in->dtype, .end = end, .err = err};
-  size_t size;
-  int rc;
-
-  if (in->dtype == IFD_TYPE_BYTES) {
-    /* Measure first: the buffer holds the decoded strings. */
-    rc = walk(&w, data, WALK_MEASURE, 0);
-    if (rc != 0) return rc;
-    if (w.count != count) return shape_mismatch(in, count, w.count, err);
-    size = w.bytes;
-  } else {
-    /* Every element takes a byte of text at least: a shape that claims more
-     * elements than that (a trillion, say) fails before any allocation. */
-    if (count > data_end - data) {
-      rc = walk(&w, data, WALK_COUNT, 0);
-      if (rc != 0) return rc;
-      return shape_mismatch(in, count, w.count, err);
-    }
-    size = (size_t)count * ifd_dtype_size(in->dtype);
-  }
-  w.out = ifd_pool_alloc(&req->pool, size != 0 ? size : 1);
-  if (w.out == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  in->data = w.out;
-  in->byte_size = size;
-  w.count = 0;
-  rc = walk(&w, data, WALK_FILL, count);
-  if (rc == 0 && w.count == count) return 0;
-  /* A shape mismatch wins over a bad element (counting came first when the
-   * data was walked twice). */
+/* Finishes the slot with an encoded body (the slot takes `text`). */
+static void finish_encoded(ifd_http_slot_t *s, int rc, const ifd_errmsg_t *err,
+                           ifd_hbuf_t *text, const uv_buf_t *bin,
+                           unsigned nbin) {
   if (rc != 0) {
-    w.count = 0;
-    if (walk(&w, data, WALK_COUNT, 0) != 0 || w.count == count) return rc;
-  }
-  return shape_mismatch(in, count, w.count, err);
-}
-
-static int decode_shape(ifd_request_t *req, ifd_input_t *in, const char *js,
-                        const char *end, ifd_errmsg_t *err) {
-  const char *it = js, *v;
-  size_t i, n = 0;
-
-  if (is_arr(js, end)) {
-    while (n <= IFD_MAX_DIMS && element(&it, end, &v)) {
-      n++;
-      it = ifd__json_skip(v, end);
-    }
-  }
-  if (!is_arr(js, end) || n > IFD_MAX_DIMS) {
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'shape' of input '%s': expected an array "
-                    "of at most %d dims",
-                    in->name, IFD_MAX_DIMS);
-  }
-  in->shape = ifd_pool_calloc(&req->pool, n != 0 ? n : 1, sizeof(int64_t));
-  if (in->shape == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  it = js;
-  for (i = 0; i < n && element(&it, end, &v); i++) {
-    int64_t d;
-    if (!get_int(v, end, &d) || d < 0) {
-      return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'shape' of input '%s': dim %zu is not "
-                      "a non-negative integer",
-                      in->name, i);
-    }
-    in->shape[i] = d;
-    it = ifd__json_skip(v, end);
-  }
-  in->ndims = (uint32_t)n;
-  return 0;
-}
-
-/* One element of `inputs` at j. `bin`/`bin_len`/`off`: the binary section. */
-static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
-                        const char *end, size_t idx, const char *bin,
-                        size_t bin_len, size_t *off, ifd_errmsg_t *err) {
-  const char *name = NULL, *dt = NULL, *shape = NULL, *params = NULL;
-  const char *bds = NULL, *shm = NULL, *data = NULL, *data_end = NULL;
-  const char *it, *v;
-  char dtbuf[32], *dtname = dtbuf;
-  size_t dtlen;
-  jkey_t k;
-  int64_t count;
-  int rc;
-
-  if (!is_obj(j, end))
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'inputs': element %zu is not an object",
-                    idx);
-  /* The last of duplicate keys wins, as in jansson. */
-  for (it = j; member(&it, end, &k, &v);) {
-    it = ifd__json_skip(v, end);
-    if (key_is(&k, end, "name"))
-      name = v;
-    else if (key_is(&k, end, "datatype"))
-      dt = v;
-    else if (key_is(&k, end, "shape"))
-      shape = v;
-    else if (key_is(&k, end, "parameters"))
-      params = v;
-    else if (key_is(&k, end, "data")) {
-      data = v;
-      data_end = it;
-    }
-  }
-  if (!is_str(name, end))
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'name' of input %zu: expected a string",
-                    idx);
-  in->name = pool_str(req, name, end, NULL);
-  if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  if (!is_str(dt, end))
-    return ifd_errf(
-        err, IFD_EINVAL,
-        "Unable to parse 'datatype' of input '%s': expected a string",
-        in->name);
-  {
-    int esc;
-    dtlen = ifd__json_strlen(dt, end, &esc);
-    if (dtlen >= sizeof(dtbuf)) {
-      dtname = ifd_pool_alloc(&req->pool, dtlen + 1);
-      if (dtname == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-    }
-    ifd__json_strcpy(dt, end, dtname);
-    dtname[dtlen] = '\0';
-  }
-  in->dtype = ifd_dtype_from_name(dtname, dtlen);
-  if (in->dtype == IFD_TYPE_INVALID)
-    return ifd_errf(err, IFD_EINVAL, "invalid datatype '%s' of input '%s'",
-                    dtname, in->name);
-  rc = decode_shape(req, in, shape, end, err);
-  if (rc != 0) return rc;
-  rc = ifd_shape_count(in->shape, in->ndims, &count);
-  if (rc != 0)
-    return ifd_errf(err, IFD_EINVAL,
-                    "shape of input '%s' has too many elements", in->name);
-
-  if (params != NULL && !is_obj(params, end))
-    return ifd_errf(
-        err, IFD_EINVAL,
-        "Unable to parse 'parameters' of input '%s': expected an object",
-        in->name);
-  if (params != NULL) {
-    for (it = params; member(&it, end, &k, &v);) {
-      it = ifd__json_skip(v, end);
-      if (key_is(&k, end, "shared_memory_region"))
-        shm = v;
-      else if (key_is(&k, end, "binary_data_size"))
-        bds = v;
-    }
-    if (shm != NULL)
-      return ifd_errf(err, IFD_EUNSUPPORTED,
-                      "input '%s': shared memory is not supported", in->name);
-  }
-  if (bds != NULL) {
-    int64_t s;
-    if (!get_int(bds, end, &s)) s = -1;
-    if (s < 0)
-      return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'binary_data_size' of input '%s': "
-                      "expected a non-negative integer",
-                      in->name);
-    if (data != NULL)
-      return ifd_errf(err, IFD_EINVAL,
-                      "input '%s' has both 'data' and 'binary_data_size'",
-                      in->name);
-    if ((uint64_t)s > bin_len - *off) {
-      return ifd_errf(
-          err, IFD_EINVAL,
-          "unexpected size for input '%s': binary_data_size is %lld "
-          "but only %zu bytes of binary data are left in the body",
-          in->name, (long long)s, bin_len - *off);
-    }
-    in->data = bin + *off;
-    in->byte_size = (uint64_t)s;
-    *off += (size_t)s;
-    return 0;
-  }
-  if (data == NULL)
-    return ifd_errf(err, IFD_EINVAL,
-                    "input '%s' has neither 'data' nor 'binary_data_size'",
-                    in->name);
-  return decode_data(req, in, data, data_end, end, count, err);
-}
-
-/* One member of the request's `parameters`. */
-typedef struct pmember {
-  char *key;     /* request pool */
-  const char *v; /* the value (of the last duplicate) */
-  int dup;       /* a repeat of an earlier key */
-} pmember_t;
-
-static uint32_t key_hash(const char *s) {
-  uint32_t h = 2166136261u;
-  for (; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-  return h;
-}
-
-/* Marks repeated keys: the first keeps its place and takes the last value,
- * as jansson's object did. A hash table keeps this linear in the count. */
-static int dedupe(ifd_request_t *req, pmember_t *m, size_t n) {
-  size_t i, j, size = 16;
-  uint32_t *slot; /* index + 1 of the first holder of a key; 0: free */
-
-  if (n <= 8) {
-    for (i = 1; i < n; i++) {
-      for (j = 0; j < i; j++) {
-        if (!m[j].dup && strcmp(m[j].key, m[i].key) == 0) {
-          m[j].v = m[i].v;
-          m[i].dup = 1;
-          break;
-        }
-      }
-    }
-    return 0;
-  }
-  while (size < 2 * n) size *= 2;
-  slot = ifd_pool_calloc(&req->pool, size, sizeof(*slot));
-  if (slot == NULL) return IFD_ENOMEM;
-  for (i = 0; i < n; i++) {
-    for (j = key_hash(m[i].key) & (size - 1); slot[j] != 0;
-         j = (j + 1) & (size - 1)) {
-      if (strcmp(m[slot[j] - 1].key, m[i].key) == 0) break;
-    }
-    if (slot[j] == 0) {
-      slot[j] = (uint32_t)(i + 1);
-    } else {
-      m[slot[j] - 1].v = m[i].v;
-      m[i].dup = 1;
-    }
-  }
-  return 0;
-}
-
-static int decode_params(ifd_request_t *req, const char *params,
-                         const char *end, ifd_http_infer_info_t *info,
-                         ifd_errmsg_t *err) {
-  pmember_t *m = NULL;
-  const char *it, *v;
-  size_t i, n = 0, uniq;
-  jkey_t k;
-
-  if (!is_obj(params, end))
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'parameters': expected an object");
-  for (it = params; member(&it, end, &k, &v);) {
-    it = ifd__json_skip(v, end);
-    n++;
-  }
-  if (n != 0) {
-    m = ifd_pool_calloc(&req->pool, n, sizeof(*m));
-    if (m == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  }
-  for (i = 0, it = params; i < n && member(&it, end, &k, &v); i++) {
-    it = ifd__json_skip(v, end);
-    m[i].key = pool_str(req, k.q, end, NULL);
-    if (m[i].key == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-    m[i].v = v;
-  }
-  if (dedupe(req, m, n) != 0) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  for (i = 0, uniq = 0; i < n; i++) uniq += !m[i].dup;
-  req->params = ifd_pool_calloc(&req->pool, uniq + 1, sizeof(ifd_param_t));
-  if (req->params == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  for (i = 0; i < n; i++) {
-    const char *key = m[i].key;
-    ifd_param_t *p;
-    int64_t x;
-    v = m[i].v;
-    if (m[i].dup) continue;
-    if (strcmp(key, "sequence_id") == 0) {
-      if (get_int(v, end, &x) && x >= 0) {
-        req->correlation_id = (uint64_t)x;
-        req->correlation_id_str = NULL;
-      } else if (is_str(v, end)) {
-        req->correlation_id = 0;
-        req->correlation_id_str = pool_str(req, v, end, NULL);
-        if (req->correlation_id_str == NULL)
-          return ifd_errf(err, IFD_ENOMEM, "out of memory");
-      } else {
-        return ifd_errf(err, IFD_EINVAL,
-                        "Unable to parse 'sequence_id': expected a "
-                        "non-negative integer or a string");
-      }
-      continue;
-    }
-    if (strcmp(key, "sequence_start") == 0 ||
-        strcmp(key, "sequence_end") == 0 ||
-        strcmp(key, "binary_data_output") == 0) {
-      uint32_t flag = key[9] == 's' ? IFD_REQUEST_FLAG_SEQUENCE_START
-                                    : IFD_REQUEST_FLAG_SEQUENCE_END;
-      if (!is_bool(v, end))
-        return ifd_errf(err, IFD_EINVAL,
-                        "Unable to parse '%s': expected a boolean", key);
-      if (key[0] == 'b')
-        info->binary_all = *v == 't';
-      else if (*v == 't')
-        req->flags |= flag;
-      else
-        req->flags &= ~flag;
-      continue;
-    }
-    if (strcmp(key, "priority") == 0 || strcmp(key, "timeout") == 0) {
-      if (!get_int(v, end, &x)) x = -1;
-      if (x < 0 || (key[0] == 'p' && x > UINT32_MAX))
-        return ifd_errf(err, IFD_EINVAL,
-                        "Unable to parse '%s': expected a non-negative integer",
-                        key);
-      if (key[0] == 'p')
-        req->priority = (uint32_t)x;
-      else
-        req->timeout_us = (uint64_t)x;
-      continue;
-    }
-    p = &req->params[req->n_params];
-    p->key = key;
-    if (is_str(v, end)) {
-      p->type = IFD_PARAM_STRING;
-      p->v.s = pool_str(req, v, end, NULL);
-      if (p->v.s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-    } else if (is_num(v, end)) {
-      ifd_jnum_t num;
-      ifd__json_number(v, end, &num);
-      if (num.is_int) {
-        p->type = IFD_PARAM_INT;
-        p->v.i = num.i;
-      } else {
-        p->type = IFD_PARAM_DOUBLE;
-        p->v.d = num.d;
-      }
-    } else if (is_bool(v, end)) {
-      p->type = IFD_PARAM_BOOL;
-      p->v.b = *v == 't';
-    } else {
-      return ifd_errf(
-          err, IFD_EINVAL,
-          "parameter '%s' must be a string, an integer, a boolean or a number",
-          key);
-    }
-    req->n_params++;
-  }
-  return 0;
-}
-
-static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
-                          int binary_all, ifd_errmsg_t *err) {
-  const char *it, *o;
-  size_t i, n = 0;
-
-  if (!is_arr(outs, end))
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'outputs': expected an array");
-  for (it = outs; element(&it, end, &o);) {
-    it = ifd__json_skip(o, end);
-    n++;
-  }
-  if (n == 0) return 0;
-  req->outputs = ifd_pool_calloc(&req->pool, n, sizeof(ifd_output_req_t));
-  if (req->outputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  for (i = 0, it = outs; i < n && element(&it, end, &o); i++) {
-    const char *name = NULL, *params = NULL, *shm = NULL, *bin = NULL;
-    const char *cls = NULL, *mit, *v;
-    ifd_output_req_t *out = &req->outputs[i];
-    int binary = binary_all;
-    jkey_t k;
-
-    it = ifd__json_skip(o, end);
-    if (!is_obj(o, end))
-      return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'outputs': element %zu is not an object",
-                      i);
-    for (mit = o; member(&mit, end, &k, &v);) {
-      mit = ifd__json_skip(v, end);
-      if (key_is(&k, end, "name"))
-        name = v;
-      else if (key_is(&k, end, "parameters"))
-        params = v;
-    }
-    if (!is_str(name, end))
-      return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'name' of output %zu: expected a string",
-                      i);
-    out->name = pool_str(req, name, end, NULL);
-    if (out->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-    if (params != NULL && !is_obj(params, end))
-      return ifd_errf(
-          err, IFD_EINVAL,
-          "Unable to parse 'parameters' of output '%s': expected an object",
-          out->name);
-    if (params != NULL) {
-      for (mit = params; member(&mit, end, &k, &v);) {
-        mit = ifd__json_skip(v, end);
-        if (key_is(&k, end, "shared_memory_region"))
-          shm = v;
-        else if (key_is(&k, end, "binary_data"))
-          bin = v;
-        else if (key_is(&k, end, "classification"))
-          cls = v;
-      }
-      if (shm != NULL)
-        return ifd_errf(err, IFD_EUNSUPPORTED,
-                        "output '%s': shared memory is not supported",
-                        out->name);
-      if (bin != NULL && !is_bool(bin, end))
-        return ifd_errf(
-            err, IFD_EINVAL,
-            "Unable to parse 'binary_data' of output '%s': expected a boolean",
-            out->name);
-      if (bin != NULL) binary = *bin == 't';
-      if (cls != NULL) {
-        int64_t c;
-        if (!get_int(cls, end, &c)) c = -1;
-        if (c < 0 || c > UINT32_MAX)
-          return ifd_errf(err, IFD_EINVAL,
-                          "Unable to parse 'classification' of output '%s': "
-                          "expected a non-negative integer",
-                          out->name);
-        out->class_count = (uint32_t)c;
-      }
-    }
-    out->proto_flags = binary ? IFD_HTTP_OUT_BINARY : 0;
-  }
-  req->n_outputs = (uint32_t)n;
-  return 0;
-}
-
-int ifd__http_infer_decode(ifd_request_t *req, const char *body,
-                           size_t body_len, size_t json_len,
-                           ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
-  const char *end = body + json_len, *it, *v;
-  const char *id = NULL, *params = NULL, *inputs = NULL, *outputs = NULL;
-  ifd_jerr_t jerr;
-  jkey_t k;
-  size_t i, n = 0, off = 0;
-  int rc;
-
-  info->binary_all = 0;
-  if (json_len > body_len) {
-    return ifd_errf(err, IFD_EINVAL,
-                    "Inference-Header-Content-Length (%zu) exceeds the body "
-                    "size (%zu)",
-                    json_len, body_len);
-  }
-  /* Syntax first, so that a malformed body reports that and nothing else. */
-  if (ifd__json_validate(body, json_len, &jerr) != 0) {
-    return ifd_errf(err, IFD_EINVAL,
-                    "failed to parse the request JSON buffer: %s at %zu",
-                    jerr.text, jerr.pos);
-  }
-  it = ifd__json_ws(body, end);
-  if (!is_obj(it, end))
-    return ifd_errf(err, IFD_EINVAL, "the request JSON must be an object");
-  /* Unknown keys are skipped; the last of duplicate keys wins. */
-  while (member(&it, end, &k, &v)) {
-    it = ifd__json_skip(v, end);
-    if (key_is(&k, end, "id"))
-      id = v;
-    else if (key_is(&k, end, "parameters"))
-      params = v;
-    else if (key_is(&k, end, "inputs"))
-      inputs = v;
-    else if (key_is(&k, end, "outputs"))
-      outputs = v;
-  }
-  req->id = "";
-  if (id != NULL) {
-    if (!is_str(id, end))
-      return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'id': expected a string");
-    req->id = pool_str(req, id, end, NULL);
-    if (req->id == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  }
-  if (params != NULL && (rc = decode_params(req, params, end, info, err)) != 0)
-    return rc;
-
-  if (!is_arr(inputs, end))
-    return ifd_errf(err, IFD_EINVAL,
-                    "Unable to parse 'inputs': expected an array");
-  for (it = inputs; element(&it, end, &v);) {
-    it = ifd__json_skip(v, end);
-    n++;
-  }
-  if (n != 0) {
-    req->inputs = ifd_pool_calloc(&req->pool, n, sizeof(ifd_input_t));
-    if (req->inputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  }
-  for (i = 0, it = inputs; i < n && element(&it, end, &v); i++) {
-    it = ifd__json_skip(v, end);
-    rc = decode_input(req, &req->inputs[i], v, end, i, body + json_len,
-                      body_len - json_len, &off, err);
-    if (rc != 0) return rc;
-    req->n_inputs = (uint32_t)(i + 1);
-  }
-  if (off != body_len - json_len) {
-    return ifd_errf(err, IFD_EINVAL,
-                    "the body holds %zu bytes of binary data beyond those the "
-                    "inputs declare",
-                    body_len - json_len - off);
-  }
-  if (outputs != NULL &&
-      (rc = decode_outputs(req, outputs, end, info->binary_all, err)) != 0)
-    return rc;
-  return 0;
-}
-
-/* ---- serializing ------------------------------------------------------- */
-
-static void put_i64(ifd_hbuf_t *b, int64_t v) {
-  char tmp[24], *p = tmp + sizeof(tmp);
-  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-
-  do {
-    *--p = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  if (v < 0) *--p = '-';
-  ifd__hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-static void put_u64(ifd_hbuf_t *b, uint64_t u) {
-  char tmp[24], *p = tmp + sizeof(tmp);
-
-  do {
-    *--p = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  ifd__hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-static void put_shape(ifd_hbuf_t *b, const int64_t *shape, uint32_t n) {
-  uint32_t i;
-
-  ifd__hbuf_put(b, "[", 1);
-  for (i = 0; i < n; i++) {
-    if (i != 0) ifd__hbuf_put(b, ",", 1);
-    put_i64(b, shape[i]);
-  }
-  ifd__hbuf_put(b, "]", 1);
-}
-
-static void put_elem_json(ifd_hbuf_t *b, ifd_dtype_t t,
-                          const unsigned char *p) {
-  union {
-    int8_t i8;
-    int16_t i16;
-    int32_t i32;
-    int64_t i64;
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    float f;
-    double d;
-  } v;
-
-  memcpy(&v, p, ifd_dtype_size(t));
-  switch (t) {
-    case IFD_TYPE_BOOL:
-      ifd__hbuf_puts(b, p[0] ? "true" : "false");
-      break;
-    case IFD_TYPE_UINT8:
-      put_u64(b, p[0]);
-      break;
-    case IFD_TYPE_UINT16:
-      put_u64(b, v.u16);
-      break;
-    case IFD_TYPE_UINT32:
-      put_u64(b, v.u32);
-      break;
-    case IFD_TYPE_UINT64:
-      put_u64(b, v.u64);
-      break;
-    case IFD_TYPE_INT8:
-      put_i64(b, v.i8);
-      break;
-    case IFD_TYPE_INT16:
-      put_i64(b, v.i16);
-      break;
-    case IFD_TYPE_INT32:
-      put_i64(b, v.i32);
-      break;
-    case IFD_TYPE_INT64:
-      put_i64(b, v.i64);
-      break;
-    case IFD_TYPE_FP16:
-      ifd__json_f32(b, ifd__f16_to_f32(v.u16));
-      break;
-    case IFD_TYPE_BF16:
-      ifd__json_f32(b, ifd__bf16_to_f32(v.u16));
-      break;
-    case IFD_TYPE_FP32:
-      ifd__json_f32(b, v.f);
-      break;
-    case IFD_TYPE_FP64:
-      ifd__json_f64(b, v.d);
-      break;
-    default:
-      ifd__hbuf_puts(b, "null");
-      break;
-  }
-}
-
-static int put_data(ifd_hbuf_t *b, const ifd_output_t *o, int64_t count,
-                    ifd_errmsg_t *err) {
-  const unsigned char *p = o->buffer;
-  size_t esize = ifd_dtype_size(o->dtype);
-  int64_t i;
-
-  ifd__hbuf_put(b, "[", 1);
-  if (o->dtype == IFD_TYPE_BYTES) {
-    uint64_t off = 0;
-    for (i = 0; i < count; i++) {
-      uint32_t len;
-      if (o->byte_size - off < 4) goto out_malformed;
-      memcpy(&len, p + off, 4);
-      off += 4;
-      if (o->byte_size - off < len) goto out_malformed;
-      if (i != 0) ifd__hbuf_put(b, ",", 1);
-      ifd__json_str(b, (const char *)p + off, len);
-      off += len;
-    }
-    if (off != o->byte_size) goto out_malformed;
+    ifd__hbuf_free(text);
+    reply_code(s, rc, err->text);
+  } else if (nbin != 0) {
+    ifd__http_slot_finish(s, 200, "application/octet-stream", text, bin, nbin,
+                          (int64_t)ifd__hbuf_size(text));
   } else {
-    for (i = 0; i < count; i++) {
-      if (i != 0) ifd__hbuf_put(b, ",", 1);
-      put_elem_json(b, o->dtype, p + (size_t)i * esize);
-    }
+    ifd__http_slot_finish(s, 200, "application/json", text, NULL, 0, -1);
   }
-  ifd__hbuf_put(b, "]", 1);
-  return 0;
-
-out_malformed:
-  return ifd_errf(err, IFD_EINTERNAL,
-                  "output '%s' holds malformed BYTES data for %" PRId64
-                  " elements",
-                  o->name, count);
 }
 
-static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
-                      uv_buf_t *bin, unsigned *nbin, ifd_errmsg_t *err) {
-  int64_t count;
-  size_t esize = ifd_dtype_size(o->dtype);
+static int64_t executed_version(const ifd_request_t *req) {
+  return req->model != NULL ? req->model->version : req->model_version;
+}
+
+static void answer_inline(ifd_http_slot_t *s, ifd_response_t *resp) {
+  uv_buf_t stack[8], *bin = stack;
+  unsigned nbin = 0;
+  ifd_errmsg_t err;
+  ifd_hbuf_t b;
   int rc;
 
-  if (ifd_shape_count(o->shape, o->ndims, &count) != 0 ||
-      (esize == 0 && o->dtype != IFD_TYPE_BYTES) ||
-      (esize != 0 && (uint64_t)count > UINT64_MAX / esize) ||
-      (esize != 0 && o->byte_size != (uint64_t)count * esize)) {
-    return ifd_errf(err, IFD_EINTERNAL,
-                    "output '%s' holds %" PRIu64
-                    " bytes, which do not match its datatype and shape",
-                    o->name, o->byte_size);
+  if (resp->n_outputs > sizeof(stack) / sizeof(stack[0])) {
+    bin = malloc(resp->n_outputs * sizeof(uv_buf_t));
+    if (bin == NULL) {
+      ifd__http_slot_error(s, 500, "out of memory");
+      return;
+    }
   }
-  ifd__hbuf_puts(b, "{\"name\":");
-  ifd__json_str(b, o->name, strlen(o->name));
-  ifd__hbuf_puts(b, ",\"datatype\":\"");
-  ifd__hbuf_puts(b, ifd_dtype_name(o->dtype));
-  ifd__hbuf_puts(b, "\",\"shape\":");
-  put_shape(b, o->shape, o->ndims);
-  if (binary) {
-    ifd__hbuf_puts(b, ",\"parameters\":{\"binary_data_size\":");
-    put_u64(b, o->byte_size);
-    ifd__hbuf_puts(b, "}}");
-    /* uv_buf_t lengths are 32-bit: larger outputs cannot go out as one. */
-    if (o->byte_size > UINT32_MAX)
-      return ifd_errf(err, IFD_EINTERNAL,
-                      "output '%s' is too large to send over HTTP", o->name);
-    bin[*nbin] = uv_buf_init(o->buffer, (unsigned)o->byte_size);
-    ++*nbin;
-    return 0;
+  ifd_errclear(&err);
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  rc = ifd__http_infer_serialize(s->req, resp, executed_version(s->req),
+                                 s->binary_all, &b, bin, &nbin, &err);
+  finish_encoded(s, rc, &err, &b, bin, nbin);
+  if (bin != stack) free(bin);
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
+/* Whether an input's data lies in the request's body (`len` bytes): binary
+ * data, or an empty tensor at its end. */
+static int body_in_use(const ifd_request_t *req, size_t len) {
+  uintptr_t body = (uintptr_t)req->body;
+  uint32_t i;
+
+  for (i = 0; i < req->n_inputs; i++) {
+    uintptr_t d = (uintptr_t)req->inputs[i].data;
+    if (d >= body && d - body <= len) return 1;
   }
-  ifd__hbuf_puts(b, ",\"data\":");
-  rc = put_data(b, o, count, err);
-  if (rc != 0) return rc;
-  ifd__hbuf_put(b, "}", 1);
   return 0;
 }
 
-static const ifd_output_t *find_output(const ifd_response_t *resp,
-                                       const char *name) {
-  uint32_t i;
+static void job_work(uv_work_t *w) {
+  job_t *j = (job_t *)w;
 
-  /* Responses hold a handful of outputs: a scan beats any index. */
-  for (i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
-  return NULL;
-}
-
-static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
-  uint32_t i;
-
-  ifd__hbuf_puts(b, ",\"parameters\":{");
-  for (i = 0; i < n; i++) {
-    const ifd_param_t *p = &params[i];
-    if (i != 0) ifd__hbuf_put(b, ",", 1);
-    ifd__json_str(b, p->key, strlen(p->key));
-    ifd__hbuf_put(b, ":", 1);
-    switch (p->type) {
-      case IFD_PARAM_STRING:
-        ifd__json_str(b, p->v.s, strlen(p->v.s));
-        break;
-      case IFD_PARAM_INT:
-        put_i64(b, p->v.i);
-        break;
-      case IFD_PARAM_BOOL:
-        ifd__hbuf_puts(b, p->v.b ? "true" : "false");
-        break;
-      case IFD_PARAM_DOUBLE:
-        ifd__json_f64(b, p->v.d);
-        break;
-    }
-  }
-  ifd__hbuf_put(b, "}", 1);
-}
-
-int ifd__http_infer_serialize(const ifd_request_t *req,
-                              const ifd_response_t *resp, int64_t model_version,
-                              int binary_all, ifd_hbuf_t *out, uv_buf_t *bin,
-                              unsigned *nbin, ifd_errmsg_t *err) {
-  const char *name = req->model_name != NULL ? req->model_name : "";
-  uint32_t i;
-  int rc, first = 1;
-
-  *nbin = 0;
-  ifd__hbuf_put(out, "{", 1);
-  if (req->id != NULL && req->id[0] != '\0') {
-    ifd__hbuf_puts(out, "\"id\":");
-    ifd__json_str(out, req->id, strlen(req->id));
-    ifd__hbuf_put(out, ",", 1);
-  }
-  ifd__hbuf_puts(out, "\"model_name\":");
-  ifd__json_str(out, name, strlen(name));
-  ifd__hbuf_puts(out, ",\"model_version\":\"");
-  if (model_version >= 0) put_i64(out, model_version);
-  ifd__hbuf_put(out, "\"", 1);
-  if (resp->n_params != 0) put_params(out, resp->params, resp->n_params);
-  ifd__hbuf_puts(out, ",\"outputs\":[");
-  if (req->n_outputs != 0) {
-    /* The client named its outputs: answer in its order. */
-    for (i = 0; i < req->n_outputs; i++) {
-      const ifd_output_t *o = find_output(resp, req->outputs[i].name);
-      if (o == NULL) continue;
-      if (!first) ifd__hbuf_put(out, ",", 1);
-      first = 0;
-      rc = put_output(out, o,
-                      (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) != 0,
-                      bin, nbin, err);
-      if (rc != 0) return rc;
-    }
+  /* Worker thread: only the job, the request's pool and tensors (decode) or
+   * the job's own buffers (encode) are written here; the slot is not read. */
+  if (j->encode) {
+    ifd__hbuf_init(&j->text, IFD_HTTP_HEADROOM);
+    j->rc =
+        ifd__http_infer_serialize(j->req, j->resp, j->version, j->binary_all,
+                                  &j->text, j->bin, &j->nbin, &j->err);
   } else {
-    for (i = 0; i < resp->n_outputs; i++) {
-      if (i != 0) ifd__hbuf_put(out, ",", 1);
-      rc = put_output(out, &resp->outputs[i], binary_all, bin, nbin, err);
-      if (rc != 0) return rc;
+    j->rc = ifd__http_infer_decode(j->req, j->req->body, j->body_len,
+                                   j->json_len, &j->info, &j->err);
+    /* The JSON text is dead once decoded: unless a binary input points into
+     * the body, it goes now, off the loop, rather than with the request. */
+    if (j->rc == 0 && !body_in_use(j->req, j->body_len)) {
+      free(j->req->body);
+      j->req->body = NULL;
     }
   }
-  ifd__hbuf_puts(out, "]}");
-  if (out->oom) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+}
+
+static void job_free(job_t *j) {
+  if (j->encode) ifd__hbuf_free(&j->text);
+  free(j->bin);
+  free(j);
+}
+
+static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
+                   ifd_errmsg_t *err, const ifd_http_infer_info_t *info);
+
+static void job_done(uv_work_t *w, int status) {
+  job_t *j = (job_t *)w;
+  ifd_http_slot_t *s = j->slot;
+
+  s->job = NULL;
+  if (s->conn == NULL) {
+    /* The connection closed meanwhile (the job may have been cancelled):
+     * the orphaned slot is ours to free, with its request and response. */
+    ifd__http_slot_free(s);
+    job_free(j);
+    return;
+  }
+  if (status != 0) /* NEVER: only an orphan's job is cancelled */
+    j->rc = ifd_errf(&j->err, IFD_EINTERNAL, "%s", uv_strerror(status));
+  if (j->encode) {
+    s->answered = 1;
+    finish_encoded(s, j->rc, &j->err, &j->text, j->bin, j->nbin);
+    j->encode = 0; /* the slot took the text */
+  } else {
+    submit(s, j->req, j->rc, &j->err, &j->info);
+  }
+  job_free(j);
+}
+
+/* Queues `j` (slot, req and the mode's fields set). Returns 0, or a libuv
+ * error with nothing queued. */
+static int job_queue(uv_loop_t *loop, job_t *j) {
+  int rc = uv_queue_work(loop, &j->work, job_work, job_done);
+
+  if (rc == 0) j->slot->job = j;
+  return rc;
+}
+
+void ifd__http_infer_cancel(ifd_http_slot_t *slot) {
+  /* A job already running finishes; its after-work frees the orphan. */
+  if (slot->job != NULL) uv_cancel((uv_req_t *)&slot->job->work);
+}
+
+/* ---- the exchange ----------------------------------------------------- */
+
+/* Encodes `resp` on the thread pool. Returns 0 when queued (the job answers
+ * the slot), or an error with nothing queued. */
+static int answer_offload(ifd_http_slot_t *s, ifd_response_t *resp) {
+  job_t *j = calloc(1, sizeof(*j));
+
+  if (j == NULL) return IFD_ENOMEM;
+  j->bin =
+      malloc((resp->n_outputs != 0 ? resp->n_outputs : 1) * sizeof(uv_buf_t));
+  if (j->bin == NULL) goto out_free_job;
+  j->slot = s;
+  j->req = s->req;
+  j->encode = 1;
+  j->resp = resp;
+  j->version = executed_version(s->req);
+  j->binary_all = s->binary_all;
+  ifd_errclear(&j->err);
+  if (job_queue(ifd_server_loop(s->req->server), j) != 0) goto out_free_bin;
   return 0;
+
+out_free_bin:
+  free(j->bin);
+out_free_job:
+  free(j);
+  return IFD_ENOMEM;
+}
+
+static void on_infer_response(ifd_response_t *resp, void *arg) {
+  ifd_http_slot_t *s = arg;
+
+  /* HTTP answers once: later responses of this request are dropped. */
+  s->req->on_response = drop_response;
+  s->req->cb_arg = NULL;
+  s->resp = resp; /* the slot frees it after the write (or now, below) */
+  if (s->conn == NULL) {
+    s->answered = 1;
+    ifd__http_slot_free(s); /* the client went away meanwhile */
+    return;
+  }
+  if (resp->error != 0) {
+    s->answered = 1;
+    ifd__http_slot_error(
+        s, ifd_http_status(resp->error),
+        resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
+    return;
+  }
+  /* While a job encodes, `answered` stays 0: the slot is then an orphan, not
+   * freed, if the connection closes (see the top of the file). */
+  if (ifd__http_infer_json_bytes(s->req, resp, s->binary_all) >=
+          s->json_offload &&
+      answer_offload(s, resp) == 0)
+    return;
+  s->answered = 1;
+  answer_inline(s, resp);
+}
+
+/* Continues after decoding: submits `req`, or answers the slot with the
+ * decode error `rc`. Takes the slot's reference to req (s->req). */
+static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
+                   ifd_errmsg_t *err, const ifd_http_infer_info_t *info) {
+  if (rc != 0) goto out_fail;
+  s->binary_all = info->binary_all != 0;
+  s->req = req;
+  req->on_response = on_infer_response;
+  req->cb_arg = s;
+  rc = ifd_request_submit(req, err);
+  if (rc != 0) goto out_fail;
+  return;
+
+out_fail:
+  s->req = NULL; /* refused up front: no callback follows */
+  reply_code(s, rc, err->text);
+  ifd_request_unref(req);
+}
+
+void ifd__http_infer_start(ifd_http_slot_t *s, ifd_request_t *req,
+                           size_t body_len, size_t json_len) {
+  ifd_http_infer_info_t info;
+  ifd_errmsg_t err;
+  job_t *j;
+  int rc;
+
+  ifd_errclear(&err);
+  if (json_len >= s->json_offload && json_len <= body_len &&
+      (j = calloc(1, sizeof(*j))) != NULL) {
+    j->slot = s;
+    j->req = req;
+    j->body_len = body_len;
+    j->json_len = json_len;
+    ifd_errclear(&j->err);
+    /* The slot holds the request while the job runs (see the top). */
+    s->req = req;
+    if (job_queue(ifd_server_loop(req->server), j) == 0) return;
+    s->req = NULL;
+    free(j);
+  }
+  rc = ifd__http_infer_decode(req, req->body, body_len, json_len, &info, &err);
+  submit(s, req, rc, &err, &info);
 }

@@ -7,7 +7,9 @@
  *   http1.c       connections (on net/conn.c), llhttp, the response FIFO,
  *                 writes
  *   http_routes.c the route matcher and the KServe v2 handlers
- *   http_infer.c  infer request JSON/binary decoding, response serializing
+ *   http_infer.c  one infer exchange: decode, submit, answer the slot
+ *   http_infer_decode.c  infer request JSON/binary body into ifd_request_t
+ *   http_infer_encode.c  infer response into its JSON/binary body
  *
  * A response slot is the unit that ties them together: http1.c appends one
  * to its connection's FIFO per parsed request, a handler fills it (at once,
@@ -188,6 +190,8 @@ typedef struct ifd_http_conn ifd_http_conn_t;
 
 #define IFD_SLOT_INLINE_IOV 4
 
+typedef struct ifd_http_job ifd_http_job_t;
+
 typedef struct ifd_http_slot {
   struct ifd_http_slot *next; /* FIFO link; owned by the connection's FIFO */
   ifd_http_conn_t *conn;      /* borrowed; NULL once the connection closed
@@ -199,6 +203,9 @@ typedef struct ifd_http_slot {
   uv_buf_t iov_inline[IFD_SLOT_INLINE_IOV];
   uv_buf_t *iov; /* owned when != iov_inline */
   unsigned niov;
+  ifd_http_job_t *job;      /* borrowed: JSON work on the thread pool for this
+                               slot (http_infer.c), NULL when none */
+  uint64_t json_offload;    /* JSON bodies this large go to the thread pool */
   unsigned ready : 1;       /* iov complete: may be written */
   unsigned answered : 1;    /* a response was taken (never answer twice) */
   unsigned keep_alive : 1;  /* the request allows another after it */
@@ -249,7 +256,30 @@ void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
 /** Frees a slot that is no longer in any FIFO (orphans, tests). */
 void ifd__http_slot_free(ifd_http_slot_t *slot);
 
-/* ---- infer encoding (http_infer.c) ------------------------------------ */
+/** Tells the infer exchange that `slot` became an orphan (its connection
+ *  closed) while slot->job is set: a job not yet started is cancelled. The
+ *  job's completion frees the slot either way. */
+void ifd__http_infer_cancel(ifd_http_slot_t *slot);
+
+/* ---- infer exchange (http_infer.c) ------------------------------------ */
+
+/**
+ * Runs one infer exchange into `slot`: decodes the body that `req` owns
+ * (req->body, `body_len` bytes, the first `json_len` of them JSON), submits
+ * the request and answers the slot with its first response, or answers an
+ * error at once. Takes the caller's reference to `req`; model name and
+ * version must be set. The slot is always finished, now or later.
+ *
+ * A JSON header of slot->json_offload bytes or more is decoded on the libuv
+ * thread pool, and a response whose JSON outputs hold that many tensor bytes
+ * is encoded there; the slot holds the request meanwhile (slot->req set,
+ * slot->answered clear), so a connection that closes leaves it an orphan
+ * for the job to free.
+ */
+void ifd__http_infer_start(ifd_http_slot_t *slot, ifd_request_t *req,
+                           size_t body_len, size_t json_len);
+
+/* ---- infer bodies (http_infer_decode.c, http_infer_encode.c) ----------- */
 
 /* ifd_output_req_t.proto_flags bits owned by HTTP. */
 #define IFD_HTTP_OUT_BINARY 1u
@@ -288,5 +318,13 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
                               const ifd_response_t *resp, int64_t model_version,
                               int binary_all, ifd_hbuf_t *out, uv_buf_t *bin,
                               unsigned *nbin, ifd_errmsg_t *err);
+
+/**
+ * The tensor bytes that ifd__http_infer_serialize() would write as JSON
+ * `data` for this response (the outputs sent as binary data excluded): the
+ * measure of its encoding cost.
+ */
+uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
+                                    const ifd_response_t *resp, int binary_all);
 
 #endif

@@ -36,6 +36,7 @@ typedef struct options {
   int http_port;
   int allow_http;
   uint64_t http_max_input_size;
+  uint64_t http_json_offload_bytes;
   const char *grpc_address;
   int grpc_port;
   int allow_grpc;
@@ -88,6 +89,10 @@ static void usage(FILE *f) {
       "  --allow-http=BOOL          serve HTTP (default true)\n"
       "  --http-max-input-size=N    largest HTTP request body in bytes "
       "(default 67108864)\n"
+      "  --http-json-offload-bytes=N  JSON infer bodies of N bytes or "
+      "more are decoded\n"
+      "                             and encoded on the thread pool "
+      "(default 262144)\n"
       "  --http-thread-count=N      accepted for compatibility: HTTP is "
       "served by one event loop\n"
       "  --grpc-port=PORT           gRPC port (default 8001)\n"
@@ -157,6 +162,7 @@ static const flag_t flags[] = {
     {"http-port", K_PORT, OFF(http_port)},
     {"allow-http", K_BOOL, OFF(allow_http)},
     {"http-max-input-size", K_U64, OFF(http_max_input_size)},
+    {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes)},
     {"http-thread-count", K_NOTYET, 0},
     {"grpc-port", K_PORT, OFF(grpc_port)},
     {"grpc-address", K_STR, OFF(grpc_address)},
@@ -435,6 +441,7 @@ int main(int argc, char **argv) {
   a->opt.allow_http = 1;
   a->opt.http_address = "0.0.0.0";
   a->opt.http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  a->opt.http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
   a->opt.grpc_port = 8001;
   a->opt.allow_grpc = 1;
   a->opt.grpc_address = "0.0.0.0";
@@ -491,6 +498,7 @@ int main(int argc, char **argv) {
     ho.host = a->opt.http_address;
     ho.port = a->opt.http_port;
     ho.max_input_size = a->opt.http_max_input_size;
+    ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
       a->http = NULL;

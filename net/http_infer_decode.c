@@ -1,0 +1,811 @@
+/*
+ * net/http_infer_decode.c - a KServe v2 infer request body (JSON header and
+ * the binary tensor extension) into an ifd_request_t.
+ *
+ * Decoding validates the JSON header in one pass (net/json_scan.c: the
+ * syntax jansson accepted, no tree, no allocation), then walks the text:
+ * fields are found by scanning objects (the last duplicate key wins, as with
+ * jansson), and JSON `data` is converted straight from the text into one
+ * buffer from the request pool. A shape that claims more elements than the
+ * text could hold allocates nothing; BYTES data is measured before it is
+ * copied. Binary inputs point straight into the body that the request owns
+ * (req->body): no copy. Nothing here touches the network, the server or the
+ * loop, so the unit tests drive it with hand-made requests and a worker
+ * thread may run it (net/http_infer.c).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/infer.h"
+#include "net/internal.h"
+
+/* A scalar's first byte tells its type in validated text. */
+static int is_num(const char *v, const char *end) {
+  return v != NULL && v < end && (*v == '-' || (*v >= '0' && *v <= '9'));
+}
+static int is_str(const char *v, const char *end) {
+  return v != NULL && v < end && *v == '"';
+}
+static int is_bool(const char *v, const char *end) {
+  return v != NULL && v < end && (*v == 't' || *v == 'f');
+}
+static int is_obj(const char *v, const char *end) {
+  return v != NULL && v < end && *v == '{';
+}
+static int is_arr(const char *v, const char *end) {
+  return v != NULL && v < end && *v == '[';
+}
+
+/* Whether v is an integer (no '.', 'e', 'E'); its value in *x. */
+static int get_int(const char *v, const char *end, int64_t *x) {
+  ifd_jnum_t n;
+  if (!is_num(v, end)) return 0;
+  ifd__json_number(v, end, &n);
+  *x = n.i;
+  return n.is_int;
+}
+
+/* An object key: q at its opening quote, n raw bytes before the closing
+ * one, esc when they hold escapes. */
+typedef struct jkey {
+  const char *q;
+  size_t n;
+  int esc;
+} jkey_t;
+
+/* Steps through an object's members. *pp is at the '{' or after the previous
+ * member's value (the caller skips it). Returns 1 with the key and *val at
+ * the value's first byte, or 0 after the closing '}'. */
+static int member(const char **pp, const char *end, jkey_t *k,
+                  const char **val) {
+  const char *p = ifd__json_ws(*pp, end), *q;
+
+  if (p < end && (*p == '{' || *p == ',')) p = ifd__json_ws(p + 1, end);
+  if (p >= end || *p != '"') {
+    *pp = p < end ? p + 1 : end;
+    return 0;
+  }
+  k->q = p;
+  k->esc = 0;
+  for (q = p + 1; q < end && *q != '"'; q++) {
+    if (*q == '\\' && q + 1 < end) {
+      k->esc = 1;
+      q++;
+    }
+  }
+  k->n = (size_t)(q - p - 1);
+  p = q < end ? ifd__json_ws(q + 1, end) : end; /* at ':' */
+  p = p < end ? ifd__json_ws(p + 1, end) : end;
+  *val = p;
+  *pp = p;
+  return 1;
+}
+
+/* Steps through an array's elements like member(). */
+static int element(const char **pp, const char *end, const char **val) {
+  const char *p = ifd__json_ws(*pp, end);
+
+  if (p < end && (*p == '[' || *p == ',')) p = ifd__json_ws(p + 1, end);
+  if (p >= end || *p == ']') {
+    *pp = p < end ? p + 1 : end;
+    return 0;
+  }
+  *val = p;
+  return 1;
+}
+
+/* Whether the key decodes to `lit` (a field name of at most 20 bytes). */
+static int key_is(const jkey_t *k, const char *end, const char *lit) {
+  size_t n = strlen(lit);
+  char buf[128];
+  int esc;
+
+  if (!k->esc) return k->n == n && memcmp(k->q + 1, lit, n) == 0;
+  /* An escape takes at most 6 bytes per decoded byte, so a longer raw key
+   * cannot decode to a field name; a shorter one fits buf. */
+  if (k->n > sizeof(buf)) return 0;
+  if (ifd__json_strlen(k->q, end, &esc) != n) return 0;
+  ifd__json_strcpy(k->q, end, buf);
+  return memcmp(buf, lit, n) == 0;
+}
+
+/* The decoded string at v as a NUL-terminated copy in the request pool. */
+static char *pool_str(ifd_request_t *req, const char *v, const char *end,
+                      size_t *len) {
+  int esc;
+  size_t n = ifd__json_strlen(v, end, &esc);
+  char *s;
+
+  if (len != NULL) *len = n;
+  if (!esc) return ifd_pool_strndup(&req->pool, v + 1, n);
+  s = ifd_pool_alloc(&req->pool, n + 1);
+  if (s == NULL) return NULL;
+  ifd__json_strcpy(v, end, s);
+  s[n] = '\0';
+  return s;
+}
+
+/* What a walk over `data` does at each element. */
+enum { WALK_COUNT, WALK_MEASURE, WALK_FILL };
+
+/* State of a walk over an input's (possibly nested) `data`. */
+typedef struct walk {
+  const char *name; /* borrowed: the input's name, for messages */
+  ifd_dtype_t dtype;
+  const char *end;    /* borrowed: end of the JSON text */
+  int64_t count;      /* elements seen */
+  size_t bytes;       /* BYTES: string bytes seen */
+  unsigned char *out; /* borrowed: request pool; write position */
+  ifd_errmsg_t *err;  /* borrowed */
+} walk_t;
+
+static int elem_error(walk_t *w, const char *want) {
+  return ifd_errf(w->err, IFD_EINVAL,
+                  "Unable to parse 'data' of input '%s': element %" PRId64
+                  " is not %s",
+                  w->name, w->count, want);
+}
+
+static int put_int(walk_t *w, const char **pp, int64_t lo, int64_t hi,
+                   size_t size) {
+  ifd_jnum_t n;
+  int64_t x;
+
+  if (!is_num(*pp, w->end)) return elem_error(w, "an integer");
+  *pp = ifd__json_number(*pp, w->end, &n);
+  if (!n.is_int) return elem_error(w, "an integer");
+  x = n.i;
+  if (x < lo || x > hi) {
+    return ifd_errf(w->err, IFD_EINVAL,
+                    "Unable to parse 'data' of input '%s': element %" PRId64
+                    " (%lld) is out of range for %s",
+                    w->name, w->count, (long long)x, ifd_dtype_name(w->dtype));
+  }
+  /* Little-endian hosts only (as Triton): the low bytes are the value. */
+  memcpy(w->out, &x, size);
+  w->out += size;
+  return 0;
+}
+
+/* Converts the element at *pp into w->out and moves *pp past it. */
+static int put_elem(walk_t *w, const char **pp) {
+  const char *p = *pp;
+  ifd_jnum_t n;
+  double d;
+
+  switch (w->dtype) {
+    case IFD_TYPE_BOOL:
+      if (!is_bool(p, w->end)) return elem_error(w, "a boolean");
+      *w->out++ = *p == 't' ? 1 : 0;
+      *pp = p + (*p == 't' ? 4 : 5);
+      return 0;
+    case IFD_TYPE_UINT8:
+      return put_int(w, pp, 0, UINT8_MAX, 1);
+    case IFD_TYPE_UINT16:
+      return put_int(w, pp, 0, UINT16_MAX, 2);
+    case IFD_TYPE_UINT32:
+      return put_int(w, pp, 0, UINT32_MAX, 4);
+    /* JSON integers are read as int64_t (as jansson did): UINT64 above
+     * INT64_MAX cannot be sent as JSON (binary data can). */
+    case IFD_TYPE_UINT64:
+      return put_int(w, pp, 0, INT64_MAX, 8);
+    case IFD_TYPE_INT8:
+      return put_int(w, pp, INT8_MIN, INT8_MAX, 1);
+    case IFD_TYPE_INT16:
+      return put_int(w, pp, INT16_MIN, INT16_MAX, 2);
+    case IFD_TYPE_INT32:
+      return put_int(w, pp, INT32_MIN, INT32_MAX, 4);
+    case IFD_TYPE_INT64:
+      return put_int(w, pp, INT64_MIN, INT64_MAX, 8);
+    case IFD_TYPE_FP32: {
+      float f;
+      if (!is_num(p, w->end)) return elem_error(w, "a number");
+      *pp = ifd__json_number_f32(p, w->end, &f);
+      memcpy(w->out, &f, 4);
+      w->out += 4;
+      return 0;
+    }
+    case IFD_TYPE_FP16:
+    case IFD_TYPE_BF16:
+    case IFD_TYPE_FP64:
+      if (!is_num(p, w->end)) return elem_error(w, "a number");
+      *pp = ifd__json_number(p, w->end, &n);
+      d = n.d;
+      /* FP32 rounds through the double, as (float)json_number_value() did
+       * (and as Triton's GetDouble() does). */
+      if (w->dtype == IFD_TYPE_FP64) {
+        memcpy(w->out, &d, 8);
+        w->out += 8;
+      } else if (w->dtype == IFD_TYPE_FP32) {
+        memcpy(w->out, &(float){(float)d}, 4);
+        w->out += 4;
+      } else {
+        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
+                                               : ifd__f32_to_bf16((float)d);
+        memcpy(w->out, &h, 2);
+        w->out += 2;
+      }
+      return 0;
+    case IFD_TYPE_BYTES: {
+      int esc;
+      size_t len = ifd__json_strlen(p, w->end, &esc);
+      uint32_t len32 = (uint32_t)len;
+      memcpy(w->out, &len32, 4);
+      *pp = ifd__json_strcpy(p, w->end, (char *)w->out + 4);
+      w->out += 4 + len;
+      return 0;
+    }
+    default:
+      return elem_error(w, "of a known type");
+  }
+}
+
+/* Visits every element of `data` at p, nested arrays flattened, without
+ * recursion. WALK_COUNT counts; WALK_MEASURE also checks and measures BYTES
+ * strings; WALK_FILL converts the first `cap` elements and counts the rest. */
+static int walk(walk_t *w, const char *p, int mode, int64_t cap) {
+  const char *end = w->end;
+  long depth = 0;
+  int rc;
+
+  for (;;) {
+    p = ifd__json_ws(p, end);
+    if (p >= end) break;
+    if (*p == '[') {
+      depth++;
+      p = ifd__json_ws(p + 1, end);
+      if (p < end && *p != ']') continue;
+    } else {
+      if (mode == WALK_FILL && w->count < cap) {
+        rc = put_elem(w, &p);
+        if (rc != 0) return rc;
+      } else if (mode == WALK_MEASURE) {
+        int esc;
+        size_t n;
+        if (!is_str(p, end)) return elem_error(w, "a string");
+        n = ifd__json_strlen(p, end, &esc);
+        if (n > UINT32_MAX) return elem_error(w, "short enough");
+        w->bytes += 4 + n;
+        p = ifd__json_skip(p, end);
+      } else {
+        p = ifd__json_skip(p, end);
+      }
+      w->count++;
+      p = ifd__json_ws(p, end);
+    }
+    for (;;) {
+      if (depth == 0) return 0;
+      if (p >= end) goto out_broken;
+      if (*p == ',') {
+        p++;
+        break;
+      }
+      p = ifd__json_ws(p + 1, end); /* past ']' */
+      depth--;
+    }
+  }
+out_broken: /* NEVER: validated text ends every array */
+  return ifd_errf(w->err, IFD_EINVAL, "Unable to parse 'data' of input '%s'",
+                  w->name);
+}
+
+static int shape_mismatch(const ifd_input_t *in, int64_t count, int64_t seen,
+                          ifd_errmsg_t *err) {
+  char shape[128];
+  return ifd_errf(err, IFD_EINVAL,
+                  "Unable to parse 'data': shape does not match true shape "
+                  "of 'data' field: input '%s' has shape %s (%" PRId64
+                  " elements) but 'data' holds %" PRId64,
+                  in->name,
+                  ifd_shape_format(in->shape, in->ndims, shape, sizeof(shape)),
+                  count, seen);
+}
+
+/* Converts `data` ([data, data_end) of the text that ends at end) into one
+ * buffer from the request pool. */
+static int decode_data(ifd_request_t *req, ifd_input_t *in, const char *data,
+                       const char *data_end, const char *end, int64_t count,
+                       ifd_errmsg_t *err) {
+  walk_t w = {.name = in->name, .dtype = in->dtype, .end = end, .err = err};
+  size_t size;
+  int rc;
+
+  if (in->dtype == IFD_TYPE_BYTES) {
+    /* Measure first: the buffer holds the decoded strings. */
+    rc = walk(&w, data, WALK_MEASURE, 0);
+    if (rc != 0) return rc;
+    if (w.count != count) return shape_mismatch(in, count, w.count, err);
+    size = w.bytes;
+  } else {
+    /* Every element takes a byte of text at least: a shape that claims more
+     * elements than that (a trillion, say) fails before any allocation. */
+    if (count > data_end - data) {
+      rc = walk(&w, data, WALK_COUNT, 0);
+      if (rc != 0) return rc;
+      return shape_mismatch(in, count, w.count, err);
+    }
+    size = (size_t)count * ifd_dtype_size(in->dtype);
+  }
+  w.out = ifd_pool_alloc(&req->pool, size != 0 ? size : 1);
+  if (w.out == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->data = w.out;
+  in->byte_size = size;
+  w.count = 0;
+  rc = walk(&w, data, WALK_FILL, count);
+  if (rc == 0 && w.count == count) return 0;
+  /* A shape mismatch wins over a bad element (counting came first when the
+   * data was walked twice). */
+  if (rc != 0) {
+    w.count = 0;
+    if (walk(&w, data, WALK_COUNT, 0) != 0 || w.count == count) return rc;
+  }
+  return shape_mismatch(in, count, w.count, err);
+}
+
+static int decode_shape(ifd_request_t *req, ifd_input_t *in, const char *js,
+                        const char *end, ifd_errmsg_t *err) {
+  const char *it = js, *v;
+  size_t i, n = 0;
+
+  if (is_arr(js, end)) {
+    while (n <= IFD_MAX_DIMS && element(&it, end, &v)) {
+      n++;
+      it = ifd__json_skip(v, end);
+    }
+  }
+  if (!is_arr(js, end) || n > IFD_MAX_DIMS) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shape' of input '%s': expected an array "
+                    "of at most %d dims",
+                    in->name, IFD_MAX_DIMS);
+  }
+  in->shape = ifd_pool_calloc(&req->pool, n != 0 ? n : 1, sizeof(int64_t));
+  if (in->shape == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  it = js;
+  for (i = 0; i < n && element(&it, end, &v); i++) {
+    int64_t d;
+    if (!get_int(v, end, &d) || d < 0) {
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'shape' of input '%s': dim %zu is not "
+                      "a non-negative integer",
+                      in->name, i);
+    }
+    in->shape[i] = d;
+    it = ifd__json_skip(v, end);
+  }
+  in->ndims = (uint32_t)n;
+  return 0;
+}
+
+/* One element of `inputs` at j. `bin`/`bin_len`/`off`: the binary section. */
+static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
+                        const char *end, size_t idx, const char *bin,
+                        size_t bin_len, size_t *off, ifd_errmsg_t *err) {
+  const char *name = NULL, *dt = NULL, *shape = NULL, *params = NULL;
+  const char *bds = NULL, *shm = NULL, *data = NULL, *data_end = NULL;
+  const char *it, *v;
+  char dtbuf[32], *dtname = dtbuf;
+  size_t dtlen;
+  jkey_t k;
+  int64_t count;
+  int rc;
+
+  if (!is_obj(j, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'inputs': element %zu is not an object",
+                    idx);
+  /* The last of duplicate keys wins, as in jansson. */
+  for (it = j; member(&it, end, &k, &v);) {
+    it = ifd__json_skip(v, end);
+    if (key_is(&k, end, "name"))
+      name = v;
+    else if (key_is(&k, end, "datatype"))
+      dt = v;
+    else if (key_is(&k, end, "shape"))
+      shape = v;
+    else if (key_is(&k, end, "parameters"))
+      params = v;
+    else if (key_is(&k, end, "data")) {
+      data = v;
+      data_end = it;
+    }
+  }
+  if (!is_str(name, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'name' of input %zu: expected a string",
+                    idx);
+  in->name = pool_str(req, name, end, NULL);
+  if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (!is_str(dt, end))
+    return ifd_errf(
+        err, IFD_EINVAL,
+        "Unable to parse 'datatype' of input '%s': expected a string",
+        in->name);
+  {
+    int esc;
+    dtlen = ifd__json_strlen(dt, end, &esc);
+    if (dtlen >= sizeof(dtbuf)) {
+      dtname = ifd_pool_alloc(&req->pool, dtlen + 1);
+      if (dtname == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    }
+    ifd__json_strcpy(dt, end, dtname);
+    dtname[dtlen] = '\0';
+  }
+  in->dtype = ifd_dtype_from_name(dtname, dtlen);
+  if (in->dtype == IFD_TYPE_INVALID)
+    return ifd_errf(err, IFD_EINVAL, "invalid datatype '%s' of input '%s'",
+                    dtname, in->name);
+  rc = decode_shape(req, in, shape, end, err);
+  if (rc != 0) return rc;
+  rc = ifd_shape_count(in->shape, in->ndims, &count);
+  if (rc != 0)
+    return ifd_errf(err, IFD_EINVAL,
+                    "shape of input '%s' has too many elements", in->name);
+
+  if (params != NULL && !is_obj(params, end))
+    return ifd_errf(
+        err, IFD_EINVAL,
+        "Unable to parse 'parameters' of input '%s': expected an object",
+        in->name);
+  if (params != NULL) {
+    for (it = params; member(&it, end, &k, &v);) {
+      it = ifd__json_skip(v, end);
+      if (key_is(&k, end, "shared_memory_region"))
+        shm = v;
+      else if (key_is(&k, end, "binary_data_size"))
+        bds = v;
+    }
+    if (shm != NULL)
+      return ifd_errf(err, IFD_EUNSUPPORTED,
+                      "input '%s': shared memory is not supported", in->name);
+  }
+  if (bds != NULL) {
+    int64_t s;
+    if (!get_int(bds, end, &s)) s = -1;
+    if (s < 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'binary_data_size' of input '%s': "
+                      "expected a non-negative integer",
+                      in->name);
+    if (data != NULL)
+      return ifd_errf(err, IFD_EINVAL,
+                      "input '%s' has both 'data' and 'binary_data_size'",
+                      in->name);
+    if ((uint64_t)s > bin_len - *off) {
+      return ifd_errf(
+          err, IFD_EINVAL,
+          "unexpected size for input '%s': binary_data_size is %lld "
+          "but only %zu bytes of binary data are left in the body",
+          in->name, (long long)s, bin_len - *off);
+    }
+    in->data = bin + *off;
+    in->byte_size = (uint64_t)s;
+    *off += (size_t)s;
+    return 0;
+  }
+  if (data == NULL)
+    return ifd_errf(err, IFD_EINVAL,
+                    "input '%s' has neither 'data' nor 'binary_data_size'",
+                    in->name);
+  return decode_data(req, in, data, data_end, end, count, err);
+}
+
+/* One member of the request's `parameters`. */
+typedef struct pmember {
+  char *key;     /* request pool */
+  const char *v; /* the value (of the last duplicate) */
+  int dup;       /* a repeat of an earlier key */
+} pmember_t;
+
+static uint32_t key_hash(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s != '\0'; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* Marks repeated keys: the first keeps its place and takes the last value,
+ * as jansson's object did. A hash table keeps this linear in the count. */
+static int dedupe(ifd_request_t *req, pmember_t *m, size_t n) {
+  size_t i, j, size = 16;
+  uint32_t *slot; /* index + 1 of the first holder of a key; 0: free */
+
+  if (n <= 8) {
+    for (i = 1; i < n; i++) {
+      for (j = 0; j < i; j++) {
+        if (!m[j].dup && strcmp(m[j].key, m[i].key) == 0) {
+          m[j].v = m[i].v;
+          m[i].dup = 1;
+          break;
+        }
+      }
+    }
+    return 0;
+  }
+  while (size < 2 * n) size *= 2;
+  slot = ifd_pool_calloc(&req->pool, size, sizeof(*slot));
+  if (slot == NULL) return IFD_ENOMEM;
+  for (i = 0; i < n; i++) {
+    for (j = key_hash(m[i].key) & (size - 1); slot[j] != 0;
+         j = (j + 1) & (size - 1)) {
+      if (strcmp(m[slot[j] - 1].key, m[i].key) == 0) break;
+    }
+    if (slot[j] == 0) {
+      slot[j] = (uint32_t)(i + 1);
+    } else {
+      m[slot[j] - 1].v = m[i].v;
+      m[i].dup = 1;
+    }
+  }
+  return 0;
+}
+
+static int decode_params(ifd_request_t *req, const char *params,
+                         const char *end, ifd_http_infer_info_t *info,
+                         ifd_errmsg_t *err) {
+  pmember_t *m = NULL;
+  const char *it, *v;
+  size_t i, n = 0, uniq;
+  jkey_t k;
+
+  if (!is_obj(params, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'parameters': expected an object");
+  for (it = params; member(&it, end, &k, &v);) {
+    it = ifd__json_skip(v, end);
+    n++;
+  }
+  if (n != 0) {
+    m = ifd_pool_calloc(&req->pool, n, sizeof(*m));
+    if (m == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  for (i = 0, it = params; i < n && member(&it, end, &k, &v); i++) {
+    it = ifd__json_skip(v, end);
+    m[i].key = pool_str(req, k.q, end, NULL);
+    if (m[i].key == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    m[i].v = v;
+  }
+  if (dedupe(req, m, n) != 0) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  for (i = 0, uniq = 0; i < n; i++) uniq += !m[i].dup;
+  req->params = ifd_pool_calloc(&req->pool, uniq + 1, sizeof(ifd_param_t));
+  if (req->params == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  for (i = 0; i < n; i++) {
+    const char *key = m[i].key;
+    ifd_param_t *p;
+    int64_t x;
+    v = m[i].v;
+    if (m[i].dup) continue;
+    if (strcmp(key, "sequence_id") == 0) {
+      if (get_int(v, end, &x) && x >= 0) {
+        req->correlation_id = (uint64_t)x;
+        req->correlation_id_str = NULL;
+      } else if (is_str(v, end)) {
+        req->correlation_id = 0;
+        req->correlation_id_str = pool_str(req, v, end, NULL);
+        if (req->correlation_id_str == NULL)
+          return ifd_errf(err, IFD_ENOMEM, "out of memory");
+      } else {
+        return ifd_errf(err, IFD_EINVAL,
+                        "Unable to parse 'sequence_id': expected a "
+                        "non-negative integer or a string");
+      }
+      continue;
+    }
+    if (strcmp(key, "sequence_start") == 0 ||
+        strcmp(key, "sequence_end") == 0 ||
+        strcmp(key, "binary_data_output") == 0) {
+      uint32_t flag = key[9] == 's' ? IFD_REQUEST_FLAG_SEQUENCE_START
+                                    : IFD_REQUEST_FLAG_SEQUENCE_END;
+      if (!is_bool(v, end))
+        return ifd_errf(err, IFD_EINVAL,
+                        "Unable to parse '%s': expected a boolean", key);
+      if (key[0] == 'b')
+        info->binary_all = *v == 't';
+      else if (*v == 't')
+        req->flags |= flag;
+      else
+        req->flags &= ~flag;
+      continue;
+    }
+    if (strcmp(key, "priority") == 0 || strcmp(key, "timeout") == 0) {
+      if (!get_int(v, end, &x)) x = -1;
+      if (x < 0 || (key[0] == 'p' && x > UINT32_MAX))
+        return ifd_errf(err, IFD_EINVAL,
+                        "Unable to parse '%s': expected a non-negative integer",
+                        key);
+      if (key[0] == 'p')
+        req->priority = (uint32_t)x;
+      else
+        req->timeout_us = (uint64_t)x;
+      continue;
+    }
+    p = &req->params[req->n_params];
+    p->key = key;
+    if (is_str(v, end)) {
+      p->type = IFD_PARAM_STRING;
+      p->v.s = pool_str(req, v, end, NULL);
+      if (p->v.s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    } else if (is_num(v, end)) {
+      ifd_jnum_t num;
+      ifd__json_number(v, end, &num);
+      if (num.is_int) {
+        p->type = IFD_PARAM_INT;
+        p->v.i = num.i;
+      } else {
+        p->type = IFD_PARAM_DOUBLE;
+        p->v.d = num.d;
+      }
+    } else if (is_bool(v, end)) {
+      p->type = IFD_PARAM_BOOL;
+      p->v.b = *v == 't';
+    } else {
+      return ifd_errf(
+          err, IFD_EINVAL,
+          "parameter '%s' must be a string, an integer, a boolean or a number",
+          key);
+    }
+    req->n_params++;
+  }
+  return 0;
+}
+
+static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
+                          int binary_all, ifd_errmsg_t *err) {
+  const char *it, *o;
+  size_t i, n = 0;
+
+  if (!is_arr(outs, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'outputs': expected an array");
+  for (it = outs; element(&it, end, &o);) {
+    it = ifd__json_skip(o, end);
+    n++;
+  }
+  if (n == 0) return 0;
+  req->outputs = ifd_pool_calloc(&req->pool, n, sizeof(ifd_output_req_t));
+  if (req->outputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  for (i = 0, it = outs; i < n && element(&it, end, &o); i++) {
+    const char *name = NULL, *params = NULL, *shm = NULL, *bin = NULL;
+    const char *cls = NULL, *mit, *v;
+    ifd_output_req_t *out = &req->outputs[i];
+    int binary = binary_all;
+    jkey_t k;
+
+    it = ifd__json_skip(o, end);
+    if (!is_obj(o, end))
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'outputs': element %zu is not an object",
+                      i);
+    for (mit = o; member(&mit, end, &k, &v);) {
+      mit = ifd__json_skip(v, end);
+      if (key_is(&k, end, "name"))
+        name = v;
+      else if (key_is(&k, end, "parameters"))
+        params = v;
+    }
+    if (!is_str(name, end))
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'name' of output %zu: expected a string",
+                      i);
+    out->name = pool_str(req, name, end, NULL);
+    if (out->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    if (params != NULL && !is_obj(params, end))
+      return ifd_errf(
+          err, IFD_EINVAL,
+          "Unable to parse 'parameters' of output '%s': expected an object",
+          out->name);
+    if (params != NULL) {
+      for (mit = params; member(&mit, end, &k, &v);) {
+        mit = ifd__json_skip(v, end);
+        if (key_is(&k, end, "shared_memory_region"))
+          shm = v;
+        else if (key_is(&k, end, "binary_data"))
+          bin = v;
+        else if (key_is(&k, end, "classification"))
+          cls = v;
+      }
+      if (shm != NULL)
+        return ifd_errf(err, IFD_EUNSUPPORTED,
+                        "output '%s': shared memory is not supported",
+                        out->name);
+      if (bin != NULL && !is_bool(bin, end))
+        return ifd_errf(
+            err, IFD_EINVAL,
+            "Unable to parse 'binary_data' of output '%s': expected a boolean",
+            out->name);
+      if (bin != NULL) binary = *bin == 't';
+      if (cls != NULL) {
+        int64_t c;
+        if (!get_int(cls, end, &c)) c = -1;
+        if (c < 0 || c > UINT32_MAX)
+          return ifd_errf(err, IFD_EINVAL,
+                          "Unable to parse 'classification' of output '%s': "
+                          "expected a non-negative integer",
+                          out->name);
+        out->class_count = (uint32_t)c;
+      }
+    }
+    out->proto_flags = binary ? IFD_HTTP_OUT_BINARY : 0;
+  }
+  req->n_outputs = (uint32_t)n;
+  return 0;
+}
+
+int ifd__http_infer_decode(ifd_request_t *req, const char *body,
+                           size_t body_len, size_t json_len,
+                           ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
+  const char *end = body + json_len, *it, *v;
+  const char *id = NULL, *params = NULL, *inputs = NULL, *outputs = NULL;
+  ifd_jerr_t jerr;
+  jkey_t k;
+  size_t i, n = 0, off = 0;
+  int rc;
+
+  info->binary_all = 0;
+  if (json_len > body_len) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "Inference-Header-Content-Length (%zu) exceeds the body "
+                    "size (%zu)",
+                    json_len, body_len);
+  }
+  /* Syntax first, so that a malformed body reports that and nothing else. */
+  if (ifd__json_validate(body, json_len, &jerr) != 0) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "failed to parse the request JSON buffer: %s at %zu",
+                    jerr.text, jerr.pos);
+  }
+  it = ifd__json_ws(body, end);
+  if (!is_obj(it, end))
+    return ifd_errf(err, IFD_EINVAL, "the request JSON must be an object");
+  /* Unknown keys are skipped; the last of duplicate keys wins. */
+  while (member(&it, end, &k, &v)) {
+    it = ifd__json_skip(v, end);
+    if (key_is(&k, end, "id"))
+      id = v;
+    else if (key_is(&k, end, "parameters"))
+      params = v;
+    else if (key_is(&k, end, "inputs"))
+      inputs = v;
+    else if (key_is(&k, end, "outputs"))
+      outputs = v;
+  }
+  req->id = "";
+  if (id != NULL) {
+    if (!is_str(id, end))
+      return ifd_errf(err, IFD_EINVAL,
+                      "Unable to parse 'id': expected a string");
+    req->id = pool_str(req, id, end, NULL);
+    if (req->id == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  if (params != NULL && (rc = decode_params(req, params, end, info, err)) != 0)
+    return rc;
+
+  if (!is_arr(inputs, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'inputs': expected an array");
+  for (it = inputs; element(&it, end, &v);) {
+    it = ifd__json_skip(v, end);
+    n++;
+  }
+  if (n != 0) {
+    req->inputs = ifd_pool_calloc(&req->pool, n, sizeof(ifd_input_t));
+    if (req->inputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  for (i = 0, it = inputs; i < n && element(&it, end, &v); i++) {
+    it = ifd__json_skip(v, end);
+    rc = decode_input(req, &req->inputs[i], v, end, i, body + json_len,
+                      body_len - json_len, &off, err);
+    if (rc != 0) return rc;
+    req->n_inputs = (uint32_t)(i + 1);
+  }
+  if (off != body_len - json_len) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "the body holds %zu bytes of binary data beyond those the "
+                    "inputs declare",
+                    body_len - json_len - off);
+  }
+  if (outputs != NULL &&
+      (rc = decode_outputs(req, outputs, end, info->binary_all, err)) != 0)
+    return rc;
+  return 0;
+}
