@@ -150,11 +150,11 @@ static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
 /* Runs a batch taken into in->job and reports it, then decides, on what the
  * job cost, whether this thread's next wake-ups of the loop may be owed: a
  * cheap one with more work behind it opens (or keeps) a window in which they
- * are; a dear one, or the end of the backlog, pays what is owed. The decision is taken after the job, when its cost is known;
- * the next job may still be long, and a debt it outlives is paid by another
- * producer, by the loop when it wakes, or by the loop's fallback timer (see
- * core/event.h). take_job() pays before it sleeps, so a window lasts only
- * while work is queued. */
+ * are; a dear one, or the end of the backlog, pays what is owed. The decision
+ * is taken after the job, when its cost is known; the next job may still be
+ * long, and a debt it outlives is paid by another producer, by the loop when it
+ * wakes, or by the loop's fallback timer (see core/event.h). take_job() pays
+ * before it sleeps, so a window lasts only while work is queued. */
 static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
   TRITONBACKEND_Model *bm = in->model;
   uint64_t t0 = ifd_now_ns(), cost;
