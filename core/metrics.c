@@ -158,6 +158,20 @@ typedef struct out {
   int failed;
 } out_t;
 
+/* Makes room for at least n more bytes; on failure marks the output failed
+ * and returns -1. */
+static int grow(out_t *o, size_t n) {
+  size_t ncap = (o->cap ? o->cap * 2 : 4096) + n;
+  char *nb = realloc(o->buf, ncap);
+  if (nb == NULL) {
+    o->failed = 1;
+    return -1;
+  }
+  o->buf = nb;
+  o->cap = ncap;
+  return 0;
+}
+
 static void put(out_t *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -178,32 +192,14 @@ static void put(out_t *o, const char *fmt, ...) {
       o->len += (size_t)n;
       return;
     }
-    {
-      size_t ncap = (o->cap ? o->cap * 2 : 4096) + (size_t)n;
-      char *nb = realloc(o->buf, ncap);
-      if (nb == NULL) {
-        o->failed = 1;
-        return;
-      }
-      o->buf = nb;
-      o->cap = ncap;
-    }
+    if (grow(o, (size_t)n) != 0) return;
   }
 }
 
 /* Appends n bytes as they are. */
 static void put_raw(out_t *o, const char *s, size_t n) {
   if (o->failed || n == 0) return;
-  if (o->cap - o->len < n) {
-    size_t ncap = (o->cap ? o->cap * 2 : 4096) + n;
-    char *nb = realloc(o->buf, ncap);
-    if (nb == NULL) {
-      o->failed = 1;
-      return;
-    }
-    o->buf = nb;
-    o->cap = ncap;
-  }
+  if (o->cap - o->len < n && grow(o, n) != 0) return;
   memcpy(o->buf + o->len, s, n);
   o->len += n;
 }

@@ -209,11 +209,27 @@ static model_entry_t *entry_add(ifd_server_t *s, const char *name,
   return e;
 }
 
+/* Drops an entry that has left the registry: its versions' references and
+ * its strings. */
+static void entry_free(model_entry_t *e) {
+  ifd_model_t *m, *next;
+  for (m = e->versions; m != NULL; m = next) {
+    next = m->next_version;
+    m->next_version = NULL;
+    ifd_model_unref(m);
+  }
+  free(e->name);
+  free(e->path);
+  free(e->repo);
+  free(e->reason);
+  free(e);
+}
+
 int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
                             ifd_errmsg_t *err) {
   model_entry_t *e = entry_find(s, name, name_len);
   int len = name_len > 256 ? 256 : (int)name_len;
-  ifd_model_t *m, *next;
+  ifd_model_t *m;
   size_t i;
 
   if (e == NULL)
@@ -236,16 +252,7 @@ int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
   memmove(&s->entries[i], &s->entries[i + 1],
           (s->n_entries - i - 1) * sizeof(*s->entries));
   s->n_entries--;
-  for (m = e->versions; m != NULL; m = next) {
-    next = m->next_version;
-    m->next_version = NULL;
-    ifd_model_unref(m);
-  }
-  free(e->name);
-  free(e->path);
-  free(e->repo);
-  free(e->reason);
-  free(e);
+  entry_free(e);
   return 0;
 }
 
@@ -983,19 +990,7 @@ void ifd_server_free(ifd_server_t *s) {
   /* First run whatever the last unloads pushed: those events still write
    * into the models (backend_api frees its model objects there). */
   ifd_evq_drain(&s->evq);
-  for (i = 0; i < s->n_entries; i++) {
-    model_entry_t *e = s->entries[i];
-    ifd_model_t *m = e->versions, *next;
-    for (; m != NULL; m = next) {
-      next = m->next_version;
-      ifd_model_unref(m);
-    }
-    free(e->name);
-    free(e->path);
-    free(e->repo);
-    free(e->reason);
-    free(e);
-  }
+  for (i = 0; i < s->n_entries; i++) entry_free(s->entries[i]);
   free(s->entries);
   ifd_strmap_free(&s->by_name);
   s->closing_handles = 3;
