@@ -181,44 +181,83 @@ static void on_write(uv_write_t *w, int status) {
   flush(c);
 }
 
-/* Produces what nghttp2 has to send and writes it in one uv_write. */
+/* Hands the batch in c->wb to the kernel: what the socket takes now is done
+ * at once (most responses: no write request, so libuv needs no epoll_ctl to
+ * watch for writability and stop again, and no callback on the next
+ * iteration); only the rest goes through uv_write. Returns 1 when all of it
+ * was written (c->wb is reset), 0 when a uv_write is in flight, -1 when the
+ * connection was closed. */
+static int write_batch(gconn_t *c) {
+  batch_t *b = &c->wb;
+  size_t first = 0, done;
+  int w;
+
+  c->writing = 1;
+  w = uv_try_write((uv_stream_t *)&c->base.tcp, b->iov, (unsigned)b->n_iov);
+  if (w < 0 && w != UV_EAGAIN) {
+    c->writing = 0;
+    batch_reset(b);
+    close_conn(c, 0);
+    return -1;
+  }
+  done = w > 0 ? (size_t)w : 0;
+  while (first < b->n_iov && done >= b->iov[first].len)
+    done -= b->iov[first++].len;
+  if (first == b->n_iov) {
+    c->writing = 0;
+    batch_reset(b);
+    return 1;
+  }
+  /* The batch keeps every piece alive until on_write; uv_write copies the
+   * uv_buf_t array, so adjusting it here is safe. */
+  b->iov[first].base += done;
+  b->iov[first].len -= done;
+  if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, b->iov + first,
+               (unsigned)(b->n_iov - first), on_write) != 0) {
+    c->writing = 0;
+    batch_reset(b);
+    close_conn(c, 0);
+    return -1;
+  }
+  return 0;
+}
+
+/* Produces what nghttp2 has to send and writes it: one write per batch of
+ * up to MAX_BATCH_BYTES, until nghttp2 has nothing more or a write waits
+ * for the socket. */
 static void flush(gconn_t *c) {
   batch_t tmp;
 
-  if (c->base.closing || c->writing) return;
-  while (c->nb.bytes < MAX_BATCH_BYTES) {
-    const uint8_t *data;
-    ssize_t n = nghttp2_session_mem_send(c->session, &data);
-    if (n < 0) {
-      IFD_WARN("gRPC connection dropped: %s", nghttp2_strerror((int)n));
-      close_conn(c, 0);
+  for (;;) {
+    if (c->base.closing || c->writing) return;
+    while (c->nb.bytes < MAX_BATCH_BYTES) {
+      const uint8_t *data;
+      ssize_t n = nghttp2_session_mem_send(c->session, &data);
+      if (n < 0) {
+        IFD_WARN("gRPC connection dropped: %s", nghttp2_strerror((int)n));
+        close_conn(c, 0);
+        return;
+      }
+      if (n == 0) break;
+      if (ifd__gbatch_copy(&c->nb, data, (size_t)n) != 0) {
+        close_conn(c, 0);
+        return;
+      }
+    }
+    if (c->nb.n_iov == 0) {
+      batch_reset(&c->nb); /* releases only: nothing references them now */
+      if (!nghttp2_session_want_read(c->session) &&
+          !nghttp2_session_want_write(c->session))
+        close_conn(c, 1);
       return;
     }
-    if (n == 0) break;
-    if (ifd__gbatch_copy(&c->nb, data, (size_t)n) != 0) {
-      close_conn(c, 0);
-      return;
-    }
+    tmp = c->wb;
+    c->wb = c->nb;
+    c->nb = tmp;
+    if (write_batch(c) != 1) break;
   }
-  if (c->nb.n_iov == 0) {
-    batch_reset(&c->nb); /* releases only: nothing references them now */
-    if (!nghttp2_session_want_read(c->session) &&
-        !nghttp2_session_want_write(c->session))
-      close_conn(c, 1);
-    return;
-  }
-  tmp = c->wb;
-  c->wb = c->nb;
-  c->nb = tmp;
-  c->writing = 1;
-  if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, c->wb.iov,
-               (unsigned)c->wb.n_iov, on_write) != 0) {
-    c->writing = 0;
-    batch_reset(&c->wb);
-    close_conn(c, 0);
-    return;
-  }
-  if (!c->read_paused && c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
+  if (c->writing && !c->read_paused &&
+      c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
     c->read_paused = 1;
     ifd__conn_read_stop(&c->base);
   }
