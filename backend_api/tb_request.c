@@ -26,6 +26,10 @@
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))
 
+/* Output buffers up to this size come from the response's pool (see
+ * TRITONBACKEND_OutputBuffer); larger ones are malloc'd on their own. */
+#define SMALL_OUTPUT_MAX 1024
+
 /* ---- requests ---------------------------------------------------------------
  */
 
@@ -285,7 +289,8 @@ static TRITONSERVER_Error *response_new(ifd_request_t *req,
   /* Outputs never move once created (backends keep TRITONBACKEND_Output
    * pointers), so the array is sized once for every output the model has. */
   resp->cap_outputs = (uint32_t)(cap > 0 ? cap : 1);
-  resp->outputs = calloc(resp->cap_outputs, sizeof(*resp->outputs));
+  resp->outputs =
+      ifd_pool_calloc(&resp->pool, resp->cap_outputs, sizeof(*resp->outputs));
   if (resp->outputs == NULL) goto out_nomem;
   *response = (TRITONBACKEND_Response *)resp;
   return NULL;
@@ -462,9 +467,12 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(
   o = &resp->outputs[resp->n_outputs];
   memset(o, 0, sizeof(*o));
   o->name = ifd_pool_strndup(&resp->pool, name, strlen(name));
-  if (o->name == NULL)
+  o->shape = ifd_pool_alloc(
+      &resp->pool, (dims_count > 0 ? dims_count : 1) * sizeof(int64_t));
+  if (o->name == NULL || o->shape == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   o->dtype = (ifd_dtype_t)datatype;
+  o->resp = resp;
   if (dims_count > 0) memcpy(o->shape, shape, dims_count * sizeof(int64_t));
   o->ndims = dims_count;
   resp->n_outputs++;
@@ -486,8 +494,17 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "output buffer too large");
   /* Whatever memory the backend preferred, it gets CPU memory: Triton's
-   * contract lets the allocator choose, and reports the choice back. */
-  o->buffer = malloc(buffer_byte_size > 0 ? buffer_byte_size : 1);
+   * contract lets the allocator choose, and reports the choice back. A
+   * small buffer comes from the response's pool (this thread fills the
+   * response, so the pool is this thread's until the send): it goes with
+   * the response. */
+  if (buffer_byte_size <= SMALL_OUTPUT_MAX) {
+    o->buffer = ifd_pool_alloc(&o->resp->pool,
+                               buffer_byte_size > 0 ? buffer_byte_size : 1);
+    o->buffer_in_pool = o->buffer != NULL;
+  } else {
+    o->buffer = malloc(buffer_byte_size);
+  }
   if (o->buffer == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "out of memory allocating an output buffer");

@@ -18,22 +18,23 @@ static const struct {
   const char *name;
   const char *config_name;
   size_t size;
+  size_t name_len; /* strlen(name), for from_name */
 } dtypes[] = {
-    [IFD_TYPE_INVALID] = {"INVALID", "TYPE_INVALID", 0},
-    [IFD_TYPE_BOOL] = {"BOOL", "TYPE_BOOL", 1},
-    [IFD_TYPE_UINT8] = {"UINT8", "TYPE_UINT8", 1},
-    [IFD_TYPE_UINT16] = {"UINT16", "TYPE_UINT16", 2},
-    [IFD_TYPE_UINT32] = {"UINT32", "TYPE_UINT32", 4},
-    [IFD_TYPE_UINT64] = {"UINT64", "TYPE_UINT64", 8},
-    [IFD_TYPE_INT8] = {"INT8", "TYPE_INT8", 1},
-    [IFD_TYPE_INT16] = {"INT16", "TYPE_INT16", 2},
-    [IFD_TYPE_INT32] = {"INT32", "TYPE_INT32", 4},
-    [IFD_TYPE_INT64] = {"INT64", "TYPE_INT64", 8},
-    [IFD_TYPE_FP16] = {"FP16", "TYPE_FP16", 2},
-    [IFD_TYPE_FP32] = {"FP32", "TYPE_FP32", 4},
-    [IFD_TYPE_FP64] = {"FP64", "TYPE_FP64", 8},
-    [IFD_TYPE_BYTES] = {"BYTES", "TYPE_STRING", 0},
-    [IFD_TYPE_BF16] = {"BF16", "TYPE_BF16", 2},
+    [IFD_TYPE_INVALID] = {"INVALID", "TYPE_INVALID", 0, 7},
+    [IFD_TYPE_BOOL] = {"BOOL", "TYPE_BOOL", 1, 4},
+    [IFD_TYPE_UINT8] = {"UINT8", "TYPE_UINT8", 1, 5},
+    [IFD_TYPE_UINT16] = {"UINT16", "TYPE_UINT16", 2, 6},
+    [IFD_TYPE_UINT32] = {"UINT32", "TYPE_UINT32", 4, 6},
+    [IFD_TYPE_UINT64] = {"UINT64", "TYPE_UINT64", 8, 6},
+    [IFD_TYPE_INT8] = {"INT8", "TYPE_INT8", 1, 4},
+    [IFD_TYPE_INT16] = {"INT16", "TYPE_INT16", 2, 5},
+    [IFD_TYPE_INT32] = {"INT32", "TYPE_INT32", 4, 5},
+    [IFD_TYPE_INT64] = {"INT64", "TYPE_INT64", 8, 5},
+    [IFD_TYPE_FP16] = {"FP16", "TYPE_FP16", 2, 4},
+    [IFD_TYPE_FP32] = {"FP32", "TYPE_FP32", 4, 4},
+    [IFD_TYPE_FP64] = {"FP64", "TYPE_FP64", 8, 4},
+    [IFD_TYPE_BYTES] = {"BYTES", "TYPE_STRING", 0, 5},
+    [IFD_TYPE_BF16] = {"BF16", "TYPE_BF16", 2, 4},
 };
 
 #define N_DTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
@@ -52,9 +53,12 @@ const char *ifd_dtype_config_name(ifd_dtype_t t) {
 }
 
 ifd_dtype_t ifd_dtype_from_name(const char *name, size_t n) {
-  if (name == NULL) return IFD_TYPE_INVALID;
+  /* Every request names its tensors' types: lengths and first bytes decide
+   * most entries without a call. */
+  if (name == NULL || n == 0) return IFD_TYPE_INVALID;
   for (size_t t = IFD_TYPE_BOOL; t < N_DTYPES; t++) {
-    if (strlen(dtypes[t].name) == n && memcmp(dtypes[t].name, name, n) == 0)
+    if (dtypes[t].name_len == n && dtypes[t].name[0] == name[0] &&
+        memcmp(dtypes[t].name, name, n) == 0)
       return (ifd_dtype_t)t;
   }
   return IFD_TYPE_INVALID;

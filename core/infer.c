@@ -17,24 +17,42 @@
 
 #include "core/log.h"
 #include "core/model.h"
+#include "core/objcache.h"
 #include "core/server.h"
 
+/* Request objects go back to their server's cache (loop thread), so the
+ * next request reuses one without malloc; a request made without a server
+ * (tests) is plain malloc'd. */
 static void request_free(ifd_request_t *req) {
   if (req->model != NULL) ifd_model_unref(req->model);
   free(req->body);
   ifd_pool_destroy(&req->pool);
-  free(req);
+  if (req->server != NULL)
+    ifd_objcache_put(ifd_server_req_cache(req->server), req);
+  else
+    free(req);
 }
 
+/* The request goes when its last reference does and its embedded response
+ * is no longer out (that response is freed on the loop too, so whichever of
+ * the two comes last frees it). */
 static void request_put(ifd_request_t *req) {
-  if (--req->refs == 0) request_free(req);
+  if (--req->refs == 0 &&
+      atomic_load_explicit(&req->resp_slot_busy, memory_order_acquire) == 0)
+    request_free(req);
 }
 
 ifd_request_t *ifd_request_new(ifd_server_t *server) {
-  ifd_request_t *req = malloc(sizeof(*req));
+  ifd_request_t *req = server != NULL
+                           ? ifd_objcache_get(ifd_server_req_cache(server))
+                           : malloc(sizeof(*req));
   if (req == NULL) return NULL;
-  /* The spare response at the end is set up only when it is used. */
-  memset(req, 0, offsetof(ifd_request_t, spare));
+  /* The pool (first, with its inline chunk) is set up by ifd_pool_init, and
+   * the spare and the slot response at the end only when they are used. */
+  _Static_assert(offsetof(ifd_request_t, pool) == 0, "pool is first");
+  memset((char *)req + sizeof(req->pool), 0,
+         offsetof(ifd_request_t, spare) - sizeof(req->pool));
+  atomic_init(&req->resp_slot_busy, 0);
   ifd_pool_init(&req->pool);
   req->server = server;
   req->model_version = -1;
@@ -252,8 +270,23 @@ static void on_response_ready(ifd_event_t *ev) {
 }
 
 ifd_response_t *ifd_response_new(ifd_request_t *req) {
-  ifd_response_t *resp = calloc(1, sizeof(*resp));
-  if (resp == NULL) return NULL;
+  ifd_response_t *resp;
+  int embedded = 0;
+
+  /* The first response of a request (usually its only one) is built in the
+   * request's slot. Any thread may get here; the exchange lets exactly one
+   * of them have the slot, and ifd_response_free's release store makes the
+   * loop's last writes to it visible before it is claimed again. */
+  if (atomic_exchange_explicit(&req->resp_slot_busy, 1, memory_order_acquire) ==
+      0) {
+    resp = &req->resp_slot;
+    memset(resp, 0, sizeof(*resp));
+    embedded = 1;
+  } else {
+    resp = calloc(1, sizeof(*resp));
+    if (resp == NULL) return NULL;
+  }
+  resp->embedded = embedded;
   resp->req = req;
   ifd_pool_init(&resp->pool);
   resp->counted = 1;
@@ -364,10 +397,11 @@ void ifd_response_discard(ifd_response_t *resp) {
 }
 
 void ifd_response_free(ifd_response_t *resp) {
+  ifd_request_t *req;
   uint32_t i;
   if (resp == NULL) return;
-  for (i = 0; i < resp->n_outputs; i++) free(resp->outputs[i].buffer);
-  free(resp->outputs);
+  for (i = 0; i < resp->n_outputs; i++)
+    if (!resp->outputs[i].buffer_in_pool) free(resp->outputs[i].buffer);
   free(resp->params);
   if (resp->spare) {
     /* Embedded in its request: the request goes with its last reference,
@@ -378,6 +412,14 @@ void ifd_response_free(ifd_response_t *resp) {
   }
   free(resp->error_msg);
   ifd_pool_destroy(&resp->pool);
+  if (resp->embedded) {
+    /* Hands the slot back; the request waited for it if its references
+     * went first. */
+    req = resp->req;
+    atomic_store_explicit(&req->resp_slot_busy, 0, memory_order_release);
+    if (req->refs == 0) request_free(req);
+    return;
+  }
   free(resp);
 }
 

@@ -102,10 +102,13 @@ typedef enum ifd_request_state {
 typedef struct ifd_output {
   const char *name; /* borrowed: response's storage */
   ifd_dtype_t dtype;
-  int64_t shape[IFD_MAX_DIMS];
+  int64_t *shape; /* borrowed: response's storage; ndims entries */
   uint32_t ndims;
-  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer */
+  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer, or in
+                   the response's pool when buffer_in_pool */
   uint64_t byte_size;
+  int buffer_in_pool;   /* buffer is in the response's pool: not free()d */
+  ifd_response_t *resp; /* borrowed: the response that holds it */
 } ifd_output_t;
 
 struct ifd_response {
@@ -113,7 +116,7 @@ struct ifd_response {
                             protocol reads it before it unrefs the request */
   int error;             /* 0, or a negative IFD_E* code */
   char *error_msg;       /* owned (in `pool` for a spare): NULL when no error */
-  ifd_output_t *outputs; /* owned array */
+  ifd_output_t *outputs; /* borrowed: array in `pool` */
   uint32_t n_outputs, cap_outputs;
   ifd_param_t *params; /* owned array; keys/strings owned by `pool` */
   uint32_t n_params, cap_params;
@@ -124,6 +127,7 @@ struct ifd_response {
   int discard;          /* deleted unsent by the backend: free on the loop */
   int empty;            /* flags only (ResponseFactorySendFlags): no payload */
   int spare;            /* the request's embedded spare: not malloc'd */
+  int embedded;         /* the request's resp_slot: not malloc'd */
   ifd_response_t *next; /* list link of whoever holds the response: the
                            scheduler while it holds it back, then the
                            protocol (e.g. a write queue) */
@@ -199,6 +203,13 @@ struct ifd_request {
    * failure comes with memory exhausted is still answered. While it is out
    * it holds a reference on the request (ifd_response_free drops it). */
   ifd_response_t spare;
+  /* The first response of a request needs no allocation either: the
+   * thread that claims resp_slot_busy (0 -> 1, any thread) builds it in
+   * resp_slot; ifd_response_free (loop) hands it back. A request whose
+   * references are gone waits for its slot's response to be freed. Not
+   * zeroed until it is claimed. */
+  atomic_int resp_slot_busy;
+  ifd_response_t resp_slot;
 };
 
 #define IFD_RESPONSE_FINAL 1u

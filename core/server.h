@@ -110,6 +110,8 @@ void ifd_server_free(ifd_server_t *s);
 uv_loop_t *ifd_server_loop(ifd_server_t *s);
 /** The completion queue every instance thread and backend pushes to. */
 ifd_evq_t *ifd_server_evq(ifd_server_t *s);
+/** The loop's cache of free request objects (core/infer.c; loop thread). */
+struct ifd_objcache *ifd_server_req_cache(ifd_server_t *s);
 
 /**
  * Runs ev->fn once at the end of this loop iteration, after every I/O

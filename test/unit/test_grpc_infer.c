@@ -482,13 +482,15 @@ static ifd_response_t *make_response(ifd_request_t *req) {
   ifd_output_t *o;
 
   assert_non_null(resp);
-  resp->outputs = calloc(3, sizeof(ifd_output_t));
+  resp->outputs = ifd_pool_calloc(&resp->pool, 3, sizeof(ifd_output_t));
   assert_non_null(resp->outputs);
   resp->n_outputs = resp->cap_outputs = 2;
   o = &resp->outputs[0];
   o->name = ifd_pool_strndup(&resp->pool, "OUT0", 4);
   o->dtype = IFD_TYPE_FP32;
   o->ndims = 2;
+  o->shape = ifd_pool_calloc(&resp->pool, 2, sizeof(int64_t));
+  assert_non_null(o->shape);
   o->shape[0] = o->shape[1] = 2;
   o->buffer = malloc(sizeof(f));
   memcpy(o->buffer, f, sizeof(f));
@@ -497,6 +499,8 @@ static ifd_response_t *make_response(ifd_request_t *req) {
   o->name = ifd_pool_strndup(&resp->pool, "OUT1", 4);
   o->dtype = IFD_TYPE_BYTES;
   o->ndims = 1;
+  o->shape = ifd_pool_calloc(&resp->pool, 1, sizeof(int64_t));
+  assert_non_null(o->shape);
   o->shape[0] = 2;
   o->buffer = malloc(sizeof(by));
   memcpy(o->buffer, by, sizeof(by));

@@ -548,6 +548,7 @@ static void test_decode_params_outputs(void **state) {
 typedef struct fake_resp {
   ifd_response_t resp;
   ifd_output_t outs[4];
+  int64_t shapes[4][IFD_MAX_DIMS]; /* outs[i].shape */
   ifd_param_t params[4];
 } fake_resp_t;
 
@@ -557,6 +558,7 @@ static void add_out(fake_resp_t *f, const char *name, ifd_dtype_t t,
   ifd_output_t *o = &f->outs[f->resp.n_outputs++];
   o->name = name;
   o->dtype = t;
+  o->shape = f->shapes[f->resp.n_outputs - 1];
   memcpy(o->shape, shape, ndims * sizeof(int64_t));
   o->ndims = ndims;
   o->buffer = (void *)data;

@@ -18,15 +18,19 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "core/config.h"
 #include "core/infer.h"
+#include "core/objcache.h"
+#include "core/server.h"
 #include "net/grpc_infer.h"
 #include "net/internal.h"
 #include "proto/grpc_service.pb-c.h"
 #include "core/pool.h"
 #include "core/stats.h"
 #include "core/strmap.h"
+#include "triton/core/tritonbackend.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -322,6 +326,111 @@ static void test_request_fail_oom(void **state) {
   ifd_request_unref(req);
 }
 
+/* The object cache: an empty cache fails cleanly when malloc does; a cached
+ * object is handed out without allocating. */
+static void test_objcache_oom(void **state) {
+  ifd_objcache_t c;
+  void *p;
+  (void)state;
+
+  ifd_objcache_init(&c, 256, 2);
+  fail_all = 1;
+  assert_null(ifd_objcache_get(&c));
+  fail_all = 0;
+  p = ifd_objcache_get(&c);
+  assert_non_null(p);
+  ifd_objcache_put(&c, p);
+  fail_all = 1;
+  assert_ptr_equal(ifd_objcache_get(&c), p);
+  fail_all = 0;
+  ifd_objcache_put(&c, p);
+  ifd_objcache_drain(&c);
+}
+
+/* With memory exhausted, a server still hands out the requests it cached,
+ * and a request's first response (its slot) needs no allocation: only a
+ * second response at once fails, cleanly. */
+static void test_request_and_slot_oom(void **state) {
+  uv_loop_t loop;
+  ifd_server_opts_t o;
+  ifd_server_t *s;
+  ifd_errmsg_t err;
+  ifd_request_t *req;
+  ifd_response_t *first;
+  (void)state;
+
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_server_new(&loop, &o, &s, &err), 0);
+  fail_all = 1;
+  assert_null(ifd_request_new(s)); /* nothing cached yet */
+  fail_all = 0;
+  req = ifd_request_new(s);
+  assert_non_null(req);
+  ifd_request_unref(req);
+
+  fail_all = 1;
+  req = ifd_request_new(s);
+  assert_non_null(req); /* the cached one */
+  first = ifd_response_new(req);
+  assert_non_null(first);
+  assert_true(first->embedded);
+  assert_null(ifd_response_new(req));
+  fail_all = 0;
+  ifd_response_free(first);
+  ifd_request_unref(req);
+  ifd_server_free(s);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A backend's small output buffers come from the response's pool (no
+ * malloc once the pool has room), large ones from malloc, whose failure is
+ * an error for the backend; the response frees each the right way. */
+static void test_output_buffers_oom(void **state) {
+  ifd_request_t *req = ifd_request_new(NULL);
+  ifd_response_t *resp;
+  TRITONBACKEND_Output *small = NULL, *large = NULL;
+  TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_GPU;
+  TRITONSERVER_Error *e;
+  int64_t mt_id = 1, shape[2] = {1, 16};
+  void *buf = NULL;
+  (void)state;
+
+  assert_non_null(req);
+  resp = ifd_response_new(req);
+  assert_non_null(resp);
+  resp->cap_outputs = 2;
+  resp->outputs = ifd_pool_calloc(&resp->pool, 2, sizeof(ifd_output_t));
+  assert_non_null(resp->outputs);
+  fail_all = 1;
+  assert_null(TRITONBACKEND_ResponseOutput((TRITONBACKEND_Response *)resp,
+                                           &small, "OUTPUT0",
+                                           TRITONSERVER_TYPE_FP32, shape, 2));
+  assert_null(TRITONBACKEND_OutputBuffer(small, &buf, 64, &mt, &mt_id));
+  assert_non_null(buf);
+  assert_int_equal(mt, TRITONSERVER_MEMORY_CPU);
+  assert_int_equal(mt_id, 0);
+  assert_true(resp->outputs[0].buffer_in_pool);
+  memset(buf, 1, 64);
+  assert_null(TRITONBACKEND_ResponseOutput((TRITONBACKEND_Response *)resp,
+                                           &large, "OUTPUT1",
+                                           TRITONSERVER_TYPE_FP32, shape, 2));
+  buf = NULL;
+  e = TRITONBACKEND_OutputBuffer(large, &buf, 1 << 20, &mt, &mt_id);
+  fail_all = 0;
+  assert_non_null(e);
+  assert_null(buf);
+  TRITONSERVER_ErrorDelete(e);
+  /* Now it works, from malloc. */
+  assert_null(TRITONBACKEND_OutputBuffer(large, &buf, 1 << 20, &mt, &mt_id));
+  assert_non_null(buf);
+  assert_false(resp->outputs[1].buffer_in_pool);
+  memset(buf, 2, 1 << 20);
+  ifd_response_free(resp);
+  ifd_request_unref(req);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_oom),
@@ -332,6 +441,9 @@ int main(void) {
       cmocka_unit_test(test_http_decode_oom),
       cmocka_unit_test(test_grpc_decode_oom),
       cmocka_unit_test(test_request_fail_oom),
+      cmocka_unit_test(test_objcache_oom),
+      cmocka_unit_test(test_request_and_slot_oom),
+      cmocka_unit_test(test_output_buffers_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
