@@ -50,12 +50,15 @@ static ifd_response_t *resp_fp32(ifd_request_t *req, const char *name,
   size_t i;
 
   assert_non_null(resp);
-  resp->outputs = calloc(1, sizeof(*resp->outputs));
+  /* Outputs and their shapes live in the response's pool (core/infer.h). */
+  resp->outputs = ifd_pool_calloc(&resp->pool, 1, sizeof(*resp->outputs));
   assert_non_null(resp->outputs);
   resp->n_outputs = resp->cap_outputs = 1;
   o = &resp->outputs[0];
   o->name = ifd_pool_strndup(&resp->pool, name, strlen(name));
   o->dtype = IFD_TYPE_FP32;
+  o->shape = ifd_pool_calloc(&resp->pool, 1, sizeof(*o->shape));
+  assert_non_null(o->shape);
   o->shape[0] = (int64_t)n;
   o->ndims = 1;
   v = malloc(n * sizeof(float) + 1);
