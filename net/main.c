@@ -39,7 +39,7 @@ typedef struct options {
   int allow_http;
   uint64_t http_max_input_size;
   uint64_t http_json_offload_bytes;
-  uint64_t loop_spin_us;
+  int loop_spin_us;
   const char *grpc_address;
   int grpc_port;
   int allow_grpc;
@@ -171,7 +171,7 @@ static const flag_t flags[] = {
     {"http-max-input-size", K_U64, OFF(http_max_input_size)},
     {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes)},
     {"http-thread-count", K_NOTYET, 0},
-    {"loop-spin-us", K_U64, OFF(loop_spin_us)},
+    {"loop-spin-us", K_INT, OFF(loop_spin_us)},
     {"grpc-port", K_PORT, OFF(grpc_port)},
     {"grpc-address", K_STR, OFF(grpc_address)},
     {"allow-grpc", K_BOOL, OFF(allow_grpc)},
@@ -494,7 +494,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inferd: %s\n", err.text);
     return 1;
   }
-  ifd_evq_set_spin(ifd_server_evq(a->server), a->opt.loop_spin_us * 1000u);
+  ifd_evq_set_spin(ifd_server_evq(a->server),
+                   (uint64_t)a->opt.loop_spin_us * 1000u);
   uv_signal_init(&a->loop, &a->sigint);
   uv_signal_init(&a->loop, &a->sigterm);
   uv_timer_init(&a->loop, &a->backstop);
