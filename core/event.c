@@ -86,6 +86,8 @@ static void wait_expected(ifd_evq_t *q) {
   /* With the idle handle stopped, a zero timeout means libuv has work due
    * (pending callbacks, closing handles, an expired timer). */
   timeout = uv_backend_timeout(loop);
+  if (q->busy) timeout = 0;
+  q->busy = 0;
   if (timeout >= 0 && (uint64_t)timeout * 1000000u < until - now)
     until = now + (uint64_t)timeout * 1000000u;
   q->waits++;
@@ -159,6 +161,7 @@ int ifd_evq_init(uv_loop_t *loop, ifd_evq_t *q) {
   atomic_init(&q->watching, 0);
   atomic_init(&q->looks, 0);
   q->spin_max_ns = q->expect_ns = 0;
+  q->busy = 0;
   q->waits = q->waits_hit = 0;
   rc = pthread_mutex_init(&q->mu, NULL);
   if (rc != 0) return UV_ENOMEM;
@@ -223,11 +226,16 @@ void ifd_evq_set_spin(ifd_evq_t *q, uint64_t max_ns) {
 
 int ifd_evq_expect(ifd_evq_t *q, uint64_t within_ns) {
   if (q->spin_max_ns == 0 || within_ns > q->spin_max_ns || q->closing) return 0;
+  if (q->expect_ns == 0) q->busy = 0;
   if (within_ns > q->expect_ns) q->expect_ns = within_ns;
   if (within_ns == 0) q->expect_ns = 1;
   atomic_store(&q->looks, 1);
   uv_idle_start(&q->nowait, on_nowait);
   return 1;
+}
+
+void ifd_evq_busy(ifd_evq_t *q) {
+  q->busy = 1;
 }
 
 void ifd_evq_pay(ifd_evq_t *q) {

@@ -34,7 +34,8 @@
  * the CPU (the producer may share its core), for at most the time the
  * caller expects and never more than the queue's bound (ifd_evq_set_spin,
  * off by default). The wait ends at once when anything else is due: I/O
- * ready, a timer due, libuv's own pending work. Then it stops looking and
+ * ready, a timer due, libuv's own pending work, work the loop queued for
+ * its next iteration (ifd_evq_busy). Then it stops looking and
  * drains whatever came. Events that come later signal as usual.
  */
 #ifndef IFD_CORE_EVENT_H
@@ -76,6 +77,7 @@ typedef struct ifd_evq {
   uint64_t spin_max_ns; /* loop thread: longest wait for an expected event
                            (0: never wait) */
   uint64_t expect_ns;   /* loop thread: wait asked for (0: none) */
+  int busy;             /* loop thread: work of its own came up since */
   uint64_t waits;       /* loop thread: waits for expected events */
   uint64_t waits_hit;   /* loop thread: waits that got an event */
   int closing;          /* loop thread: handles left to close */
@@ -122,6 +124,10 @@ void ifd_evq_set_spin(ifd_evq_t *q, uint64_t max_ns);
  * `within_ns` too long).
  */
 int ifd_evq_expect(ifd_evq_t *q, uint64_t within_ns);
+
+/** Loop thread: the loop has work of its own for its next iteration, so a
+ *  wait for an expected event asked for earlier is cut short. */
+void ifd_evq_busy(ifd_evq_t *q);
 
 /** Async sends so far (tests and statistics). */
 uint64_t ifd_evq_wakeups(ifd_evq_t *q);
