@@ -18,6 +18,11 @@
  * take longer than COALESCE_NS / 2 and decoupled models (whose responses may
  * trickle out of one execute) never defer.
  *
+ * The other way round, waking an instance of a model whose recent executes
+ * were cheap, the loop says it expects the results soon (ifd_evq_expect):
+ * it then waits for them briefly instead of sleeping, and the instance need
+ * not signal it. Decoupled models are not expected.
+ *
  * Tests run instances inline (ifd__instances_inline, ifd__instance_step):
  * no thread, the caller takes and runs each batch.
  */
@@ -32,6 +37,10 @@
 
 /* How long finished work may wait for the loop to hear of it. */
 #define COALESCE_NS 50000u
+
+/* What a hand-off costs beyond the execute (waking the instance, taking the
+ * job, reporting it), for the loop's wait for a cheap model's results. */
+#define EXPECT_SLACK_NS 10000u
 
 static void on_idle(ifd_event_t *ev) {
   TRITONBACKEND_ModelInstance *in =
@@ -147,6 +156,14 @@ static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
   }
 }
 
+/* Folds a job's cost into the model's moving average (weight 1/8). Several
+ * instances may race here: the average is a hint, a lost sample is fine. */
+static void note_cost(TRITONBACKEND_Model *bm, uint64_t cost) {
+  uint64_t avg = atomic_load_explicit(&bm->exec_ns, memory_order_relaxed);
+  avg = avg == 0 ? cost : avg - avg / 8 + cost / 8;
+  atomic_store_explicit(&bm->exec_ns, avg, memory_order_relaxed);
+}
+
 /* Runs a batch taken into in->job and reports it, then decides, on what the
  * job cost, whether this thread's next wake-ups of the loop may be owed: a
  * cheap one with more work behind it opens (or keeps) a window in which they
@@ -160,6 +177,7 @@ static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
   uint64_t t0 = ifd_now_ns(), cost;
   run_batch(in, in->job, n);
   cost = ifd_now_ns() - t0;
+  note_cost(bm, cost);
   report_idle(in, n);
   if (bm->coalesce && more && cost < COALESCE_NS / 2)
     ifd_evq_defer_begin(ifd_server_evq(bm->model->server), COALESCE_NS);
@@ -332,6 +350,14 @@ static void on_wake(ifd_event_t *ev) {
   pthread_mutex_lock(&f->mu);
   wake = f->waiting < f->n_jobs ? f->waiting : f->n_jobs;
   pthread_mutex_unlock(&f->mu);
+  /* A cheap model's results are due within microseconds of waking it: the
+   * loop may wait for them rather than sleep (core/event.h). Said before
+   * the signal, which may run the instance at once on this core. */
+  if (wake > 0 && bm->coalesce)
+    ifd_evq_expect(
+        ifd_server_evq(bm->model->server),
+        2 * atomic_load_explicit(&bm->exec_ns, memory_order_relaxed) +
+            EXPECT_SLACK_NS);
   /* One sleeping instance per queued batch, so N instances run N batches
    * side by side. Signalled after unlocking: a thread woken while the mutex
    * is held would run, block on it at once, and cost two more switches. */

@@ -118,6 +118,8 @@ struct TRITONBACKEND_Model {
                                      loop iteration that queued work */
   int wake_pending;               /* loop thread: wake_ev is scheduled */
   int coalesce;                   /* instance threads may defer wake-ups */
+  _Atomic uint64_t exec_ns;       /* instance threads: recent execute cost,
+                                     a moving average (a hint for the loop) */
   TRITONBACKEND_Backend *backend; /* counted reference */
   void *state;                    /* the backend's, through ModelSetState */
   int strict;                     /* no auto-complete */

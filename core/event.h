@@ -23,6 +23,20 @@
  *    (IFD_EVQ_FALLBACK_MS: libuv timers count milliseconds).
  * A producer owes a wake-up only while the loop is watching (its timer
  * armed); otherwise it signals as if it did not defer.
+ *
+ * Expected events. Handing a job to a cheap model on another thread, the
+ * loop knows an event is due within microseconds; waking up for it through
+ * the async handle costs an eventfd write on the producer and, on the loop,
+ * a poll that sleeps, wakes and reads the eventfd. So the loop may say it
+ * expects an event (ifd_evq_expect): until it next looks at the queue, a
+ * producer need not signal ("the loop looks"). The loop then polls without
+ * blocking and, in its check phase, waits for the queue to fill, yielding
+ * the CPU (the producer may share its core), for at most the time the
+ * caller expects and never more than the queue's bound (ifd_evq_set_spin,
+ * off by default). The wait ends at once when anything else is due: I/O
+ * ready, a timer due, libuv's own pending work, work the loop queued for
+ * its next iteration (ifd_evq_busy). Then it stops looking and
+ * drains whatever came. Events that come later signal as usual.
  */
 #ifndef IFD_CORE_EVENT_H
 #define IFD_CORE_EVENT_H
@@ -48,6 +62,8 @@ typedef struct ifd_evq {
   uv_check_t check;    /* embedded: pays a debt after every poll */
   uv_prepare_t watch;  /* embedded: arms the fallback timer before a poll */
   uv_timer_t fallback; /* embedded: pays a debt nobody else paid */
+  uv_idle_t nowait;    /* embedded: keeps the poll from blocking while an
+                          event is expected */
   pthread_mutex_t mu;
   ifd_event_t *head;    /* guarded by mu */
   ifd_event_t *tail;    /* guarded by mu */
@@ -56,6 +72,14 @@ typedef struct ifd_evq {
   atomic_int owed;      /* written under mu; read without it by the loop */
   atomic_int deferring; /* producers between defer_begin and defer_end */
   atomic_int watching;  /* loop: the fallback timer is armed */
+  atomic_int looks;     /* loop: it will look at the queue before it next
+                           blocks, so producers need not signal */
+  uint64_t spin_max_ns; /* loop thread: longest wait for an expected event
+                           (0: never wait) */
+  uint64_t expect_ns;   /* loop thread: wait asked for (0: none) */
+  int busy;             /* loop thread: work of its own came up since */
+  uint64_t waits;       /* loop thread: waits for expected events */
+  uint64_t waits_hit;   /* loop thread: waits that got an event */
   int closing;          /* loop thread: handles left to close */
   uv_close_cb close_cb; /* loop thread: called when the last one closed */
   uint64_t wakeups;     /* guarded by mu: async sends (tests, statistics) */
@@ -86,6 +110,24 @@ void ifd_evq_pay(ifd_evq_t *q);
 
 /** Whether `q`'s wake-up is owed right now (tests, assertions). */
 int ifd_evq_owed(ifd_evq_t *q);
+
+/** Sets the longest the loop waits for an expected event (loop thread;
+ *  0, the default, turns waiting off). */
+void ifd_evq_set_spin(ifd_evq_t *q, uint64_t max_ns);
+
+/**
+ * Loop thread, before it hands work to another thread: an event is
+ * expected on `q` within about `within_ns`. When that is within the
+ * queue's bound, producers stop signalling and the loop, instead of
+ * sleeping in its next poll, waits for the queue to fill (see the file
+ * comment). Returns 1 when the loop will wait, 0 when not (waiting off, or
+ * `within_ns` too long).
+ */
+int ifd_evq_expect(ifd_evq_t *q, uint64_t within_ns);
+
+/** Loop thread: the loop has work of its own for its next iteration, so a
+ *  wait for an expected event asked for earlier is cut short. */
+void ifd_evq_busy(ifd_evq_t *q);
 
 /** Async sends so far (tests and statistics). */
 uint64_t ifd_evq_wakeups(ifd_evq_t *q);

@@ -100,6 +100,8 @@ static void on_iteration_end(uv_prepare_t *p) {
 
 void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev) {
   if (s->iter_head == NULL) uv_prepare_start(&s->iter_end, on_iteration_end);
+  /* Work for the next iteration: the loop must not wait for results now. */
+  ifd_evq_busy(&s->evq);
   ev->next = s->iter_head;
   s->iter_head = ev;
 }

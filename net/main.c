@@ -26,6 +26,8 @@
 #include "sched/sched.h"
 
 #define MAX_REPOS 64
+/* --loop-spin-us: see core/event.h, "Expected events". */
+#define DEFAULT_LOOP_SPIN_US 30
 
 typedef struct options {
   const char *repos[MAX_REPOS];
@@ -37,6 +39,7 @@ typedef struct options {
   int allow_http;
   uint64_t http_max_input_size;
   uint64_t http_json_offload_bytes;
+  int loop_spin_us;
   const char *grpc_address;
   int grpc_port;
   int allow_grpc;
@@ -95,6 +98,10 @@ static void usage(FILE *f) {
       "(default 262144)\n"
       "  --http-thread-count=N      accepted for compatibility: HTTP is "
       "served by one event loop\n"
+      "  --loop-spin-us=N           longest the loop waits, instead of "
+      "sleeping, for a cheap\n"
+      "                             model's result; 0 turns it off "
+      "(default 30)\n"
       "  --grpc-port=PORT           gRPC port (default 8001)\n"
       "  --grpc-address=ADDR        gRPC bind address (default 0.0.0.0)\n"
       "  --allow-grpc=BOOL          serve gRPC (default true)\n"
@@ -164,6 +171,7 @@ static const flag_t flags[] = {
     {"http-max-input-size", K_U64, OFF(http_max_input_size)},
     {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes)},
     {"http-thread-count", K_NOTYET, 0},
+    {"loop-spin-us", K_INT, OFF(loop_spin_us)},
     {"grpc-port", K_PORT, OFF(grpc_port)},
     {"grpc-address", K_STR, OFF(grpc_address)},
     {"allow-grpc", K_BOOL, OFF(allow_grpc)},
@@ -442,6 +450,7 @@ int main(int argc, char **argv) {
   a->opt.http_address = "0.0.0.0";
   a->opt.http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
   a->opt.http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
+  a->opt.loop_spin_us = DEFAULT_LOOP_SPIN_US;
   a->opt.grpc_port = 8001;
   a->opt.allow_grpc = 1;
   a->opt.grpc_address = "0.0.0.0";
@@ -485,6 +494,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inferd: %s\n", err.text);
     return 1;
   }
+  ifd_evq_set_spin(ifd_server_evq(a->server),
+                   (uint64_t)a->opt.loop_spin_us * 1000u);
   uv_signal_init(&a->loop, &a->sigint);
   uv_signal_init(&a->loop, &a->sigterm);
   uv_timer_init(&a->loop, &a->backstop);

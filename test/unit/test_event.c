@@ -4,7 +4,10 @@
  * queue: owed only while the loop watches, paid by any other producer, by
  * the debtor once past its bound or when it stops deferring, by the loop
  * when it wakes for anything else, and by the loop's fallback timer when the
- * debtor is stuck in a long job with nothing else happening.
+ * debtor is stuck in a long job with nothing else happening. Expected
+ * events: while the loop looks, producers do not signal and the loop's
+ * check drains what came; the wait ends on the event, on ready I/O, on a
+ * due timer, or at its bound, and it is off by default and for long bounds.
  *
  * Threads are ordered with semaphores, never with sleeps, and no duration is
  * asserted: the only waits are the loop's own (uv_run).
@@ -20,6 +23,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/event.h"
 #include "core/util.h"
@@ -381,6 +385,183 @@ static void test_debt_paid_by_awake_loop(void **state) {
   close_and_check(&loop, &q);
 }
 
+/* ---- expected events -----------------------------------------------------
+ */
+
+static void test_expect_off_by_default(void **state) {
+  uv_loop_t loop;
+  ifd_evq_t q;
+  ifd_event_t ev = {NULL, on_count};
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_evq_init(&loop, &q), 0);
+  delivered = 0;
+  assert_int_equal(ifd_evq_expect(&q, 1000), 0);
+  /* A bound longer than the queue's is not expected either. */
+  ifd_evq_set_spin(&q, 30000);
+  assert_int_equal(ifd_evq_expect(&q, 30001), 0);
+  ifd_evq_push(&q, &ev);
+  assert_int_equal(ifd_evq_wakeups(&q), 1);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(delivered, 1);
+  assert_int_equal(q.waits, 0);
+  close_and_check(&loop, &q);
+}
+
+static ifd_evq_t *push_q;
+static ifd_event_t push_ev;
+static sem_t push_go;
+
+static void *push_main(void *arg) {
+  (void)arg;
+  sem_wait(&push_go);
+  push_ev.fn = on_count;
+  ifd_evq_push(push_q, &push_ev);
+  return NULL;
+}
+
+/* Pushed while the loop looks: no signal, and the loop's next iteration
+ * drains it without blocking. */
+static void test_expected_event_needs_no_signal(void **state) {
+  uv_loop_t loop;
+  ifd_evq_t q;
+  pthread_t t;
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_evq_init(&loop, &q), 0);
+  delivered = 0;
+  ifd_evq_set_spin(&q, UINT64_MAX / 4);
+  assert_int_equal(ifd_evq_expect(&q, UINT64_MAX / 4), 1);
+  push_q = &q;
+  sem_init(&push_go, 0, 0);
+  assert_int_equal(pthread_create(&t, NULL, push_main, NULL), 0);
+  sem_post(&push_go);
+  pthread_join(t, NULL);
+  assert_int_equal(ifd_evq_wakeups(&q), 0);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(delivered, 1);
+  assert_int_equal(q.waits, 1);
+  assert_int_equal(q.waits_hit, 1);
+  /* Looking ended with the drain: the next push signals. */
+  ifd_evq_push(&q, &push_ev);
+  assert_int_equal(ifd_evq_wakeups(&q), 1);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(delivered, 2);
+  sem_destroy(&push_go);
+  close_and_check(&loop, &q);
+}
+
+/* The loop waits for a producer that runs only once the wait has begun
+ * (it may share the loop's core: the wait yields); the wait's bound is
+ * far longer than the test. */
+static void test_wait_gets_late_event(void **state) {
+  uv_loop_t loop;
+  ifd_evq_t q;
+  pthread_t t;
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_evq_init(&loop, &q), 0);
+  delivered = 0;
+  ifd_evq_set_spin(&q, UINT64_MAX / 4);
+  push_q = &q;
+  sem_init(&push_go, 0, 0);
+  assert_int_equal(pthread_create(&t, NULL, push_main, NULL), 0);
+  assert_int_equal(ifd_evq_expect(&q, UINT64_MAX / 4), 1);
+  sem_post(&push_go);
+  uv_run(&loop, UV_RUN_ONCE);
+  pthread_join(t, NULL);
+  assert_int_equal(delivered, 1);
+  assert_int_equal(ifd_evq_wakeups(&q), 0);
+  assert_int_equal(q.waits_hit, 1);
+  sem_destroy(&push_go);
+  close_and_check(&loop, &q);
+}
+
+/* Nothing comes: the poll does not block, the wait ends at its bound, and
+ * a later push signals as usual. */
+static void test_wait_ends_at_bound(void **state) {
+  uv_loop_t loop;
+  ifd_evq_t q;
+  ifd_event_t ev = {NULL, on_count};
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_evq_init(&loop, &q), 0);
+  delivered = 0;
+  ifd_evq_set_spin(&q, 30000);
+  assert_int_equal(ifd_evq_expect(&q, 20000), 1);
+  /* The async handle keeps the loop alive: this would block for good if
+   * the poll blocked. */
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(q.waits, 1);
+  assert_int_equal(q.waits_hit, 0);
+  assert_int_equal(atomic_load(&q.looks), 0);
+  ifd_evq_push(&q, &ev);
+  assert_int_equal(ifd_evq_wakeups(&q), 1);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(delivered, 1);
+  close_and_check(&loop, &q);
+}
+
+static void on_timer_fired(uv_timer_t *t) {
+  (void)t;
+}
+
+static void on_readable(uv_poll_t *p, int status, int events) {
+  (void)p;
+  (void)status;
+  (void)events;
+  /* Leaves the byte unread: the descriptor stays ready. */
+}
+
+/* Other work ends the wait long before its bound (100 s): a timer due
+ * soon, I/O ready, or work queued for the loop's next iteration. The 50 s
+ * margins only tell "ended early" from "ran to its bound". */
+static void test_wait_ends_on_other_work(void **state) {
+  uv_loop_t loop;
+  ifd_evq_t q;
+  uv_timer_t timer;
+  uv_poll_t poll_h;
+  int fds[2];
+  uint64_t t0;
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_evq_init(&loop, &q), 0);
+  ifd_evq_set_spin(&q, 100000000000ull);
+
+  uv_timer_init(&loop, &timer);
+  uv_timer_start(&timer, on_timer_fired, 1, 0);
+  t0 = mono_ns();
+  assert_int_equal(ifd_evq_expect(&q, 100000000000ull), 1);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_true(mono_ns() - t0 < 50000000000ull);
+  assert_int_equal(q.waits, 1);
+  uv_close((uv_handle_t *)&timer, NULL);
+
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(write(fds[1], "x", 1), 1);
+  uv_poll_init(&loop, &poll_h, fds[0]);
+  uv_poll_start(&poll_h, UV_READABLE, on_readable);
+  t0 = mono_ns();
+  assert_int_equal(ifd_evq_expect(&q, 100000000000ull), 1);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_true(mono_ns() - t0 < 50000000000ull);
+  assert_int_equal(q.waits, 2);
+  assert_int_equal(q.waits_hit, 0);
+  uv_close((uv_handle_t *)&poll_h, NULL);
+
+  /* Work the loop queued for its next iteration. */
+  t0 = mono_ns();
+  assert_int_equal(ifd_evq_expect(&q, 100000000000ull), 1);
+  ifd_evq_busy(&q);
+  uv_run(&loop, UV_RUN_ONCE);
+  assert_true(mono_ns() - t0 < 50000000000ull);
+  assert_int_equal(q.waits, 3);
+  assert_int_equal(atomic_load(&q.looks), 0);
+  close_and_check(&loop, &q);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_threads_in_order),
@@ -391,6 +572,11 @@ int main(void) {
       cmocka_unit_test(test_debt_paid_by_another_producer),
       cmocka_unit_test(test_bound_paid_by_loop_timer),
       cmocka_unit_test(test_debt_paid_by_awake_loop),
+      cmocka_unit_test(test_expect_off_by_default),
+      cmocka_unit_test(test_expected_event_needs_no_signal),
+      cmocka_unit_test(test_wait_gets_late_event),
+      cmocka_unit_test(test_wait_ends_at_bound),
+      cmocka_unit_test(test_wait_ends_on_other_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
