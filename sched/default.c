@@ -42,9 +42,15 @@ void ifd__sched_refuse_queued(ifd__sched_t *s) {
   }
 }
 
-void ifd__sched_free_base(ifd__sched_t *s) {
+void ifd__sched_detach(ifd__sched_t *s) {
+  if (s->model == NULL) return;
   s->model->sched = NULL;
   s->model->hold_response = NULL;
+  s->model = NULL;
+}
+
+void ifd__sched_free_base(ifd__sched_t *s) {
+  ifd__sched_detach(s);
   free(s);
 }
 

@@ -539,18 +539,23 @@ static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
 
 /* ---- teardown ------------------------------------------------------------ */
 
-static void free_dyn(dyn_t *d) {
-  ifd__sched_t *s = d->s;
-  /* Responses still held mean an earlier request never got its FINAL
-   * response (a backend that never released it): pass them on rather than
-   * leave their clients waiting. */
-  s->model->hold_response = NULL;
+/* Responses still held mean an earlier request never got its FINAL
+ * response (a backend that never released it): pass them on rather than
+ * leave their clients waiting. Then nothing refers to the model any more. */
+static void release_held(dyn_t *d) {
+  d->s->model->hold_response = NULL;
   while (d->held != NULL) {
     ifd_response_t *r = d->held;
     d->held = r->next;
     r->next = NULL;
     ifd_response_deliver(r);
   }
+  ifd__sched_detach(d->s);
+}
+
+/* Frees the batcher's memory; touches no model (it is detached). */
+static void free_dyn(dyn_t *d) {
+  ifd__sched_t *s = d->s;
   free(d->levels);
   free(d->batch);
   free(d->preferred);
@@ -565,6 +570,9 @@ static void on_timer_closed(uv_handle_t *h) {
 
 static void dyn_destroy(ifd__sched_t *s) {
   dyn_t *d = s->impl;
+  /* At once, not in the timer's close callback: the model may be freed
+   * before that runs (ifd_server_free right after the last unload). */
+  release_held(d);
   if (d->timer_init)
     uv_close((uv_handle_t *)&d->timer, on_timer_closed);
   else

@@ -77,8 +77,14 @@ void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
  *  requests (model unloading). */
 void ifd__sched_refuse_queued(ifd__sched_t *s);
 
-/** Frees the shared part and detaches the scheduler from its model (the
- *  kind's destroy calls it last). */
+/** Detaches the scheduler from its model at once (model->sched and its
+ *  response hook cleared, s->model NULL). A kind whose destroy must wait for
+ *  a handle to close calls it before closing: the model may be freed before
+ *  the close callback runs. Idempotent. */
+void ifd__sched_detach(ifd__sched_t *s);
+
+/** Frees the shared part and detaches the scheduler from its model if it is
+ *  still attached (the kind's destroy calls it last). */
 void ifd__sched_free_base(ifd__sched_t *s);
 
 /** Creates the dynamic batcher's state in s->impl. Thread pool (load). */
