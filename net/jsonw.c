@@ -59,7 +59,11 @@ out_oom:
 }
 
 void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n) {
-  if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
+  /* The common case, room already there, without the call (len exceeds cap
+   * while the buffer has no memory yet: head room only). */
+  if (b->oom || b->len > b->cap || n > b->cap - b->len) {
+    if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
+  }
   memcpy(b->data + b->len, p, n);
   b->len += n;
 }
@@ -295,16 +299,22 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
    * the integer itself, with ".0" so that it stays a float; this is what
    * fast_f32 writes for them, without its search. */
   if (fabsf(v) < 1e7f && v == (float)(int32_t)v) {
-    uint32_t u = (uint32_t)(int32_t)fabsf(v);
-    char *e = tmp + sizeof(tmp);
-    *--e = '0';
-    *--e = '.';
+    uint32_t u = (uint32_t)(int32_t)fabsf(v), t;
+    char *o;
+
+    /* Straight into the buffer: sign, digits, ".0" (at most 10 bytes). */
+    if (ifd__hbuf_reserve(b, 16) != 0) return;
+    n = (v < 0) + 3;
+    for (t = u; t >= 10; t /= 10) n++;
+    o = b->data + b->len + n;
+    *--o = '0';
+    *--o = '.';
     do {
-      *--e = (char)('0' + u % 10);
+      *--o = (char)('0' + u % 10);
       u /= 10;
     } while (u > 0);
-    if (v < 0) *--e = '-';
-    ifd__hbuf_put(b, e, (size_t)(tmp + sizeof(tmp) - e));
+    if (v < 0) *--o = '-';
+    b->len += (size_t)n;
     return;
   }
   n = fast_f32(v, tmp);
