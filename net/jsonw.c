@@ -59,7 +59,11 @@ out_oom:
 }
 
 void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n) {
-  if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
+  /* The common case, room already there, without the call (len exceeds cap
+   * while the buffer has no memory yet: head room only). */
+  if (b->oom || b->len > b->cap || n > b->cap - b->len) {
+    if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
+  }
   memcpy(b->data + b->len, p, n);
   b->len += n;
 }
@@ -202,6 +206,22 @@ static const double pow10_tab[23] = {
     1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Half the gap from a positive normal float `f` to the next float up, i.e.
+ * (nextafterf(f, INFINITY) - f) / 2 = 2^(E - 24) for f = 1.x * 2^E: built
+ * from the exponent bits rather than through a libm call. */
+static double half_ulp(float f) {
+  uint32_t fb;
+  uint64_t db;
+  double h;
+
+  memcpy(&fb, &f, sizeof(fb));
+  /* Biased exponent of f is E + 127; that of 2^(E - 24) as a double is
+   * E - 24 + 1023. */
+  db = (uint64_t)((fb >> 23 & 0xff) - 127 - 24 + 1023) << 52;
+  memcpy(&h, &db, sizeof(h));
+  return h;
+}
+
 /*
  * The shortest decimal (6 to 9 significant digits) that reads back as `v`,
  * for 1e-5 <= |v| < 1e7, without printf: a candidate m * 10^-p is checked by
@@ -232,7 +252,7 @@ static int fast_f32(float v, char *out) {
     f = (float)back;
     if (f != (float)ad) continue;
     fd = (double)f;
-    half = ((double)nextafterf(f, INFINITY) - fd) / 2;
+    half = half_ulp(f);
     if (fabs(fabs(back - fd) - half) < half * 0x1p-20) return -1;
     /* Digits of m, then the decimal point p places from the right. */
     mi = (uint64_t)m;
@@ -273,6 +293,28 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
   if (put_nonfinite(b, v)) return;
   if (v == 0) {
     ifd__hbuf_puts(b, signbit(v) ? "-0.0" : "0.0");
+    return;
+  }
+  /* Whole numbers below 1e7 (all exact floats): the shortest round trip is
+   * the integer itself, with ".0" so that it stays a float; this is what
+   * fast_f32 writes for them, without its search. */
+  if (fabsf(v) < 1e7f && v == (float)(int32_t)v) {
+    uint32_t u = (uint32_t)(int32_t)fabsf(v), t;
+    char *o;
+
+    /* Straight into the buffer: sign, digits, ".0" (at most 10 bytes). */
+    if (ifd__hbuf_reserve(b, 16) != 0) return;
+    n = (v < 0) + 3;
+    for (t = u; t >= 10; t /= 10) n++;
+    o = b->data + b->len + n;
+    *--o = '0';
+    *--o = '.';
+    do {
+      *--o = (char)('0' + u % 10);
+      u /= 10;
+    } while (u > 0);
+    if (v < 0) *--o = '-';
+    b->len += (size_t)n;
     return;
   }
   n = fast_f32(v, tmp);

@@ -108,6 +108,35 @@ static void test_random_bits(void **state) {
   }
 }
 
+/* Whole numbers below 1e7 take their own path: exactly "N.0" (what the
+ * general path writes for them) and the round trip; every one up to 2^20,
+ * every 13th beyond (ASan runs this too). */
+static void test_whole_numbers(void **state) {
+  ifd_hbuf_t b;
+  char want[32];
+  int32_t i;
+  int n;
+  (void)state;
+  ifd__hbuf_init(&b, 0);
+  for (i = -9999999; i <= 9999999;
+       i += (i < -1048576 || i > 1048576) ? 13 : 1) {
+    b.len = 0;
+    ifd__json_f32(&b, (float)i);
+    n = snprintf(want, sizeof(want), "%d.0", (int)i);
+    if (i == 0) n = snprintf(want, sizeof(want), "0.0");
+    if (b.len != (size_t)n || memcmp(b.data, want, b.len) != 0) {
+      fprintf(stderr, "%d written as '%.*s'\n", (int)i, (int)b.len, b.data);
+      fail();
+    }
+    if (i % 997 == 0) check((float)i);
+  }
+  /* Just past the path's bound: 1e7 is written with an exponent. */
+  check(1e7f);
+  check(-1e7f);
+  check(nextafterf(1e7f, 0.0f));
+  ifd__hbuf_free(&b);
+}
+
 /* Values like a tensor's: uniform in [-1000, 1000). */
 static void test_random_values(void **state) {
   long i;
@@ -122,6 +151,7 @@ int main(void) {
       cmocka_unit_test(test_exact_and_edge_values),
       cmocka_unit_test(test_short_forms),
       cmocka_unit_test(test_random_bits),
+      cmocka_unit_test(test_whole_numbers),
       cmocka_unit_test(test_random_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
