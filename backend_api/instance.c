@@ -26,7 +26,6 @@
  * Tests run instances inline (ifd__instances_inline, ifd__instance_step):
  * no thread, the caller takes and runs each batch.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,40 +87,6 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   }
 }
 
-/* Takes the oldest sleeping instance off the sleeper list; f->mu is held
- * and f->waiting > 0. The caller posts it after unlocking (unpark). */
-static TRITONBACKEND_ModelInstance *sleeper_pop(ifd__feed_t *f) {
-  TRITONBACKEND_ModelInstance *s = f->sleep_head;
-  f->sleep_head = s->park_next;
-  if (f->sleep_head == NULL) f->sleep_tail = NULL;
-  s->park_next = NULL;
-  f->waiting--;
-  return s;
-}
-
-/* Wakes an instance taken off the sleeper list. After f->mu is unlocked: a
- * thread woken while it is held would run, block on it at once, and cost
- * two more switches. */
-static void unpark(TRITONBACKEND_ModelInstance *s) {
-  sem_post(&s->park);
-}
-
-/* Sleeps until a waker takes this instance off the sleeper list and posts
- * it; f->mu is held, and held again on return. */
-static void park(ifd__feed_t *f, TRITONBACKEND_ModelInstance *in) {
-  in->park_next = NULL;
-  if (f->sleep_tail != NULL)
-    f->sleep_tail->park_next = in;
-  else
-    f->sleep_head = in;
-  f->sleep_tail = in;
-  f->waiting++;
-  pthread_mutex_unlock(&f->mu);
-  while (sem_wait(&in->park) < 0 && errno == EINTR) {
-  }
-  pthread_mutex_lock(&f->mu);
-}
-
 /* Takes the head batch off the run queue into in->job; f->mu is held and
  * f->head is not NULL. Returns its size, or (uint32_t)-1 when in->job cannot
  * grow: the batch then stays queued. Unlocks f->mu in every case. *more says
@@ -130,7 +95,7 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
   ifd__feed_t *f = &in->model->feed;
   ifd_request_t *first = f->head, *r;
   uint32_t n = first->job_n, i;
-  TRITONBACKEND_ModelInstance *wake = NULL;
+  int wake;
 
   if (n > in->cap_job) {
     ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
@@ -149,9 +114,9 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
   *more = f->head != NULL;
   /* Work left and an instance asleep (it was queued while this thread ran):
    * hand it on rather than run it after this batch. */
-  if (*more && f->waiting > 0) wake = sleeper_pop(f);
+  wake = *more && f->waiting > 0;
   pthread_mutex_unlock(&f->mu);
-  if (wake != NULL) unpark(wake);
+  if (wake) pthread_cond_signal(&f->cv);
   /* The batch's requests are linked by ->next, which the loop no longer
    * touches once they are queued here. */
   for (i = 0, r = first; i < n; i++, r = r->next) in->job[i] = r;
@@ -170,8 +135,11 @@ static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
     ifd_evq_defer_end();
     pthread_mutex_lock(&f->mu);
   }
-  /* Woken, the batch may have gone to an instance that was running. */
-  while (f->head == NULL && !f->stop) park(f, in);
+  while (f->head == NULL && !f->stop) {
+    f->waiting++;
+    pthread_cond_wait(&f->cv, &f->mu);
+    f->waiting--;
+  }
   if (f->head == NULL) {
     pthread_mutex_unlock(&f->mu);
     return 0;
@@ -354,21 +322,11 @@ int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
 
 void ifd__instances_stop(TRITONBACKEND_Model *bm) {
   ifd__feed_t *f = &bm->feed;
-  TRITONBACKEND_ModelInstance *s, *next;
   uint32_t i;
   pthread_mutex_lock(&f->mu);
   f->stop = 1;
-  s = f->sleep_head;
-  f->sleep_head = f->sleep_tail = NULL;
-  f->waiting = 0;
+  pthread_cond_broadcast(&f->cv);
   pthread_mutex_unlock(&f->mu);
-  /* Each sleeper was taken off the list here, so none touches park_next
-   * until it is posted: read the link first. */
-  for (; s != NULL; s = next) {
-    next = s->park_next;
-    s->park_next = NULL;
-    unpark(s);
-  }
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
     if (in->inline_run) {
@@ -387,20 +345,10 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm) {
 static void on_wake(ifd_event_t *ev) {
   TRITONBACKEND_Model *bm = ifd_container_of(ev, TRITONBACKEND_Model, wake_ev);
   ifd__feed_t *f = &bm->feed;
-  TRITONBACKEND_ModelInstance *s = NULL, *last = NULL, *next;
-  uint64_t wake, i;
+  uint64_t wake;
   bm->wake_pending = 0;
   pthread_mutex_lock(&f->mu);
   wake = f->waiting < f->n_jobs ? f->waiting : f->n_jobs;
-  /* The oldest sleepers, as one chain off the list. */
-  for (i = 0; i < wake; i++) {
-    next = sleeper_pop(f);
-    if (last != NULL)
-      last->park_next = next;
-    else
-      s = next;
-    last = next;
-  }
   pthread_mutex_unlock(&f->mu);
   /* A cheap model's results are due within microseconds of waking it: the
    * loop may wait for them rather than sleep (core/event.h). Said before
@@ -411,13 +359,9 @@ static void on_wake(ifd_event_t *ev) {
         2 * atomic_load_explicit(&bm->exec_ns, memory_order_relaxed) +
             EXPECT_SLACK_NS);
   /* One sleeping instance per queued batch, so N instances run N batches
-   * side by side, the longest asleep first. Off the list, a sleeper's link
-   * is this thread's until it is posted: read it first. */
-  for (; s != NULL; s = next) {
-    next = s->park_next;
-    s->park_next = NULL;
-    unpark(s);
-  }
+   * side by side. Signalled after unlocking: a thread woken while the mutex
+   * is held would run, block on it at once, and cost two more switches. */
+  while (wake-- > 0) pthread_cond_signal(&f->cv);
 }
 
 void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {

@@ -64,7 +64,6 @@ struct TRITONSERVER_Parameter {
 /* ---- backends, models, instances (loader.c, instance.c) --------------- */
 
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 
 #include "backend_api/backend_api.h"
@@ -103,19 +102,13 @@ struct TRITONBACKEND_Backend {
  * model's queue). The only state shared by the loop and instance threads. */
 typedef struct ifd__feed {
   pthread_mutex_t mu;
+  pthread_cond_t cv;
   /* guarded by mu: */
   ifd_request_t *head, *tail; /* first request of each batch, by job_next */
   uint64_t n_reqs;            /* requests in the queue */
   uint64_t n_jobs;            /* batches in the queue */
-  /* Sleeping instances, oldest first, by park_next (borrowed: the model's
-   * instances). Each sleeps on its own semaphore, not on a condition
-   * variable shared with the loop: glibc's condvar wait leaves mu marked
-   * contended, so every unlock after it made a futex call that woke no one.
-   * A waker takes an instance off the list under mu and posts it after
-   * unlocking. */
-  TRITONBACKEND_ModelInstance *sleep_head, *sleep_tail;
-  unsigned waiting; /* length of the sleeper list */
-  int stop;         /* instance threads exit when it is empty */
+  unsigned waiting;           /* instance threads sleeping on cv */
+  int stop;                   /* instance threads exit when it is empty */
 } ifd__feed_t;
 
 struct TRITONBACKEND_Model {
@@ -160,10 +153,6 @@ struct TRITONBACKEND_ModelInstance {
   int inline_run;     /* no thread: ifd__instance_step() runs it (tests) */
   pthread_mutex_t mu; /* init handshake and batch reports */
   pthread_cond_t cv;
-  sem_t park; /* the thread sleeps here for work; posted by whoever took it
-                 off the model's sleeper list */
-  TRITONBACKEND_ModelInstance *park_next; /* borrowed: the sleeper list,
-                                             guarded by the model's feed.mu */
   ifd_request_t **job; /* owned by the thread: the batch being run */
   uint32_t cap_job;
   int init_state;               /* 0 running init, 1 ok, -1 failed */

@@ -293,10 +293,10 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
     if (in->init_err != NULL) TRITONSERVER_ErrorDelete(in->init_err);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->cv);
-    sem_destroy(&in->park);
   }
   free(bm->instances);
   pthread_mutex_destroy(&bm->feed.mu);
+  pthread_cond_destroy(&bm->feed.cv);
   free(bm);
 }
 
@@ -353,7 +353,6 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         in->passive = ig->passive;
         pthread_mutex_init(&in->mu, NULL);
         pthread_cond_init(&in->cv, NULL);
-        sem_init(&in->park, 0, 0);
         bm->n_instances = k;
         char *hp = NULL;
         int hn;
@@ -392,6 +391,7 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   if (bm == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   bm->model = m;
   pthread_mutex_init(&bm->feed.mu, NULL);
+  pthread_cond_init(&bm->feed.cv, NULL);
   bm->strict = o->strict_config;
   bm->idle = idle;
   bm->idle_arg = idle_arg;

@@ -10,8 +10,7 @@
  * FIFO order of batches across instances, batch sizes, what is queued and
  * what is taken back, idle reports reaching the loop through the completion
  * queue (several jobs in one report), batch statistics, no idle report once
- * the model is unloading, and which sleeping instance is woken (each parks
- * on its own semaphore: the oldest sleeper, once per batch, all at stop).
+ * * the model is unloading.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -117,6 +116,7 @@ static int setup(void **state) {
   f->bm->idle = on_idle;
   f->bm->coalesce = 1;
   pthread_mutex_init(&f->bm->feed.mu, NULL);
+  pthread_cond_init(&f->bm->feed.cv, NULL);
   f->bm->n_instances = 2;
   f->bm->instances = calloc(2, sizeof(*f->bm->instances));
   assert_non_null(f->bm->instances);
@@ -126,7 +126,6 @@ static int setup(void **state) {
     in->index = i;
     pthread_mutex_init(&in->mu, NULL);
     pthread_cond_init(&in->cv, NULL);
-    sem_init(&in->park, 0, 0);
   }
   f->model.backend_model = f->bm;
 
@@ -151,10 +150,10 @@ static int teardown(void **state) {
     free(in->reports);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->cv);
-    sem_destroy(&in->park);
   }
   free(f->bm->instances);
   pthread_mutex_destroy(&f->bm->feed.mu);
+  pthread_cond_destroy(&f->bm->feed.cv);
   free(f->bm);
   ifd_stats_free(&f->model.stats);
   ifd_server_free(f->server);
@@ -228,62 +227,6 @@ static void test_fifo_across_instances(void **state) {
   assert_false(ifd_evq_owed(ifd_server_evq(f->server)));
 }
 
-/* Marks instance `i` asleep on the run queue, as its thread does before it
- * waits on its semaphore (none waits here: the test reads the count). */
-static void fake_park(fixture_t *f, uint32_t i) {
-  ifd__feed_t *fd = &f->bm->feed;
-  TRITONBACKEND_ModelInstance *in = &f->bm->instances[i];
-  in->park_next = NULL;
-  if (fd->sleep_tail != NULL)
-    fd->sleep_tail->park_next = in;
-  else
-    fd->sleep_head = in;
-  fd->sleep_tail = in;
-  fd->waiting++;
-}
-
-static int posts(fixture_t *f, uint32_t i) {
-  int v = -1;
-  assert_int_equal(sem_getvalue(&f->bm->instances[i].park, &v), 0);
-  return v;
-}
-
-static void test_wakes_oldest_sleeper_once(void **state) {
-  fixture_t *f = *state;
-  /* Instance 1 went to sleep first. */
-  fake_park(f, 1);
-  fake_park(f, 0);
-  /* One batch: one wake-up, at the end of the loop iteration, for the
-   * oldest sleeper only... */
-  enqueue(f, 0, 1);
-  assert_int_equal(posts(f, 1), 0);
-  uv_run(&f->loop, UV_RUN_NOWAIT);
-  assert_int_equal(posts(f, 1), 1);
-  assert_int_equal(posts(f, 0), 0);
-  assert_int_equal(f->bm->feed.waiting, 1);
-  assert_ptr_equal(f->bm->feed.sleep_head, &f->bm->instances[0]);
-  /* ...and the woken one, taking it with more behind it, hands the rest on
-   * to the next sleeper, itself woken exactly once. */
-  enqueue(f, 1, 1);
-  enqueue(f, 2, 1);
-  assert_int_equal(ifd__instance_step(&f->bm->instances[1]), 1);
-  assert_int_equal(posts(f, 0), 1);
-  assert_int_equal(f->bm->feed.waiting, 0);
-  assert_null(f->bm->feed.sleep_head);
-  assert_null(f->bm->feed.sleep_tail);
-  uv_run(&f->loop, UV_RUN_NOWAIT);
-  assert_int_equal(posts(f, 0), 1);
-  assert_int_equal(posts(f, 1), 1);
-  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
-  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
-  /* Stopping wakes every sleeper left. */
-  fake_park(f, 1);
-  ifd__instances_stop(f->bm);
-  assert_int_equal(posts(f, 1), 2);
-  assert_int_equal(f->bm->feed.waiting, 0);
-  ifd_evq_drain(ifd_server_evq(f->server));
-}
-
 static void test_take_back_queued(void **state) {
   fixture_t *f = *state;
   uint64_t jobs = 0;
@@ -326,8 +269,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_init_inline, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fifo_across_instances, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_wakes_oldest_sleeper_once, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_take_back_queued, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_idle_report_while_unloading,
