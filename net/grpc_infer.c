@@ -702,16 +702,6 @@ int ifd__grpc_reply_pack(const ProtobufCMessage *m, ifd_grpc_reply_t **out) {
   return 0;
 }
 
-static const ifd_output_t *find_output(const ifd_response_t *resp,
-                                       const char *name) {
-  uint32_t i;
-
-  /* Responses hold a handful of outputs: a scan beats any index. */
-  for (i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
-  return NULL;
-}
-
 static int check_output(const ifd_output_t *o, ifd_errmsg_t *err) {
   size_t esize = ifd_dtype_size(o->dtype);
   int64_t count;
@@ -794,9 +784,10 @@ static int view_build(view_t *w, const ifd_request_t *req,
 
   for (i = 0; i < n_out; i++) {
     /* The client named its outputs: answer in its order. */
-    const ifd_output_t *o = req->n_outputs != 0
-                                ? find_output(resp, req->outputs[i].name)
-                                : &resp->outputs[i];
+    const ifd_output_t *o =
+        req->n_outputs != 0
+            ? ifd_response_find_output(resp, req->outputs[i].name)
+            : &resp->outputs[i];
     Inference__ModelInferResponse__InferOutputTensor t =
         INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
     if (o == NULL) continue;

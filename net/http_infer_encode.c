@@ -185,16 +185,6 @@ static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
   return 0;
 }
 
-static const ifd_output_t *find_output(const ifd_response_t *resp,
-                                       const char *name) {
-  uint32_t i;
-
-  /* Responses hold a handful of outputs: a scan beats any index. */
-  for (i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
-  return NULL;
-}
-
 static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
   uint32_t i;
 
@@ -247,7 +237,8 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
   if (req->n_outputs != 0) {
     /* The client named its outputs: answer in its order. */
     for (i = 0; i < req->n_outputs; i++) {
-      const ifd_output_t *o = find_output(resp, req->outputs[i].name);
+      const ifd_output_t *o =
+          ifd_response_find_output(resp, req->outputs[i].name);
       if (o == NULL) continue;
       if (!first) ifd__hbuf_put(out, ",", 1);
       first = 0;
@@ -276,7 +267,8 @@ uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
 
   if (req->n_outputs != 0) {
     for (i = 0; i < req->n_outputs; i++) {
-      const ifd_output_t *o = find_output(resp, req->outputs[i].name);
+      const ifd_output_t *o =
+          ifd_response_find_output(resp, req->outputs[i].name);
       if (o != NULL && (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) == 0)
         n += o->byte_size;
     }
