@@ -52,8 +52,12 @@ static void on_idle(ifd_event_t *ev) {
   jobs = atomic_exchange(&in->done_jobs, 0);
   reqs = atomic_exchange(&in->done_reqs, 0);
   ifd__instance_flush_reports(in);
+  /* jobs and reqs are two counters: an instance may have added a job's
+   * requests after the exchanges above took its job count, so a report can
+   * carry requests alone. Dropping it would leave them "executing" for ever
+   * (and a shutdown waiting on them). */
   if (!atomic_load_explicit(&bm->unloading, memory_order_acquire) &&
-      bm->idle != NULL && jobs > 0)
+      bm->idle != NULL && (jobs > 0 || reqs > 0))
     bm->idle(bm->model, jobs, reqs, bm->idle_arg);
 }
 

@@ -256,6 +256,31 @@ static void test_no_idle_report_while_unloading(void **state) {
   assert_int_equal(idle.calls, 0);
 }
 
+/* An instance adds a job's count and its requests' count to two counters;
+ * the loop may take the job count between the two additions, so the next
+ * report carries requests alone. It must still reach the scheduler: dropped,
+ * those requests stayed "executing" and a shutdown waited on them. */
+static void test_report_with_requests_only(void **state) {
+  fixture_t *f = *state;
+  TRITONBACKEND_ModelInstance *in = &f->bm->instances[0];
+  /* A real report first (it arms the instance's idle event). */
+  enqueue(f, 0, 1);
+  assert_int_equal(ifd__instance_step(in), 1);
+  ifd_evq_drain(ifd_server_evq(f->server));
+  assert_int_equal(idle.calls, 1);
+  assert_int_equal(idle.jobs, 1);
+  assert_int_equal(idle.reqs, 1);
+  /* Then the interleaving: the job count went with that report, the
+   * requests' count came after it and queued a report of its own. */
+  atomic_store(&in->done_reqs, 3);
+  atomic_store(&in->idle_queued, 1);
+  ifd_evq_push(ifd_server_evq(f->server), &in->idle_ev);
+  ifd_evq_drain(ifd_server_evq(f->server));
+  assert_int_equal(idle.calls, 2);
+  assert_int_equal(idle.jobs, 1);
+  assert_int_equal(idle.reqs, 4);
+}
+
 static void test_stop_finalizes_inline(void **state) {
   fixture_t *f = *state;
   ifd__instances_stop(f->bm);
@@ -271,6 +296,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fifo_across_instances, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_take_back_queued, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_report_with_requests_only, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_no_idle_report_while_unloading,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_finalizes_inline, setup,
