@@ -238,7 +238,8 @@ void ifd_evq_busy(ifd_evq_t *q) {
   q->busy = 1;
 }
 
-void ifd_evq_pay(ifd_evq_t *q) {
+/* Pays `q`'s debt now if one is owed (any thread). */
+static void pay(ifd_evq_t *q) {
   int send;
   if (!atomic_load_explicit(&q->owed, memory_order_relaxed)) return;
   pthread_mutex_lock(&q->mu);
@@ -262,7 +263,7 @@ void ifd_evq_defer_end(void) {
   ifd_evq_t *q = defer.q;
   if (q == NULL) return;
   defer.q = NULL;
-  ifd_evq_pay(q);
+  pay(q);
   atomic_fetch_sub(&q->deferring, 1);
 }
 

@@ -105,9 +105,6 @@ void ifd_evq_defer_begin(ifd_evq_t *q, uint64_t max_ns);
  *  always safe). No-op when this thread does not defer. */
 void ifd_evq_defer_end(void);
 
-/** Pays `q`'s debt now if one is owed (any thread). */
-void ifd_evq_pay(ifd_evq_t *q);
-
 /** Whether `q`'s wake-up is owed right now (tests, assertions). */
 int ifd_evq_owed(ifd_evq_t *q);
 

@@ -396,16 +396,6 @@ void ifd_response_discard(ifd_response_t *resp) {
   ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
 }
 
-const ifd_output_t *ifd_response_find_output(const ifd_response_t *resp,
-                                             const char *name) {
-  uint32_t i;
-
-  /* Responses hold a handful of outputs: a scan beats any index. */
-  for (i = 0; i < resp->n_outputs; i++)
-    if (strcmp(resp->outputs[i].name, name) == 0) return &resp->outputs[i];
-  return NULL;
-}
-
 void ifd_response_free(ifd_response_t *resp) {
   ifd_request_t *req;
   uint32_t i;

@@ -251,10 +251,6 @@ void ifd_request_unref(ifd_request_t *req);
 /** Frees a response delivered by on_response. Loop thread. */
 void ifd_response_free(ifd_response_t *resp);
 
-/** The response's output named `name`, or NULL. Borrowed from `resp`. */
-const ifd_output_t *ifd_response_find_output(const ifd_response_t *resp,
-                                             const char *name);
-
 /**
  * Creates an empty response for `req` (any thread: backends call this through
  * TRITONBACKEND_ResponseNew). NULL on ENOMEM.

@@ -785,9 +785,8 @@ static int view_build(view_t *w, const ifd_request_t *req,
   for (i = 0; i < n_out; i++) {
     /* The client named its outputs: answer in its order. */
     const ifd_output_t *o =
-        req->n_outputs != 0
-            ? ifd_response_find_output(resp, req->outputs[i].name)
-            : &resp->outputs[i];
+        req->n_outputs != 0 ? ifd_response_output(resp, req->outputs[i].name)
+                            : &resp->outputs[i];
     Inference__ModelInferResponse__InferOutputTensor t =
         INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
     if (o == NULL) continue;

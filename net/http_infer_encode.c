@@ -237,8 +237,7 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
   if (req->n_outputs != 0) {
     /* The client named its outputs: answer in its order. */
     for (i = 0; i < req->n_outputs; i++) {
-      const ifd_output_t *o =
-          ifd_response_find_output(resp, req->outputs[i].name);
+      const ifd_output_t *o = ifd_response_output(resp, req->outputs[i].name);
       if (o == NULL) continue;
       if (!first) ifd__hbuf_put(out, ",", 1);
       first = 0;
@@ -267,8 +266,7 @@ uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
 
   if (req->n_outputs != 0) {
     for (i = 0; i < req->n_outputs; i++) {
-      const ifd_output_t *o =
-          ifd_response_find_output(resp, req->outputs[i].name);
+      const ifd_output_t *o = ifd_response_output(resp, req->outputs[i].name);
       if (o != NULL && (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) == 0)
         n += o->byte_size;
     }
