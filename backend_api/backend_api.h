@@ -15,10 +15,11 @@
 #include "core/infer.h"
 #include "core/model.h"
 
-/** Called on the loop thread when instances of `m` have finished `jobs`
- *  executes holding `reqs` requests in all (possibly several at once). */
-typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint64_t jobs,
-                                     uint64_t reqs, void *arg);
+/** Called on the loop thread when instance `instance` of `m` has finished
+ *  `jobs` executes holding `reqs` requests in all (possibly several at
+ *  once). */
+typedef void (*ifd_instance_idle_cb)(ifd_model_t *m, uint32_t instance,
+                                     uint64_t jobs, uint64_t reqs, void *arg);
 
 /**
  * Loads `m` (config normalized and validated) on its backend: finds and
@@ -57,7 +58,16 @@ uint32_t ifd_backend_instance_count(const ifd_model_t *m);
  */
 void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n);
 
-/** Requests queued on the run queue, not yet taken by an instance. */
+/**
+ * Queues `n` requests as one batch for instance `instance` (0-based, in
+ * instance order) of a model with sequence_batching, whose instances each
+ * take only their own batches (loop thread). Other models, or an instance
+ * out of range: same as ifd_backend_enqueue.
+ */
+void ifd_backend_enqueue_to(ifd_model_t *m, uint32_t instance,
+                            ifd_request_t **reqs, uint32_t n);
+
+/** Requests queued on the run queues, not yet taken by an instance. */
 uint64_t ifd_backend_queued(const ifd_model_t *m);
 
 /**

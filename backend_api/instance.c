@@ -58,7 +58,7 @@ static void on_idle(ifd_event_t *ev) {
    * (and a shutdown waiting on them). */
   if (!atomic_load_explicit(&bm->unloading, memory_order_acquire) &&
       bm->idle != NULL && (jobs > 0 || reqs > 0))
-    bm->idle(bm->model, jobs, reqs, bm->idle_arg);
+    bm->idle(bm->model, in->index, jobs, reqs, bm->idle_arg);
 }
 
 /* An execute that returns an error leaves its requests to the server, as
@@ -91,13 +91,19 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   }
 }
 
-/* Takes the head batch off the run queue into in->job; f->mu is held and
- * f->head is not NULL. Returns its size, or (uint32_t)-1 when in->job cannot
- * grow: the batch then stays queued. Unlocks f->mu in every case. *more says
- * whether other batches wait behind it. */
-static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
+/* The queue instance `in` takes its batches from. */
+static ifd__runq_t *queue_of(TRITONBACKEND_ModelInstance *in) {
+  return in->model->targeted ? &in->q : &in->model->feed.q;
+}
+
+/* Takes the head batch off queue `q` into in->job; the feed's mutex is held
+ * and q->head is not NULL. Returns its size, or (uint32_t)-1 when in->job
+ * cannot grow: the batch then stays queued. Unlocks the mutex in every case.
+ * *more says whether other batches wait behind it. */
+static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, ifd__runq_t *q,
+                            int *more) {
   ifd__feed_t *f = &in->model->feed;
-  ifd_request_t *first = f->head, *r;
+  ifd_request_t *first = q->head, *r;
   uint32_t n = first->job_n, i;
   int wake;
 
@@ -111,16 +117,16 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
     in->job = nj;
     in->cap_job = n;
   }
-  f->head = first->job_next;
-  if (f->head == NULL) f->tail = NULL;
-  f->n_reqs -= n;
-  f->n_jobs--;
-  *more = f->head != NULL;
+  q->head = first->job_next;
+  if (q->head == NULL) q->tail = NULL;
+  q->n_reqs -= n;
+  q->n_jobs--;
+  *more = q->head != NULL;
   /* Work left and an instance asleep (it was queued while this thread ran):
    * hand it on rather than run it after this batch. */
-  wake = *more && f->waiting > 0;
+  wake = *more && q->waiting > 0;
   pthread_mutex_unlock(&f->mu);
-  if (wake) pthread_cond_signal(&f->cv);
+  if (wake) pthread_cond_signal(&q->cv);
   /* The batch's requests are linked by ->next, which the loop no longer
    * touches once they are queued here. */
   for (i = 0, r = first; i < n; i++, r = r->next) in->job[i] = r;
@@ -131,24 +137,25 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, int *more) {
  * size, 0 when stopping, or (uint32_t)-1 as take_locked(). */
 static uint32_t take_job(TRITONBACKEND_ModelInstance *in, int *more) {
   ifd__feed_t *f = &in->model->feed;
+  ifd__runq_t *q = queue_of(in);
 
   pthread_mutex_lock(&f->mu);
-  if (f->head == NULL && !f->stop) {
+  if (q->head == NULL && !f->stop) {
     /* About to sleep: the loop must hear of everything done so far. */
     pthread_mutex_unlock(&f->mu);
     ifd_evq_defer_end();
     pthread_mutex_lock(&f->mu);
   }
-  while (f->head == NULL && !f->stop) {
-    f->waiting++;
-    pthread_cond_wait(&f->cv, &f->mu);
-    f->waiting--;
+  while (q->head == NULL && !f->stop) {
+    q->waiting++;
+    pthread_cond_wait(&q->cv, &f->mu);
+    q->waiting--;
   }
-  if (f->head == NULL) {
+  if (q->head == NULL) {
     pthread_mutex_unlock(&f->mu);
     return 0;
   }
-  return take_locked(in, more);
+  return take_locked(in, q, more);
 }
 
 static void report_idle(TRITONBACKEND_ModelInstance *in, uint32_t n) {
@@ -240,14 +247,15 @@ int ifd__instances_inline;
 
 int ifd__instance_step(TRITONBACKEND_ModelInstance *in) {
   ifd__feed_t *f = &in->model->feed;
+  ifd__runq_t *q = queue_of(in);
   uint32_t n;
   int more = 0;
   pthread_mutex_lock(&f->mu);
-  if (f->head == NULL) {
+  if (q->head == NULL) {
     pthread_mutex_unlock(&f->mu);
     return 0;
   }
-  n = take_locked(in, &more);
+  n = take_locked(in, q, &more);
   if (n == (uint32_t)-1) return IFD_ENOMEM;
   run_job(in, n, more);
   /* Inline, nothing is left owed when the step returns. */
@@ -329,7 +337,9 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm) {
   uint32_t i;
   pthread_mutex_lock(&f->mu);
   f->stop = 1;
-  pthread_cond_broadcast(&f->cv);
+  pthread_cond_broadcast(&f->q.cv);
+  for (i = 0; i < bm->n_instances; i++)
+    pthread_cond_broadcast(&bm->instances[i].q.cv);
   pthread_mutex_unlock(&f->mu);
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
@@ -346,13 +356,38 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm) {
   }
 }
 
+/* How many sleeping instances of `bm` have a queued batch to wake for, and
+ * (into wake[], when targeted) which ones; f->mu is held. */
+static uint32_t count_wakes(TRITONBACKEND_Model *bm, uint32_t *wake) {
+  uint32_t i, n = 0;
+  if (!bm->targeted) {
+    ifd__runq_t *q = &bm->feed.q;
+    return q->waiting < q->n_jobs ? q->waiting : (uint32_t)q->n_jobs;
+  }
+  for (i = 0; i < bm->n_instances; i++)
+    if (bm->instances[i].q.n_jobs > 0 && bm->instances[i].q.waiting > 0)
+      wake[n++] = i;
+  return n;
+}
+
 static void on_wake(ifd_event_t *ev) {
   TRITONBACKEND_Model *bm = ifd_container_of(ev, TRITONBACKEND_Model, wake_ev);
   ifd__feed_t *f = &bm->feed;
-  uint64_t wake;
+  uint32_t stack[16], *which = stack, wake, i;
   bm->wake_pending = 0;
+  if (bm->targeted && bm->n_instances > 16) {
+    which = malloc(bm->n_instances * sizeof(*which));
+    /* Out of memory: wake them all (a spurious wake-up costs a switch). */
+    if (which == NULL) {
+      pthread_mutex_lock(&f->mu);
+      for (i = 0; i < bm->n_instances; i++)
+        pthread_cond_signal(&bm->instances[i].q.cv);
+      pthread_mutex_unlock(&f->mu);
+      return;
+    }
+  }
   pthread_mutex_lock(&f->mu);
-  wake = f->waiting < f->n_jobs ? f->waiting : f->n_jobs;
+  wake = count_wakes(bm, which);
   pthread_mutex_unlock(&f->mu);
   /* A cheap model's results are due within microseconds of waking it: the
    * loop may wait for them rather than sleep (core/event.h). Said before
@@ -365,10 +400,17 @@ static void on_wake(ifd_event_t *ev) {
   /* One sleeping instance per queued batch, so N instances run N batches
    * side by side. Signalled after unlocking: a thread woken while the mutex
    * is held would run, block on it at once, and cost two more switches. */
-  while (wake-- > 0) pthread_cond_signal(&f->cv);
+  if (!bm->targeted)
+    while (wake-- > 0) pthread_cond_signal(&f->q.cv);
+  else
+    for (i = 0; i < wake; i++)
+      pthread_cond_signal(&bm->instances[which[i]].q.cv);
+  if (which != stack) free(which);
 }
 
-void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
+/* Appends a batch to `q` under the feed's mutex and schedules the wake-up. */
+static void enqueue_on(ifd_model_t *m, ifd__runq_t *q, ifd_request_t **reqs,
+                       uint32_t n) {
   TRITONBACKEND_Model *bm = m->backend_model;
   ifd__feed_t *f = &bm->feed;
   uint32_t i;
@@ -378,13 +420,13 @@ void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
   reqs[0]->job_n = n;
   reqs[0]->job_next = NULL;
   pthread_mutex_lock(&f->mu);
-  if (f->tail != NULL)
-    f->tail->job_next = reqs[0];
+  if (q->tail != NULL)
+    q->tail->job_next = reqs[0];
   else
-    f->head = reqs[0];
-  f->tail = reqs[0];
-  f->n_reqs += n;
-  f->n_jobs++;
+    q->head = reqs[0];
+  q->tail = reqs[0];
+  q->n_reqs += n;
+  q->n_jobs++;
   pthread_mutex_unlock(&f->mu);
   /* A sleeping instance is woken once, when this loop iteration has read
    * every request that arrived with this one: it then works through all of
@@ -396,28 +438,45 @@ void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
   }
 }
 
+void ifd_backend_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  /* A targeted model's batches all go through ifd_backend_enqueue_to; one
+   * that comes here runs on the first instance. */
+  enqueue_on(m, bm->targeted ? &bm->instances[0].q : &bm->feed.q, reqs, n);
+}
+
+void ifd_backend_enqueue_to(ifd_model_t *m, uint32_t instance,
+                            ifd_request_t **reqs, uint32_t n) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  if (!bm->targeted || instance >= bm->n_instances) {
+    ifd_backend_enqueue(m, reqs, n);
+    return;
+  }
+  enqueue_on(m, &bm->instances[instance].q, reqs, n);
+}
+
 uint64_t ifd_backend_queued(const ifd_model_t *m) {
   TRITONBACKEND_Model *bm = m->backend_model;
   uint64_t n;
+  uint32_t i;
   if (bm == NULL) return 0;
   pthread_mutex_lock(&bm->feed.mu);
-  n = bm->feed.n_reqs;
+  n = bm->feed.q.n_reqs;
+  if (bm->targeted)
+    for (i = 0; i < bm->n_instances; i++) n += bm->instances[i].q.n_reqs;
   pthread_mutex_unlock(&bm->feed.mu);
   return n;
 }
 
-ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs) {
-  TRITONBACKEND_Model *bm = m->backend_model;
-  ifd_request_t *all = NULL, **tail = &all, *job;
+/* Moves every batch of `q` onto the list at *tail (linked by ->next);
+ * returns the new tail. f->mu is held. */
+static ifd_request_t **drain_runq(ifd__runq_t *q, ifd_request_t **tail,
+                                  uint64_t *jobs) {
+  ifd_request_t *job = q->head;
   uint32_t i;
-  *jobs = 0;
-  if (bm == NULL) return NULL;
-  pthread_mutex_lock(&bm->feed.mu);
-  job = bm->feed.head;
-  bm->feed.head = bm->feed.tail = NULL;
-  bm->feed.n_reqs = 0;
-  bm->feed.n_jobs = 0;
-  pthread_mutex_unlock(&bm->feed.mu);
+  q->head = q->tail = NULL;
+  q->n_reqs = 0;
+  q->n_jobs = 0;
   while (job != NULL) {
     ifd_request_t *next_job = job->job_next, *r = job;
     (*jobs)++;
@@ -427,5 +486,19 @@ ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs) {
     *tail = NULL;
     job = next_job;
   }
+  return tail;
+}
+
+ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  ifd_request_t *all = NULL, **tail = &all;
+  uint32_t i;
+  *jobs = 0;
+  if (bm == NULL) return NULL;
+  pthread_mutex_lock(&bm->feed.mu);
+  tail = drain_runq(&bm->feed.q, tail, jobs);
+  for (i = 0; i < bm->n_instances; i++)
+    tail = drain_runq(&bm->instances[i].q, tail, jobs);
+  pthread_mutex_unlock(&bm->feed.mu);
   return all;
 }

@@ -97,27 +97,37 @@ struct TRITONBACKEND_Backend {
   TRITONBACKEND_Backend *next;  /* registry list, under the lock */
 };
 
-/* A model's run queue: batches handed over by the scheduler, taken by
- * whichever instance thread is free (as Triton's instances share their
- * model's queue). The only state shared by the loop and instance threads. */
+/* A queue of batches: the first request of each batch, linked by job_next.
+ * Guarded by the model's feed mutex. */
+typedef struct ifd__runq {
+  ifd_request_t *head, *tail;
+  uint64_t n_reqs;  /* requests in the queue */
+  uint64_t n_jobs;  /* batches in the queue */
+  unsigned waiting; /* instance threads sleeping on cv */
+  pthread_cond_t cv;
+} ifd__runq_t;
+
+/* A model's run queues: batches handed over by the scheduler. Most models
+ * have one queue that whichever instance thread is free takes from (as
+ * Triton's instances share their model's queue); a targeted model (the
+ * sequence batcher: a batch belongs to the instance that holds its
+ * sequences' slots) gives every instance its own queue instead. The only
+ * state shared by the loop and instance threads. */
 typedef struct ifd__feed {
   pthread_mutex_t mu;
-  pthread_cond_t cv;
-  /* guarded by mu: */
-  ifd_request_t *head, *tail; /* first request of each batch, by job_next */
-  uint64_t n_reqs;            /* requests in the queue */
-  uint64_t n_jobs;            /* batches in the queue */
-  unsigned waiting;           /* instance threads sleeping on cv */
-  int stop;                   /* instance threads exit when it is empty */
+  ifd__runq_t q; /* guarded by mu: the shared queue */
+  int stop;      /* guarded by mu: instance threads exit when it is empty */
 } ifd__feed_t;
 
 struct TRITONBACKEND_Model {
-  ifd_model_t *model;             /* borrowed: owns this object */
-  ifd__feed_t feed;               /* embedded */
-  ifd_event_t wake_ev;            /* loop: wakes a sleeping instance once per
-                                     loop iteration that queued work */
-  int wake_pending;               /* loop thread: wake_ev is scheduled */
-  int coalesce;                   /* instance threads may defer wake-ups */
+  ifd_model_t *model;  /* borrowed: owns this object */
+  ifd__feed_t feed;    /* embedded */
+  ifd_event_t wake_ev; /* loop: wakes a sleeping instance once per
+                          loop iteration that queued work */
+  int wake_pending;    /* loop thread: wake_ev is scheduled */
+  int coalesce;        /* instance threads may defer wake-ups */
+  int targeted;        /* every instance takes from its own queue (in->q) only;
+                          fixed before the instances start */
   _Atomic uint64_t exec_ns;       /* instance threads: recent execute cost,
                                      a moving average (a hint for the loop) */
   TRITONBACKEND_Backend *backend; /* counted reference */
@@ -153,6 +163,8 @@ struct TRITONBACKEND_ModelInstance {
   int inline_run;     /* no thread: ifd__instance_step() runs it (tests) */
   pthread_mutex_t mu; /* init handshake and batch reports */
   pthread_cond_t cv;
+  ifd__runq_t q;       /* guarded by model->feed.mu: this instance's own
+                          queue (targeted models only) */
   ifd_request_t **job; /* owned by the thread: the batch being run */
   uint32_t cap_job;
   int init_state;               /* 0 running init, 1 ok, -1 failed */
@@ -190,7 +202,8 @@ void ifd__instances_stop(TRITONBACKEND_Model *bm);
 extern int ifd__instances_inline;
 
 /**
- * Runs the run queue's head batch on the calling thread as instance `in`
+ * Runs the head batch of the instance's queue (targeted models) or the
+ * model's shared queue on the calling thread as instance `in`
  * (an inline instance), then pays any wake-up of the loop it left owed.
  * Returns 1 when a batch ran, 0 when the queue was empty, IFD_ENOMEM when
  * the batch could not be taken (it stays queued).

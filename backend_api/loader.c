@@ -293,10 +293,11 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
     if (in->init_err != NULL) TRITONSERVER_ErrorDelete(in->init_err);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->cv);
+    pthread_cond_destroy(&in->q.cv);
   }
   free(bm->instances);
   pthread_mutex_destroy(&bm->feed.mu);
-  pthread_cond_destroy(&bm->feed.cv);
+  pthread_cond_destroy(&bm->feed.q.cv);
   free(bm);
 }
 
@@ -353,6 +354,7 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         in->passive = ig->passive;
         pthread_mutex_init(&in->mu, NULL);
         pthread_cond_init(&in->cv, NULL);
+        pthread_cond_init(&in->q.cv, NULL);
         bm->n_instances = k;
         char *hp = NULL;
         int hn;
@@ -391,7 +393,7 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   if (bm == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   bm->model = m;
   pthread_mutex_init(&bm->feed.mu, NULL);
-  pthread_cond_init(&bm->feed.cv, NULL);
+  pthread_cond_init(&bm->feed.q.cv, NULL);
   bm->strict = o->strict_config;
   bm->idle = idle;
   bm->idle_arg = idle_arg;
@@ -413,6 +415,8 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
    * never held back to coalesce wake-ups. */
   bm->coalesce = m->config->model_transaction_policy == NULL ||
                  !m->config->model_transaction_policy->decoupled;
+  /* The sequence batcher forms each batch for one instance. */
+  bm->targeted = ifd_config_sequence(m->config) != NULL;
   rc = instances_plan(bm, err);
   if (rc < 0) goto out_model_fini;
   rc = ifd__instances_start(bm, err);

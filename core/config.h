@@ -152,6 +152,25 @@ json_t *ifd_config_to_json(const ifd_model_config_t *cfg);
 int ifd_config_from_json(const json_t *json, ifd_model_config_t **out,
                          ifd_errmsg_t *err);
 
+/** The config's sequence_batching, or NULL when it has none (the scheduling
+ *  choice is a oneof: check the case, not the pointer). */
+static inline const Inference__ModelSequenceBatching *ifd_config_sequence(
+    const ifd_model_config_t *cfg) {
+  return cfg->scheduling_choice_case ==
+                 INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_SEQUENCE_BATCHING
+             ? cfg->sequence_batching
+             : NULL;
+}
+
+/** The config's dynamic_batching, or NULL when it has none. */
+static inline const Inference__ModelDynamicBatching *ifd_config_dynamic(
+    const ifd_model_config_t *cfg) {
+  return cfg->scheduling_choice_case ==
+                 INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_DYNAMIC_BATCHING
+             ? cfg->dynamic_batching
+             : NULL;
+}
+
 /** Looks up a string parameter (`parameters { key: K value { string_value }
  * }`); returns the borrowed value or NULL. */
 const char *ifd_config_param(const ifd_model_config_t *cfg, const char *key);

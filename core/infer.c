@@ -24,6 +24,9 @@
  * next request reuses one without malloc; a request made without a server
  * (tests) is plain malloc'd. */
 static void request_free(ifd_request_t *req) {
+  uint32_t i;
+  for (i = 0; i < req->n_blobs; i++) ifd_blob_unref(req->blobs[i]);
+  ifd_seq_state_unref(req->seq_state);
   if (req->model != NULL) ifd_model_unref(req->model);
   free(req->body);
   ifd_pool_destroy(&req->pool);
@@ -189,7 +192,7 @@ static void count(ifd_request_t *req, int success) {
   ifd_request_times_t t = {req->t_received,    req->t_queued,
                            req->t_exec_start,  req->t_compute_start,
                            req->t_compute_end, req->t_exec_end};
-  if (req->model == NULL) return;
+  if (req->model == NULL || req->null_req) return;
   ifd_stats_request(&req->model->stats, &t, success,
                     req->batch_size > 0 ? req->batch_size : 1, uv_hrtime());
 }

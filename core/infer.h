@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/event.h"
 #include "core/pool.h"
+#include "core/seqstate.h"
 
 typedef struct ifd_server ifd_server_t;
 typedef struct ifd_model ifd_model_t;
@@ -160,6 +161,18 @@ struct ifd_request {
 
   /* Filled by ifd_request_submit. */
   uint64_t batch_size; /* 1st dim when the model batches, else 0 */
+
+  /* Sequence batching: set by the sequence batcher when it dispatches the
+   * request (loop thread), read by backend_api on the instance thread. */
+  ifd_seq_state_t *seq_state; /* counted reference: the sequence's implicit
+                                 state; NULL when the model has none (or for
+                                 a null request) */
+  ifd_blob_t **blobs;         /* borrowed array in pool; each entry a counted
+                                 reference (state inputs point into them), dropped
+                                 when the request is freed */
+  uint32_t n_blobs;
+  int null_req; /* a null request filling an empty batch slot: its responses
+                   are dropped and it is not counted in statistics */
 
   ifd_response_cb on_response; /* loop thread; once per response */
   void *cb_arg;

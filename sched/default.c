@@ -28,10 +28,22 @@ void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n) {
   s->executing += n;
 }
 
+void ifd__sched_dispatch_to(ifd__sched_t *s, uint32_t instance,
+                            ifd_request_t **reqs, uint32_t n) {
+  uint32_t i;
+  for (i = 0; i < n; i++) ifd_request_set_state(reqs[i], IFD_REQ_EXECUTING);
+  s->back->enqueue_to(s->model, instance, reqs, n);
+  s->jobs_out++;
+  s->inst_jobs[instance]++;
+  s->executing += n;
+}
+
 void ifd__sched_refuse_queued(ifd__sched_t *s) {
   uint64_t jobs;
   ifd_request_t *r = s->back->take_queued(s->model, &jobs);
-  /* Taken back before any instance saw them: never handed over. */
+  /* Taken back before any instance saw them: never handed over. A kind
+   * with per-instance counts calls this only at stop, when they no longer
+   * matter. */
   s->jobs_out -= jobs;
   while (r != NULL) {
     ifd_request_t *next = r->next;
@@ -51,15 +63,19 @@ void ifd__sched_detach(ifd__sched_t *s) {
 
 void ifd__sched_free_base(ifd__sched_t *s) {
   ifd__sched_detach(s);
+  free(s->inst_jobs);
   free(s);
 }
 
-static void on_idle(ifd_model_t *m, uint64_t jobs, uint64_t reqs, void *arg) {
+static void on_idle(ifd_model_t *m, uint32_t instance, uint64_t jobs,
+                    uint64_t reqs, void *arg) {
   ifd__sched_t *s = arg;
   (void)m;
   s->jobs_out -= jobs;
   s->executing -= reqs;
-  s->kind->idle(s);
+  if (s->inst_jobs != NULL && instance < s->n_instances)
+    s->inst_jobs[instance] -= (uint32_t)jobs;
+  s->kind->idle(s, instance);
 }
 
 /* ---- the default scheduler ------------------------------------------------
@@ -76,8 +92,9 @@ static int default_submit(ifd__sched_t *s, ifd_request_t *req,
   return 0;
 }
 
-static void default_idle(ifd__sched_t *s) {
+static void default_idle(ifd__sched_t *s, uint32_t instance) {
   (void)s;
+  (void)instance;
 }
 
 static void default_stop(ifd__sched_t *s) {
@@ -98,6 +115,7 @@ static const ifd__sched_backend_t backend_api = {
     ifd_backend_model_load,     ifd_backend_model_unload,
     ifd_backend_instance_count, ifd_backend_enqueue,
     ifd_backend_queued,         ifd_backend_take_queued,
+    ifd_backend_enqueue_to,
 };
 
 int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
@@ -116,7 +134,11 @@ int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
   /* After the backend's ModelInitialize: it may have completed the config
    * (auto-complete), which decides the scheduler kind. */
   s->n_instances = back->instance_count(m);
-  if (m->config->dynamic_batching != NULL && m->config->max_batch_size > 0) {
+  if (ifd_config_sequence(m->config) != NULL) {
+    s->kind = &ifd__sequence_kind;
+    rc = ifd__sequence_init(s, err);
+  } else if (ifd_config_dynamic(m->config) != NULL &&
+             m->config->max_batch_size > 0) {
     s->kind = &ifd__dynamic_kind;
     rc = ifd__dynamic_init(s, err);
   } else {
@@ -128,6 +150,7 @@ int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
 
 out_unload:
   back->model_unload(m, NULL, NULL);
+  free(s->inst_jobs);
   free(s);
   return rc;
 }

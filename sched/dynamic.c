@@ -476,7 +476,8 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   return 0;
 }
 
-static void dyn_idle(ifd__sched_t *s) {
+static void dyn_idle(ifd__sched_t *s, uint32_t instance) {
+  (void)instance;
   schedule(s->impl);
 }
 

@@ -28,15 +28,17 @@ typedef struct ifd__sched_backend {
   void (*enqueue)(ifd_model_t *m, ifd_request_t **reqs, uint32_t n);
   uint64_t (*queued)(const ifd_model_t *m);
   ifd_request_t *(*take_queued)(ifd_model_t *m, uint64_t *jobs);
+  void (*enqueue_to)(ifd_model_t *m, uint32_t instance, ifd_request_t **reqs,
+                     uint32_t n);
 } ifd__sched_backend_t;
 
 /** One scheduler kind. Every function runs on the loop thread. */
 typedef struct ifd__sched_kind {
   /** Queues (or dispatches) a validated request; 0 or a negative code. */
   int (*submit)(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err);
-  /** Instances reported finished batches (jobs_out already counts them
-   *  back): one may be free for the next batch. */
-  void (*idle)(ifd__sched_t *s);
+  /** Instance `instance` reported finished batches (jobs_out and
+   *  inst_jobs already count them back): it may be free for the next. */
+  void (*idle)(ifd__sched_t *s, uint32_t instance);
   /** Refuses every queued request (the model is about to unload). */
   void (*stop)(ifd__sched_t *s);
   /** Frees the kind's state, then calls ifd__sched_free_base(s). */
@@ -49,9 +51,12 @@ struct ifd__sched {
   const ifd__sched_kind_t *kind;    /* static table */
   void *impl;                       /* owned by the kind */
   uint32_t n_instances;
-  uint64_t jobs_out;  /* batches handed to the run queue, not reported done */
-  uint64_t executing; /* their requests */
-  uint64_t queued;    /* requests waiting in the kind's own queues */
+  uint64_t jobs_out;   /* batches handed to the run queue, not reported done */
+  uint64_t executing;  /* their requests */
+  uint64_t queued;     /* requests waiting in the kind's own queues */
+  uint32_t *inst_jobs; /* owned, n_instances entries: batches handed to each
+                          instance by ifd__sched_dispatch_to, not reported
+                          done (NULL until a kind asks for it) */
 };
 
 /** An instance is free to take a batch (none is queued for it). */
@@ -73,6 +78,14 @@ int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
  */
 void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
 
+/**
+ * Hands `n` requests as one batch to instance `instance` (the sequence
+ * batcher: that instance holds their sequences); counted in
+ * s->inst_jobs[instance] as well. Never fails; s->inst_jobs must exist.
+ */
+void ifd__sched_dispatch_to(ifd__sched_t *s, uint32_t instance,
+                            ifd_request_t **reqs, uint32_t n);
+
 /** Takes back the batches still on the run queue and refuses their
  *  requests (model unloading). */
 void ifd__sched_refuse_queued(ifd__sched_t *s);
@@ -86,6 +99,11 @@ void ifd__sched_detach(ifd__sched_t *s);
 /** Frees the shared part and detaches the scheduler from its model if it is
  *  still attached (the kind's destroy calls it last). */
 void ifd__sched_free_base(ifd__sched_t *s);
+
+/** Creates the sequence batcher's state in s->impl (sched/sequence.c).
+ *  Thread pool (load); reads initial_state files. */
+int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err);
+extern const ifd__sched_kind_t ifd__sequence_kind;
 
 /** Creates the dynamic batcher's state in s->impl. Thread pool (load). */
 int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err);

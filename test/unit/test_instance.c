@@ -71,8 +71,10 @@ static TRITONSERVER_Error *fake_execute(TRITONBACKEND_ModelInstance *in,
   return NULL;
 }
 
-static void on_idle(ifd_model_t *m, uint64_t jobs, uint64_t reqs, void *arg) {
+static void on_idle(ifd_model_t *m, uint32_t instance, uint64_t jobs,
+                    uint64_t reqs, void *arg) {
   (void)m;
+  (void)instance;
   (void)arg;
   idle.calls++;
   idle.jobs += jobs;
@@ -116,7 +118,7 @@ static int setup(void **state) {
   f->bm->idle = on_idle;
   f->bm->coalesce = 1;
   pthread_mutex_init(&f->bm->feed.mu, NULL);
-  pthread_cond_init(&f->bm->feed.cv, NULL);
+  pthread_cond_init(&f->bm->feed.q.cv, NULL);
   f->bm->n_instances = 2;
   f->bm->instances = calloc(2, sizeof(*f->bm->instances));
   assert_non_null(f->bm->instances);
@@ -126,6 +128,7 @@ static int setup(void **state) {
     in->index = i;
     pthread_mutex_init(&in->mu, NULL);
     pthread_cond_init(&in->cv, NULL);
+    pthread_cond_init(&in->q.cv, NULL);
   }
   f->model.backend_model = f->bm;
 
@@ -150,10 +153,11 @@ static int teardown(void **state) {
     free(in->reports);
     pthread_mutex_destroy(&in->mu);
     pthread_cond_destroy(&in->cv);
+    pthread_cond_destroy(&in->q.cv);
   }
   free(f->bm->instances);
   pthread_mutex_destroy(&f->bm->feed.mu);
-  pthread_cond_destroy(&f->bm->feed.cv);
+  pthread_cond_destroy(&f->bm->feed.q.cv);
   free(f->bm);
   ifd_stats_free(&f->model.stats);
   ifd_server_free(f->server);

@@ -41,6 +41,7 @@ typedef struct batch {
   ifd_model_t *m;
   ifd_request_t *reqs[16];
   uint32_t n;
+  uint32_t instance; /* the instance it was queued for (0: any) */
   int done;
   uint64_t at; /* uv_hrtime() at dispatch */
 } batch_t;
@@ -115,13 +116,15 @@ static uint32_t fake_instances(const ifd_model_t *m) {
   return n;
 }
 
-static void fake_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
+static void fake_enqueue_to(ifd_model_t *m, uint32_t instance,
+                            ifd_request_t **reqs, uint32_t n) {
   batch_t *b = &batches[n_batches++];
   uint32_t i;
   assert_true(n_batches <= MAX_BATCHES);
   assert_true(n <= 16);
   b->m = m;
   b->n = n;
+  b->instance = instance;
   b->done = 0;
   b->at = uv_hrtime();
   for (i = 0; i < n; i++) {
@@ -129,6 +132,10 @@ static void fake_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
     assert_int_equal(reqs[i]->state, IFD_REQ_EXECUTING);
     b->reqs[i] = reqs[i];
   }
+}
+
+static void fake_enqueue(ifd_model_t *m, ifd_request_t **reqs, uint32_t n) {
+  fake_enqueue_to(m, 0, reqs, n);
 }
 
 /* Every batch is taken by an instance at once: nothing waits on the fake
@@ -145,8 +152,8 @@ static ifd_request_t *fake_take_queued(ifd_model_t *m, uint64_t *jobs) {
 }
 
 static const ifd__sched_backend_t fake_backend = {
-    fake_load,    fake_unload, fake_instances,
-    fake_enqueue, fake_queued, fake_take_queued,
+    fake_load,   fake_unload,      fake_instances,  fake_enqueue,
+    fake_queued, fake_take_queued, fake_enqueue_to,
 };
 
 static int test_load(ifd_model_t *m, ifd_errmsg_t *err) {
@@ -335,7 +342,7 @@ static void complete(int k) {
     ifd_response_send(resp, IFD_RESPONSE_FINAL, 0, NULL);
     ifd_request_release(b->reqs[i], 1);
   }
-  l->idle(b->m, 1, b->n, l->arg);
+  l->idle(b->m, b->instance, 1, b->n, l->arg);
   pump();
 }
 
@@ -647,7 +654,8 @@ static void test_preserve_ordering(void **state) {
   extra = ifd_response_new(o3);
   ifd_response_send(final, IFD_RESPONSE_FINAL, 0, NULL);
   ifd_request_release(o3, 1);
-  model_of(batches[3].m)->idle(batches[3].m, 1, 1, model_of(batches[3].m)->arg);
+  model_of(batches[3].m)
+      ->idle(batches[3].m, 0, 1, 1, model_of(batches[3].m)->arg);
   pump();
   assert_int_equal(n_answers, 4);
   ifd_response_send(extra, 0, 0, NULL);
