@@ -100,6 +100,20 @@ void ifd__sched_detach(ifd__sched_t *s);
  *  still attached (the kind's destroy calls it last). */
 void ifd__sched_free_base(ifd__sched_t *s);
 
+/**
+ * The implicit states of a sequence model (sequence_batching `state`,
+ * sched/seq_init.c): validates them as Triton does and builds each one's
+ * initial value, which START gives a sequence: a blob of the state's
+ * data_type, shape [1, dims...] for a batching model else [dims...], zeros,
+ * or the bytes of <model dir>/initial_state/<data_file>. Thread pool only
+ * (reads files). Sets *out to a malloc'd array of one blob per state, in
+ * config order (each holding one reference; *out NULL when the model has no
+ * state), or returns IFD_EINVAL / IFD_EIO / IFD_ENOMEM with a message naming
+ * the model and the state.
+ */
+int ifd__seq_initial_states(const ifd_model_t *m, ifd_blob_t ***out,
+                            ifd_errmsg_t *err);
+
 /** Creates the sequence batcher's state in s->impl (sched/sequence.c).
  *  Thread pool (load); reads initial_state files. */
 int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err);
