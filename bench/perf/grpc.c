@@ -5,8 +5,9 @@
  * opens one ModelInfer stream per request; a streaming slot puts its
  * requests on a ModelStreamInfer stream (its own in the closed loop, one per
  * connection shared in order by every slot in the open loop) and matches
- * responses to requests in order. Each request's DATA is copied from
- * run->payload, the 5-byte-prefixed ModelInferRequest packed once.
+ * responses to requests in order. Each request's DATA is copied from the
+ * slot's request (slot->req): run->payload, the 5-byte-prefixed
+ * ModelInferRequest packed once, or the slot's sequence copy (seq.c).
  *
  * nghttp2 is used sans-I/O: reads go to nghttp2_session_mem_recv() from one
  * shared buffer; a uv_prepare handle, which runs once per loop iteration
@@ -172,19 +173,22 @@ static ssize_t data_read(nghttp2_session *s, int32_t id, uint8_t *buf,
   (void)ud;
   if (kind == K_STREAM) {
     gstream_t *st = src->ptr;
-    const ifd_perf_buf_t *p = &st->conn->run->payload;
     size_t n = 0;
     if (st->to_send == 0) {
       st->deferred = 1;
       return NGHTTP2_ERR_DEFERRED;
     }
     while (st->to_send && n < len) {
-      size_t k = p->len - st->off;
+      /* The messages not yet sent are the last to_send of the FIFO; each
+       * slot's own (sequence models rewrite theirs per request). */
+      const ifd_perf_slot_t *sl =
+          st->fifo[(st->head + st->count - st->to_send) % st->cap];
+      size_t k = sl->req_len - st->off;
       if (k > len - n) k = len - n;
-      memcpy(buf + n, p->data + st->off, k);
+      memcpy(buf + n, sl->req + st->off, k);
       n += k;
       st->off += k;
-      if (st->off == p->len) {
+      if (st->off == sl->req_len) {
         st->off = 0;
         st->to_send--;
       }
@@ -478,8 +482,8 @@ static int unary_send(ifd_perf_slot_t *s) {
   int32_t id;
 
   if (c->conn->state != GC_OPEN) return UV_ECONNRESET;
-  c->msg = (const uint8_t *)s->run->payload.data;
-  c->msg_len = s->run->payload.len;
+  c->msg = (const uint8_t *)s->req;
+  c->msg_len = s->req_len;
   c->off = 0;
   c->http_status = 0;
   c->grpc_status = 0;
@@ -669,6 +673,7 @@ void ifd__perf_grpc_shutdown(ifd_perf_run_t *run) {
     gcall_t *c = g->calls;
     g->calls = c->next_all;
     ifd__perf_buf_free(&c->body);
+    ifd__perf_seq_slot_free(&c->slot);
     free(c);
   }
   while (g->streams) {

@@ -294,6 +294,7 @@ static void on_close(uv_handle_t *h) {
     list_del(t, c);
     ifd__perf_buf_free(&c->body);
     ifd__perf_buf_free(&c->ctl_req);
+    ifd__perf_seq_slot_free(&c->slot);
     free(c);
     return;
   }
@@ -323,6 +324,8 @@ static int slot_send(ifd_perf_slot_t *s) {
 
   c->status = 0;
   c->errlen = 0;
+  c->req = s->req; /* sequence models rewrite theirs per request */
+  c->req_len = s->req_len;
   if (c->state != HC_OPEN || c->writing) {
     c->pending_send = 1;
     c->in_request = 1;
@@ -515,6 +518,7 @@ void ifd__perf_http_shutdown(ifd_perf_run_t *run) {
       list_del(h, c);
       ifd__perf_buf_free(&c->body);
       ifd__perf_buf_free(&c->ctl_req);
+      ifd__perf_seq_slot_free(&c->slot);
       free(c);
     } else {
       conn_close(c);

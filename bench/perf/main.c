@@ -43,7 +43,7 @@ int ifd__perf_buf_append(ifd_perf_buf_t *b, const void *p, size_t n) {
     b->data = d;
     b->cap = cap;
   }
-  if (n) memcpy(b->data + b->len, p, n);
+  if (n && p) memcpy(b->data + b->len, p, n); /* p NULL: room only */
   b->len += n;
   b->data[b->len] = 0; /* text stays a C string */
   return 0;
@@ -134,6 +134,8 @@ static int slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out) {
   rc = run->grpc ? ifd__perf_grpc_slot_new(run, &s)
                  : ifd__perf_http_slot_new(run, &s);
   if (rc < 0) return rc;
+  rc = ifd__perf_seq_slot_init(run, s); /* freed with the slot */
+  if (rc < 0) return rc;
   s->index = run->nslots;
   run->slots[run->nslots++] = s;
   *out = s;
@@ -151,6 +153,8 @@ static void issue(ifd_perf_run_t *run, ifd_perf_slot_t *s, uint64_t now) {
   s->measured = run->recording;
   s->busy = 1;
   run->inflight++;
+  if (run->sequence) ifd__perf_seq_next(run, s);
+  if (run->seq_idle_phase) run->seq_idle_left--;
   rc = s->vt->send(s);
   if (rc < 0) {
     s->busy = 0;
@@ -193,9 +197,18 @@ void ifd__perf_run_done(ifd_perf_slot_t *s, int ok, const char *err,
   }
   s->measured = 0;
   if (!run->issuing) {
-    if (run->opts->open_loop) idle_push(run, s);
+    /* Stopping finishes each sequence with one last request (see
+     * measure_step); --idle-sequences does its own. */
+    if (run->sequence && s->seq_left && !run->seq_idle_phase && !run->fatal) {
+      s->seq_left = 1;
+      issue(run, s, now);
+    } else if (run->opts->open_loop) {
+      idle_push(run, s);
+    }
   } else if (!run->opts->open_loop) {
-    if (s->index < run->concurrency) issue(run, s, now);
+    if (s->index < run->concurrency &&
+        (!run->seq_idle_phase || run->seq_idle_left))
+      issue(run, s, now);
   } else if (run->backlog) {
     run->backlog--;
     issue(run, s, now);
@@ -219,7 +232,10 @@ static void on_rate_tick(uv_timer_t *t) {
     if (s) {
       run->idle = s->next_idle;
       issue(run, s, now);
-    } else if (run->nslots < run->opts->max_connections) {
+    } else if (run->nslots < (run->sequence ? run->opts->num_sequences
+                                            : run->opts->max_connections)) {
+      /* A sequence model has one slot per sequence: at most
+       * --num-of-sequences, each with one request in flight at a time. */
       int rc = slot_new(run, &s);
       if (rc < 0) {
         ifd__perf_run_fail(run, rc, "cannot open a connection: %s",
@@ -261,10 +277,78 @@ static int start_issue(ifd_perf_run_t *run) {
 }
 
 static int stop_and_drain(ifd_perf_run_t *run) {
+  uint64_t now = uv_hrtime();
+  int i, rc;
+
   run->issuing = 0;
   run->backlog = 0;
   uv_timer_stop(&run->rate_timer);
-  return loop_until(run, NULL, &run->inflight, 60000);
+  /* A sequence model ends every open sequence: a slot in flight does so
+   * when its response is in (ifd__perf_run_done), a free one now. */
+  for (i = 0; run->sequence && !run->seq_idle_phase && i < run->nslots; i++) {
+    ifd_perf_slot_t *s = run->slots[i];
+    if (s->busy || !s->seq_left || run->fatal) continue;
+    s->seq_left = 1;
+    issue(run, s, now);
+  }
+  rc = loop_until(run, NULL, &run->inflight, 60000);
+  if (run->opts->open_loop && rc == 0) {
+    /* Every slot is free again: rebuild the free list in one go. */
+    run->idle = NULL;
+    for (i = run->nslots - 1; i >= 0; i--) idle_push(run, run->slots[i]);
+  }
+  return rc;
+}
+
+/* ---- sequences ---- */
+
+/* --idle-sequences N: STARTs sequences start..start+N-1 (one request each,
+ * at most 64 in flight), prints "idle sequences: N started", holds them
+ * idle for --idle-seconds, then ENDs each with one more request. Returns 0,
+ * or 1 when a request failed or did not finish (message printed). */
+static int idle_sequences(ifd_perf_run_t *run) {
+  const ifd_perf_opts_t *o = run->opts;
+  uint64_t n = (uint64_t)o->idle_sequences;
+  int conc = n < 64 ? (int)n : 64, phase, i, rc = 0;
+
+  run->concurrency = conc;
+  while (run->nslots < conc) {
+    ifd_perf_slot_t *s;
+    if (slot_new(run, &s) < 0) {
+      fprintf(stderr, "error: out of memory\n");
+      return 1;
+    }
+  }
+  for (phase = 1; phase <= 2; phase++) {
+    uint64_t now = uv_hrtime();
+    run->seq_idle_phase = phase;
+    run->seq_idle_left = n;
+    run->seq_next = 0;
+    run->nlat = 0;
+    run->errors = 0;
+    run->have_err = 0;
+    run->recording = 1;
+    run->issuing = 1;
+    for (i = 0; i < conc && run->issuing; i++) issue(run, run->slots[i], now);
+    rc = loop_until(run, NULL, &run->inflight, 120000);
+    run->issuing = 0;
+    printf("idle sequences: %llu %s, %llu failed\n",
+           (unsigned long long)run->nlat, phase == 1 ? "started" : "ended",
+           (unsigned long long)run->errors);
+    if (run->have_err) printf("  first error: %s\n", run->first_err);
+    fflush(stdout);
+    if (rc < 0 || run->fatal) {
+      fprintf(stderr, "error: %s\n",
+              run->fatal ? run->fatal_msg
+                         : "requests unanswered after 120 s (does the model "
+                           "have a slot for every sequence?)");
+      return 1;
+    }
+    if (phase == 1)
+      loop_until(run, NULL, NULL, (uint64_t)(o->idle_seconds * 1000));
+  }
+  run->seq_idle_phase = 0;
+  return run->have_err ? 1 : 0;
 }
 
 /* ---- one step ---- */
@@ -338,8 +422,11 @@ static int measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   t0 = uv_hrtime();
   rc = start_issue(run);
   if (rc == 0) loop_until(run, NULL, NULL, o->measure_ms);
-  run->recording = 0;
+  /* A sequence model's last requests, sent while draining, end the open
+   * sequences: they are counted, as the server counts them. */
+  if (!run->sequence) run->recording = 0;
   if (rc == 0) rc = stop_and_drain(run);
+  run->recording = 0;
   t1 = uv_hrtime();
   if (rc < 0 && !run->fatal)
     ifd__perf_run_fail(run, rc, "requests did not finish: %s", uv_strerror(rc));
@@ -537,6 +624,17 @@ static void usage(FILE *f) {
       "  --raw-get PATH           baseline: plain GET PATH, no model\n"
       "  --idle-connections N, --idle-seconds S  hold N idle keep-alive "
       "connections\n"
+      "sequence models (config with sequence_batching):\n"
+      "  --sequence-length N      base length of a sequence (default 20)\n"
+      "  --sequence-length-variation P  +/- P%% of it (default 20)\n"
+      "  --sequence-id-range S[:E]  ids from S up to E excluded (default 1, "
+      "unbounded)\n"
+      "  --num-of-sequences N     open loop: concurrent sequences (default "
+      "4)\n"
+      "  --serial-sequences       accepted: a sequence never has two "
+      "requests in flight\n"
+      "  --idle-sequences N --idle-seconds S  START N sequences, hold them, "
+      "END them\n"
       "  --quiet                  only the final table\n");
 }
 
@@ -624,28 +722,58 @@ enum {
   O_QUIET,
   O_JSON,
   O_MAXC,
-  O_GRPCC
+  O_GRPCC,
+  O_SEQ_LEN,
+  O_SEQ_VAR,
+  O_SEQ_IDS,
+  O_NUM_SEQ,
+  O_SERIAL,
+  O_IDLE_SEQ
 };
 
+/* "S" or "S:E" for --sequence-id-range: ids >= 1, E > S. */
+static int parse_ids(const char *s, uint64_t *a, uint64_t *b) {
+  char *end;
+  if (*s < '0' || *s > '9') return -1;
+  *a = strtoull(s, &end, 10);
+  *b = 0;
+  if (*end == ':' && end[1]) {
+    s = end + 1;
+    if (*s < '0' || *s > '9') return -1;
+    *b = strtoull(s, &end, 10);
+    if (*b <= *a) return -1;
+  } else if (*end == ':') {
+    end++;
+  }
+  return *end || *a == 0 ? -1 : 0;
+}
+
 static int parse_args(int argc, char **argv, ifd_perf_opts_t *o) {
-  static const struct option lo[] = {{"concurrency-range", 1, 0, O_CONC},
-                                     {"request-rate-range", 1, 0, O_RATE},
-                                     {"shape", 1, 0, O_SHAPE},
-                                     {"measurement-interval", 1, 0, O_INTERVAL},
-                                     {"percentile", 1, 0, O_PCT},
-                                     {"streaming", 0, 0, O_STREAM},
-                                     {"input-data", 1, 0, O_INPUT},
-                                     {"http-format", 1, 0, O_FORMAT},
-                                     {"warmup", 1, 0, O_WARMUP},
-                                     {"raw-get", 1, 0, O_RAW},
-                                     {"idle-connections", 1, 0, O_IDLE_N},
-                                     {"idle-seconds", 1, 0, O_IDLE_S},
-                                     {"quiet", 0, 0, O_QUIET},
-                                     {"json-summary", 1, 0, O_JSON},
-                                     {"max-connections", 1, 0, O_MAXC},
-                                     {"grpc-connections", 1, 0, O_GRPCC},
-                                     {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"concurrency-range", 1, 0, O_CONC},
+      {"request-rate-range", 1, 0, O_RATE},
+      {"shape", 1, 0, O_SHAPE},
+      {"measurement-interval", 1, 0, O_INTERVAL},
+      {"percentile", 1, 0, O_PCT},
+      {"streaming", 0, 0, O_STREAM},
+      {"input-data", 1, 0, O_INPUT},
+      {"http-format", 1, 0, O_FORMAT},
+      {"warmup", 1, 0, O_WARMUP},
+      {"raw-get", 1, 0, O_RAW},
+      {"idle-connections", 1, 0, O_IDLE_N},
+      {"idle-seconds", 1, 0, O_IDLE_S},
+      {"quiet", 0, 0, O_QUIET},
+      {"json-summary", 1, 0, O_JSON},
+      {"max-connections", 1, 0, O_MAXC},
+      {"grpc-connections", 1, 0, O_GRPCC},
+      {"sequence-length", 1, 0, O_SEQ_LEN},
+      {"sequence-length-variation", 1, 0, O_SEQ_VAR},
+      {"sequence-id-range", 1, 0, O_SEQ_IDS},
+      {"num-of-sequences", 1, 0, O_NUM_SEQ},
+      {"serial-sequences", 0, 0, O_SERIAL},
+      {"idle-sequences", 1, 0, O_IDLE_SEQ},
+      {"help", 0, 0, 'h'},
+      {0, 0, 0, 0}};
   const char *url = NULL;
   int c, have_conc = 0;
 
@@ -656,6 +784,10 @@ static int parse_args(int argc, char **argv, ifd_perf_opts_t *o) {
   o->measure_ms = 5000;
   o->warmup_ms = 1000;
   o->percentile = -1;
+  o->seq_length = 20;
+  o->seq_variation = 20;
+  o->seq_id_start = 1;
+  o->num_sequences = 4;
   snprintf(o->host, sizeof o->host, "localhost");
   while ((c = getopt_long(argc, argv, "m:x:b:u:i:f:p:h", lo, NULL)) != -1) {
     switch (c) {
@@ -739,6 +871,31 @@ static int parse_args(int argc, char **argv, ifd_perf_opts_t *o) {
         break;
       case O_GRPCC:
         o->grpc_connections = atoi(optarg);
+        break;
+      case O_SEQ_LEN: {
+        char *end;
+        o->seq_length = strtoull(optarg, &end, 10);
+        if (*end || end == optarg || o->seq_length == 0) goto bad;
+        break;
+      }
+      case O_SEQ_VAR: {
+        char *end;
+        o->seq_variation = strtod(optarg, &end);
+        if (*end || end == optarg || o->seq_variation < 0) goto bad;
+        break;
+      }
+      case O_SEQ_IDS:
+        if (parse_ids(optarg, &o->seq_id_start, &o->seq_id_end)) goto bad;
+        break;
+      case O_NUM_SEQ:
+        o->num_sequences = atoi(optarg);
+        if (o->num_sequences < 1) goto bad;
+        break;
+      case O_SERIAL:
+        break; /* always so: one slot per sequence */
+      case O_IDLE_SEQ:
+        o->idle_sequences = atoi(optarg);
+        if (o->idle_sequences < 1) goto bad;
         break;
       case 'h':
         usage(stdout);
@@ -874,6 +1031,38 @@ int main(int argc, char **argv) {
       fprintf(stderr, "error: %s\n", err);
       goto out_model;
     }
+    run.sequence = model.sequence;
+    if (run.sequence && !opts.grpc && ifd__perf_seq_locate(&run) < 0) {
+      fprintf(stderr, "error: no sequence parameters in the request\n");
+      goto out_model;
+    }
+    if (opts.idle_sequences && !run.sequence) {
+      fprintf(stderr,
+              "error: --idle-sequences needs a sequence model ('%s' has no "
+              "sequence_batching)\n",
+              opts.model);
+      goto out_model;
+    }
+    if (run.sequence && opts.seq_id_end) {
+      /* As perf_analyzer: refuse a range that cannot give every live
+       * sequence its own id. */
+      uint64_t live = opts.idle_sequences ? (uint64_t)opts.idle_sequences
+                      : opts.open_loop    ? (uint64_t)opts.num_sequences
+                                          : (uint64_t)opts.range_end;
+      if (opts.seq_id_end - opts.seq_id_start < live) {
+        fprintf(stderr,
+                "error: --sequence-id-range %llu:%llu has fewer ids than the "
+                "%llu sequences that may be live at once\n",
+                (unsigned long long)opts.seq_id_start,
+                (unsigned long long)opts.seq_id_end, (unsigned long long)live);
+        rc = 2;
+        goto out_model;
+      }
+    }
+    if (opts.idle_sequences) {
+      rc = idle_sequences(&run);
+      goto out_model;
+    }
   }
 
   if (!opts.quiet) {
@@ -894,6 +1083,18 @@ int main(int argc, char **argv) {
       printf("  Using uniform distribution on request generation\n");
     else
       printf("  Using synchronous calls for inference\n");
+    if (run.sequence) {
+      printf("  Sequence model: length %llu +/- %g%%, ids from %llu",
+             (unsigned long long)opts.seq_length, opts.seq_variation,
+             (unsigned long long)opts.seq_id_start);
+      if (opts.seq_id_end)
+        printf(" to %llu (excluded)", (unsigned long long)opts.seq_id_end);
+      if (opts.open_loop)
+        printf(", %d concurrent sequences", opts.num_sequences);
+      else
+        printf(", one sequence per concurrent request");
+      printf("\n");
+    }
     printf("\n");
     fflush(stdout);
   }

@@ -10,6 +10,9 @@
  * datatype, BYTES being short random strings. The request built from them is
  * the exact byte string every slot sends: an HTTP/1.1 request (binary tensor
  * extension or JSON data arrays) or a 5-byte-prefixed ModelInferRequest.
+ * For a sequence model (config with sequence_batching) the HTTP header
+ * starts with fixed-width sequence parameters that seq.c rewrites per
+ * request; over gRPC seq.c appends them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +131,7 @@ static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
   if (rc < 0) goto out_free;
   m->max_batch =
       (int)json_integer_value(json_object_get(cfg, "max_batch_size"));
+  m->sequence = json_is_object(json_object_get(cfg, "sequence_batching"));
   arr = json_object_get(meta, "inputs");
   json_array_foreach(arr, i, t) {
     const char *name = json_string_value(json_object_get(t, "name"));
@@ -216,6 +220,10 @@ static int grpc_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
     goto out_free;
   }
   m->max_batch = cfg->config ? cfg->config->max_batch_size : 0;
+  m->sequence =
+      cfg->config &&
+      cfg->config->scheduling_choice_case ==
+          INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_SEQUENCE_BATCHING;
   for (i = 0; i < meta->n_inputs; i++) {
     Inference__ModelMetadataResponse__TensorMetadata *t = meta->inputs[i];
     rc = add_input(m, t->name, t->datatype, t->shape, (int)t->n_shape, err,
@@ -474,6 +482,20 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   }
   hdr = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(7));
   if (!hdr) goto out_free;
+  if (m->sequence) {
+    /* Fixed-width sequence parameters first, rewritten per request by
+     * seq.c: the id padded to 20 characters, the flags to 5. */
+    static const char seq[] =
+        "{\"parameters\":{\"sequence_id\":0                   ,"
+        "\"sequence_start\":false,\"sequence_end\":false},";
+    size_t n = strlen(hdr);
+    char *h = malloc(sizeof seq + n);
+    if (!h) goto out_free;
+    memcpy(h, seq, sizeof seq - 1);
+    memcpy(h + sizeof seq - 1, hdr + 1, n); /* hdr without its '{' */
+    free(hdr);
+    hdr = h;
+  }
   hlen = strlen(hdr);
   model_path(m, path, sizeof path, "/infer");
   run->payload.len = 0;

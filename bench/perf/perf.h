@@ -77,6 +77,14 @@ typedef struct ifd_perf_opts {
   double idle_seconds;
   int quiet;
   const char *json_summary; /* borrowed: argv */
+  /* Sequence models (perf_analyzer's options; used only when the model's
+   * config has sequence_batching). */
+  uint64_t seq_length;   /* --sequence-length, base length (default 20) */
+  double seq_variation;  /* --sequence-length-variation, % (default 20) */
+  uint64_t seq_id_start; /* --sequence-id-range start (default 1) */
+  uint64_t seq_id_end;   /* its end, excluded; 0: unbounded */
+  int num_sequences;     /* --num-of-sequences, open loop (default 4) */
+  int idle_sequences;    /* --idle-sequences N: START N, hold them idle */
 } ifd_perf_opts_t;
 
 /* One input tensor of the model, with its generated data. */
@@ -98,6 +106,7 @@ typedef struct ifd_perf_model {
   int ninputs;
   char **outputs; /* owned, each owned */
   int noutputs;
+  int sequence; /* the config has sequence_batching */
 } ifd_perf_model_t;
 
 /* Cumulative server statistics of one model (all versions summed when no
@@ -130,6 +139,13 @@ struct ifd_perf_slot {
   int busy;
   int index;                  /* position in run->slots */
   ifd_perf_slot_t *next_idle; /* open loop: the free list */
+  /* What send() sends: run->payload, or for a sequence model the slot's
+   * own copy (seq_req) rewritten before each request by seq.c. */
+  const char *req; /* borrowed: run->payload.data or seq_req.data */
+  size_t req_len;
+  ifd_perf_buf_t seq_req; /* owned: empty unless run->sequence */
+  uint64_t seq_id;        /* the slot's sequence; 0: none yet */
+  uint64_t seq_left;      /* requests left in it; 0: the next one STARTs */
 };
 
 typedef struct ifd_perf_http ifd_perf_http_t;
@@ -144,6 +160,14 @@ struct ifd_perf_run {
 
   /* The request every load slot sends, serialized once; read-only. */
   ifd_perf_buf_t payload; /* owned */
+
+  /* Sequence models: each slot drives one sequence at a time (seq.c). */
+  int sequence;           /* the model has sequence_batching */
+  uint64_t seq_next;      /* perf_analyzer's curr_seq_id: ids handed out */
+  size_t seq_off[3];      /* HTTP: offsets of the id, start and end values */
+  uint64_t seq_starts;    /* sequences started (reported) */
+  int seq_idle_phase;     /* --idle-sequences: 1 STARTs, 2 ENDs; 0 otherwise */
+  uint64_t seq_idle_left; /* --idle-sequences: requests still to send */
 
   ifd_perf_http_t *http; /* owned: NULL unless -i http */
   ifd_perf_grpc_t *grpc; /* owned: NULL unless -i grpc */
@@ -234,6 +258,23 @@ int ifd__perf_model_load(ifd_perf_run_t *run, ifd_perf_model_t *model,
 int ifd__perf_model_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                             char *err, size_t errlen);
 void ifd__perf_model_free(ifd_perf_model_t *m);
+
+/* ---- seq.c ---- */
+
+/* Gives a new slot its request: run->payload, or for a sequence model its
+ * own copy. Returns 0 or UV_ENOMEM. */
+int ifd__perf_seq_slot_init(ifd_perf_run_t *run, ifd_perf_slot_t *s);
+/* Before each send on a sequence model: perf_analyzer's rules. The first
+ * request of a sequence (seq_left == 0) takes the next id of the range and
+ * a length of --sequence-length +/- --sequence-length-variation % and sets
+ * sequence_start; the last (seq_left == 1) sets sequence_end. Rewrites
+ * s->seq_req in place (HTTP: fixed-width fields; gRPC: the parameters are
+ * appended to the packed request). */
+void ifd__perf_seq_next(ifd_perf_run_t *run, ifd_perf_slot_t *s);
+/* Marks where the HTTP payload's sequence fields are. Returns 0, or
+ * UV_EINVAL when the payload has none. */
+int ifd__perf_seq_locate(ifd_perf_run_t *run);
+void ifd__perf_seq_slot_free(ifd_perf_slot_t *s);
 
 /* ---- stats.c ---- */
 
