@@ -14,6 +14,10 @@
 #   BENCH_WARMUP=N    warm-up before each window (default 2)
 #   BENCH_QUICK=1     ~1 minute: 1 s windows, shorter idle hold
 #   BENCH_IDLE=N      idle keep-alive connections (default 10000)
+#   BENCH_SEQ_IDLE=N  idle sequences (default 10000)
+#   BENCH_ONLY=LIST   only these sections, comma-separated: core (identity over
+#                     every protocol, h2load, wrk, profiles), batched, idle,
+#                     nginx, seq (issue 9: the sequence batcher); default all
 #   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
 #   BENCH_OUT=DIR     results folder (default bench/results/<timestamp>)
 #   SERVER_CORE / LOAD_CORE  cores to pin to (default 0 / 1)
@@ -42,6 +46,10 @@ else
   MARGIN=2
 fi
 IDLE_N=${BENCH_IDLE:-10000}
+SEQ_IDLE_N=${BENCH_SEQ_IDLE:-10000}
+ONLY=${BENCH_ONLY:-}
+# section NAME: true when BENCH_ONLY is unset or lists NAME.
+section() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 PROFILE=${PROFILE:-${BENCH_PROFILE:-auto}}
 CONCS=(1 16 256)
 # The load tools run for RUN_S seconds: the warm-up, the window and a margin,
@@ -100,10 +108,12 @@ cp "$BUILD/test/backends/batchcost/libtriton_batchcost.so" "$MODELS/batched/"
 } >"$RES/machine.txt"
 
 # ---- the gRPC body for h2load --------------------------------------------------
-PB=$RES/pb
-mkdir -p "$PB"
-protoc -I. --python_out="$PB" proto/grpc_service.proto proto/model_config.proto
-"$PY" "$HERE/lib/grpc_body.py" "$PB" "$RES/grpc_body.bin" identity_fp32 1 >&2
+if section core; then
+  PB=$RES/pb
+  mkdir -p "$PB"
+  protoc -I. --python_out="$PB" proto/grpc_service.proto proto/model_config.proto
+  "$PY" "$HERE/lib/grpc_body.py" "$PB" "$RES/grpc_body.bin" identity_fp32 1 >&2
+fi
 
 # ---- inferd: identity over every protocol, and its gRPC baseline ---------------
 start_inferd inferd
@@ -136,32 +146,52 @@ run_perf() { # SCENARIO KIND PIDS... -- inferd-perf args (with __SC__ for the sc
   measure "$sc" "${args[@]}"
 }
 
-for proto in http-binary http-json grpc grpc-stream; do
-  for c in "${CONCS[@]}"; do
-    # shellcheck disable=SC2046
-    run_perf "inferd_${proto}_c$c" "inferd:$ID" "$INFERD_PID" -- "$PERF" $(perf_args "$proto" "$c")
+if section core; then
+  for proto in http-binary http-json grpc grpc-stream; do
+    for c in "${CONCS[@]}"; do
+      # shellcheck disable=SC2046
+      run_perf "inferd_${proto}_c$c" "inferd:$ID" "$INFERD_PID" -- "$PERF" $(perf_args "$proto" "$c")
+    done
   done
-done
 
-for c in "${CONCS[@]}" 64; do
-  measure "h2load_grpc_c$c" "inferd:$ID" "$INFERD_PID" -- \
-    h2load -c "$c" -m 1 -t 1 -D "$RUN_S" \
-    -H 'content-type: application/grpc' -H 'te: trailers' \
-    -d "$RES/grpc_body.bin" "http://$INFERD_URL_GRPC/inference.GRPCInferenceService/ModelInfer"
-done
+  for c in "${CONCS[@]}" 64; do
+    measure "h2load_grpc_c$c" "inferd:$ID" "$INFERD_PID" -- \
+      h2load -c "$c" -m 1 -t 1 -D "$RUN_S" \
+      -H 'content-type: application/grpc' -H 'te: trailers' \
+      -d "$RES/grpc_body.bin" "http://$INFERD_URL_GRPC/inference.GRPCInferenceService/ModelInfer"
+  done
 
-# Server CPU per request at 64 connections with the baseline tools (issue 8):
-# wrk posting the same JSON inference (h2load -c64 above is the gRPC one).
-measure "wrk_http-json_c64" "inferd:$ID" "$INFERD_PID" -- \
-  wrk -t1 -c64 -d"${RUN_S}s" --latency -s "$HERE/lib/post_json.lua" \
-  "http://$INFERD_URL_HTTP/v2/models/$ID/infer"
+  # Server CPU per request at 64 connections with the baseline tools (issue 8):
+  # wrk posting the same JSON inference (h2load -c64 above is the gRPC one).
+  measure "wrk_http-json_c64" "inferd:$ID" "$INFERD_PID" -- \
+    wrk -t1 -c64 -d"${RUN_S}s" --latency -s "$HERE/lib/post_json.lua" \
+    "http://$INFERD_URL_HTTP/v2/models/$ID/infer"
+fi
 
 # ---- inferd: the dynamic batcher ---------------------------------------------------
-run_perf "inferd_batched_c64" "inferd:batched" "$INFERD_PID" -- "$PERF" \
-  -m batched -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:2 \
-  --concurrency-range 64:64:1 --warmup $((WARM * 500)) \
-  --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
-  --json-summary "$RAW/__SC__/summary.json"
+if section batched; then
+  run_perf "inferd_batched_c64" "inferd:batched" "$INFERD_PID" -- "$PERF" \
+    -m batched -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:2 \
+    --concurrency-range 64:64:1 --warmup $((WARM * 500)) \
+    --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+    --json-summary "$RAW/__SC__/summary.json"
+fi
+
+# ---- inferd: the sequence batcher (issue 9) ------------------------------------------
+# Server CPU per request of seq_identity (identity behind the sequence batcher:
+# direct, 1 instance, 4 batch slots, START and READY controls) with 64 live
+# sequences (inferd-perf gives each of its 64 concurrent requests a sequence
+# of 20 +/- 20% requests), against the stateless identity_fp32 at the same
+# concurrency, same protocol (HTTP binary tensors), same server.
+if section seq; then
+  for m in identity_fp32:inferd_identity_c64 seq_identity:inferd_seq_c64; do
+    run_perf "${m#*:}" "inferd:${m%%:*}" "$INFERD_PID" -- "$PERF" \
+      -m "${m%%:*}" -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:16 \
+      --concurrency-range 64:64:1 --sequence-length 20 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+  done
+fi
 
 # ---- profile where a target is missed ------------------------------------------------
 profile_scenario() { # NAME PERF-ARGS...
@@ -195,7 +225,9 @@ want_profile() { # SCENARIO TARGET_US
   [ "$PROFILE" = auto ] || return 1
   "$PY" "$HERE/lib/report.py" "$RES" --over "$1" "$2"
 }
-if command -v perf >/dev/null && perf record -e cpu-clock -o /dev/null -- true >/dev/null 2>&1; then
+if ! section core; then
+  :
+elif command -v perf >/dev/null && perf record -e cpu-clock -o /dev/null -- true >/dev/null 2>&1; then
   if want_profile inferd_http-json_c16 12; then
     # shellcheck disable=SC2046
     profile_scenario http-json_c16 $(perf_args http-json 16 | sed "s#$RAW/__SC__/summary.json#$RES/profile/http-json_c16/summary.json#")
@@ -210,7 +242,6 @@ fi
 
 # ---- inferd: idle keep-alive connections (a fresh server) -------------------------
 stop_pid "$INFERD_PID"
-start_inferd inferd_idle
 idle_test() { # NAME PORT PID (the process whose memory we read)
   local name=$1 port=$2 pid=$3
   local dir=$RAW/idle_$name
@@ -254,29 +285,79 @@ idle_test() { # NAME PORT PID (the process whose memory we read)
   wait "$tool" 2>/dev/null || rc=$?
   echo "$rc" >"$dir/tool.rc"
 }
-# Warm the fresh server's request path once so that lazy one-time allocations
-# are not counted as per-connection memory.
-for ((i = 0; i < 20; i++)); do
-  curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/v2/models/$ID/infer" \
-    -d '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}]}'
-done
-idle_test inferd "$HTTP_PORT" "$INFERD_PID"
-stop_pid "$INFERD_PID"
+if section idle; then
+  start_inferd inferd_idle
+  # Warm the fresh server's request path once so that lazy one-time allocations
+  # are not counted as per-connection memory.
+  for ((i = 0; i < 20; i++)); do
+    curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/v2/models/$ID/infer" \
+      -d '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}]}'
+  done
+  idle_test inferd "$HTTP_PORT" "$INFERD_PID"
+  stop_pid "$INFERD_PID"
+fi
+
+# ---- inferd: idle sequences (issue 9, a fresh server) ---------------------------------
+# The server's CPU and its threads' voluntary context switches (each is a
+# thread going back to sleep, i.e. one wake-up) over an idle window, first with
+# no sequence, then with SEQ_IDLE_N sequences of seq_idle STARTed and left idle
+# (inferd-perf --idle-sequences: one START request each; seq_idle holds up to
+# 10,000 per instance and expires them after 10 minutes). The idle-timer cost
+# is the difference.
+if section seq; then
+  start_inferd inferd_seqidle
+  dir=$RAW/idle_seq
+  mkdir -p "$dir"
+  SEQ_WIN=$((WINDOW < 10 ? 10 : WINDOW))
+  sleep 1
+  snapshot "$dir/base_a.snap" "$dir/base_a" none "$INFERD_PID"
+  sleep "$SEQ_WIN"
+  snapshot "$dir/base_b.snap" "$dir/base_b" none "$INFERD_PID"
+  cmd=("$PERF" -m seq_idle -x 1 -u "127.0.0.1:$HTTP_PORT" -i http --shape INPUT0:16
+    --idle-sequences "$SEQ_IDLE_N" --idle-seconds $((SEQ_WIN + 4)))
+  printf '%q ' taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/cmd"
+  log "idle_seq: ${cmd[*]}"
+  taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" &
+  tool=$!
+  BENCH_PIDS+=("$tool")
+  for ((i = 0; i < 1200; i++)); do
+    grep -q "started" "$dir/tool.out" 2>/dev/null && break
+    kill -0 "$tool" 2>/dev/null || break
+    sleep 0.1
+  done
+  if grep -q "started" "$dir/tool.out" 2>/dev/null; then
+    sleep 1
+    curl -fsS --max-time 5 "http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null |
+      grep '^inferd_sequence_' >"$dir/gauges.txt" || true
+    snapshot "$dir/live_a.snap" "$dir/live_a" none "$INFERD_PID"
+    sleep "$SEQ_WIN"
+    snapshot "$dir/live_b.snap" "$dir/live_b" none "$INFERD_PID"
+  else
+    log "idle_seq: the sequences did not start (see $dir/tool.err)"
+  fi
+  rc=0
+  wait "$tool" 2>/dev/null || rc=$?
+  echo "$rc" >"$dir/tool.rc"
+  echo "$SEQ_IDLE_N" >"$dir/target"
+  stop_pid "$INFERD_PID"
+fi
 
 # ---- nginx baseline ------------------------------------------------------------------
-start_nginx
-for c in "${CONCS[@]}" 64; do
-  measure "nginx_wrk_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- \
-    wrk -t1 -c"$c" -d"${RUN_S}s" --latency "http://127.0.0.1:$NGINX_PORT/"
-done
-for c in "${CONCS[@]}"; do
-  run_perf "nginx_raw-get_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- "$PERF" \
-    -u "127.0.0.1:$NGINX_PORT" -i http --raw-get / --concurrency-range "$c:$c:1" \
-    --warmup $((WARM * 500)) --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) \
-    --percentile 99 --json-summary "$RAW/__SC__/summary.json"
-done
-idle_test nginx "$NGINX_PORT" "$NGINX_WORKER"
-stop_pid "$NGINX_PID"
+if section nginx; then
+  start_nginx
+  for c in "${CONCS[@]}" 64; do
+    measure "nginx_wrk_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- \
+      wrk -t1 -c"$c" -d"${RUN_S}s" --latency "http://127.0.0.1:$NGINX_PORT/"
+  done
+  for c in "${CONCS[@]}"; do
+    run_perf "nginx_raw-get_c$c" nginx "$NGINX_PID" "$NGINX_WORKER" -- "$PERF" \
+      -u "127.0.0.1:$NGINX_PORT" -i http --raw-get / --concurrency-range "$c:$c:1" \
+      --warmup $((WARM * 500)) --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) \
+      --percentile 99 --json-summary "$RAW/__SC__/summary.json"
+  done
+  idle_test nginx "$NGINX_PORT" "$NGINX_WORKER"
+  stop_pid "$NGINX_PID"
+fi
 
 # ---- the tables ------------------------------------------------------------------------
 "$PY" "$HERE/lib/report.py" "$RES" | tee "$RES/summary.md"

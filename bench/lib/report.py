@@ -30,6 +30,9 @@ TARGETS8 = {
     "wrk_json_c64_us": 11.5,  # wrk -c64 POST JSON identity, server CPU us/req
     "h2load_grpc_c64_us": 14.0,  # h2load -c64 -m1 gRPC unary, server CPU us/req
 }
+# Issue 9's target: server CPU per request of a sequence model (2 controls,
+# direct, 1 instance, 4 batch slots, 64 live sequences) / identity's, same run.
+TARGETS9 = {"seq_cpu_ratio": 1.25}
 TARGETS = {
     "http_json_us": 12.0,  # inferd HTTP/1.1 JSON, server CPU us per request
     "grpc_us": 16.0,  # inferd gRPC unary
@@ -39,7 +42,7 @@ HEADLINE_C = 16  # the concurrency the headline figures use
 
 
 def read_snap(path):
-    snap = {"stat": [], "ctxt": 0}
+    snap = {"stat": [], "ctxt": 0, "vctxt": 0}
     with open(path) as f:
         for line in f:
             key, _, rest = line.rstrip("\n").partition(" ")
@@ -49,6 +52,7 @@ def read_snap(path):
                 snap["stat"].append(int(fields[11]) + int(fields[12]))
             elif key == "ctxt":
                 snap["ctxt"] += sum(int(v) for v in rest.split())
+                snap["vctxt"] += int(rest.split()[0])
             elif key == "core":
                 vals = [int(v) for v in rest.split()[1:]]
                 snap["core_total"] = sum(vals[:8])
@@ -207,6 +211,44 @@ def idle(res, name):
     return d
 
 
+def idle_seq(res):
+    """Issue 9: the server over an idle window with no sequence (base) and
+    with N idle sequences (live): CPU ms per second and voluntary context
+    switches (wake-ups) per second, all threads."""
+    d = os.path.join(res, "raw", "idle_seq")
+    if not os.path.isdir(d):
+        return None
+    out = {}
+    for name in ("base", "live"):
+        try:
+            a = read_snap(os.path.join(d, name + "_a.snap"))
+            b = read_snap(os.path.join(d, name + "_b.snap"))
+        except OSError:
+            out[name] = None
+            continue
+        dt = (b["t_ns"] - a["t_ns"]) / 1e9
+        cpu = (sum(b["stat"]) - sum(a["stat"])) / a["clk_tck"]
+        out[name] = {"window_s": dt, "cpu_ms_per_s": cpu * 1e3 / dt,
+                     "wakeups_per_s": (b["vctxt"] - a["vctxt"]) / dt}
+    out["target"] = None
+    out["active"] = None
+    try:
+        with open(os.path.join(d, "target")) as f:
+            out["target"] = int(f.read())
+        with open(os.path.join(d, "gauges.txt")) as f:
+            for line in f:
+                if line.startswith("inferd_sequence_active{") and 'model="seq_idle"' in line:
+                    out["active"] = int(float(line.split()[-1]))
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(d, "tool.out")) as f:
+            out["tool"] = " / ".join(l.strip() for l in f if l.startswith("idle sequences"))
+    except OSError:
+        out["tool"] = ""
+    return out
+
+
 def fmt(v, nd=1):
     if v is None:
         return "-"
@@ -339,6 +381,38 @@ def main():
             label, fmt(v, 2), fmt(bv, 2), ratio(v, bv), TARGETS8[key],
             verdict(v, TARGETS8[key])))
     p("")
+
+    p("## Issue 9 targets")
+    p("")
+    p("| figure | inferd | baseline | ratio | target | verdict |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    sv = get("inferd_seq_c64", "us_per_req")
+    iv = get("inferd_identity_c64", "us_per_req")
+    sr = sv / iv if sv is not None and iv else None
+    p("| 64 live sequences, seq_identity (direct, 1 instance, 4 batch slots, START + READY; "
+      "inferd-perf HTTP binary, sequences of 20 +/- 20%%), server CPU us/req | %s | %s "
+      "(identity_fp32, same client and concurrency) | %s | <= %.2fx | %s |" % (
+          fmt(sv, 2), fmt(iv, 2), fmt(sr, 2), TARGETS9["seq_cpu_ratio"],
+          verdict(sr, TARGETS9["seq_cpu_ratio"])))
+    isq = idle_seq(res)
+    if isq:
+        base, live = isq.get("base"), isq.get("live")
+        n = isq.get("target")
+        for label, key, nd in (("server CPU, ms per second", "cpu_ms_per_s", 3),
+                               ("wake-ups per second (voluntary context switches, all threads)",
+                                "wakeups_per_s", 1)):
+            lv = live and live[key]
+            bv = base and base[key]
+            p("| %s idle sequences (seq_idle, oldest), %s | %s | %s (same server, no "
+              "sequence) | %s | reported | - |" % (
+                  fmt_int(n), label, fmt(lv, nd), fmt(bv, nd), ratio(lv, bv)))
+    p("")
+    if isq:
+        p("Idle sequences: %s; inferd_sequence_active{model=\"seq_idle\"} during the window: "
+          "%s. Windows: %s s each." % (
+              isq.get("tool") or "-", fmt(isq.get("active")),
+              fmt(isq["live"] and isq["live"]["window_s"], 1)))
+        p("")
 
     p("## Server CPU per request and throughput, every scenario")
     p("")
