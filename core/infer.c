@@ -116,6 +116,23 @@ ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
   return in;
 }
 
+ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
+                                            const char *name, ifd_dtype_t dtype,
+                                            const int64_t *shape,
+                                            uint32_t ndims) {
+  ifd_input_t *in;
+  ifd_input_t *arr = grow(&req->pool, req->inputs, req->n_inputs, sizeof(*in));
+  if (arr == NULL) return NULL;
+  req->inputs = arr;
+  in = &arr[req->n_inputs++];
+  memset(in, 0, sizeof(*in));
+  in->name = name;
+  in->shape = (int64_t *)shape; /* never written through: see the contract */
+  in->ndims = ndims;
+  in->dtype = dtype;
+  return in;
+}
+
 ifd_output_req_t *ifd_request_add_output(ifd_request_t *req, const char *name,
                                          size_t name_len) {
   ifd_output_req_t *o;

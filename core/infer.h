@@ -237,6 +237,17 @@ ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
                                    size_t name_len, ifd_dtype_t dtype,
                                    const int64_t *shape, uint32_t ndims);
 
+/**
+ * Adds an input whose name and shape are borrowed, not copied: both must
+ * outlive the request and are never written (the schedulers' control and
+ * state inputs, named by the model's config, which the request's model
+ * reference keeps alive). NULL on ENOMEM.
+ */
+ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
+                                            const char *name, ifd_dtype_t dtype,
+                                            const int64_t *shape,
+                                            uint32_t ndims);
+
 /** Adds a requested output; NULL on ENOMEM. */
 ifd_output_req_t *ifd_request_add_output(ifd_request_t *req, const char *name,
                                          size_t name_len);
