@@ -152,6 +152,8 @@ struct ifd_request {
 
   ifd_input_t *inputs; /* borrowed: pool */
   uint32_t n_inputs;
+  uint32_t cap_inputs; /* room at inputs, for ifd_request_add_input_borrowed;
+                          0 when a protocol sized the array exactly */
   ifd_output_req_t *outputs; /* borrowed: pool; n_outputs == 0: all outputs */
   uint32_t n_outputs;
   ifd_param_t *params; /* borrowed: pool */
