@@ -271,22 +271,21 @@ static uint64_t now_ns(void) {
   return uv_hrtime();
 }
 
-static void arm(uv_timer_t *t, uint64_t at) {
-  uint64_t now = now_ns();
-  uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
-  uv_timer_start(t, t->timer_cb, ms, 0);
-}
-
 static void on_idle_timer(uv_timer_t *t);
 static void on_wait_timer(uv_timer_t *t);
+
+/* Starts `t` to fire at `at` (ns), rounded up to the loop's milliseconds. */
+static void arm(uv_timer_t *t, uv_timer_cb cb, uint64_t at) {
+  uint64_t now = now_ns();
+  uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
+  uv_timer_start(t, cb, ms, 0);
+}
 
 static void timers_init(sb_t *b) {
   uv_loop_t *loop = ifd_server_loop(b->s->model->server);
   if (b->timers_init) return;
   uv_timer_init(loop, &b->idle_timer);
   uv_timer_init(loop, &b->wait_timer);
-  b->idle_timer.timer_cb = on_idle_timer;
-  b->wait_timer.timer_cb = on_wait_timer;
   /* Neither keeps the loop alive on its own. */
   uv_unref((uv_handle_t *)&b->idle_timer);
   uv_unref((uv_handle_t *)&b->wait_timer);
@@ -298,7 +297,7 @@ static void arm_idle(sb_t *b) {
   if (b->heap_n == 0)
     uv_timer_stop(&b->idle_timer);
   else
-    arm(&b->idle_timer, b->heap[0]->deadline);
+    arm(&b->idle_timer, on_idle_timer, b->heap[0]->deadline);
 }
 
 /* ---- sequences -------------------------------------------------------------
@@ -635,7 +634,7 @@ static void form_direct(sb_t *b, uint32_t k) {
   if (b->delay_ns > 0 && ready < b->target && now_ns() - oldest < b->delay_ns) {
     in->wait_until = oldest + b->delay_ns;
     timers_init(b);
-    arm(&b->wait_timer, in->wait_until);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
     return;
   }
   in->wait_until = 0;
@@ -699,7 +698,7 @@ static void form_oldest(sb_t *b, uint32_t k) {
       now_ns() - sr(b->cand[0]->head)->arrival < b->delay_ns) {
     in->wait_until = sr(b->cand[0]->head)->arrival + b->delay_ns;
     timers_init(b);
-    arm(&b->wait_timer, in->wait_until);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
     return;
   }
   in->wait_until = 0;
@@ -762,7 +761,7 @@ static void on_wait_timer(uv_timer_t *t) {
       next = in->wait_until;
     }
   }
-  if (next != 0) arm(t, next);
+  if (next != 0) arm(t, on_wait_timer, next);
 }
 
 /* ---- idle sequences --------------------------------------------------------
