@@ -114,6 +114,7 @@ typedef struct sb {
   uint64_t delay_ns;  /* max_queue_delay, 0: none */
   uint64_t idle_ns;   /* max_sequence_idle */
   ctl_t start, end, ready;
+  uint32_t n_added;        /* inputs the batcher adds to a request */
   const char *corrid_name; /* borrowed: config; NULL: no CORRID control */
   ifd_dtype_t corrid_dtype;
   int64_t ctl_shape[2]; /* {1, 1}: control inputs are [1] per request */
@@ -524,7 +525,8 @@ static int add_states(sb_t *b, ifd_request_t *r, seq_t *q) {
 /* Adds a real request's controls and states. */
 static int prepare(sb_t *b, ifd_request_t *r, seq_t *q) {
   int rc;
-  if ((rc = add_ctl(b, r, &b->start,
+  if ((rc = ifd_request_reserve_inputs(r, b->n_added)) < 0 ||
+      (rc = add_ctl(b, r, &b->start,
                     (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)) < 0 ||
       (rc = add_ctl(b, r, &b->end,
                     (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0)) < 0 ||
@@ -1079,6 +1081,8 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   rc = read_controls(b, err);
   if (rc < 0) goto out_free;
   b->n_state = (uint32_t)b->cfg->n_state;
+  b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
+               (b->ready.name != NULL) + (b->corrid_name != NULL) + b->n_state;
   if (b->n_state > 0) {
     b->state_in = calloc(b->n_state, sizeof(*b->state_in));
     if (b->state_in == NULL) goto out_nomem;
