@@ -109,6 +109,11 @@ snapshot() {
       cat /proc/"$p"/task/*/status 2>/dev/null |
         awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print "ctxt", v, n }'
     done
+    # CPU time of every live thread in ns (schedstat's first field): finer than
+    # utime+stime's clock ticks, for the idle windows.
+    for p in "$@"; do
+      cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "sched_ns %.0f\n", t }'
+    done
     grep "^cpu$SERVER_CORE " /proc/stat | sed 's/^/core /'
     echo "clk_tck $(getconf CLK_TCK)"
   } >"$file"
