@@ -1,8 +1,8 @@
 """inferd-perf's sequence options (perf_analyzer's) against a sequence model.
 
 A private server serves test/models/perf_seq_repo: seq_direct (identity
-behind the direct sequence batcher, 4 batch slots, START and READY controls)
-and seq_oldest (the oldest strategy, up to 32 sequences, 60 s idle limit).
+behind the direct sequence batcher, 4 batch slots, START and READY controls,
+10 s idle limit) and seq_oldest (the oldest strategy, up to 32 sequences, 60 s idle limit).
 
 - Every protocol, concurrency 1 and 6 (6 sequences for 4 slots: two wait in
   the backlog) with sequences of 2-3 requests: no error, and the client's
@@ -10,6 +10,7 @@ and seq_oldest (the oldest strategy, up to 32 sequences, 60 s idle limit).
   holds only if inferd-perf ends every open sequence when it stops issuing
   (a sequence left open would hold its slot until the idle timeout, and the
   backlogged requests would not finish).
+- One-request sequences (START and END together), over a gRPC stream.
 - The open loop (--request-rate-range with --num-of-sequences).
 - --idle-sequences: the sequences are live while held (inferd_sequence_active)
   and gone after inferd-perf ENDs them.
@@ -63,6 +64,20 @@ def test_closed_loop_every_protocol(seq_server):
             assert n > 0, f"{mode}:\n{text}"
             assert "Error count" not in text, f"{mode}:\n{text}"
             assert field(text, "Successful request count") == n, f"{mode}, {conc}:\n{text}"
+
+
+def test_one_request_sequences(seq_server):
+    """--sequence-length 1 --sequence-length-variation 0: every request both
+    STARTs and ENDs its sequence."""
+    rc, out, err = run_perf(["-m", "seq_direct", "--concurrency-range", "5",
+                             "--sequence-length", "1", "--sequence-length-variation", "0",
+                             "--measurement-interval", "300", "--warmup", "100"]
+                            + urls(seq_server)["grpc-stream"])
+    check_ok(rc, out, err)
+    (_, text), = steps(out)
+    n = field(text, "Request count")
+    assert n > 0 and "Error count" not in text, text
+    assert field(text, "Successful request count") == n, text
 
 
 def test_open_loop(seq_server):
