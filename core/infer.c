@@ -110,6 +110,18 @@ ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
   return in;
 }
 
+int ifd_request_reserve_inputs(ifd_request_t *req, uint32_t extra) {
+  uint32_t ncap = req->n_inputs + extra;
+  ifd_input_t *arr;
+  if (ncap <= req->cap_inputs) return 0;
+  arr = ifd_pool_alloc(&req->pool, ncap * sizeof(*arr));
+  if (arr == NULL) return IFD_ENOMEM;
+  if (req->n_inputs > 0) memcpy(arr, req->inputs, req->n_inputs * sizeof(*arr));
+  req->inputs = arr;
+  req->cap_inputs = ncap;
+  return 0;
+}
+
 ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
                                             const char *name, ifd_dtype_t dtype,
                                             const int64_t *shape,
@@ -117,15 +129,10 @@ ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
   ifd_input_t *in;
   /* The protocols size req->inputs exactly (cap_inputs 0): the array is
    * copied into a larger one before it grows. */
-  if (req->n_inputs >= req->cap_inputs) {
-    uint32_t ncap = req->n_inputs < 4 ? 8 : req->n_inputs * 2;
-    ifd_input_t *arr = ifd_pool_alloc(&req->pool, ncap * sizeof(*arr));
-    if (arr == NULL) return NULL;
-    if (req->n_inputs > 0)
-      memcpy(arr, req->inputs, req->n_inputs * sizeof(*arr));
-    req->inputs = arr;
-    req->cap_inputs = ncap;
-  }
+  if (req->n_inputs >= req->cap_inputs &&
+      ifd_request_reserve_inputs(
+          req, req->n_inputs < 4 ? 8 - req->n_inputs : req->n_inputs) < 0)
+    return NULL;
   in = &req->inputs[req->n_inputs++];
   memset(in, 0, sizeof(*in));
   in->name = name;

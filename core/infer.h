@@ -239,6 +239,10 @@ ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
                                    size_t name_len, ifd_dtype_t dtype,
                                    const int64_t *shape, uint32_t ndims);
 
+/** Makes room for `extra` more inputs (one copy of the array into the
+ *  pool at most). 0 or IFD_ENOMEM. */
+int ifd_request_reserve_inputs(ifd_request_t *req, uint32_t extra);
+
 /**
  * Adds an input whose name and shape are borrowed, not copied: both must
  * outlive the request and are never written (the schedulers' control and

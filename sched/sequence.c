@@ -114,6 +114,7 @@ typedef struct sb {
   uint64_t delay_ns;  /* max_queue_delay, 0: none */
   uint64_t idle_ns;   /* max_sequence_idle */
   ctl_t start, end, ready;
+  uint32_t n_added;        /* inputs the batcher adds to a request */
   const char *corrid_name; /* borrowed: config; NULL: no CORRID control */
   ifd_dtype_t corrid_dtype;
   int64_t ctl_shape[2]; /* {1, 1}: control inputs are [1] per request */
@@ -271,22 +272,21 @@ static uint64_t now_ns(void) {
   return uv_hrtime();
 }
 
-static void arm(uv_timer_t *t, uint64_t at) {
-  uint64_t now = now_ns();
-  uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
-  uv_timer_start(t, t->timer_cb, ms, 0);
-}
-
 static void on_idle_timer(uv_timer_t *t);
 static void on_wait_timer(uv_timer_t *t);
+
+/* Starts `t` to fire at `at` (ns), rounded up to the loop's milliseconds. */
+static void arm(uv_timer_t *t, uv_timer_cb cb, uint64_t at) {
+  uint64_t now = now_ns();
+  uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
+  uv_timer_start(t, cb, ms, 0);
+}
 
 static void timers_init(sb_t *b) {
   uv_loop_t *loop = ifd_server_loop(b->s->model->server);
   if (b->timers_init) return;
   uv_timer_init(loop, &b->idle_timer);
   uv_timer_init(loop, &b->wait_timer);
-  b->idle_timer.timer_cb = on_idle_timer;
-  b->wait_timer.timer_cb = on_wait_timer;
   /* Neither keeps the loop alive on its own. */
   uv_unref((uv_handle_t *)&b->idle_timer);
   uv_unref((uv_handle_t *)&b->wait_timer);
@@ -298,7 +298,7 @@ static void arm_idle(sb_t *b) {
   if (b->heap_n == 0)
     uv_timer_stop(&b->idle_timer);
   else
-    arm(&b->idle_timer, b->heap[0]->deadline);
+    arm(&b->idle_timer, on_idle_timer, b->heap[0]->deadline);
 }
 
 /* ---- sequences -------------------------------------------------------------
@@ -525,7 +525,8 @@ static int add_states(sb_t *b, ifd_request_t *r, seq_t *q) {
 /* Adds a real request's controls and states. */
 static int prepare(sb_t *b, ifd_request_t *r, seq_t *q) {
   int rc;
-  if ((rc = add_ctl(b, r, &b->start,
+  if ((rc = ifd_request_reserve_inputs(r, b->n_added)) < 0 ||
+      (rc = add_ctl(b, r, &b->start,
                     (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)) < 0 ||
       (rc = add_ctl(b, r, &b->end,
                     (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0)) < 0 ||
@@ -635,7 +636,7 @@ static void form_direct(sb_t *b, uint32_t k) {
   if (b->delay_ns > 0 && ready < b->target && now_ns() - oldest < b->delay_ns) {
     in->wait_until = oldest + b->delay_ns;
     timers_init(b);
-    arm(&b->wait_timer, in->wait_until);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
     return;
   }
   in->wait_until = 0;
@@ -699,7 +700,7 @@ static void form_oldest(sb_t *b, uint32_t k) {
       now_ns() - sr(b->cand[0]->head)->arrival < b->delay_ns) {
     in->wait_until = sr(b->cand[0]->head)->arrival + b->delay_ns;
     timers_init(b);
-    arm(&b->wait_timer, in->wait_until);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
     return;
   }
   in->wait_until = 0;
@@ -762,7 +763,7 @@ static void on_wait_timer(uv_timer_t *t) {
       next = in->wait_until;
     }
   }
-  if (next != 0) arm(t, next);
+  if (next != 0) arm(t, on_wait_timer, next);
 }
 
 /* ---- idle sequences --------------------------------------------------------
@@ -1080,6 +1081,8 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   rc = read_controls(b, err);
   if (rc < 0) goto out_free;
   b->n_state = (uint32_t)b->cfg->n_state;
+  b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
+               (b->ready.name != NULL) + (b->corrid_name != NULL) + b->n_state;
   if (b->n_state > 0) {
     b->state_in = calloc(b->n_state, sizeof(*b->state_in));
     if (b->state_in == NULL) goto out_nomem;
