@@ -89,6 +89,7 @@ typedef struct instance_state {
 
 /* What one request carried. */
 typedef struct seen {
+  bool null;                 /* a null request: correlation ID 0 */
   int32_t start, end, ready; /* 0/1, or -1 without that control */
   bool has_corrid;
   bool corrid_is_int;
@@ -581,6 +582,23 @@ out_bad_size:
                 "CORRID input %s holds %" PRIu64 " bytes", c->name, size);
 }
 
+/* A null request (one the batcher made to fill a slot) is the only kind
+ * without a correlation ID: the batcher refuses real ones without. */
+static bool is_null_request(TRITONBACKEND_Request *request) {
+  const char *str = NULL;
+  uint64_t id = 0;
+  TRITONSERVER_Error *err =
+      TRITONBACKEND_RequestCorrelationIdString(request, &str);
+  if (err == NULL) return str == NULL || str[0] == '\0';
+  TRITONSERVER_ErrorDelete(err);
+  err = TRITONBACKEND_RequestCorrelationId(request, &id);
+  if (err != NULL) {
+    TRITONSERVER_ErrorDelete(err);
+    return false;
+  }
+  return id == 0;
+}
+
 /* Reads every input of one request. */
 static TRITONSERVER_Error *read_request(TRITONBACKEND_Request *request,
                                         const model_state_t *ms, seen_t *s) {
@@ -589,11 +607,21 @@ static TRITONSERVER_Error *read_request(TRITONBACKEND_Request *request,
   bool present = false;
   TRITONSERVER_Error *err;
   memset(s, 0, sizeof(*s));
+  s->null = is_null_request(request);
   if ((err = read_flag(request, ms, &ms->start, &s->start)) ||
       (err = read_flag(request, ms, &ms->end, &s->end)) ||
       (err = read_flag(request, ms, &ms->ready, &s->ready)))
     return err;
-  bool real = s->ready != 0;
+  if (s->null && (s->ready == 1 || s->start == 1 || s->end == 1))
+    return errorf(TRITONSERVER_ERROR_INTERNAL,
+                  "a null request (no correlation ID) came with READY %d, "
+                  "START %d, END %d",
+                  s->ready, s->start, s->end);
+  if (!s->null && s->ready == 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                 "a request with a correlation ID came with "
+                                 "READY 0");
+  bool real = !s->null;
   /* Triton's sequence test backends read the integer correlation ID of
    * every request: a string one fails here ("... is not an unsigned int"). */
   if (real && ms->corrid.dtype != TRITONSERVER_TYPE_BYTES) {
@@ -647,7 +675,7 @@ static void drop_entry(instance_state_t *is, entry_t *e) {
 static TRITONSERVER_Error *accumulate(instance_state_t *is, uint32_t pos,
                                       const seen_t *s, int32_t *out) {
   const model_state_t *ms = is->model;
-  bool real = s->ready != 0;
+  bool real = !s->null;
   if (ms->mode == MODE_SLOT) {
     if (pos >= is->n_slots)
       return errorf(TRITONSERVER_ERROR_INVALID_ARG,
@@ -724,13 +752,16 @@ static TRITONSERVER_Error *put_output(TRITONBACKEND_Request *request,
   return err;
 }
 
+/* Answers one request; *null tells whether it was a null request. */
 static TRITONSERVER_Error *process(instance_state_t *is,
                                    TRITONBACKEND_Request *request, uint32_t pos,
                                    uint32_t batch,
-                                   TRITONBACKEND_Response *response) {
+                                   TRITONBACKEND_Response *response,
+                                   bool *null) {
   seen_t s;
   int32_t out = 0;
   TRITONSERVER_Error *err = read_request(request, is->model, &s);
+  *null = s.null;
   if (err == NULL) err = accumulate(is, pos, &s, &out);
   if (err != NULL) return err;
   struct {
@@ -765,18 +796,23 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
   instance_state_t *is = vstate;
   if (request_count == 0) return NULL;
 
+  TRITONBACKEND_Response **responses =
+      calloc(request_count, sizeof(*responses));
+  TRITONSERVER_Error **errors = calloc(request_count, sizeof(*errors));
+  bool *null = calloc(request_count, sizeof(*null));
+  if (responses == NULL || errors == NULL || null == NULL) {
+    free(responses);
+    free(errors);
+    free(null);
+    /* Nothing taken over yet: the server answers every request. */
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  }
+
   /* From here on every request is ours: each gets a response and a release. */
   uint64_t exec_start = now_ns();
   sleep_ms(is->model->execute_delay_ms);
   uint64_t compute_start = now_ns();
-  TRITONBACKEND_Response **responses =
-      calloc(request_count, sizeof(*responses));
-  TRITONSERVER_Error **errors = calloc(request_count, sizeof(*errors));
-  if (responses == NULL || errors == NULL) {
-    free(responses);
-    free(errors);
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
-  }
+  int bad_null = -1;
   for (uint32_t r = 0; r < request_count; r++) {
     err = TRITONBACKEND_ResponseNew(&responses[r], requests[r]);
     if (err != NULL) {
@@ -784,8 +820,18 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
       responses[r] = NULL;
       continue;
     }
-    errors[r] = process(is, requests[r], r, request_count, responses[r]);
+    errors[r] =
+        process(is, requests[r], r, request_count, responses[r], &null[r]);
+    if (null[r] && errors[r] != NULL && bad_null < 0) bad_null = (int)r;
   }
+  /* A null request's response is dropped: its mistake would go unseen, so
+   * it becomes the error of the batch's real requests. */
+  for (uint32_t r = 0; bad_null >= 0 && r < request_count; r++)
+    if (!null[r] && errors[r] == NULL)
+      errors[r] = errorf(TRITONSERVER_ERROR_INTERNAL,
+                         "the null request at batch position %d was "
+                         "malformed: %s",
+                         bad_null, TRITONSERVER_ErrorMessage(errors[bad_null]));
   uint64_t compute_end = now_ns();
   uint64_t exec_end = now_ns();
 
@@ -815,5 +861,6 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
   }
   free(responses);
   free(errors);
+  free(null);
   return NULL;
 }
