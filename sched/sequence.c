@@ -1047,7 +1047,10 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   b->batching = c->max_batch_size > 0;
   b->ctl_shape[0] = 1;
   b->ctl_shape[1] = 1;
-  b->idle_ns = b->cfg->max_sequence_idle_microseconds * 1000;
+  /* Normalized to 1 s when 0; a century at most, so deadlines never wrap. */
+  b->idle_ns = b->cfg->max_sequence_idle_microseconds < 3153600000000000ull
+                   ? b->cfg->max_sequence_idle_microseconds * 1000
+                   : 3153600000000000000ull;
   if (b->idle_ns == 0) b->idle_ns = 1000000000ull;
   b->max_batch = c->max_batch_size > 0 ? (uint32_t)c->max_batch_size : 1;
   if (b->cfg->strategy_choice_case ==
