@@ -44,7 +44,7 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 SEQ_REPO_SRC = h.REPO_ROOT / "test" / "models" / "seq_repo"
 ACC_MODELS = ("seq_direct", "seq_count", "seq_oldest", "seq_string", "seq_nobatch",
-              "seq_types", "seq_idle", "seq_slow")
+              "seq_types", "seq_idle", "seq_idle_oldest", "seq_slow")
 STATE_MODELS = ("state_zero", "state_file", "state_var")
 ALL_MODELS = ACC_MODELS + STATE_MODELS
 
@@ -497,7 +497,7 @@ def check_sequence(model, sid, values, seen):
 
 
 MAX_BATCH = {"seq_direct": 4, "seq_count": 4, "seq_oldest": 8, "seq_string": 4, "seq_nobatch": 1,
-             "seq_types": 2, "seq_idle": 1, "seq_slow": 2}
+             "seq_types": 2, "seq_idle": 1, "seq_idle_oldest": 1, "seq_slow": 2}
 
 CONTROLS = {
     "seq_direct": ("START", "READY"), "seq_count": ("START", "READY"),
@@ -506,6 +506,7 @@ CONTROLS = {
     "seq_nobatch": ("START", "END", "READY", "CORRID"),
     "seq_types": ("START", "END", "READY", "CORRID"),
     "seq_idle": ("START", "END", "READY"), "seq_slow": ("START", "READY"),
+    "seq_idle_oldest": ("START", "END", "READY", "CORRID"),
 }
 
 
@@ -595,11 +596,15 @@ def test_many_interleaved_sequences_http_grpc_stream(srv, grpc_stubs):  # noqa: 
 
 
 def test_backlog_all_complete(srv):
-    """Twice as many simultaneous sequences as slots, each pausing between
-    its steps (so slots stay held and the rest wait in the backlog)."""
+    """Twice as many simultaneous sequences as slots (or more: the
+    non-batching model has one), each pausing between its steps (so slots
+    stay held and the rest wait in the backlog): all complete, each with
+    its own sums."""
     jobs = [("seq_direct", 70000 + i, plan(5, 200 + i)) for i in range(16)]
     jobs += [("seq_oldest", 71000 + i, plan(5, 300 + i)) for i in range(12)]
-    with cf.ThreadPoolExecutor(max_workers=28) as ex:
+    jobs += [("seq_nobatch", 72000 + i, plan(3, 400 + i)) for i in range(4)]
+    jobs += [("seq_types", 73000 + i, plan(4, 500 + i)) for i in range(5)]
+    with cf.ThreadPoolExecutor(max_workers=len(jobs)) as ex:
         futs = {ex.submit(run_http_sequence, srv, m, sid, v, 0.05): (m, sid, v) for m, sid, v in jobs}
         for f in cf.as_completed(futs, timeout=HANG_S * 4):
             m, sid, v = futs[f]
@@ -641,30 +646,35 @@ def test_end_frees_the_slot_at_once(srv):
 
 # ================================================================ idle ===
 
-def test_idle_limit_expires_sequence(srv):
-    """seq_idle: 300 ms idle limit. After well over it, a non-START request
-    of the sequence is refused; START begins it again."""
-    m = "seq_idle"
+def end_bonus(model, sid):
+    """What seqacc adds to the END answer: the integer CORRID in corrid mode."""
+    return sid if model in ("seq_oldest", "seq_idle_oldest") else 0
+
+
+@pytest.mark.parametrize("m", ["seq_idle", "seq_idle_oldest"])
+def test_idle_limit_expires_sequence(srv, m):
+    """A 300 ms idle limit. After well over it, a non-START request of the
+    sequence is refused; START begins it again."""
     s = requests.Session()
     assert http_step(s, srv, m, 6, 4001, start=True)["OUTPUT"] == 6
     time.sleep(1.5)
     expect_error(post(s, srv, m, body(m, 1, 4001)), 400, NO_START.format(id=4001, m=m))
     assert http_step(s, srv, m, 6, 4001, start=True)["OUTPUT"] == 6
-    assert http_step(s, srv, m, 1, 4001, end=True)["OUTPUT"] == 7
+    assert http_step(s, srv, m, 1, 4001, end=True)["OUTPUT"] == 7 + end_bonus(m, 4001)
     wait_gauges(srv, m, 0, 0)
 
 
-def test_idle_limit_hands_slot_to_backlog(srv):
-    """seq_idle has ONE slot: B, backlogged behind an idle A, gets the slot
+@pytest.mark.parametrize("m", ["seq_idle", "seq_idle_oldest"])
+def test_idle_limit_hands_slot_to_backlog(srv, m):
+    """Room for ONE sequence: B, backlogged behind an idle A, gets the slot
     when A expires; A's next non-START request is then refused."""
-    m = "seq_idle"
     s = requests.Session()
     assert http_step(s, srv, m, 1, 4101, start=True)["OUTPUT"] == 1
     with requests.Session() as bs:
         o = http_step(bs, srv, m, 20, 4102, start=True)  # waits for A to expire
         assert o["OUTPUT"] == 20 and o["SLOT"] == 0
         expect_error(post(s, srv, m, body(m, 1, 4101)), 400, NO_START.format(id=4101, m=m))
-        assert http_step(bs, srv, m, 2, 4102, end=True)["OUTPUT"] == 22
+        assert http_step(bs, srv, m, 2, 4102, end=True)["OUTPUT"] == 22 + end_bonus(m, 4102)
     wait_gauges(srv, m, 0, 0)
 
 
