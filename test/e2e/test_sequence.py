@@ -304,6 +304,21 @@ def test_non_start_for_unknown_id(srv, model):
                  NO_START.format(id=sid2, m=model))
 
 
+def test_batch_of_two_is_refused(srv):
+    """A sequence request holds one batch row (Triton's refusal)."""
+    b = body("seq_direct", [1], 3001, start=True, shape=[2, 1])
+    b["inputs"][0]["data"] = [1, 2]
+    expect_error(post(requests, srv, "seq_direct", b), 400,
+                 "inference request to model 'seq_direct' must specify batch-size 1 due to "
+                 "requirements of sequence batcher")
+
+
+def test_integer_id_on_string_corrid_model_is_refused(srv):
+    """seq_string's CORRID is TYPE_STRING: an integer id cannot fill it."""
+    r = post(requests, srv, "seq_string", body("seq_string", 1, 3002, start=True))
+    expect_error(r, 400, "inference request to model 'seq_string'")
+
+
 @pytest.mark.parametrize("params,name", [({"sequence_id": -1, "sequence_start": True}, "sequence_id"),
                                          ({"sequence_id": 1.5, "sequence_start": True}, "sequence_id"),
                                          ({"sequence_id": 5, "sequence_start": "true"},
