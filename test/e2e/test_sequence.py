@@ -316,7 +316,8 @@ def test_batch_of_two_is_refused(srv):
 def test_integer_id_on_string_corrid_model_is_refused(srv):
     """seq_string's CORRID is TYPE_STRING: an integer id cannot fill it."""
     r = post(requests, srv, "seq_string", body("seq_string", 1, 3002, start=True))
-    expect_error(r, 400, "inference request to model 'seq_string'")
+    expect_error(r, 400, "correlation ID in request is not a string "
+                 "(the CORRID control of model 'seq_string' is TYPE_STRING)")
 
 
 @pytest.mark.parametrize("params,name", [({"sequence_id": -1, "sequence_start": True}, "sequence_id"),
