@@ -106,18 +106,44 @@ ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
                                    size_t name_len, ifd_dtype_t dtype,
                                    const int64_t *shape, uint32_t ndims) {
   ifd_input_t *in;
-  ifd_input_t *arr = grow(&req->pool, req->inputs, req->n_inputs, sizeof(*in));
-  if (arr == NULL || ndims > IFD_MAX_DIMS) return NULL;
+  char *n = ifd_pool_strndup(&req->pool, name, name_len);
+  int64_t *sh =
+      ifd_pool_alloc(&req->pool, sizeof(int64_t) * (ndims ? ndims : 1));
+  if (n == NULL || sh == NULL || ndims > IFD_MAX_DIMS) return NULL;
+  if (ndims > 0) memcpy(sh, shape, sizeof(int64_t) * ndims);
+  in = ifd_request_add_input_borrowed(req, n, dtype, sh, ndims);
+  return in;
+}
+
+int ifd_request_reserve_inputs(ifd_request_t *req, uint32_t extra) {
+  uint32_t ncap = req->n_inputs + extra;
+  ifd_input_t *arr;
+  if (ncap <= req->cap_inputs) return 0;
+  arr = ifd_pool_alloc(&req->pool, ncap * sizeof(*arr));
+  if (arr == NULL) return IFD_ENOMEM;
+  if (req->n_inputs > 0) memcpy(arr, req->inputs, req->n_inputs * sizeof(*arr));
   req->inputs = arr;
-  in = &arr[req->n_inputs];
+  req->cap_inputs = ncap;
+  return 0;
+}
+
+ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
+                                            const char *name, ifd_dtype_t dtype,
+                                            const int64_t *shape,
+                                            uint32_t ndims) {
+  ifd_input_t *in;
+  /* The protocols size req->inputs exactly (cap_inputs 0): the array is
+   * copied into a larger one before it grows. */
+  if (req->n_inputs >= req->cap_inputs &&
+      ifd_request_reserve_inputs(
+          req, req->n_inputs < 4 ? 8 - req->n_inputs : req->n_inputs) < 0)
+    return NULL;
+  in = &req->inputs[req->n_inputs++];
   memset(in, 0, sizeof(*in));
-  in->name = ifd_pool_strndup(&req->pool, name, name_len);
-  in->shape = ifd_pool_alloc(&req->pool, sizeof(int64_t) * (ndims ? ndims : 1));
-  if (in->name == NULL || in->shape == NULL) return NULL;
-  if (ndims > 0) memcpy(in->shape, shape, sizeof(int64_t) * ndims);
+  in->name = name;
+  in->shape = (int64_t *)shape; /* never written through: see the contract */
   in->ndims = ndims;
   in->dtype = dtype;
-  req->n_inputs++;
   return in;
 }
 

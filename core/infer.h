@@ -164,6 +164,8 @@ struct ifd_request {
 
   ifd_input_t *inputs; /* borrowed: pool */
   uint32_t n_inputs;
+  uint32_t cap_inputs; /* room at inputs, for ifd_request_add_input_borrowed;
+                          0 when a protocol sized the array exactly */
   ifd_output_req_t *outputs; /* borrowed: pool; n_outputs == 0: all outputs */
   uint32_t n_outputs;
   ifd_param_t *params; /* borrowed: pool */
@@ -251,6 +253,21 @@ ifd_request_t *ifd_request_new(ifd_server_t *server);
 ifd_input_t *ifd_request_add_input(ifd_request_t *req, const char *name,
                                    size_t name_len, ifd_dtype_t dtype,
                                    const int64_t *shape, uint32_t ndims);
+
+/** Makes room for `extra` more inputs (one copy of the array into the
+ *  pool at most). 0 or IFD_ENOMEM. */
+int ifd_request_reserve_inputs(ifd_request_t *req, uint32_t extra);
+
+/**
+ * Adds an input whose name and shape are borrowed, not copied: both must
+ * outlive the request and are never written (the schedulers' control and
+ * state inputs, named by the model's config, which the request's model
+ * reference keeps alive). NULL on ENOMEM.
+ */
+ifd_input_t *ifd_request_add_input_borrowed(ifd_request_t *req,
+                                            const char *name, ifd_dtype_t dtype,
+                                            const int64_t *shape,
+                                            uint32_t ndims);
 
 /** Adds a requested output; NULL on ENOMEM. */
 ifd_output_req_t *ifd_request_add_output(ifd_request_t *req, const char *name,

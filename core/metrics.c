@@ -221,6 +221,7 @@ static void put_label(out_t *o, const char *v) {
 typedef struct family {
   const char *name, *help, *type;
   uint64_t (*get)(const ifd_model_t *m);
+  int seq_only; /* only models with a sequence batcher have a sample */
 } family_t;
 
 static uint64_t g_success(const ifd_model_t *m) {
@@ -254,44 +255,69 @@ static uint64_t g_pending(const ifd_model_t *m) {
   return ifd_server_opts(m->server)->ops->queued(m);
 }
 
-/* Names, help texts and types as tritonserver prints them. */
+/* The sequence batcher's gauges (no Triton release has them). */
+static int seq_counts(const ifd_model_t *m, uint64_t *active,
+                      uint64_t *backlog) {
+  const ifd_model_ops_t *ops = ifd_server_opts(m->server)->ops;
+  return ops->sequences != NULL ? ops->sequences(m, active, backlog) : -1;
+}
+static uint64_t g_seq_active(const ifd_model_t *m) {
+  uint64_t a = 0, b = 0;
+  seq_counts(m, &a, &b);
+  return a;
+}
+static uint64_t g_seq_backlog(const ifd_model_t *m) {
+  uint64_t a = 0, b = 0;
+  seq_counts(m, &a, &b);
+  return b;
+}
+
+/* Names, help texts and types as tritonserver prints them, then inferd's. */
 static const family_t families[] = {
     {"nv_inference_request_success",
      "Number of successful inference requests, all batch sizes", "counter",
-     g_success},
+     g_success, 0},
     {"nv_inference_request_failure",
      "Number of failed inference requests, all batch sizes", "counter",
-     g_failure},
+     g_failure, 0},
     {"nv_inference_count",
      "Number of inferences performed (does not include cached requests)",
-     "counter", g_count},
+     "counter", g_count, 0},
     {"nv_inference_exec_count",
      "Number of model executions performed (does not include cached "
      "requests)",
-     "counter", g_exec},
+     "counter", g_exec, 0},
     {"nv_inference_request_duration_us",
      "Cumulative inference request duration in microseconds (includes cached "
      "requests)",
-     "counter", g_req_us},
+     "counter", g_req_us, 0},
     {"nv_inference_queue_duration_us",
      "Cumulative inference queuing duration in microseconds (includes cached "
      "requests)",
-     "counter", g_queue_us},
+     "counter", g_queue_us, 0},
     {"nv_inference_compute_input_duration_us",
      "Cumulative compute input duration in microseconds (does not include "
      "cached requests)",
-     "counter", g_in_us},
+     "counter", g_in_us, 0},
     {"nv_inference_compute_infer_duration_us",
      "Cumulative compute inference duration in microseconds (does not include "
      "cached requests)",
-     "counter", g_infer_us},
+     "counter", g_infer_us, 0},
     {"nv_inference_compute_output_duration_us",
      "Cumulative inference compute output duration in microseconds (does not "
      "include cached requests)",
-     "counter", g_out_us},
+     "counter", g_out_us, 0},
     {"nv_inference_pending_request_count",
      "Instantaneous number of pending requests awaiting execution per-model.",
-     "gauge", g_pending},
+     "gauge", g_pending, 0},
+    {"inferd_sequence_active",
+     "Instantaneous number of sequences holding a sequence batcher slot "
+     "per-model.",
+     "gauge", g_seq_active, 1},
+    {"inferd_sequence_backlog",
+     "Instantaneous number of sequences waiting for a sequence batcher slot "
+     "per-model.",
+     "gauge", g_seq_backlog, 1},
 };
 
 typedef struct fam_ctx {
@@ -299,8 +325,15 @@ typedef struct fam_ctx {
   const family_t *f;
 } fam_ctx_t;
 
+static void any_seq(ifd_model_t *m, void *arg) {
+  uint64_t a, b;
+  if (seq_counts(m, &a, &b) == 0) *(int *)arg = 1;
+}
+
 static void put_model(ifd_model_t *m, void *arg) {
   fam_ctx_t *c = arg;
+  uint64_t a, b;
+  if (c->f->seq_only && seq_counts(m, &a, &b) < 0) return;
   put(c->o, "%s{model=\"", c->f->name);
   put_label(c->o, m->name);
   put(c->o, "\",version=\"%" PRId64 "\"} %" PRIu64 "\n", m->version,
@@ -337,8 +370,12 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
   ifd_metrics_ext_fn ext = atomic_load(&extension);
   size_t i;
 
+  int have_seq = 0;
+
+  ifd_server_foreach_ready(s, any_seq, &have_seq);
   for (i = 0; i < IFD_ARRAY_SIZE(families); i++) {
     fam_ctx_t c = {&o, &families[i]};
+    if (families[i].seq_only && !have_seq) continue;
     put(&o, "# HELP %s %s\n# TYPE %s %s\n", families[i].name, families[i].help,
         families[i].name, families[i].type);
     ifd_server_foreach_ready(s, put_model, &c);

@@ -86,16 +86,21 @@ uv_loop_t *ifd_server_loop(ifd_server_t *s) {
   return s->loop;
 }
 
+/* Events scheduled while the list runs (a scheduler that forms a batch
+ * here wakes an instance through another one) run in the same pass: the
+ * loop is about to block, and nothing else would wake it for them. */
 static void on_iteration_end(uv_prepare_t *p) {
   ifd_server_t *s = ifd_container_of(p, ifd_server_t, iter_end);
-  ifd_event_t *ev = s->iter_head;
-  s->iter_head = NULL;
-  uv_prepare_stop(p);
-  while (ev != NULL) {
-    ifd_event_t *next = ev->next;
-    ev->fn(ev);
-    ev = next;
+  ifd_event_t *ev;
+  while ((ev = s->iter_head) != NULL) {
+    s->iter_head = NULL;
+    while (ev != NULL) {
+      ifd_event_t *next = ev->next;
+      ev->fn(ev);
+      ev = next;
+    }
   }
+  uv_prepare_stop(p);
 }
 
 void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev) {

@@ -43,6 +43,10 @@ typedef struct ifd_model_ops {
   uint64_t (*pending)(const ifd_model_t *m);
   /** Requests waiting in the scheduler, not yet executing (metrics). */
   uint64_t (*queued)(const ifd_model_t *m);
+  /** A sequence model's live sequences: holding a slot (*active) and
+   *  waiting for one (*backlog). Returns 0, or -1 when `m` has no sequence
+   *  batcher. May be NULL. Loop thread (metrics). */
+  int (*sequences)(const ifd_model_t *m, uint64_t *active, uint64_t *backlog);
 } ifd_model_ops_t;
 
 typedef struct ifd_server_opts {

@@ -197,10 +197,17 @@ static int apply_param(ifd_request_t *req, const char *key,
                                                  strlen(v->string_param));
       return req->correlation_id_str != NULL ? 0 : no_mem(err);
     }
-    if (param_uint(v, UINT64_MAX, &u) != 0)
+    /* Triton takes int64_param or string_param only. */
+    if (v->parameter_choice_case !=
+        INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM)
       return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse 'sequence_id': expected a "
-                      "non-negative integer or a string");
+                      "invalid value type for 'sequence_id' parameter, "
+                      "expected int64_param or string_param.");
+    if (v->int64_param < 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "invalid value for 'sequence_id' parameter: a "
+                      "correlation ID is not negative");
+    u = (uint64_t)v->int64_param;
     req->correlation_id = u;
     req->correlation_id_str = NULL;
     return 0;
@@ -210,7 +217,9 @@ static int apply_param(ifd_request_t *req, const char *key,
                                   : IFD_REQUEST_FLAG_SEQUENCE_END;
     if (!is_bool(v))
       return ifd_errf(err, IFD_EINVAL,
-                      "Unable to parse '%s': expected a boolean", key);
+                      "invalid value type for '%s' parameter, expected "
+                      "bool_param.",
+                      key);
     if (v->bool_param)
       req->flags |= flag;
     else

@@ -190,6 +190,13 @@ static uint64_t sched_queued(const ifd_model_t *m) {
   return s != NULL ? s->queued + s->back->queued(m) : 0;
 }
 
+static int sched_sequences(const ifd_model_t *m, uint64_t *active,
+                           uint64_t *backlog) {
+  const ifd__sched_t *s = m->sched;
+  if (s == NULL || s->kind != &ifd__sequence_kind) return -1;
+  return ifd__sequence_counts(s, active, backlog);
+}
+
 static const ifd_model_ops_t ops = {
     .queued = sched_queued,
     .load = sched_load,
@@ -197,6 +204,7 @@ static const ifd_model_ops_t ops = {
     .submit = sched_submit,
     .stop = sched_stop,
     .pending = sched_pending,
+    .sequences = sched_sequences,
 };
 
 const ifd_model_ops_t *ifd_sched_model_ops(void) {

@@ -1,28 +1,1139 @@
 /*
- * sched/sequence.c - the sequence batcher (being written: refuses to load).
+ * sched/sequence.c - Triton's sequence batcher, on the loop thread.
+ *
+ * A sequence is the requests that share a correlation ID, from a START
+ * request to an END request. Every request of a sequence runs on the one
+ * instance that holds the sequence, in arrival order, one at a time: the
+ * next is dispatched only after the batch holding the previous one has
+ * finished (the instance reported idle), so implicit state and per-slot
+ * backend state see the requests in order.
+ *
+ * Direct strategy: each instance has max(1, max_batch_size) slots; a new
+ * sequence takes the free slot of lowest index over all instances (so
+ * sequences spread across instances) or waits in the backlog, a FIFO, and
+ * moves into the first slot that frees. A batch for an instance holds the
+ * head request of every busy slot at the batch position of its slot; slots
+ * below the highest filled one that have nothing ready get a null request
+ * (READY false, the shapes of a real request, zero data), as backends keep
+ * per-slot state by position. Oldest strategy: each instance holds up to
+ * max_candidate_sequences sequences and batches the oldest ready requests,
+ * one per sequence, up to max_batch_size; CORRID tells the model whose each
+ * row is. Either way, with a max_queue_delay_microseconds, a batch below
+ * the target (direct: minimum_slot_utilization of the slots; oldest: the
+ * largest preferred size) waits until its oldest request has waited that
+ * long.
+ *
+ * Batches are formed at the end of the loop iteration that queued requests
+ * (ifd_server_at_iteration_end) and when an instance reports idle, so the
+ * requests read in one iteration go out together.
+ *
+ * Control inputs (START, END, READY, CORRID) and state inputs are added to
+ * each request as ordinary inputs at dispatch; START/END/READY point at
+ * constants of the batcher and CORRID at a few bytes of the request's pool.
+ *
+ * Idle sequences: a sequence with nothing queued or running, whose last
+ * request arrived max_sequence_idle_microseconds ago, is released. The
+ * deadlines sit in one min-heap with one timer; a request only records its
+ * arrival time, and a deadline that comes due for a sequence that was used
+ * since is pushed back then, so live traffic costs no heap work.
  */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/log.h"
+#include "core/model.h"
+#include "core/seqstate.h"
+#include "core/server.h"
+#include "core/util.h"
 #include "sched/internal.h"
 
-int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
-  (void)s;
-  return ifd_errf(err, IFD_EUNSUPPORTED,
-                  "sequence batching is not supported yet");
+typedef struct seq seq_t;
+
+/* The batcher's per-request state, laid over ifd_request_t.sched_area. */
+typedef struct sreq {
+  ifd_request_t *next; /* borrowed: its sequence's queue */
+  seq_t *seq;          /* borrowed: the sequence it belongs to */
+  uint64_t arrival;    /* ns, when the batcher queued it */
+  uint32_t added;      /* inputs the batcher added (controls, states) */
+} sreq_t;
+
+_Static_assert(sizeof(sreq_t) <= sizeof(((ifd_request_t *)0)->sched_area),
+               "the batcher's per-request state must fit the request's area");
+
+static sreq_t *sr(ifd_request_t *r) {
+  return (sreq_t *)(void *)&r->sched_area;
+}
+
+struct seq {
+  uint64_t id;   /* the integer correlation ID, 0 for a string one */
+  char *sid;     /* owned: the string correlation ID, NULL for integers */
+  uint64_t hash; /* of the ID */
+  seq_t *hnext;  /* borrowed: hash chain, while in the table */
+  int in_table;  /* found by its ID (not after its END was queued) */
+  ifd_request_t *head, *tail; /* borrowed: queued, linked by sreq next */
+  uint32_t n_queued;
+  int32_t inst;      /* the instance holding it, -1: in the backlog */
+  int32_t slot;      /* its slot (direct) or candidate index (oldest) */
+  seq_t *bl_next;    /* borrowed: backlog FIFO */
+  int running;       /* one of its requests is in its instance's batch */
+  int done;          /* its END request was dispatched (slot given up) */
+  int expired;       /* released by the idle timeout */
+  uint64_t last_ns;  /* arrival of its last request, or end of its last run */
+  uint64_t deadline; /* ns: its key in the idle heap */
+  uint32_t heap_ix;  /* position in the idle heap + 1; 0: not in it */
+  ifd_seq_state_t *state; /* owned reference; NULL without states */
+};
+
+/* A START/END/READY control: its input, and the bytes of false and true. */
+typedef struct ctl {
+  const char *name; /* borrowed: config; NULL when the model has none */
+  ifd_dtype_t dtype;
+  unsigned char val[2][4]; /* [false, true] in dtype */
+} ctl_t;
+
+typedef struct inst {
+  seq_t **slots;       /* owned array of nslots: borrowed sequences */
+  uint32_t used;       /* slots holding a sequence */
+  seq_t **running;     /* owned array of nslots: in the batch out */
+  uint32_t n_running;  /* 0 unless a batch is out */
+  uint64_t wait_until; /* ns: a delayed batch goes then; 0: none */
+  int dirty;           /* has work to look at at the iteration's end */
+} inst_t;
+
+typedef struct sb {
+  ifd__sched_t *s;                             /* borrowed: owns this */
+  const Inference__ModelSequenceBatching *cfg; /* borrowed: model config */
+  int oldest;
+  int batching;       /* max_batch_size > 0 */
+  uint32_t nslots;    /* per instance */
+  uint32_t max_batch; /* oldest: requests per batch */
+  uint32_t target;    /* a batch this big goes at once (delay) */
+  uint64_t delay_ns;  /* max_queue_delay, 0: none */
+  uint64_t idle_ns;   /* max_sequence_idle */
+  ctl_t start, end, ready;
+  uint32_t n_added;        /* inputs the batcher adds to a request */
+  const char *corrid_name; /* borrowed: config; NULL: no CORRID control */
+  ifd_dtype_t corrid_dtype;
+  int64_t ctl_shape[2]; /* {1, 1}: control inputs are [1] per request */
+  /* Implicit state. */
+  uint32_t n_state;
+  ifd_blob_t **init;     /* owned: initial value per state */
+  const char **state_in; /* borrowed: config input_name per state */
+  /* Instances and sequences. */
+  inst_t *inst;  /* owned, n_instances entries */
+  seq_t **table; /* owned: hash buckets */
+  uint64_t table_mask, n_table;
+  seq_t *bl_head, *bl_tail; /* borrowed: the backlog */
+  uint64_t n_active, n_backlog;
+  seq_t **heap; /* owned: idle deadlines, min-heap */
+  uint32_t heap_n, heap_cap;
+  ifd_request_t **batch; /* owned scratch: nslots entries */
+  seq_t **cand;          /* owned scratch (oldest): nslots entries */
+  uv_timer_t idle_timer, wait_timer; /* embedded */
+  int timers_init, closing;
+  ifd_event_t kick_ev; /* end of iteration: form batches */
+  int kick_pending;
+  int stopped;
+} sb_t;
+
+/* ---- sequences by ID ------------------------------------------------------
+ */
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+static uint64_t hash_id(uint64_t id, const char *sid) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  if (sid == NULL) return mix64(id);
+  for (; *sid != '\0'; sid++) h = (h ^ (unsigned char)*sid) * 0x100000001b3ull;
+  return mix64(h);
+}
+
+static int same_id(const seq_t *q, uint64_t id, const char *sid) {
+  if (sid == NULL) return q->sid == NULL && q->id == id;
+  return q->sid != NULL && strcmp(q->sid, sid) == 0;
+}
+
+static seq_t *table_find(sb_t *b, uint64_t id, const char *sid, uint64_t hash) {
+  seq_t *q;
+  for (q = b->table[hash & b->table_mask]; q != NULL; q = q->hnext)
+    if (q->hash == hash && same_id(q, id, sid)) return q;
+  return NULL;
+}
+
+/* Doubles the buckets when the table is full; on ENOMEM it stays as it is
+ * (chains grow longer, nothing breaks). */
+static void table_grow(sb_t *b) {
+  uint64_t n = (b->table_mask + 1) * 2, i;
+  seq_t **t = calloc(n, sizeof(*t));
+  if (t == NULL) return;
+  for (i = 0; i <= b->table_mask; i++) {
+    seq_t *q = b->table[i], *next;
+    for (; q != NULL; q = next) {
+      next = q->hnext;
+      q->hnext = t[q->hash & (n - 1)];
+      t[q->hash & (n - 1)] = q;
+    }
+  }
+  free(b->table);
+  b->table = t;
+  b->table_mask = n - 1;
+}
+
+static void table_add(sb_t *b, seq_t *q) {
+  if (b->n_table > b->table_mask) table_grow(b);
+  q->hnext = b->table[q->hash & b->table_mask];
+  b->table[q->hash & b->table_mask] = q;
+  q->in_table = 1;
+  b->n_table++;
+}
+
+static void table_del(sb_t *b, seq_t *q) {
+  seq_t **pp = &b->table[q->hash & b->table_mask];
+  if (!q->in_table) return;
+  while (*pp != q) pp = &(*pp)->hnext;
+  *pp = q->hnext;
+  q->hnext = NULL;
+  q->in_table = 0;
+  b->n_table--;
+}
+
+/* ---- the idle heap ---------------------------------------------------------
+ */
+
+static void heap_set(sb_t *b, uint32_t i, seq_t *q) {
+  b->heap[i] = q;
+  q->heap_ix = i + 1;
+}
+
+static void heap_up(sb_t *b, uint32_t i) {
+  seq_t *q = b->heap[i];
+  while (i > 0) {
+    uint32_t p = (i - 1) / 2;
+    if (b->heap[p]->deadline <= q->deadline) break;
+    heap_set(b, i, b->heap[p]);
+    i = p;
+  }
+  heap_set(b, i, q);
+}
+
+static void heap_down(sb_t *b, uint32_t i) {
+  seq_t *q = b->heap[i];
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= b->heap_n) break;
+    if (c + 1 < b->heap_n && b->heap[c + 1]->deadline < b->heap[c]->deadline)
+      c++;
+    if (q->deadline <= b->heap[c]->deadline) break;
+    heap_set(b, i, b->heap[c]);
+    i = c;
+  }
+  heap_set(b, i, q);
+}
+
+static int heap_push(sb_t *b, seq_t *q) {
+  if (b->heap_n == b->heap_cap) {
+    uint32_t ncap = b->heap_cap ? b->heap_cap * 2 : 64;
+    seq_t **nh = realloc(b->heap, ncap * sizeof(*nh));
+    if (nh == NULL) return IFD_ENOMEM;
+    b->heap = nh;
+    b->heap_cap = ncap;
+  }
+  b->heap[b->heap_n++] = q;
+  heap_up(b, b->heap_n - 1);
+  return 0;
+}
+
+static void heap_remove(sb_t *b, seq_t *q) {
+  uint32_t i = q->heap_ix - 1;
+  seq_t *last;
+  if (q->heap_ix == 0) return;
+  q->heap_ix = 0;
+  last = b->heap[--b->heap_n];
+  if (i == b->heap_n) return;
+  b->heap[i] = last;
+  last->heap_ix = i + 1;
+  heap_up(b, i);
+  heap_down(b, last->heap_ix - 1);
+}
+
+/* ---- timers ---------------------------------------------------------------
+ */
+
+static uint64_t now_ns(void) {
+  return uv_hrtime();
+}
+
+static void on_idle_timer(uv_timer_t *t);
+static void on_wait_timer(uv_timer_t *t);
+
+/* Starts `t` to fire at `at` (ns), rounded up to the loop's milliseconds. */
+static void arm(uv_timer_t *t, uv_timer_cb cb, uint64_t at) {
+  uint64_t now = now_ns();
+  uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
+  uv_timer_start(t, cb, ms, 0);
+}
+
+static void timers_init(sb_t *b) {
+  uv_loop_t *loop = ifd_server_loop(b->s->model->server);
+  if (b->timers_init) return;
+  uv_timer_init(loop, &b->idle_timer);
+  uv_timer_init(loop, &b->wait_timer);
+  /* Neither keeps the loop alive on its own. */
+  uv_unref((uv_handle_t *)&b->idle_timer);
+  uv_unref((uv_handle_t *)&b->wait_timer);
+  b->timers_init = 1;
+}
+
+static void arm_idle(sb_t *b) {
+  timers_init(b);
+  if (b->heap_n == 0)
+    uv_timer_stop(&b->idle_timer);
+  else
+    arm(&b->idle_timer, on_idle_timer, b->heap[0]->deadline);
+}
+
+/* ---- sequences -------------------------------------------------------------
+ */
+
+/* The ID as messages print it. */
+static const char *seq_name(const seq_t *q, char *buf, size_t n) {
+  if (q->sid != NULL) return q->sid;
+  snprintf(buf, n, "%" PRIu64, q->id);
+  return buf;
+}
+
+static void seq_free(seq_t *q) {
+  ifd_seq_state_unref(q->state);
+  free(q->sid);
+  free(q);
+}
+
+/* Places `q` in slot `slot` of instance `k`. */
+static void seq_place(sb_t *b, seq_t *q, uint32_t k, uint32_t slot) {
+  q->inst = (int32_t)k;
+  q->slot = (int32_t)slot;
+  b->inst[k].slots[slot] = q;
+  b->inst[k].used++;
+  b->n_active++;
+  b->inst[k].dirty = 1;
+}
+
+/* A slot freed: the backlog's head takes it. */
+static void slot_freed(sb_t *b, uint32_t k, uint32_t slot) {
+  seq_t *q = b->bl_head;
+  char name[32];
+  b->inst[k].slots[slot] = NULL;
+  b->inst[k].used--;
+  b->n_active--;
+  if (q == NULL) return;
+  b->bl_head = q->bl_next;
+  if (b->bl_head == NULL) b->bl_tail = NULL;
+  q->bl_next = NULL;
+  b->n_backlog--;
+  IFD_VERBOSE(
+      "sequence batcher of '%s': backlogged sequence %s takes slot "
+      "%u of instance %u",
+      b->s->model->name, seq_name(q, name, sizeof(name)), slot, k);
+  seq_place(b, q, k, slot);
+}
+
+/* Finds a free slot: the lowest slot index over all instances. */
+static int free_slot(sb_t *b, uint32_t *k, uint32_t *slot) {
+  uint32_t i, j;
+  for (i = 0; i < b->nslots; i++)
+    for (j = 0; j < b->s->n_instances; j++)
+      if (b->inst[j].slots[i] == NULL) {
+        *k = j;
+        *slot = i;
+        return 1;
+      }
+  return 0;
+}
+
+static int seq_new(sb_t *b, const ifd_request_t *req, uint64_t hash,
+                   seq_t **out, ifd_errmsg_t *err) {
+  seq_t *q = calloc(1, sizeof(*q));
+  uint32_t k, slot;
+  if (q == NULL) goto out_nomem;
+  q->id = req->correlation_id;
+  if (req->correlation_id_str != NULL) {
+    q->sid = strdup(req->correlation_id_str);
+    if (q->sid == NULL) goto out_nomem;
+  }
+  q->hash = hash;
+  q->inst = -1;
+  q->slot = -1;
+  if (b->n_state > 0) {
+    q->state = ifd_seq_state_new(b->n_state);
+    if (q->state == NULL) goto out_nomem;
+  }
+  q->deadline = now_ns() + b->idle_ns;
+  if (heap_push(b, q) < 0) goto out_nomem;
+  if (free_slot(b, &k, &slot)) {
+    seq_place(b, q, k, slot);
+  } else {
+    if (b->bl_tail != NULL)
+      b->bl_tail->bl_next = q;
+    else
+      b->bl_head = q;
+    b->bl_tail = q;
+    b->n_backlog++;
+  }
+  if (b->heap_n == 1 || b->heap[0] == q) arm_idle(b);
+  *out = q;
+  return 0;
+
+out_nomem:
+  if (q != NULL) {
+    heap_remove(b, q);
+    seq_free(q);
+  }
+  return ifd_errf(err, IFD_ENOMEM, "out of memory");
+}
+
+/* Releases a sequence that holds no request any more: its slot goes to the
+ * backlog, and it is freed unless a batch still runs one of its requests
+ * (then the instance's idle report frees it). */
+static void seq_release(sb_t *b, seq_t *q) {
+  table_del(b, q);
+  heap_remove(b, q);
+  if (q->inst >= 0) {
+    uint32_t k = (uint32_t)q->inst, slot = (uint32_t)q->slot;
+    q->inst = -1;
+    slot_freed(b, k, slot);
+  }
+  if (!q->running) seq_free(q);
+}
+
+/* ---- control and state inputs ---------------------------------------------
+ */
+
+static int ctl_from_config(ctl_t *c, const char *name,
+                           const Inference__ModelSequenceBatching__Control *k) {
+  int i;
+  c->name = name;
+  for (i = 0; i < 2; i++) {
+    if (k->n_int32_false_true == 2) {
+      int32_t v = k->int32_false_true[i];
+      c->dtype = IFD_TYPE_INT32;
+      memcpy(c->val[i], &v, 4);
+    } else if (k->n_fp32_false_true == 2) {
+      float v = k->fp32_false_true[i];
+      c->dtype = IFD_TYPE_FP32;
+      memcpy(c->val[i], &v, 4);
+    } else if (k->n_bool_false_true == 2) {
+      c->dtype = IFD_TYPE_BOOL;
+      c->val[i][0] = k->bool_false_true[i] ? 1 : 0;
+    } else {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static uint32_t ctl_ndims(const sb_t *b) {
+  return b->batching ? 2 : 1;
+}
+
+static int add_ctl(sb_t *b, ifd_request_t *r, const ctl_t *c, int on) {
+  ifd_input_t *in;
+  if (c->name == NULL) return 0;
+  in = ifd_request_add_input_borrowed(r, c->name, c->dtype, b->ctl_shape,
+                                      ctl_ndims(b));
+  if (in == NULL) return IFD_ENOMEM;
+  in->data = c->val[on ? 1 : 0];
+  in->byte_size = ifd_dtype_size(c->dtype);
+  return 0;
+}
+
+/* CORRID: the ID in the control's type (integers as their low bytes, a
+ * string as one BYTES element); a null request gets 0. */
+static int add_corrid(sb_t *b, ifd_request_t *r, const seq_t *q) {
+  ifd_input_t *in;
+  unsigned char *p;
+  size_t n;
+  if (b->corrid_name == NULL) return 0;
+  in = ifd_request_add_input_borrowed(r, b->corrid_name, b->corrid_dtype,
+                                      b->ctl_shape, ctl_ndims(b));
+  if (in == NULL) return IFD_ENOMEM;
+  if (b->corrid_dtype == IFD_TYPE_BYTES) {
+    const char *s = q != NULL && q->sid != NULL ? q->sid : "";
+    uint32_t len = (uint32_t)strlen(s);
+    n = 4 + len;
+    p = ifd_pool_alloc(&r->pool, n);
+    if (p == NULL) return IFD_ENOMEM;
+    memcpy(p, &len, 4);
+    memcpy(p + 4, s, len);
+  } else {
+    uint64_t v = q != NULL ? q->id : 0;
+    n = ifd_dtype_size(b->corrid_dtype);
+    p = ifd_pool_alloc(&r->pool, 8);
+    if (p == NULL) return IFD_ENOMEM;
+    if (n == 4) {
+      uint32_t v32 = (uint32_t)v;
+      memcpy(p, &v32, 4);
+    } else {
+      memcpy(p, &v, 8);
+    }
+  }
+  in->data = p;
+  in->byte_size = n;
+  return 0;
+}
+
+/* The state inputs: the sequence's current values (the initial ones after
+ * START, and for a null request). The request holds a reference on each. */
+static int add_states(sb_t *b, ifd_request_t *r, seq_t *q) {
+  uint32_t i;
+  if (b->n_state == 0) return 0;
+  r->blobs = ifd_pool_alloc(&r->pool, b->n_state * sizeof(*r->blobs));
+  if (r->blobs == NULL) return IFD_ENOMEM;
+  for (i = 0; i < b->n_state; i++) {
+    ifd_blob_t *v;
+    ifd_input_t *in;
+    if (q != NULL) {
+      if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START)
+        ifd_seq_state_reset(q->state, i, b->init[i]);
+      v = ifd_seq_state_take(q->state, i);
+      if (v == NULL) {
+        ifd_seq_state_reset(q->state, i, b->init[i]);
+        v = b->init[i];
+      }
+    } else {
+      v = b->init[i];
+    }
+    r->blobs[r->n_blobs++] = ifd_blob_ref(v);
+    in = ifd_request_add_input_borrowed(r, b->state_in[i], v->dtype, v->shape,
+                                        v->ndims);
+    if (in == NULL) return IFD_ENOMEM;
+    in->data = v->data;
+    in->byte_size = v->size;
+  }
+  if (q != NULL) r->seq_state = ifd_seq_state_ref(q->state);
+  return 0;
+}
+
+/* Adds a real request's controls and states. */
+static int prepare(sb_t *b, ifd_request_t *r, seq_t *q) {
+  int rc;
+  if ((rc = ifd_request_reserve_inputs(r, b->n_added)) < 0 ||
+      (rc = add_ctl(b, r, &b->start,
+                    (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)) < 0 ||
+      (rc = add_ctl(b, r, &b->end,
+                    (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0)) < 0 ||
+      (rc = add_ctl(b, r, &b->ready, 1)) < 0 ||
+      (rc = add_corrid(b, r, q)) < 0 || (rc = add_states(b, r, q)) < 0)
+    return rc;
+  return 0;
+}
+
+/* A null request shaped like `like` (a real request of the batch): its
+ * inputs are copies of like's with zero data, READY is false, and its
+ * responses are dropped. NULL on ENOMEM. */
+static ifd_request_t *null_request(sb_t *b, const ifd_request_t *like) {
+  ifd_request_t *r = ifd_request_new(b->s->model->server);
+  uint32_t i;
+  if (r == NULL) return NULL;
+  r->null_req = 1;
+  r->model_name = b->s->model->name;
+  r->batch_size = like->batch_size;
+  for (i = 0; i < like->n_inputs; i++) {
+    const ifd_input_t *src = &like->inputs[i];
+    ifd_input_t *in;
+    void *zero;
+    /* Controls and states of `like` were added after its own inputs:
+     * copy only the client's. */
+    if (i >= like->n_inputs - sr((ifd_request_t *)like)->added) break;
+    in = ifd_request_add_input(r, src->name, strlen(src->name), src->dtype,
+                               src->shape, src->ndims);
+    zero = ifd_pool_calloc(&r->pool, src->byte_size ? src->byte_size : 1, 1);
+    if (in == NULL || zero == NULL) goto out_free;
+    in->data = zero;
+    in->byte_size = src->byte_size;
+  }
+  if (add_ctl(b, r, &b->start, 0) < 0 || add_ctl(b, r, &b->end, 0) < 0 ||
+      add_ctl(b, r, &b->ready, 0) < 0 || add_corrid(b, r, NULL) < 0 ||
+      add_states(b, r, NULL) < 0)
+    goto out_free;
+  ifd_model_ref(b->s->model);
+  r->model = b->s->model;
+  r->refs++; /* the backend's */
+  ifd_request_set_state(r, IFD_REQ_QUEUED);
+  return r;
+
+out_free:
+  ifd_request_unref(r);
+  return NULL;
+}
+
+/* ---- forming batches -------------------------------------------------------
+ */
+
+static ifd_request_t *seq_pop(sb_t *b, seq_t *q) {
+  ifd_request_t *r = q->head;
+  q->head = sr(r)->next;
+  if (q->head == NULL) q->tail = NULL;
+  sr(r)->next = NULL;
+  q->n_queued--;
+  b->s->queued--;
+  return r;
+}
+
+/* Answers a request that cannot be prepared (out of memory). */
+static void refuse(sb_t *b, ifd_request_t *r, const char *why) {
+  (void)b;
+  ifd_request_abort(r, IFD_ENOMEM, why);
+}
+
+/* Takes the head request of `q` into the batch: controls, states, and the
+ * sequence's END. Returns it, or NULL when it had to be refused. */
+static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
+  ifd_request_t *r = seq_pop(b, q);
+  uint32_t before = r->n_inputs;
+  if (prepare(b, r, q) < 0) {
+    refuse(b, r, "out of memory adding the sequence batcher's inputs");
+    if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
+      q->done = 1;
+      seq_release(b, q);
+    }
+    return NULL;
+  }
+  /* How many inputs the batcher added (null_request copies the rest). */
+  sr(r)->added = r->n_inputs - before;
+  q->running = 1;
+  in->running[in->n_running++] = q;
+  if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
+    q->done = 1;
+    seq_release(b, q);
+  }
+  return r;
+}
+
+/* Direct: one request per busy slot, at its slot's position. */
+static void form_direct(sb_t *b, uint32_t k) {
+  inst_t *in = &b->inst[k];
+  uint32_t i, ready = 0, top = 0, n;
+  uint64_t oldest = UINT64_MAX;
+  ifd_request_t *like = NULL;
+
+  for (i = 0; i < b->nslots; i++) {
+    seq_t *q = in->slots[i];
+    if (q == NULL || q->head == NULL) continue;
+    ready++;
+    top = i + 1;
+    if (sr(q->head)->arrival < oldest) oldest = sr(q->head)->arrival;
+  }
+  if (ready == 0) return;
+  if (b->delay_ns > 0 && ready < b->target && now_ns() - oldest < b->delay_ns) {
+    in->wait_until = oldest + b->delay_ns;
+    timers_init(b);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
+    return;
+  }
+  in->wait_until = 0;
+  for (i = 0; i < top; i++) {
+    seq_t *q = in->slots[i];
+    b->batch[i] = NULL;
+    if (q != NULL && q->head != NULL) {
+      b->batch[i] = take(b, in, q);
+      if (like == NULL) like = b->batch[i];
+    }
+  }
+  for (i = 0, n = 0; i < top; i++) {
+    if (b->batch[i] == NULL) {
+      if (like == NULL) break; /* every real one was refused */
+      b->batch[i] = null_request(b, like);
+      if (b->batch[i] == NULL) {
+        /* Without a null request the later slots would shift: fail the
+         * whole batch rather than run rows in the wrong slots. */
+        uint32_t j;
+        for (j = 0; j < top; j++)
+          if (b->batch[j] != NULL) {
+            if (b->batch[j]->null_req)
+              ifd_request_unref(b->batch[j]);
+            else
+              refuse(b, b->batch[j], "out of memory forming a batch");
+          }
+        in->n_running = 0;
+        return;
+      }
+    }
+    n++;
+  }
+  if (n == 0) {
+    in->n_running = 0;
+    return;
+  }
+  ifd__sched_dispatch_to(b->s, k, b->batch, n);
+  /* The null requests' protocol references: nobody waits for them. */
+  for (i = 0; i < n; i++)
+    if (b->batch[i]->null_req) ifd_request_unref(b->batch[i]);
+}
+
+static int by_arrival(const void *x, const void *y) {
+  const seq_t *a = *(seq_t *const *)x, *c = *(seq_t *const *)y;
+  uint64_t ta = sr(a->head)->arrival, tc = sr(c->head)->arrival;
+  return ta < tc ? -1 : ta > tc;
+}
+
+/* Oldest: the oldest ready requests, one per sequence. */
+static void form_oldest(sb_t *b, uint32_t k) {
+  inst_t *in = &b->inst[k];
+  uint32_t i, nc = 0, n = 0, want;
+
+  for (i = 0; i < b->nslots; i++)
+    if (in->slots[i] != NULL && in->slots[i]->head != NULL)
+      b->cand[nc++] = in->slots[i];
+  if (nc == 0) return;
+  qsort(b->cand, nc, sizeof(*b->cand), by_arrival);
+  want = nc < b->max_batch ? nc : b->max_batch;
+  if (b->delay_ns > 0 && want < b->target &&
+      now_ns() - sr(b->cand[0]->head)->arrival < b->delay_ns) {
+    in->wait_until = sr(b->cand[0]->head)->arrival + b->delay_ns;
+    timers_init(b);
+    arm(&b->wait_timer, on_wait_timer, in->wait_until);
+    return;
+  }
+  in->wait_until = 0;
+  for (i = 0; i < want; i++) {
+    ifd_request_t *r = take(b, in, b->cand[i]);
+    if (r != NULL) b->batch[n++] = r;
+  }
+  if (n == 0) {
+    in->n_running = 0;
+    return;
+  }
+  ifd__sched_dispatch_to(b->s, k, b->batch, n);
+}
+
+/* Forms instance k's next batch if it has none out. */
+static void try_dispatch(sb_t *b, uint32_t k) {
+  inst_t *in = &b->inst[k];
+  in->dirty = 0;
+  if (b->stopped || b->s->inst_jobs[k] > 0 || in->n_running > 0) return;
+  if (b->oldest)
+    form_oldest(b, k);
+  else
+    form_direct(b, k);
+}
+
+static void dispatch_dirty(sb_t *b) {
+  uint32_t k;
+  for (k = 0; k < b->s->n_instances; k++)
+    if (b->inst[k].dirty) try_dispatch(b, k);
+}
+
+static void on_kick(ifd_event_t *ev) {
+  sb_t *b = ifd_container_of(ev, sb_t, kick_ev);
+  b->kick_pending = 0;
+  dispatch_dirty(b);
+}
+
+static void kick(sb_t *b, uint32_t k) {
+  b->inst[k].dirty = 1;
+  if (b->kick_pending) return;
+  b->kick_pending = 1;
+  b->kick_ev.fn = on_kick;
+  ifd_server_at_iteration_end(b->s->model->server, &b->kick_ev);
+}
+
+static void on_wait_timer(uv_timer_t *t) {
+  sb_t *b = ifd_container_of(t, sb_t, wait_timer);
+  uint64_t now = now_ns(), next = 0;
+  uint32_t k;
+  for (k = 0; k < b->s->n_instances; k++) {
+    inst_t *in = &b->inst[k];
+    if (in->wait_until == 0) continue;
+    if (in->wait_until <= now) {
+      /* Due: the batch goes now (or waits again if it grew meanwhile). */
+      in->wait_until = 0;
+      try_dispatch(b, k);
+      if (in->wait_until != 0 && (next == 0 || in->wait_until < next))
+        next = in->wait_until;
+    } else if (next == 0 || in->wait_until < next) {
+      next = in->wait_until;
+    }
+  }
+  if (next != 0) arm(t, on_wait_timer, next);
+}
+
+/* ---- idle sequences --------------------------------------------------------
+ */
+
+static void on_idle_timer(uv_timer_t *t) {
+  sb_t *b = ifd_container_of(t, sb_t, idle_timer);
+  uint64_t now = now_ns();
+  while (b->heap_n > 0 && b->heap[0]->deadline <= now + 500000) {
+    seq_t *q = b->heap[0];
+    char name[32];
+    /* Not idle (work queued or running), or used since it was pushed: its
+     * deadline moves on. */
+    if (q->head != NULL || q->running) {
+      q->deadline = now + b->idle_ns;
+      heap_down(b, 0);
+      continue;
+    }
+    if (q->last_ns + b->idle_ns > now + 500000) {
+      q->deadline = q->last_ns + b->idle_ns;
+      heap_down(b, 0);
+      continue;
+    }
+    IFD_VERBOSE("sequence batcher of '%s': sequence %s idle for %" PRIu64
+                " us, released",
+                b->s->model->name, seq_name(q, name, sizeof(name)),
+                b->idle_ns / 1000);
+    q->expired = 1;
+    seq_release(b, q);
+  }
+  arm_idle(b);
+  dispatch_dirty(b);
+}
+
+/* ---- the scheduler kind ----------------------------------------------------
+ */
+
+static int check_id(sb_t *b, const ifd_request_t *req, ifd_errmsg_t *err) {
+  const char *m = b->s->model->name;
+  int str = req->correlation_id_str != NULL;
+  if (str ? req->correlation_id_str[0] == '\0' : req->correlation_id == 0)
+    return ifd_errf(err, IFD_EINVAL,
+                    "inference request to model '%s' must specify a "
+                    "non-zero or non-empty correlation ID",
+                    m);
+  if (b->corrid_name != NULL && str != (b->corrid_dtype == IFD_TYPE_BYTES))
+    return ifd_errf(err, IFD_EINVAL,
+                    "inference request to model '%s' must specify %s "
+                    "correlation ID: its CORRID control is %s",
+                    m, str ? "an unsigned integer" : "a string",
+                    ifd_dtype_config_name(b->corrid_dtype));
+  if (req->batch_size > 1)
+    return ifd_errf(err, IFD_EINVAL,
+                    "inference request to model '%s' must specify batch-size "
+                    "1 due to requirements of sequence batcher",
+                    m);
+  return 0;
 }
 
 static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
-  (void)s;
-  (void)req;
-  return ifd_errf(err, IFD_EUNSUPPORTED, "sequence batching");
+  sb_t *b = s->impl;
+  const char *sid = req->correlation_id_str;
+  uint64_t hash;
+  int start = (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0;
+  int rc;
+  seq_t *q;
+
+  rc = check_id(b, req, err);
+  if (rc < 0) return rc;
+  hash = hash_id(req->correlation_id, sid);
+  q = table_find(b, req->correlation_id, sid, hash);
+  if (q == NULL) {
+    if (!start) {
+      if (sid != NULL)
+        return ifd_errf(err, IFD_EINVAL,
+                        "inference request for sequence %s to model '%s' "
+                        "must specify the START flag on the first request of "
+                        "the sequence",
+                        sid, s->model->name);
+      return ifd_errf(err, IFD_EINVAL,
+                      "inference request for sequence %" PRIu64
+                      " to model '%s' must specify the START flag on the "
+                      "first request of the sequence",
+                      req->correlation_id, s->model->name);
+    }
+    if (b->stopped)
+      return ifd_errf(err, IFD_EUNAVAIL,
+                      "Server is stopping, scheduler for model has stopped "
+                      "accepting new inference requests");
+    rc = seq_new(b, req, hash, &q, err);
+    if (rc < 0) return rc;
+    table_add(b, q);
+  } else if (start) {
+    char name[32];
+    IFD_WARN(
+        "sequence %s for model '%s' has a conflict. The previous "
+        "sequence did not end before this sequence start. Previous "
+        "sequence will be terminated early.",
+        seq_name(q, name, sizeof(name)), s->model->name);
+  }
+  sr(req)->next = NULL;
+  sr(req)->seq = q;
+  sr(req)->arrival = now_ns();
+  if (q->tail != NULL)
+    sr(q->tail)->next = req;
+  else
+    q->head = req;
+  q->tail = req;
+  q->n_queued++;
+  q->last_ns = sr(req)->arrival;
+  s->queued++;
+  /* After END, the ID is free for a new sequence. */
+  if (req->flags & IFD_REQUEST_FLAG_SEQUENCE_END) table_del(b, q);
+  if (q->inst >= 0) kick(b, (uint32_t)q->inst);
+  return 0;
 }
-static void seq_idle(ifd__sched_t *s, uint32_t instance) {
-  (void)s;
-  (void)instance;
+
+static void seq_idle(ifd__sched_t *s, uint32_t k) {
+  sb_t *b = s->impl;
+  inst_t *in;
+  uint64_t now = now_ns();
+  uint32_t i;
+  if (k >= s->n_instances || s->inst_jobs[k] > 0) return;
+  in = &b->inst[k];
+  for (i = 0; i < in->n_running; i++) {
+    seq_t *q = in->running[i];
+    q->running = 0;
+    q->last_ns = now;
+    /* Released while its last request ran (END, idle, stop). */
+    if (q->inst < 0 && q->heap_ix == 0 && !q->in_table && q->head == NULL &&
+        (q->done || q->expired || b->stopped))
+      seq_free(q);
+  }
+  in->n_running = 0;
+  try_dispatch(b, k);
 }
+
 static void seq_stop(ifd__sched_t *s) {
+  sb_t *b = s->impl;
+  uint32_t k, i;
+  b->stopped = 1;
+  if (b->timers_init) {
+    uv_timer_stop(&b->idle_timer);
+    uv_timer_stop(&b->wait_timer);
+  }
   ifd__sched_refuse_queued(s);
+  /* Every queued request is refused; the sequences go. */
+  while (b->bl_head != NULL) {
+    seq_t *q = b->bl_head;
+    b->bl_head = q->bl_next;
+    q->bl_next = NULL;
+    b->n_backlog--;
+    while (q->head != NULL)
+      ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
+                        "the model is being unloaded");
+    table_del(b, q);
+    heap_remove(b, q);
+    seq_free(q);
+  }
+  b->bl_tail = NULL;
+  for (k = 0; k < s->n_instances; k++)
+    for (i = 0; i < b->nslots; i++) {
+      seq_t *q = b->inst[k].slots[i];
+      if (q == NULL) continue;
+      while (q->head != NULL)
+        ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
+                          "the model is being unloaded");
+      seq_release(b, q);
+    }
 }
-static void seq_destroy(ifd__sched_t *s) {
+
+/* Frees what is left (the model is gone or going: nothing runs). */
+static void free_sb(sb_t *b) {
+  ifd__sched_t *s = b->s;
+  uint32_t i, k;
+  for (k = 0; b->inst != NULL && k < s->n_instances; k++) {
+    inst_t *in = &b->inst[k];
+    /* Sequences whose last request still ran at stop. */
+    for (i = 0; i < in->n_running; i++)
+      if (in->running[i]->inst < 0 && !in->running[i]->in_table &&
+          in->running[i]->heap_ix == 0)
+        seq_free(in->running[i]);
+    for (i = 0; in->slots != NULL && i < b->nslots; i++)
+      if (in->slots[i] != NULL) seq_free(in->slots[i]);
+    free(in->slots);
+    free(in->running);
+  }
+  for (i = 0; i < b->n_state; i++) ifd_blob_unref(b->init[i]);
+  free(b->init);
+  free(b->state_in);
+  free(b->inst);
+  free(b->table);
+  free(b->heap);
+  free(b->batch);
+  free(b->cand);
+  free(b);
   ifd__sched_free_base(s);
 }
+
+static void on_timer_closed(uv_handle_t *h) {
+  sb_t *b = h->data;
+  if (--b->closing == 0) free_sb(b);
+}
+
+static void seq_destroy(ifd__sched_t *s) {
+  sb_t *b = s->impl;
+  if (!b->stopped) seq_stop(s);
+  /* At once: the model may be freed before the timers' close callbacks. */
+  ifd__sched_detach(s);
+  if (!b->timers_init) {
+    free_sb(b);
+    return;
+  }
+  b->closing = 2;
+  b->idle_timer.data = b;
+  b->wait_timer.data = b;
+  uv_close((uv_handle_t *)&b->idle_timer, on_timer_closed);
+  uv_close((uv_handle_t *)&b->wait_timer, on_timer_closed);
+}
+
 const ifd__sched_kind_t ifd__sequence_kind = {seq_submit, seq_idle, seq_stop,
                                               seq_destroy};
+
+int ifd__sequence_counts(const ifd__sched_t *s, uint64_t *active,
+                         uint64_t *backlog) {
+  const sb_t *b = s->impl;
+  *active = b->n_active;
+  *backlog = b->n_backlog;
+  return 0;
+}
+
+/* ---- creation ---------------------------------------------------------------
+ */
+
+static int read_controls(sb_t *b, ifd_errmsg_t *err) {
+  size_t i, j;
+  for (i = 0; i < b->cfg->n_control_input; i++) {
+    const Inference__ModelSequenceBatching__ControlInput *ci =
+        b->cfg->control_input[i];
+    for (j = 0; j < ci->n_control; j++) {
+      const Inference__ModelSequenceBatching__Control *c = ci->control[j];
+      ctl_t *t = NULL;
+      switch (c->kind) {
+        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_START:
+          t = &b->start;
+          break;
+        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_END:
+          t = &b->end;
+          break;
+        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_READY:
+          t = &b->ready;
+          break;
+        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_CORRID:
+          b->corrid_name = ci->name;
+          b->corrid_dtype = (ifd_dtype_t)c->data_type;
+          continue;
+        default:
+          continue;
+      }
+      if (ctl_from_config(t, ci->name, c) < 0)
+        return ifd_errf(err, IFD_EINVAL,
+                        "sequence batching control '%s' of model '%s' has no "
+                        "false/true values",
+                        ci->name, b->s->model->name);
+    }
+  }
+  return 0;
+}
+
+int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
+  const ifd_model_config_t *c = s->model->config;
+  sb_t *b = calloc(1, sizeof(*b));
+  uint32_t k;
+  size_t i;
+  int rc;
+
+  if (b == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  b->s = s;
+  s->impl = b;
+  b->cfg = ifd_config_sequence(c);
+  b->batching = c->max_batch_size > 0;
+  b->ctl_shape[0] = 1;
+  b->ctl_shape[1] = 1;
+  /* Normalized to 1 s when 0; a century at most, so deadlines never wrap. */
+  b->idle_ns = b->cfg->max_sequence_idle_microseconds < 3153600000000000ull
+                   ? b->cfg->max_sequence_idle_microseconds * 1000
+                   : 3153600000000000000ull;
+  if (b->idle_ns == 0) b->idle_ns = 1000000000ull;
+  b->max_batch = c->max_batch_size > 0 ? (uint32_t)c->max_batch_size : 1;
+  if (b->cfg->strategy_choice_case ==
+      INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_OLDEST) {
+    const Inference__ModelSequenceBatching__StrategyOldest *o = b->cfg->oldest;
+    b->oldest = 1;
+    b->nslots = o->max_candidate_sequences > 0
+                    ? (uint32_t)o->max_candidate_sequences
+                    : 1;
+    b->delay_ns = o->max_queue_delay_microseconds * 1000;
+    /* A batch of the largest preferred size (else a full one) need not
+     * wait. */
+    b->target = o->n_preferred_batch_size > 0 ? 0 : b->max_batch;
+    for (i = 0; i < o->n_preferred_batch_size; i++)
+      if ((uint32_t)o->preferred_batch_size[i] > b->target)
+        b->target = (uint32_t)o->preferred_batch_size[i];
+  } else {
+    const Inference__ModelSequenceBatching__StrategyDirect *d =
+        b->cfg->strategy_choice_case ==
+                INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_DIRECT
+            ? b->cfg->direct
+            : NULL;
+    b->nslots = b->max_batch;
+    if (d != NULL && d->minimum_slot_utilization > 0) {
+      float need = d->minimum_slot_utilization * (float)b->nslots;
+      b->delay_ns = d->max_queue_delay_microseconds * 1000;
+      b->target = (uint32_t)need;
+      if ((float)b->target < need) b->target++;
+    }
+  }
+  rc = read_controls(b, err);
+  if (rc < 0) goto out_free;
+  b->n_state = (uint32_t)b->cfg->n_state;
+  b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
+               (b->ready.name != NULL) + (b->corrid_name != NULL) + b->n_state;
+  if (b->n_state > 0) {
+    b->state_in = calloc(b->n_state, sizeof(*b->state_in));
+    if (b->state_in == NULL) goto out_nomem;
+    for (k = 0; k < b->n_state; k++)
+      b->state_in[k] = b->cfg->state[k]->input_name;
+    rc = ifd__seq_initial_states(s->model, &b->init, err);
+    if (rc < 0) {
+      b->n_state = 0;
+      goto out_free;
+    }
+  }
+  s->inst_jobs =
+      calloc(s->n_instances ? s->n_instances : 1, sizeof(*s->inst_jobs));
+  b->inst = calloc(s->n_instances ? s->n_instances : 1, sizeof(*b->inst));
+  b->table = calloc(64, sizeof(*b->table));
+  b->batch = calloc(b->nslots, sizeof(*b->batch));
+  b->cand = calloc(b->nslots, sizeof(*b->cand));
+  if (s->inst_jobs == NULL || b->inst == NULL || b->table == NULL ||
+      b->batch == NULL || b->cand == NULL)
+    goto out_nomem;
+  b->table_mask = 63;
+  for (k = 0; k < s->n_instances; k++) {
+    b->inst[k].slots = calloc(b->nslots, sizeof(seq_t *));
+    b->inst[k].running = calloc(b->nslots, sizeof(seq_t *));
+    if (b->inst[k].slots == NULL || b->inst[k].running == NULL) goto out_nomem;
+  }
+  return 0;
+
+out_nomem:
+  rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+out_free:
+  s->impl = NULL;
+  /* free_sb frees the base too: keep it for the caller. */
+  {
+    uint32_t j;
+    for (k = 0; b->inst != NULL && k < s->n_instances; k++) {
+      free(b->inst[k].slots);
+      free(b->inst[k].running);
+    }
+    for (j = 0; b->init != NULL && j < b->n_state; j++)
+      ifd_blob_unref(b->init[j]);
+    free(b->init);
+    free(b->state_in);
+    free(b->inst);
+    free(b->table);
+    free(b->batch);
+    free(b->cand);
+    free(b);
+  }
+  return rc;
+}

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/event.h"
+#include "core/infer.h"
 #include "core/pool.h"
 #include "core/strmap.h"
 #include "core/util.h"
@@ -225,6 +226,35 @@ static void test_evq_drain_inline(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The protocols size a request's inputs array exactly; inputs added after
+ * that (the sequence batcher's controls) must move it, not write past it
+ * (they did: ASan saw the overrun, and backends read garbage shapes). */
+static void test_inputs_after_exact_array(void **state) {
+  static const int64_t one[2] = {1, 1};
+  ifd_request_t *req = ifd_request_new(NULL);
+  uint32_t i;
+  (void)state;
+  assert_non_null(req);
+  req->inputs = ifd_pool_calloc(&req->pool, 1, sizeof(ifd_input_t));
+  assert_non_null(req->inputs);
+  req->inputs[0].name = "IN";
+  req->inputs[0].shape = (int64_t *)one;
+  req->inputs[0].ndims = 2;
+  req->n_inputs = 1;
+  for (i = 0; i < 20; i++) {
+    ifd_input_t *in =
+        ifd_request_add_input_borrowed(req, "CTL", IFD_TYPE_INT32, one, 2);
+    assert_non_null(in);
+    if (i == 0) assert_int_equal(ifd_request_reserve_inputs(req, 5), 0);
+  }
+  assert_int_equal(req->n_inputs, 21);
+  assert_true(req->cap_inputs >= 21);
+  assert_string_equal(req->inputs[0].name, "IN");
+  assert_int_equal(req->inputs[0].ndims, 2);
+  assert_string_equal(req->inputs[20].name, "CTL");
+  ifd_request_unref(req);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_errors),
@@ -233,6 +263,7 @@ int main(void) {
       cmocka_unit_test(test_strmap_del),
       cmocka_unit_test(test_evq_threads),
       cmocka_unit_test(test_evq_drain_inline),
+      cmocka_unit_test(test_inputs_after_exact_array),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -451,7 +451,21 @@ static void test_parameters_and_outputs(void **state) {
   m.parameters = &pe[1];
   buf = pack(&m.base, &len);
   assert_int_equal(decode(buf, len, &req, &err), IFD_EINVAL);
-  assert_non_null(strstr(err.text, "sequence_start"));
+  assert_string_equal(err.text,
+                      "invalid value type for 'sequence_start' parameter, "
+                      "expected bool_param.");
+  ifd_request_unref(req);
+  /* Triton takes sequence_id as int64_param or string_param, never as
+   * uint64_param. */
+  v[0].parameter_choice_case =
+      INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM;
+  v[0].uint64_param = 7;
+  m.parameters = &pe[0];
+  buf = pack(&m.base, &len);
+  assert_int_equal(decode(buf, len, &req, &err), IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "invalid value type for 'sequence_id' parameter, "
+                      "expected int64_param or string_param.");
   ifd_request_unref(req);
 }
 

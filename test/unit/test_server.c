@@ -105,7 +105,8 @@ static uint64_t fake_pending(const ifd_model_t *m) {
 }
 
 static const ifd_model_ops_t fake_ops = {fake_load, fake_unload,  fake_submit,
-                                         fake_stop, fake_pending, fake_pending};
+                                         fake_stop, fake_pending, fake_pending,
+                                         NULL};
 
 #define ID_CONFIG(name, mbs)                                        \
   "name: \"" name "\" backend: \"identity\" max_batch_size: " #mbs  \
@@ -569,12 +570,53 @@ static void test_remove_model(void **state) {
   nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* An event scheduled for the end of the iteration by another such event
+ * runs in the same pass, before the loop blocks (the sequence batcher
+ * forms a batch there, and the batch's wake-up of an instance is one of
+ * these: run a pass later, it waited for the next unrelated wake-up of the
+ * loop, up to a second). */
+static ifd_server_t *iter_server;
+static int iter_first, iter_second;
+static ifd_event_t iter_ev1, iter_ev2;
+
+static void iter_second_fn(ifd_event_t *ev) {
+  (void)ev;
+  iter_second++;
+}
+
+static void iter_first_fn(ifd_event_t *ev) {
+  (void)ev;
+  iter_first++;
+  iter_ev2.fn = iter_second_fn;
+  ifd_server_at_iteration_end(iter_server, &iter_ev2);
+}
+
+static void test_iteration_end_chain(void **state) {
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+  uv_loop_t loop;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.ops = &fake_ops;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_server_new(&loop, &o, &iter_server, &err), 0);
+  iter_ev1.fn = iter_first_fn;
+  ifd_server_at_iteration_end(iter_server, &iter_ev1);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(iter_first, 1);
+  assert_int_equal(iter_second, 1);
+  ifd_server_free(iter_server);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lifecycle),
       cmocka_unit_test(test_free_runs_queued_events),
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_remove_model),
+      cmocka_unit_test(test_iteration_end_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,281 @@
+/*
+ * test/unit/test_sequence.c - the sequence batcher (sched/sequence.c),
+ * driven through the server on a real loop with the fake backend of
+ * sched_fixture.h: which request goes to which instance and batch
+ * position, the control inputs it carries, the backlog, the refusals, idle
+ * release and unload. Time-based cases assert only lower bounds.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "sched_fixture.h"
+
+#define CTL(name, kind)                         \
+  "{ name: \"" name "\" control [{ kind: " kind \
+  " int32_false_true: [0, 1] "                  \
+  "}] }"
+
+static void write_models(void) {
+  /* Direct: 2 instances x 2 slots. */
+  write_model("seqd",
+              "max_batch_size: 2 instance_group [{ count: 2 }] "
+              "sequence_batching { direct { } control_input [ " CTL(
+                  "START", "CONTROL_SEQUENCE_START") ", " CTL("END",
+                                                              "CONTROL_SEQUENCE_"
+                                                              "END") ", " CTL("READY",
+                                                                              "CONTROL_SEQUENCE_READY") ", "
+                                                                                                        "{ name: \"CORRID\" control [{ kind: CONTROL_SEQUENCE_CORRID "
+                                                                                                        "data_type: TYPE_UINT64 }] } ] }");
+  /* Oldest: 1 instance, 3 candidates, batches of up to 2. */
+  write_model("seqo",
+              "max_batch_size: 2 instance_group [{ count: 1 }] "
+              "sequence_batching { oldest { max_candidate_sequences: 3 } "
+              "control_input [ " CTL("START", "CONTROL_SEQUENCE_START") " , "
+              "{ name: \"CORRID\" control [{ kind: CONTROL_SEQUENCE_CORRID "
+              "data_type: TYPE_STRING }] } ] }");
+  /* Short idle limit, one slot. */
+  write_model("seqi",
+              "max_batch_size: 0 instance_group [{ count: 1 }] "
+              "sequence_batching { max_sequence_idle_microseconds: 50000 "
+              "control_input [ " CTL("READY", "CONTROL_SEQUENCE_READY") " ] }");
+}
+
+/* Submits one row for sequence `corr` (or string `scorr`) with `flags`.
+ * Returns the request, or NULL with the refusal's message in msg. */
+static ifd_request_t *seq_submit(const char *model, const char *id,
+                                 uint64_t corr, const char *scorr,
+                                 uint32_t flags, char *msg, size_t n) {
+  ifd_request_t *req = ifd_request_new(server);
+  int64_t shape[2] = {1, 4};
+  ifd_input_t *in;
+  ifd_errmsg_t err;
+  int64_t *sh = shape;
+  uint32_t nd = 2;
+
+  assert_non_null(req);
+  if (strcmp(model, "seqi") == 0) {
+    sh = shape + 1; /* not batching: [4] */
+    nd = 1;
+  }
+  req->model_name = model;
+  req->id = ifd_pool_strndup(&req->pool, id, strlen(id));
+  req->correlation_id = corr;
+  if (scorr != NULL)
+    req->correlation_id_str =
+        ifd_pool_strndup(&req->pool, scorr, strlen(scorr));
+  req->flags = flags;
+  req->on_response = on_response;
+  in = ifd_request_add_input(req, "IN", 2, IFD_TYPE_FP32, sh, nd);
+  assert_non_null(in);
+  in->data = zeros;
+  in->byte_size = 4 * sizeof(float);
+  if (ifd_request_submit(req, &err) < 0) {
+    if (msg != NULL) snprintf(msg, n, "%s", err.text);
+    ifd_request_unref(req);
+    return NULL;
+  }
+  return req;
+}
+
+#define S IFD_REQUEST_FLAG_SEQUENCE_START
+#define E IFD_REQUEST_FLAG_SEQUENCE_END
+
+static const ifd_input_t *input(const ifd_request_t *r, const char *name) {
+  uint32_t i;
+  for (i = 0; i < r->n_inputs; i++)
+    if (strcmp(r->inputs[i].name, name) == 0) return &r->inputs[i];
+  return NULL;
+}
+
+static int32_t ctl(const ifd_request_t *r, const char *name) {
+  const ifd_input_t *in = input(r, name);
+  int32_t v;
+  assert_non_null(in);
+  assert_int_equal(in->dtype, IFD_TYPE_INT32);
+  assert_int_equal(in->byte_size, 4);
+  memcpy(&v, in->data, 4);
+  return v;
+}
+
+static uint64_t corrid(const ifd_request_t *r) {
+  const ifd_input_t *in = input(r, "CORRID");
+  uint64_t v;
+  assert_non_null(in);
+  assert_int_equal(in->byte_size, 8);
+  memcpy(&v, in->data, 8);
+  return v;
+}
+
+/* Direct: sequences spread over the instances' slots, each batch holds a
+ * request per busy slot at the slot's position, controls as Triton sets
+ * them, and a fifth sequence waits for the first slot that frees. */
+static void test_direct_slots(void **state) {
+  char msg[1100];
+  (void)state;
+  assert_non_null(seq_submit("seqd", "a0", 11, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "b0", 12, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "c0", 13, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "d0", 14, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "e0", 15, NULL, S, msg, sizeof(msg)));
+  assert_int_equal(n_batches, 0); /* formed at the iteration's end */
+  pump();
+  assert_int_equal(n_batches, 2);
+  /* Slot 0 of each instance first, then slot 1. */
+  assert_int_equal(batches[0].instance, 0);
+  BATCH(0, "a0", "c0");
+  assert_int_equal(batches[1].instance, 1);
+  BATCH(1, "b0", "d0");
+  assert_int_equal(ctl(batches[0].reqs[0], "START"), 1);
+  assert_int_equal(ctl(batches[0].reqs[0], "END"), 0);
+  assert_int_equal(ctl(batches[0].reqs[0], "READY"), 1);
+  assert_int_equal(corrid(batches[0].reqs[1]), 13);
+  /* The inputs have the request's shape [1, 1]. */
+  assert_int_equal(input(batches[0].reqs[0], "START")->ndims, 2);
+
+  /* Sequence 13 (slot 1 of instance 0) goes on; 11 has nothing: a null
+   * request keeps 13 at position 1. */
+  assert_non_null(seq_submit("seqd", "c1", 13, NULL, E, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 2); /* instance 0 is busy */
+  complete(0);
+  assert_int_equal(n_batches, 3);
+  assert_int_equal(batches[2].instance, 0);
+  assert_int_equal(batches[2].n, 2);
+  assert_true(batches[2].reqs[0]->null_req);
+  assert_int_equal(ctl(batches[2].reqs[0], "READY"), 0);
+  assert_int_equal(corrid(batches[2].reqs[0]), 0);
+  assert_string_equal(batches[2].reqs[1]->id, "c1");
+  assert_int_equal(ctl(batches[2].reqs[1], "END"), 1);
+  assert_int_equal(ctl(batches[2].reqs[1], "START"), 0);
+  /* END gave slot 1 of instance 0 to the backlogged sequence 15: its
+   * START runs there once the instance is free. */
+  complete(2);
+  assert_int_equal(n_batches, 4);
+  assert_int_equal(batches[3].instance, 0);
+  assert_int_equal(batches[3].n, 2);
+  assert_true(batches[3].reqs[0]->null_req);
+  assert_string_equal(batches[3].reqs[1]->id, "e0");
+  assert_int_equal(corrid(batches[3].reqs[1]), 15);
+  /* The null requests got no answer; the real ones did. */
+  assert_int_equal(n_answers, 3);
+}
+
+/* Triton's refusals, with its messages; none reaches a batch. */
+static void test_refusals(void **state) {
+  char msg[1100];
+  (void)state;
+  assert_null(seq_submit("seqd", "x", 0, NULL, S, msg, sizeof(msg)));
+  assert_string_equal(msg,
+                      "inference request to model 'seqd' must specify a "
+                      "non-zero or non-empty correlation ID");
+  assert_null(seq_submit("seqd", "x", 77, NULL, 0, msg, sizeof(msg)));
+  assert_string_equal(msg,
+                      "inference request for sequence 77 to model 'seqd' must "
+                      "specify the START flag on the first request of the "
+                      "sequence");
+  assert_null(seq_submit("seqd", "x", 77, NULL, E, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "must specify the START flag"));
+  /* A string ID for a UINT64 CORRID, an integer one for a STRING CORRID. */
+  assert_null(seq_submit("seqd", "x", 0, "abc", S, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "unsigned integer correlation ID"));
+  assert_null(seq_submit("seqo", "x", 5, NULL, S, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "a string correlation ID"));
+  assert_null(seq_submit("seqo", "x", 0, "", S, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "non-zero or non-empty"));
+  /* After END the ID is unknown again. */
+  assert_non_null(seq_submit("seqd", "y0", 78, NULL, S | E, msg, sizeof(msg)));
+  assert_null(seq_submit("seqd", "y1", 78, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "sequence 78"));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "y0");
+  assert_int_equal(ctl(batches[0].reqs[0], "START"), 1);
+  assert_int_equal(ctl(batches[0].reqs[0], "END"), 1);
+}
+
+/* Oldest: the oldest ready requests, one per sequence, up to the batch
+ * size; a sequence's next request waits for its previous one; CORRID is
+ * the string ID as one BYTES element. */
+static void test_oldest(void **state) {
+  char msg[1100];
+  const ifd_input_t *in;
+  uint32_t len;
+  (void)state;
+  assert_non_null(seq_submit("seqo", "p0", 0, "p", S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqo", "p1", 0, "p", 0, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqo", "q0", 0, "q", S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqo", "r0", 0, "r", S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqo", "s0", 0, "s", S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "p0", "q0");
+  in = input(batches[0].reqs[1], "CORRID");
+  assert_non_null(in);
+  assert_int_equal(in->dtype, IFD_TYPE_BYTES);
+  assert_int_equal(in->byte_size, 5);
+  memcpy(&len, in->data, 4);
+  assert_int_equal(len, 1);
+  assert_memory_equal((const char *)in->data + 4, "q", 1);
+  complete(0);
+  /* p's next request (older than r0) could go only after p0 finished; s
+   * has no candidate place (3 at most): it waits in the backlog. */
+  assert_int_equal(n_batches, 2);
+  BATCH(1, "p1", "r0");
+  complete(1);
+  assert_int_equal(n_batches, 2);
+  assert_int_equal(n_answers, 4);
+}
+
+/* A sequence idle past its limit is released: its ID needs START again,
+ * and the backlogged sequence behind it gets the slot. */
+static void test_idle_release(void **state) {
+  char msg[1100];
+  uint64_t t0;
+  (void)state;
+  assert_non_null(seq_submit("seqi", "i0", 5, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "j0", 6, NULL, S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "i0");
+  t0 = uv_hrtime();
+  complete(0);
+  /* j waits in the backlog (one slot) until 5 has been idle 50 ms. */
+  while (n_batches < 2) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(uv_hrtime() - t0 >= 40 * 1000000ull);
+  BATCH(1, "j0");
+  assert_int_equal(ctl(batches[1].reqs[0], "READY"), 1);
+  assert_null(seq_submit("seqi", "i1", 5, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "sequence 5 to model 'seqi'"));
+}
+
+/* Unload with sequences live and requests queued: the queued ones are
+ * answered with an error, nothing waits. */
+static void test_unload_in_flight(void **state) {
+  char msg[1100];
+  (void)state;
+  assert_non_null(seq_submit("seqi", "u0", 5, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "u1", 5, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "v0", 6, NULL, S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  shutdown_all(); /* completes batch 0 first, then unloads */
+  assert_int_equal(n_answers, 3);
+  assert_answer(0, "u0", 0, NULL);
+  /* u1 was dispatched when u0 finished, before the unload, or refused. */
+  assert_int_equal(n_batches + (n_answers - n_batches), 3);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_direct_slots, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unload_in_flight, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
