@@ -61,6 +61,17 @@ struct TRITONSERVER_Parameter {
   } v;
 };
 
+/* ---- tb_state.c, tsrv_unsupported.c: sequence state ---------------------- */
+
+/** Bytes of the buffer StateBuffer last handed out for `state` (0: none). */
+uint64_t ifd__state_buffer_size(const TRITONBACKEND_State *state);
+
+/** The read-only buffer attributes of `state`: a view that reads through to
+ *  it (CPU memory of id 0, ifd__state_buffer_size bytes), owned by the state
+ *  and refused by TRITONSERVER_BufferAttributesDelete. */
+TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
+    const TRITONBACKEND_State *state);
+
 /* ---- backends, models, instances (loader.c, instance.c) --------------- */
 
 #include <pthread.h>

@@ -9,6 +9,7 @@
  * the loop (send, release) only push an event.
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend_api/internal.h"
@@ -47,13 +48,21 @@ TRITONSERVER_Error *TRITONBACKEND_RequestIsCancelled(
   return NULL;
 }
 
+/* Triton's errors about a request start with "[request id: <id>] ". */
+static TRITONSERVER_Error *request_error(const ifd_request_t *req,
+                                         const char *msg) {
+  char buf[512];
+  snprintf(buf, sizeof(buf), "[request id: %s] %s",
+           req->id[0] != '\0' ? req->id : "<id_unknown>", msg);
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, buf);
+}
+
 TRITONSERVER_Error *TRITONBACKEND_RequestCorrelationId(
     TRITONBACKEND_Request *request, uint64_t *id) {
   ARG_CHECK(request != NULL && id != NULL);
   if (REQ(request)->correlation_id_str != NULL)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_INVALID_ARG,
-        "correlation ID of the request is a string, not an unsigned integer");
+    return request_error(REQ(request),
+                         "correlation ID in request is not an unsigned int");
   *id = REQ(request)->correlation_id;
   return NULL;
 }
@@ -62,9 +71,8 @@ TRITONSERVER_Error *TRITONBACKEND_RequestCorrelationIdString(
     TRITONBACKEND_Request *request, const char **id) {
   ARG_CHECK(request != NULL && id != NULL);
   if (REQ(request)->correlation_id_str == NULL)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_INVALID_ARG,
-        "correlation ID of the request is an unsigned integer, not a string");
+    return request_error(REQ(request),
+                         "correlation ID in request is not a string");
   *id = REQ(request)->correlation_id_str;
   return NULL;
 }

@@ -662,17 +662,19 @@ struct TRITONSERVER_BufferAttributes {
 };
 
 /*
- * The attributes of an input's or an output's buffer must live as long as the
- * input or output, but ifd_input_t and ifd_output_t have no room for them and
- * there is nothing to free them with. Every such buffer is CPU memory of id 0
- * and only its size varies, so the attributes handed out are views instead: a
- * pointer to the ifd_input_t or ifd_output_t itself with a tag in its low bits
- * (both types are at least 4-aligned; malloc'd records never carry a tag).
- * Views read through to the live object and are read-only; deleting one is
- * refused, as Triton's contract says the input or output owns it.
+ * The attributes of an input's, an output's or a sequence state's buffer must
+ * live as long as the input, output or state, but ifd_input_t, ifd_output_t
+ * and TRITONBACKEND_State have no room for them and there is nothing to free
+ * them with. Every such buffer is CPU memory of id 0 and only its size
+ * varies, so the attributes handed out are views instead: a pointer to the
+ * object itself with a tag in its low bits (all three types are at least
+ * 4-aligned; malloc'd records never carry a tag). Views read through to the
+ * live object and are read-only; deleting one is refused, as Triton's
+ * contract says the input, output or state owns it.
  */
 #define VIEW_INPUT ((uintptr_t)1)
 #define VIEW_OUTPUT ((uintptr_t)2)
+#define VIEW_STATE ((uintptr_t)3)
 #define VIEW_MASK ((uintptr_t)3)
 
 _Static_assert(_Alignof(ifd_input_t) >= 4 && _Alignof(ifd_output_t) >= 4,
@@ -697,6 +699,10 @@ static void attrs_read(const TRITONSERVER_BufferAttributes *ba,
     case VIEW_OUTPUT:
       out->byte_size = (size_t)((const ifd_output_t *)obj)->byte_size;
       break;
+    case VIEW_STATE:
+      out->byte_size =
+          (size_t)ifd__state_buffer_size((const TRITONBACKEND_State *)obj);
+      break;
     default:
       *out = *ba;
       return;
@@ -706,12 +712,17 @@ static void attrs_read(const TRITONSERVER_BufferAttributes *ba,
   out->cuda_ipc_handle = NULL;
 }
 
-#define WRITABLE_CHECK(ba)                                                 \
-  do {                                                                     \
-    if (view_tag(ba) != 0)                                                 \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,         \
-                                   "the buffer attributes of an input or " \
-                                   "output are read-only");                \
+TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
+    const TRITONBACKEND_State *state) {
+  return view_of(state, VIEW_STATE);
+}
+
+#define WRITABLE_CHECK(ba)                                               \
+  do {                                                                   \
+    if (view_tag(ba) != 0)                                               \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,       \
+                                   "the buffer attributes of an input, " \
+                                   "output or state are read-only");     \
   } while (0)
 
 /* Defaults as Triton's: zero bytes of CPU memory 0, no IPC handle. */
@@ -732,8 +743,9 @@ TRITONSERVER_Error *TRITONSERVER_BufferAttributesDelete(
   ARG_CHECK(buffer_attributes != NULL);
   if (view_tag(buffer_attributes) != 0)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
-                                 "the buffer attributes of an input or output "
-                                 "are owned by it and cannot be deleted");
+                                 "the buffer attributes of an input, output "
+                                 "or state are owned by it and cannot be "
+                                 "deleted");
   free(buffer_attributes);
   return NULL;
 }
@@ -830,17 +842,6 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBufferAttributes(
   ARG_CHECK(output != NULL && buffer_attributes != NULL);
   *buffer_attributes = view_of(output, VIEW_OUTPUT);
   return NULL;
-}
-
-/* The implicit-state buffers of sequence models are unsupported (below), so
- * no state has attributes either. */
-
-TRITONSERVER_Error *TRITONBACKEND_StateBufferAttributes(
-    TRITONBACKEND_State *state,
-    TRITONSERVER_BufferAttributes **buffer_attributes) {
-  (void)state;
-  (void)buffer_attributes;
-  return unsupported(__func__);
 }
 
 /* ---- server options ------------------------------------------------------ */
@@ -1422,42 +1423,6 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerFree(
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                    "unknown memory type");
   }
-}
-
-/* ---- sequence state ------------------------------------------------------ */
-
-/* Implicit state of sequence models (sequence_batching.state) is not
- * implemented: StateNew fails, so no state object can reach the others. */
-
-TRITONSERVER_Error *TRITONBACKEND_StateNew(TRITONBACKEND_State **state,
-                                           TRITONBACKEND_Request *request,
-                                           const char *name,
-                                           const TRITONSERVER_DataType datatype,
-                                           const int64_t *shape,
-                                           const uint32_t dims_count) {
-  (void)state;
-  (void)request;
-  (void)name;
-  (void)datatype;
-  (void)shape;
-  (void)dims_count;
-  return unsupported(__func__);
-}
-
-TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
-  (void)state;
-  return unsupported(__func__);
-}
-
-TRITONSERVER_Error *TRITONBACKEND_StateBuffer(
-    TRITONBACKEND_State *state, void **buffer, const uint64_t buffer_byte_size,
-    TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id) {
-  (void)state;
-  (void)buffer;
-  (void)buffer_byte_size;
-  (void)memory_type;
-  (void)memory_type_id;
-  return unsupported(__func__);
 }
 
 /* ---- backend attributes -------------------------------------------------- */

@@ -24,7 +24,12 @@
  * next request reuses one without malloc; a request made without a server
  * (tests) is plain malloc'd. */
 static void request_free(ifd_request_t *req) {
+  ifd_req_attach_t *a, *next;
   uint32_t i;
+  for (a = atomic_load(&req->attached); a != NULL; a = next) {
+    next = a->next;
+    a->drop(a);
+  }
   for (i = 0; i < req->n_blobs; i++) ifd_blob_unref(req->blobs[i]);
   ifd_seq_state_unref(req->seq_state);
   if (req->model != NULL) ifd_model_unref(req->model);

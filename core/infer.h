@@ -134,6 +134,18 @@ struct ifd_response {
                            protocol (e.g. a write queue) */
 };
 
+/**
+ * Something the backend ABI attached to a request that must go with it (the
+ * TRITONBACKEND_State objects of backend_api/tb_state.c: the ABI has no
+ * StateDelete). Embedded first in the attached object; request_free calls
+ * `drop` on each, on the loop thread, after the backend released the
+ * request.
+ */
+typedef struct ifd_req_attach {
+  struct ifd_req_attach *next;            /* owned: the rest of the list */
+  void (*drop)(struct ifd_req_attach *a); /* frees the object holding a */
+} ifd_req_attach_t;
+
 /* Words of scheduler-private storage in every request. */
 #define IFD_REQUEST_SCHED_WORDS 8
 
@@ -175,6 +187,9 @@ struct ifd_request {
   uint32_t n_blobs;
   int null_req; /* a null request filling an empty batch slot: its responses
                    are dropped and it is not counted in statistics */
+  /* Objects the backend attached while it ran the request (any thread
+   * pushes, lock-free; dropped by request_free). */
+  _Atomic(ifd_req_attach_t *) attached;
 
   ifd_response_cb on_response; /* loop thread; once per response */
   void *cb_arg;

@@ -809,11 +809,15 @@ static int check_id(sb_t *b, const ifd_request_t *req, ifd_errmsg_t *err) {
                     "inference request to model '%s' must specify a "
                     "non-zero or non-empty correlation ID",
                     m);
+  /* Triton lets such a request through and its backend fails it reading
+   * the ID (or writes a truncated CORRID): refused here, with the words
+   * Triton's backends answer. */
   if (b->corrid_name != NULL && str != (b->corrid_dtype == IFD_TYPE_BYTES))
     return ifd_errf(err, IFD_EINVAL,
-                    "inference request to model '%s' must specify %s "
-                    "correlation ID: its CORRID control is %s",
-                    m, str ? "an unsigned integer" : "a string",
+                    "[request id: %s] correlation ID in request is not %s "
+                    "(the CORRID control of model '%s' is %s)",
+                    req->id[0] != '\0' ? req->id : "<id_unknown>",
+                    str ? "an unsigned int" : "a string", m,
                     ifd_dtype_config_name(b->corrid_dtype));
   if (req->batch_size > 1)
     return ifd_errf(err, IFD_EINVAL,

@@ -181,9 +181,10 @@ static void test_refusals(void **state) {
   assert_non_null(strstr(msg, "must specify the START flag"));
   /* A string ID for a UINT64 CORRID, an integer one for a STRING CORRID. */
   assert_null(seq_submit("seqd", "x", 0, "abc", S, msg, sizeof(msg)));
-  assert_non_null(strstr(msg, "unsigned integer correlation ID"));
+  assert_non_null(
+      strstr(msg, "correlation ID in request is not an unsigned int"));
   assert_null(seq_submit("seqo", "x", 5, NULL, S, msg, sizeof(msg)));
-  assert_non_null(strstr(msg, "a string correlation ID"));
+  assert_non_null(strstr(msg, "correlation ID in request is not a string"));
   assert_null(seq_submit("seqo", "x", 0, "", S, msg, sizeof(msg)));
   assert_non_null(strstr(msg, "non-zero or non-empty"));
   /* After END the ID is unknown again. */
