@@ -94,11 +94,20 @@ typedef struct ctl {
   unsigned char val[2][4]; /* [false, true] in dtype */
 } ctl_t;
 
+/* Batches an instance may have out at once: the next one waits on its
+ * queue while one executes, so the instance thread goes on without sleeping
+ * and being woken again. A sequence has one request out at most: a batch
+ * never holds a sequence that the batch before it holds. */
+#define PIPE 2
+_Static_assert(PIPE == 2, "ifd__sequence_init allocates two running lists");
+
 typedef struct inst {
-  seq_t **slots;       /* owned array of nslots: borrowed sequences */
-  uint32_t used;       /* slots holding a sequence */
-  seq_t **running;     /* owned array of nslots: in the batch out */
-  uint32_t n_running;  /* 0 unless a batch is out */
+  seq_t **slots;         /* owned array of nslots: borrowed sequences */
+  uint32_t used;         /* slots holding a sequence */
+  seq_t **running[PIPE]; /* owned arrays of nslots: the sequences of each
+                            batch out, oldest first from `first` */
+  uint32_t n_running[PIPE];
+  uint32_t first, out; /* ring of running[]: oldest batch, batches out */
   uint64_t wait_until; /* ns: a delayed batch goes then; 0: none */
   int dirty;           /* has work to look at at the iteration's end */
 } inst_t;
@@ -610,7 +619,10 @@ static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   /* How many inputs the batcher added (null_request copies the rest). */
   sr(r)->added = r->n_inputs - before;
   q->running = 1;
-  in->running[in->n_running++] = q;
+  {
+    uint32_t cur = (in->first + in->out) % PIPE;
+    in->running[cur][in->n_running[cur]++] = q;
+  }
   if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
     q->done = 1;
     seq_release(b, q);
@@ -618,22 +630,54 @@ static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   return r;
 }
 
+/* The sequences of running list `j` are out no more: their batch finished,
+ * or it was never sent. */
+static void finish_running(sb_t *b, inst_t *in, uint32_t j, uint64_t now) {
+  uint32_t i;
+  for (i = 0; i < in->n_running[j]; i++) {
+    seq_t *q = in->running[j][i];
+    q->running = 0;
+    q->last_ns = now;
+    /* Released while its last request ran (END, idle, stop). */
+    if (q->inst < 0 && q->heap_ix == 0 && !q->in_table && q->head == NULL &&
+        (q->done || q->expired || b->stopped))
+      seq_free(q);
+  }
+  in->n_running[j] = 0;
+}
+
+/* The batch being formed for `in` is not sent after all. */
+static void abandon(sb_t *b, inst_t *in) {
+  finish_running(b, in, (in->first + in->out) % PIPE, now_ns());
+}
+
+/* The batch being formed for `in` goes out. */
+static void sent(inst_t *in) {
+  in->out++;
+}
+
+/* A sequence whose next request may join the batch being formed. */
+static int ready(const seq_t *q) {
+  return q != NULL && q->head != NULL && !q->running;
+}
+
 /* Direct: one request per busy slot, at its slot's position. */
 static void form_direct(sb_t *b, uint32_t k) {
   inst_t *in = &b->inst[k];
-  uint32_t i, ready = 0, top = 0, n;
+  uint32_t i, n_ready = 0, top = 0, n;
   uint64_t oldest = UINT64_MAX;
   ifd_request_t *like = NULL;
 
   for (i = 0; i < b->nslots; i++) {
     seq_t *q = in->slots[i];
-    if (q == NULL || q->head == NULL) continue;
-    ready++;
+    if (!ready(q)) continue;
+    n_ready++;
     top = i + 1;
     if (sr(q->head)->arrival < oldest) oldest = sr(q->head)->arrival;
   }
-  if (ready == 0) return;
-  if (b->delay_ns > 0 && ready < b->target && now_ns() - oldest < b->delay_ns) {
+  if (n_ready == 0) return;
+  if (b->delay_ns > 0 && n_ready < b->target &&
+      now_ns() - oldest < b->delay_ns) {
     in->wait_until = oldest + b->delay_ns;
     timers_init(b);
     arm(&b->wait_timer, on_wait_timer, in->wait_until);
@@ -643,7 +687,7 @@ static void form_direct(sb_t *b, uint32_t k) {
   for (i = 0; i < top; i++) {
     seq_t *q = in->slots[i];
     b->batch[i] = NULL;
-    if (q != NULL && q->head != NULL) {
+    if (ready(q)) {
       b->batch[i] = take(b, in, q);
       if (like == NULL) like = b->batch[i];
     }
@@ -663,16 +707,17 @@ static void form_direct(sb_t *b, uint32_t k) {
             else
               refuse(b, b->batch[j], "out of memory forming a batch");
           }
-        in->n_running = 0;
+        abandon(b, in);
         return;
       }
     }
     n++;
   }
   if (n == 0) {
-    in->n_running = 0;
+    abandon(b, in);
     return;
   }
+  sent(in);
   ifd__sched_dispatch_to(b->s, k, b->batch, n);
   /* The null requests' protocol references: nobody waits for them. */
   for (i = 0; i < n; i++)
@@ -691,8 +736,7 @@ static void form_oldest(sb_t *b, uint32_t k) {
   uint32_t i, nc = 0, n = 0, want;
 
   for (i = 0; i < b->nslots; i++)
-    if (in->slots[i] != NULL && in->slots[i]->head != NULL)
-      b->cand[nc++] = in->slots[i];
+    if (ready(in->slots[i])) b->cand[nc++] = in->slots[i];
   if (nc == 0) return;
   qsort(b->cand, nc, sizeof(*b->cand), by_arrival);
   want = nc < b->max_batch ? nc : b->max_batch;
@@ -709,17 +753,18 @@ static void form_oldest(sb_t *b, uint32_t k) {
     if (r != NULL) b->batch[n++] = r;
   }
   if (n == 0) {
-    in->n_running = 0;
+    abandon(b, in);
     return;
   }
+  sent(in);
   ifd__sched_dispatch_to(b->s, k, b->batch, n);
 }
 
-/* Forms instance k's next batch if it has none out. */
+/* Forms instance k's next batch if it has room for one. */
 static void try_dispatch(sb_t *b, uint32_t k) {
   inst_t *in = &b->inst[k];
   in->dirty = 0;
-  if (b->stopped || b->s->inst_jobs[k] > 0 || in->n_running > 0) return;
+  if (b->stopped || in->out >= PIPE) return;
   if (b->oldest)
     form_oldest(b, k);
   else
@@ -885,23 +930,19 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   return 0;
 }
 
+/* An instance runs its batches in the order they were queued: the
+ * finished ones are the oldest it had out. */
 static void seq_idle(ifd__sched_t *s, uint32_t k) {
   sb_t *b = s->impl;
   inst_t *in;
   uint64_t now = now_ns();
-  uint32_t i;
-  if (k >= s->n_instances || s->inst_jobs[k] > 0) return;
+  if (k >= s->n_instances) return;
   in = &b->inst[k];
-  for (i = 0; i < in->n_running; i++) {
-    seq_t *q = in->running[i];
-    q->running = 0;
-    q->last_ns = now;
-    /* Released while its last request ran (END, idle, stop). */
-    if (q->inst < 0 && q->heap_ix == 0 && !q->in_table && q->head == NULL &&
-        (q->done || q->expired || b->stopped))
-      seq_free(q);
+  while (in->out > s->inst_jobs[k]) {
+    finish_running(b, in, in->first, now);
+    in->first = (in->first + 1) % PIPE;
+    in->out--;
   }
-  in->n_running = 0;
   try_dispatch(b, k);
 }
 
@@ -945,15 +986,17 @@ static void free_sb(sb_t *b) {
   uint32_t i, k;
   for (k = 0; b->inst != NULL && k < s->n_instances; k++) {
     inst_t *in = &b->inst[k];
+    uint32_t j;
     /* Sequences whose last request still ran at stop. */
-    for (i = 0; i < in->n_running; i++)
-      if (in->running[i]->inst < 0 && !in->running[i]->in_table &&
-          in->running[i]->heap_ix == 0)
-        seq_free(in->running[i]);
+    for (j = 0; j < PIPE; j++)
+      for (i = 0; i < in->n_running[j]; i++)
+        if (in->running[j][i]->inst < 0 && !in->running[j][i]->in_table &&
+            in->running[j][i]->heap_ix == 0)
+          seq_free(in->running[j][i]);
     for (i = 0; in->slots != NULL && i < b->nslots; i++)
       if (in->slots[i] != NULL) seq_free(in->slots[i]);
     free(in->slots);
-    free(in->running);
+    for (j = 0; j < PIPE; j++) free(in->running[j]);
   }
   for (i = 0; i < b->n_state; i++) ifd_blob_unref(b->init[i]);
   free(b->init);
@@ -1113,8 +1156,11 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   b->table_mask = 63;
   for (k = 0; k < s->n_instances; k++) {
     b->inst[k].slots = calloc(b->nslots, sizeof(seq_t *));
-    b->inst[k].running = calloc(b->nslots, sizeof(seq_t *));
-    if (b->inst[k].slots == NULL || b->inst[k].running == NULL) goto out_nomem;
+    b->inst[k].running[0] = calloc(b->nslots, sizeof(seq_t *));
+    b->inst[k].running[1] = calloc(b->nslots, sizeof(seq_t *));
+    if (b->inst[k].slots == NULL || b->inst[k].running[0] == NULL ||
+        b->inst[k].running[1] == NULL)
+      goto out_nomem;
   }
   return 0;
 
@@ -1127,7 +1173,8 @@ out_free:
     uint32_t j;
     for (k = 0; b->inst != NULL && k < s->n_instances; k++) {
       free(b->inst[k].slots);
-      free(b->inst[k].running);
+      free(b->inst[k].running[0]);
+      free(b->inst[k].running[1]);
     }
     for (j = 0; b->init != NULL && j < b->n_state; j++)
       ifd_blob_unref(b->init[j]);

@@ -164,6 +164,41 @@ static void test_direct_slots(void **state) {
   assert_int_equal(n_answers, 3);
 }
 
+/* An instance may have a second batch queued while one runs, made of the
+ * sequences the first does not hold; a sequence's next request waits for
+ * its previous one to finish. */
+static void test_pipelined_batches(void **state) {
+  char msg[1100];
+  (void)state;
+  assert_non_null(seq_submit("seqd", "a0", 11, NULL, S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  assert_int_equal(batches[0].instance, 0);
+  BATCH(0, "a0");
+  /* 12 takes slot 0 of instance 1, 13 slot 1 of instance 0. */
+  assert_non_null(seq_submit("seqd", "b0", 12, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "c0", 13, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "a1", 11, NULL, 0, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 3);
+  assert_int_equal(batches[1].instance, 0);
+  assert_int_equal(batches[1].n, 2);
+  assert_true(batches[1].reqs[0]->null_req); /* 11 is still running */
+  assert_string_equal(batches[1].reqs[1]->id, "c0");
+  assert_int_equal(batches[2].instance, 1);
+  BATCH(2, "b0");
+  complete(0);
+  /* 11's next request goes once a0 is done; 13 still runs in batch 1. */
+  assert_int_equal(n_batches, 4);
+  assert_int_equal(batches[3].instance, 0);
+  BATCH(3, "a1");
+  assert_int_equal(ctl(batches[3].reqs[0], "START"), 0);
+  complete(1);
+  complete(2);
+  complete(3);
+  assert_int_equal(n_answers, 4);
+}
+
 /* Triton's refusals, with its messages; none reaches a batch. */
 static void test_refusals(void **state) {
   char msg[1100];
@@ -273,6 +308,7 @@ static void test_unload_in_flight(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_direct_slots, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pipelined_batches, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
