@@ -183,11 +183,17 @@ fi
 # sequences (inferd-perf gives each of its 64 concurrent requests a sequence
 # of 20 +/- 20% requests), against the stateless identity_fp32 at the same
 # concurrency, same protocol (HTTP binary tensors), same server.
+# With 4 slots, 60 of the 64 sequences wait in the backlog: 4 requests are in
+# flight. The same pair at concurrency 4 (every sequence in a slot) compares
+# the two at equal requests in flight.
 if section seq; then
-  for m in identity_fp32:inferd_identity_c64 seq_identity:inferd_seq_c64; do
-    run_perf "${m#*:}" "inferd:${m%%:*}" "$INFERD_PID" -- "$PERF" \
-      -m "${m%%:*}" -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:16 \
-      --concurrency-range 64:64:1 --sequence-length 20 --warmup $((WARM * 500)) \
+  for m in identity_fp32:inferd_identity_c64:64 seq_identity:inferd_seq_c64:64 \
+    identity_fp32:inferd_identity_c4:4 seq_identity:inferd_seq_c4:4; do
+    model=${m%%:*} rest=${m#*:}
+    sc=${rest%%:*} conc=${rest#*:}
+    run_perf "$sc" "inferd:$model" "$INFERD_PID" -- "$PERF" \
+      -m "$model" -x 1 -b 1 -u "$INFERD_URL_HTTP" -i http --shape INPUT0:16 \
+      --concurrency-range "$conc:$conc:1" --sequence-length 20 --warmup $((WARM * 500)) \
       --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
       --json-summary "$RAW/__SC__/summary.json"
   done

@@ -401,6 +401,12 @@ def main():
       "(identity_fp32, same client and concurrency) | %s | <= %.2fx | %s |" % (
           fmt(sv, 2), fmt(iv, 2), fmt(sr, 2), TARGETS9["seq_cpu_ratio"],
           verdict(sr, TARGETS9["seq_cpu_ratio"])))
+    sv4 = get("inferd_seq_c4", "us_per_req")
+    iv4 = get("inferd_identity_c4", "us_per_req")
+    sr4 = sv4 / iv4 if sv4 and iv4 else None
+    p("| 4 live sequences (each in a slot: 4 requests in flight, as above), seq_identity, "
+      "server CPU us/req | %s | %s (identity_fp32 at concurrency 4) | %s | reported | - |" % (
+          fmt(sv4, 2), fmt(iv4, 2), fmt(sr4, 2)))
     isq = idle_seq(res)
     if isq:
         base, live = isq.get("base"), isq.get("live")
