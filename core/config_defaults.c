@@ -133,6 +133,15 @@ int ifd_config_normalize(ifd_model_config_t *cfg, const ifd_config_opts_t *opts,
     Inference__ModelSequenceBatching *sb = cfg->sequence_batching;
     if (sb->max_sequence_idle_microseconds == 0)
       sb->max_sequence_idle_microseconds = SEQUENCE_IDLE_DEFAULT_US;
+    /* No strategy is the direct one, and Triton's config says so. */
+    if (sb->strategy_choice_case ==
+        INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE__NOT_SET) {
+      sb->direct = new_msg(
+          &inference__model_sequence_batching__strategy_direct__descriptor);
+      if (sb->direct == NULL) goto out_nomem;
+      sb->strategy_choice_case =
+          INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_DIRECT;
+    }
     if (sb->strategy_choice_case ==
             INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_OLDEST &&
         sb->oldest->n_preferred_batch_size == 0 && cfg->max_batch_size > 0 &&

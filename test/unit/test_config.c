@@ -498,6 +498,15 @@ static void test_normalize_batchers(void **state) {
   assert_int_equal(ifd_config_validate(cfg, &cpu_opts, &err), 0);
   ifd_config_free(cfg);
 
+  /* No strategy: the direct one, written into the config as Triton does. */
+  cfg = parse_ok(BASE "sequence_batching { }", "m");
+  assert_int_equal(ifd_config_normalize(cfg, &cpu_opts, &err), 0);
+  assert_int_equal(cfg->sequence_batching->strategy_choice_case,
+                   INFERENCE__MODEL_SEQUENCE_BATCHING__STRATEGY_CHOICE_DIRECT);
+  assert_non_null(cfg->sequence_batching->direct);
+  assert_int_equal(ifd_config_validate(cfg, &cpu_opts, &err), 0);
+  ifd_config_free(cfg);
+
   /* Given values stay. */
   cfg = parse_ok(BASE
                  "sequence_batching { max_sequence_idle_microseconds: 5 }"
