@@ -140,6 +140,15 @@ static json_t *nonfinite_to_json(double d) {
  * shortest decimal that reads back as the same float, so 0.1f prints as 0.1
  * does, as protobuf prints it.
  */
+/* protobuf's JSON printer writes a whole number without a fraction (0, not
+ * 0.0), and so does Triton's config JSON: whole values within a double's
+ * exact integers become JSON integers. */
+static json_t *real_to_json(double d) {
+  if (d == floor(d) && fabs(d) < 9007199254740992.0)
+    return json_integer((json_int_t)d);
+  return json_real(d);
+}
+
 static json_t *float_to_json(float f) {
   double d = f;
   char buf[32];
@@ -154,7 +163,7 @@ static json_t *float_to_json(float f) {
       break;
     }
   }
-  return json_real(d);
+  return real_to_json(d);
 }
 
 static json_t *msg_to_json(const ProtobufCMessage *msg);
@@ -200,7 +209,7 @@ static json_t *value_to_json(const ProtobufCFieldDescriptor *f, const void *p) {
     case PROTOBUF_C_TYPE_DOUBLE: {
       double v;
       memcpy(&v, p, sizeof(v));
-      return isfinite(v) ? json_real(v) : nonfinite_to_json(v);
+      return isfinite(v) ? real_to_json(v) : nonfinite_to_json(v);
     }
     case PROTOBUF_C_TYPE_BOOL: {
       protobuf_c_boolean v;

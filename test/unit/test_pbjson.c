@@ -90,7 +90,7 @@ static void test_empty_message(void **state) {
       "{\"f_int32\":0,\"f_int64\":0,\"f_uint32\":0,\"f_uint64\":0,\"f_sint32\":"
       "0,"
       "\"f_sint64\":0,\"f_fixed32\":0,\"f_fixed64\":0,\"f_sfixed32\":0,"
-      "\"f_sfixed64\":0,\"f_float\":0.0,\"f_double\":0.0,\"f_bool\":false,"
+      "\"f_sfixed64\":0,\"f_float\":0,\"f_double\":0,\"f_bool\":false,"
       "\"f_string\":\"\",\"f_bytes\":\"\",\"f_enum\":\"COLOR_UNSPECIFIED\","
       "\"r_int32\":[],\"r_uint64\":[],\"r_float\":[],\"r_bool\":[],"
       "\"r_string\":[],\"r_bytes\":[],\"r_enum\":[],\"r_inner\":[],"
