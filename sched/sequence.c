@@ -1091,6 +1091,16 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   b->s = s;
   s->impl = b;
   b->cfg = ifd_config_sequence(c);
+  /* Iterative sequences reschedule a request after each response of a
+   * decoupled model (issue 11 builds decoupled models). */
+  if (b->cfg->iterative_sequence) {
+    free(b);
+    s->impl = NULL;
+    return ifd_errf(err, IFD_EUNSUPPORTED,
+                    "sequence_batching.iterative_sequence of model '%s' is "
+                    "not supported by inferd yet",
+                    s->model->name);
+  }
   b->batching = c->max_batch_size > 0;
   b->ctl_shape[0] = 1;
   b->ctl_shape[1] = 1;

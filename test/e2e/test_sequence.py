@@ -878,3 +878,27 @@ def test_sigterm_with_live_sequences_and_queued_requests(tmp_path, grpc_stubs): 
     finally:
         client.close()
         srv.stop(check=False)
+
+
+# ================================================== iterative sequence ===
+
+def test_iterative_sequence_refused_at_load(tmp_path):
+    """iterative_sequence needs decoupled models (not built yet): the model
+    does not load, with a reason saying so, and the server serves the rest."""
+    repo = copy_seq_repo(tmp_path / "repo", models=("seq_direct",), with_identity=False)
+    shutil.copytree(repo / "seq_direct", repo / "seq_iter")
+    cfg = (repo / "seq_iter" / "config.pbtxt").read_text()
+    cfg = re.sub(r'name: "seq_direct"', 'name: "seq_iter"', cfg)
+    assert "sequence_batching {" in cfg
+    cfg = cfg.replace("sequence_batching {", "sequence_batching {\n  iterative_sequence: true", 1)
+    (repo / "seq_iter" / "config.pbtxt").write_text(cfg)
+    s = h.start_server(tmp_path / "srv", [repo], wait_models=("seq_direct",),
+                       extra=["--strict-readiness=false"])
+    try:
+        r = requests.post(s.url("/v2/repository/index"), json={}, timeout=HANG_S)
+        assert r.status_code == 200, r.text
+        entry = [e for e in r.json() if e["name"] == "seq_iter"]
+        assert entry and entry[0]["state"] == "UNAVAILABLE", r.text
+        assert "iterative_sequence" in entry[0]["reason"], entry
+    finally:
+        s.stop(check=True)

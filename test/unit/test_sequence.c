@@ -37,6 +37,12 @@ static void write_models(void) {
               "control_input [ " CTL("START", "CONTROL_SEQUENCE_START") " , "
               "{ name: \"CORRID\" control [{ kind: CONTROL_SEQUENCE_CORRID "
               "data_type: TYPE_STRING }] } ] }");
+  /* Direct with a delay: a batch waits up to 100 ms for 2 of 4 slots. */
+  write_model("seqw",
+              "max_batch_size: 4 instance_group [{ count: 1 }] "
+              "sequence_batching { direct { max_queue_delay_microseconds: "
+              "100000 minimum_slot_utilization: 0.5 } control_input [ " CTL(
+                  "READY", "CONTROL_SEQUENCE_READY") " ] }");
   /* Short idle limit, one slot. */
   write_model("seqi",
               "max_batch_size: 0 instance_group [{ count: 1 }] "
@@ -288,6 +294,27 @@ static void test_idle_release(void **state) {
   assert_non_null(strstr(msg, "sequence 5 to model 'seqi'"));
 }
 
+/* minimum_slot_utilization with a queue delay: one ready slot of four
+ * waits for the delay, two go at once. */
+static void test_direct_delay(void **state) {
+  char msg[1100];
+  uint64_t t0;
+  (void)state;
+  t0 = uv_hrtime();
+  assert_non_null(seq_submit("seqw", "w0", 1, NULL, S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 0);
+  while (n_batches < 1) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(uv_hrtime() - t0 >= 90 * 1000000ull);
+  BATCH(0, "w0");
+  complete(0);
+  assert_non_null(seq_submit("seqw", "x0", 2, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqw", "w1", 1, NULL, 0, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 2);
+  BATCH(1, "w1", "x0");
+}
+
 /* Unload with sequences live and requests queued: the queued ones are
  * answered with an error, nothing waits. */
 static void test_unload_in_flight(void **state) {
@@ -312,6 +339,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_direct_delay, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
