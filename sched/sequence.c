@@ -36,6 +36,10 @@
  * deadlines sit in one min-heap with one timer; a request only records its
  * arrival time, and a deadline that comes due for a sequence that was used
  * since is pushed back then, so live traffic costs no heap work.
+ *
+ * sched/seq_index.c keeps the sequences by ID and the idle heap,
+ * sched/seq_inputs.c builds the added inputs and the null requests,
+ * sched/seq_init.c the initial values of implicit states.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,231 +52,7 @@
 #include "core/seqstate.h"
 #include "core/server.h"
 #include "core/util.h"
-#include "sched/internal.h"
-
-typedef struct seq seq_t;
-
-/* The batcher's per-request state, laid over ifd_request_t.sched_area. */
-typedef struct sreq {
-  ifd_request_t *next; /* borrowed: its sequence's queue */
-  seq_t *seq;          /* borrowed: the sequence it belongs to */
-  uint64_t arrival;    /* ns, when the batcher queued it */
-  uint32_t added;      /* inputs the batcher added (controls, states) */
-} sreq_t;
-
-_Static_assert(sizeof(sreq_t) <= sizeof(((ifd_request_t *)0)->sched_area),
-               "the batcher's per-request state must fit the request's area");
-
-static sreq_t *sr(ifd_request_t *r) {
-  return (sreq_t *)(void *)&r->sched_area;
-}
-
-struct seq {
-  uint64_t id;   /* the integer correlation ID, 0 for a string one */
-  char *sid;     /* owned: the string correlation ID, NULL for integers */
-  uint64_t hash; /* of the ID */
-  seq_t *hnext;  /* borrowed: hash chain, while in the table */
-  int in_table;  /* found by its ID (not after its END was queued) */
-  ifd_request_t *head, *tail; /* borrowed: queued, linked by sreq next */
-  uint32_t n_queued;
-  int32_t inst;      /* the instance holding it, -1: in the backlog */
-  int32_t slot;      /* its slot (direct) or candidate index (oldest) */
-  seq_t *bl_next;    /* borrowed: backlog FIFO */
-  int running;       /* one of its requests is in its instance's batch */
-  int done;          /* its END request was dispatched (slot given up) */
-  int expired;       /* released by the idle timeout */
-  uint64_t last_ns;  /* arrival of its last request, or end of its last run */
-  uint64_t deadline; /* ns: its key in the idle heap */
-  uint32_t heap_ix;  /* position in the idle heap + 1; 0: not in it */
-  ifd_seq_state_t *state; /* owned reference; NULL without states */
-};
-
-/* A START/END/READY control: its input, and the bytes of false and true. */
-typedef struct ctl {
-  const char *name; /* borrowed: config; NULL when the model has none */
-  ifd_dtype_t dtype;
-  unsigned char val[2][4]; /* [false, true] in dtype */
-} ctl_t;
-
-/* Batches an instance may have out at once: the next one waits on its
- * queue while one executes, so the instance thread goes on without sleeping
- * and being woken again. A sequence has one request out at most: a batch
- * never holds a sequence that the batch before it holds. */
-#define PIPE 2
-_Static_assert(PIPE == 2, "ifd__sequence_init allocates two running lists");
-
-typedef struct inst {
-  seq_t **slots;         /* owned array of nslots: borrowed sequences */
-  uint32_t used;         /* slots holding a sequence */
-  seq_t **running[PIPE]; /* owned arrays of nslots: the sequences of each
-                            batch out, oldest first from `first` */
-  uint32_t n_running[PIPE];
-  uint32_t first, out; /* ring of running[]: oldest batch, batches out */
-  uint64_t wait_until; /* ns: a delayed batch goes then; 0: none */
-  int dirty;           /* has work to look at at the iteration's end */
-} inst_t;
-
-typedef struct sb {
-  ifd__sched_t *s;                             /* borrowed: owns this */
-  const Inference__ModelSequenceBatching *cfg; /* borrowed: model config */
-  int oldest;
-  int batching;       /* max_batch_size > 0 */
-  uint32_t nslots;    /* per instance */
-  uint32_t max_batch; /* oldest: requests per batch */
-  uint32_t target;    /* a batch this big goes at once (delay) */
-  uint64_t delay_ns;  /* max_queue_delay, 0: none */
-  uint64_t idle_ns;   /* max_sequence_idle */
-  ctl_t start, end, ready;
-  uint32_t n_added;        /* inputs the batcher adds to a request */
-  const char *corrid_name; /* borrowed: config; NULL: no CORRID control */
-  ifd_dtype_t corrid_dtype;
-  int64_t ctl_shape[2]; /* {1, 1}: control inputs are [1] per request */
-  /* Implicit state. */
-  uint32_t n_state;
-  ifd_blob_t **init;     /* owned: initial value per state */
-  const char **state_in; /* borrowed: config input_name per state */
-  /* Instances and sequences. */
-  inst_t *inst;  /* owned, n_instances entries */
-  seq_t **table; /* owned: hash buckets */
-  uint64_t table_mask, n_table;
-  seq_t *bl_head, *bl_tail; /* borrowed: the backlog */
-  uint64_t n_active, n_backlog;
-  seq_t **heap; /* owned: idle deadlines, min-heap */
-  uint32_t heap_n, heap_cap;
-  ifd_request_t **batch; /* owned scratch: nslots entries */
-  seq_t **cand;          /* owned scratch (oldest): nslots entries */
-  uv_timer_t idle_timer, wait_timer; /* embedded */
-  int timers_init, closing;
-  ifd_event_t kick_ev; /* end of iteration: form batches */
-  int kick_pending;
-  int stopped;
-} sb_t;
-
-/* ---- sequences by ID ------------------------------------------------------
- */
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
-
-static uint64_t hash_id(uint64_t id, const char *sid) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  if (sid == NULL) return mix64(id);
-  for (; *sid != '\0'; sid++) h = (h ^ (unsigned char)*sid) * 0x100000001b3ull;
-  return mix64(h);
-}
-
-static int same_id(const seq_t *q, uint64_t id, const char *sid) {
-  if (sid == NULL) return q->sid == NULL && q->id == id;
-  return q->sid != NULL && strcmp(q->sid, sid) == 0;
-}
-
-static seq_t *table_find(sb_t *b, uint64_t id, const char *sid, uint64_t hash) {
-  seq_t *q;
-  for (q = b->table[hash & b->table_mask]; q != NULL; q = q->hnext)
-    if (q->hash == hash && same_id(q, id, sid)) return q;
-  return NULL;
-}
-
-/* Doubles the buckets when the table is full; on ENOMEM it stays as it is
- * (chains grow longer, nothing breaks). */
-static void table_grow(sb_t *b) {
-  uint64_t n = (b->table_mask + 1) * 2, i;
-  seq_t **t = calloc(n, sizeof(*t));
-  if (t == NULL) return;
-  for (i = 0; i <= b->table_mask; i++) {
-    seq_t *q = b->table[i], *next;
-    for (; q != NULL; q = next) {
-      next = q->hnext;
-      q->hnext = t[q->hash & (n - 1)];
-      t[q->hash & (n - 1)] = q;
-    }
-  }
-  free(b->table);
-  b->table = t;
-  b->table_mask = n - 1;
-}
-
-static void table_add(sb_t *b, seq_t *q) {
-  if (b->n_table > b->table_mask) table_grow(b);
-  q->hnext = b->table[q->hash & b->table_mask];
-  b->table[q->hash & b->table_mask] = q;
-  q->in_table = 1;
-  b->n_table++;
-}
-
-static void table_del(sb_t *b, seq_t *q) {
-  seq_t **pp = &b->table[q->hash & b->table_mask];
-  if (!q->in_table) return;
-  while (*pp != q) pp = &(*pp)->hnext;
-  *pp = q->hnext;
-  q->hnext = NULL;
-  q->in_table = 0;
-  b->n_table--;
-}
-
-/* ---- the idle heap ---------------------------------------------------------
- */
-
-static void heap_set(sb_t *b, uint32_t i, seq_t *q) {
-  b->heap[i] = q;
-  q->heap_ix = i + 1;
-}
-
-static void heap_up(sb_t *b, uint32_t i) {
-  seq_t *q = b->heap[i];
-  while (i > 0) {
-    uint32_t p = (i - 1) / 2;
-    if (b->heap[p]->deadline <= q->deadline) break;
-    heap_set(b, i, b->heap[p]);
-    i = p;
-  }
-  heap_set(b, i, q);
-}
-
-static void heap_down(sb_t *b, uint32_t i) {
-  seq_t *q = b->heap[i];
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= b->heap_n) break;
-    if (c + 1 < b->heap_n && b->heap[c + 1]->deadline < b->heap[c]->deadline)
-      c++;
-    if (q->deadline <= b->heap[c]->deadline) break;
-    heap_set(b, i, b->heap[c]);
-    i = c;
-  }
-  heap_set(b, i, q);
-}
-
-static int heap_push(sb_t *b, seq_t *q) {
-  if (b->heap_n == b->heap_cap) {
-    uint32_t ncap = b->heap_cap ? b->heap_cap * 2 : 64;
-    seq_t **nh = realloc(b->heap, ncap * sizeof(*nh));
-    if (nh == NULL) return IFD_ENOMEM;
-    b->heap = nh;
-    b->heap_cap = ncap;
-  }
-  b->heap[b->heap_n++] = q;
-  heap_up(b, b->heap_n - 1);
-  return 0;
-}
-
-static void heap_remove(sb_t *b, seq_t *q) {
-  uint32_t i = q->heap_ix - 1;
-  seq_t *last;
-  if (q->heap_ix == 0) return;
-  q->heap_ix = 0;
-  last = b->heap[--b->heap_n];
-  if (i == b->heap_n) return;
-  b->heap[i] = last;
-  last->heap_ix = i + 1;
-  heap_up(b, i);
-  heap_down(b, last->heap_ix - 1);
-}
+#include "sched/seq_internal.h"
 
 /* ---- timers ---------------------------------------------------------------
  */
@@ -386,7 +166,7 @@ static int seq_new(sb_t *b, const ifd_request_t *req, uint64_t hash,
     if (q->state == NULL) goto out_nomem;
   }
   q->deadline = now_ns() + b->idle_ns;
-  if (heap_push(b, q) < 0) goto out_nomem;
+  if (ifd__seq_heap_push(b, q) < 0) goto out_nomem;
   if (free_slot(b, &k, &slot)) {
     seq_place(b, q, k, slot);
   } else {
@@ -403,7 +183,7 @@ static int seq_new(sb_t *b, const ifd_request_t *req, uint64_t hash,
 
 out_nomem:
   if (q != NULL) {
-    heap_remove(b, q);
+    ifd__seq_heap_remove(b, q);
     seq_free(q);
   }
   return ifd_errf(err, IFD_ENOMEM, "out of memory");
@@ -413,175 +193,14 @@ out_nomem:
  * backlog, and it is freed unless a batch still runs one of its requests
  * (then the instance's idle report frees it). */
 static void seq_release(sb_t *b, seq_t *q) {
-  table_del(b, q);
-  heap_remove(b, q);
+  ifd__seq_table_del(b, q);
+  ifd__seq_heap_remove(b, q);
   if (q->inst >= 0) {
     uint32_t k = (uint32_t)q->inst, slot = (uint32_t)q->slot;
     q->inst = -1;
     slot_freed(b, k, slot);
   }
   if (!q->running) seq_free(q);
-}
-
-/* ---- control and state inputs ---------------------------------------------
- */
-
-static int ctl_from_config(ctl_t *c, const char *name,
-                           const Inference__ModelSequenceBatching__Control *k) {
-  int i;
-  c->name = name;
-  for (i = 0; i < 2; i++) {
-    if (k->n_int32_false_true == 2) {
-      int32_t v = k->int32_false_true[i];
-      c->dtype = IFD_TYPE_INT32;
-      memcpy(c->val[i], &v, 4);
-    } else if (k->n_fp32_false_true == 2) {
-      float v = k->fp32_false_true[i];
-      c->dtype = IFD_TYPE_FP32;
-      memcpy(c->val[i], &v, 4);
-    } else if (k->n_bool_false_true == 2) {
-      c->dtype = IFD_TYPE_BOOL;
-      c->val[i][0] = k->bool_false_true[i] ? 1 : 0;
-    } else {
-      return -1;
-    }
-  }
-  return 0;
-}
-
-static uint32_t ctl_ndims(const sb_t *b) {
-  return b->batching ? 2 : 1;
-}
-
-static int add_ctl(sb_t *b, ifd_request_t *r, const ctl_t *c, int on) {
-  ifd_input_t *in;
-  if (c->name == NULL) return 0;
-  in = ifd_request_add_input_borrowed(r, c->name, c->dtype, b->ctl_shape,
-                                      ctl_ndims(b));
-  if (in == NULL) return IFD_ENOMEM;
-  in->data = c->val[on ? 1 : 0];
-  in->byte_size = ifd_dtype_size(c->dtype);
-  return 0;
-}
-
-/* CORRID: the ID in the control's type (integers as their low bytes, a
- * string as one BYTES element); a null request gets 0. */
-static int add_corrid(sb_t *b, ifd_request_t *r, const seq_t *q) {
-  ifd_input_t *in;
-  unsigned char *p;
-  size_t n;
-  if (b->corrid_name == NULL) return 0;
-  in = ifd_request_add_input_borrowed(r, b->corrid_name, b->corrid_dtype,
-                                      b->ctl_shape, ctl_ndims(b));
-  if (in == NULL) return IFD_ENOMEM;
-  if (b->corrid_dtype == IFD_TYPE_BYTES) {
-    const char *s = q != NULL && q->sid != NULL ? q->sid : "";
-    uint32_t len = (uint32_t)strlen(s);
-    n = 4 + len;
-    p = ifd_pool_alloc(&r->pool, n);
-    if (p == NULL) return IFD_ENOMEM;
-    memcpy(p, &len, 4);
-    memcpy(p + 4, s, len);
-  } else {
-    uint64_t v = q != NULL ? q->id : 0;
-    n = ifd_dtype_size(b->corrid_dtype);
-    p = ifd_pool_alloc(&r->pool, 8);
-    if (p == NULL) return IFD_ENOMEM;
-    if (n == 4) {
-      uint32_t v32 = (uint32_t)v;
-      memcpy(p, &v32, 4);
-    } else {
-      memcpy(p, &v, 8);
-    }
-  }
-  in->data = p;
-  in->byte_size = n;
-  return 0;
-}
-
-/* The state inputs: the sequence's current values (the initial ones after
- * START, and for a null request). The request holds a reference on each. */
-static int add_states(sb_t *b, ifd_request_t *r, seq_t *q) {
-  uint32_t i;
-  if (b->n_state == 0) return 0;
-  r->blobs = ifd_pool_alloc(&r->pool, b->n_state * sizeof(*r->blobs));
-  if (r->blobs == NULL) return IFD_ENOMEM;
-  for (i = 0; i < b->n_state; i++) {
-    ifd_blob_t *v;
-    ifd_input_t *in;
-    if (q != NULL) {
-      if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START)
-        ifd_seq_state_reset(q->state, i, b->init[i]);
-      v = ifd_seq_state_take(q->state, i);
-      if (v == NULL) {
-        ifd_seq_state_reset(q->state, i, b->init[i]);
-        v = b->init[i];
-      }
-    } else {
-      v = b->init[i];
-    }
-    r->blobs[r->n_blobs++] = ifd_blob_ref(v);
-    in = ifd_request_add_input_borrowed(r, b->state_in[i], v->dtype, v->shape,
-                                        v->ndims);
-    if (in == NULL) return IFD_ENOMEM;
-    in->data = v->data;
-    in->byte_size = v->size;
-  }
-  if (q != NULL) r->seq_state = ifd_seq_state_ref(q->state);
-  return 0;
-}
-
-/* Adds a real request's controls and states. */
-static int prepare(sb_t *b, ifd_request_t *r, seq_t *q) {
-  int rc;
-  if ((rc = ifd_request_reserve_inputs(r, b->n_added)) < 0 ||
-      (rc = add_ctl(b, r, &b->start,
-                    (r->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)) < 0 ||
-      (rc = add_ctl(b, r, &b->end,
-                    (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0)) < 0 ||
-      (rc = add_ctl(b, r, &b->ready, 1)) < 0 ||
-      (rc = add_corrid(b, r, q)) < 0 || (rc = add_states(b, r, q)) < 0)
-    return rc;
-  return 0;
-}
-
-/* A null request shaped like `like` (a real request of the batch): its
- * inputs are copies of like's with zero data, READY is false, and its
- * responses are dropped. NULL on ENOMEM. */
-static ifd_request_t *null_request(sb_t *b, const ifd_request_t *like) {
-  ifd_request_t *r = ifd_request_new(b->s->model->server);
-  uint32_t i;
-  if (r == NULL) return NULL;
-  r->null_req = 1;
-  r->model_name = b->s->model->name;
-  r->batch_size = like->batch_size;
-  for (i = 0; i < like->n_inputs; i++) {
-    const ifd_input_t *src = &like->inputs[i];
-    ifd_input_t *in;
-    void *zero;
-    /* Controls and states of `like` were added after its own inputs:
-     * copy only the client's. */
-    if (i >= like->n_inputs - sr((ifd_request_t *)like)->added) break;
-    in = ifd_request_add_input(r, src->name, strlen(src->name), src->dtype,
-                               src->shape, src->ndims);
-    zero = ifd_pool_calloc(&r->pool, src->byte_size ? src->byte_size : 1, 1);
-    if (in == NULL || zero == NULL) goto out_free;
-    in->data = zero;
-    in->byte_size = src->byte_size;
-  }
-  if (add_ctl(b, r, &b->start, 0) < 0 || add_ctl(b, r, &b->end, 0) < 0 ||
-      add_ctl(b, r, &b->ready, 0) < 0 || add_corrid(b, r, NULL) < 0 ||
-      add_states(b, r, NULL) < 0)
-    goto out_free;
-  ifd_model_ref(b->s->model);
-  r->model = b->s->model;
-  r->refs++; /* the backend's */
-  ifd_request_set_state(r, IFD_REQ_QUEUED);
-  return r;
-
-out_free:
-  ifd_request_unref(r);
-  return NULL;
 }
 
 /* ---- forming batches -------------------------------------------------------
@@ -608,7 +227,7 @@ static void refuse(sb_t *b, ifd_request_t *r, const char *why) {
 static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   ifd_request_t *r = seq_pop(b, q);
   uint32_t before = r->n_inputs;
-  if (prepare(b, r, q) < 0) {
+  if (ifd__seq_prepare(b, r, q) < 0) {
     refuse(b, r, "out of memory adding the sequence batcher's inputs");
     if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
       q->done = 1;
@@ -695,7 +314,7 @@ static void form_direct(sb_t *b, uint32_t k) {
   for (i = 0, n = 0; i < top; i++) {
     if (b->batch[i] == NULL) {
       if (like == NULL) break; /* every real one was refused */
-      b->batch[i] = null_request(b, like);
+      b->batch[i] = ifd__seq_null_request(b, like);
       if (b->batch[i] == NULL) {
         /* Without a null request the later slots would shift: fail the
          * whole batch rather than run rows in the wrong slots. */
@@ -824,12 +443,12 @@ static void on_idle_timer(uv_timer_t *t) {
      * deadline moves on. */
     if (q->head != NULL || q->running) {
       q->deadline = now + b->idle_ns;
-      heap_down(b, 0);
+      ifd__seq_heap_head_moved(b);
       continue;
     }
     if (q->last_ns + b->idle_ns > now + 500000) {
       q->deadline = q->last_ns + b->idle_ns;
-      heap_down(b, 0);
+      ifd__seq_heap_head_moved(b);
       continue;
     }
     IFD_VERBOSE("sequence batcher of '%s': sequence %s idle for %" PRIu64
@@ -882,8 +501,8 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
 
   rc = check_id(b, req, err);
   if (rc < 0) return rc;
-  hash = hash_id(req->correlation_id, sid);
-  q = table_find(b, req->correlation_id, sid, hash);
+  hash = ifd__seq_hash(req->correlation_id, sid);
+  q = ifd__seq_find(b, req->correlation_id, sid, hash);
   if (q == NULL) {
     if (!start) {
       if (sid != NULL)
@@ -904,7 +523,7 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
                       "accepting new inference requests");
     rc = seq_new(b, req, hash, &q, err);
     if (rc < 0) return rc;
-    table_add(b, q);
+    ifd__seq_table_add(b, q);
   } else if (start) {
     char name[32];
     IFD_WARN(
@@ -925,7 +544,7 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   q->last_ns = sr(req)->arrival;
   s->queued++;
   /* After END, the ID is free for a new sequence. */
-  if (req->flags & IFD_REQUEST_FLAG_SEQUENCE_END) table_del(b, q);
+  if (req->flags & IFD_REQUEST_FLAG_SEQUENCE_END) ifd__seq_table_del(b, q);
   if (q->inst >= 0) kick(b, (uint32_t)q->inst);
   return 0;
 }
@@ -964,8 +583,8 @@ static void seq_stop(ifd__sched_t *s) {
     while (q->head != NULL)
       ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
                         "the model is being unloaded");
-    table_del(b, q);
-    heap_remove(b, q);
+    ifd__seq_table_del(b, q);
+    ifd__seq_heap_remove(b, q);
     seq_free(q);
   }
   b->bl_tail = NULL;
@@ -1045,41 +664,6 @@ int ifd__sequence_counts(const ifd__sched_t *s, uint64_t *active,
 /* ---- creation ---------------------------------------------------------------
  */
 
-static int read_controls(sb_t *b, ifd_errmsg_t *err) {
-  size_t i, j;
-  for (i = 0; i < b->cfg->n_control_input; i++) {
-    const Inference__ModelSequenceBatching__ControlInput *ci =
-        b->cfg->control_input[i];
-    for (j = 0; j < ci->n_control; j++) {
-      const Inference__ModelSequenceBatching__Control *c = ci->control[j];
-      ctl_t *t = NULL;
-      switch (c->kind) {
-        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_START:
-          t = &b->start;
-          break;
-        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_END:
-          t = &b->end;
-          break;
-        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_READY:
-          t = &b->ready;
-          break;
-        case INFERENCE__MODEL_SEQUENCE_BATCHING__CONTROL__KIND__CONTROL_SEQUENCE_CORRID:
-          b->corrid_name = ci->name;
-          b->corrid_dtype = (ifd_dtype_t)c->data_type;
-          continue;
-        default:
-          continue;
-      }
-      if (ctl_from_config(t, ci->name, c) < 0)
-        return ifd_errf(err, IFD_EINVAL,
-                        "sequence batching control '%s' of model '%s' has no "
-                        "false/true values",
-                        ci->name, b->s->model->name);
-    }
-  }
-  return 0;
-}
-
 int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   const ifd_model_config_t *c = s->model->config;
   sb_t *b = calloc(1, sizeof(*b));
@@ -1138,7 +722,7 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
       if ((float)b->target < need) b->target++;
     }
   }
-  rc = read_controls(b, err);
+  rc = ifd__seq_read_controls(b, err);
   if (rc < 0) goto out_free;
   b->n_state = (uint32_t)b->cfg->n_state;
   b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
