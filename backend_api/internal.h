@@ -29,6 +29,19 @@ struct TRITONSERVER_Error {
   char msg[]; /* owned: part of the same allocation */
 };
 
+/** A TRITONSERVER_Error with a printf-formatted message (cut at 511
+ *  bytes). */
+TRITONSERVER_Error *ifd__errorf(TRITONSERVER_Error_Code code, const char *fmt,
+                                ...) __attribute__((format(printf, 2, 3)));
+
+/* Refuses a NULL or invalid argument as Triton's API functions do. */
+#define ARG_CHECK(cond)                                            \
+  do {                                                             \
+    if (!(cond))                                                   \
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
+                                   "invalid argument: " #cond);    \
+  } while (0)
+
 /* ---- tsrv_message.c ---------------------------------------------------- */
 
 struct TRITONSERVER_Message {

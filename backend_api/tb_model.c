@@ -12,13 +12,6 @@
 #include "core/log.h"
 #include "core/server.h"
 
-#define ARG_CHECK(cond)                                            \
-  do {                                                             \
-    if (!(cond))                                                   \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
-                                   "invalid argument: " #cond);    \
-  } while (0)
-
 /* ---- backend --------------------------------------------------------------
  */
 

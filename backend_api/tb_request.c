@@ -17,13 +17,6 @@
 #include "core/model.h"
 #include "core/server.h"
 
-#define ARG_CHECK(cond)                                            \
-  do {                                                             \
-    if (!(cond))                                                   \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
-                                   "invalid argument: " #cond);    \
-  } while (0)
-
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))
 

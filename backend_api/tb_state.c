@@ -41,13 +41,6 @@
 #include "core/model.h"
 #include "core/seqstate.h"
 
-#define ARG_CHECK(cond)                                            \
-  do {                                                             \
-    if (!(cond))                                                   \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
-                                   "invalid argument: " #cond);    \
-  } while (0)
-
 struct TRITONBACKEND_State {
   ifd_req_attach_t link; /* first: the request's list of attached objects */
   ifd_request_t *req;    /* borrowed: owns this object */
@@ -64,19 +57,6 @@ struct TRITONBACKEND_State {
 
 _Static_assert(_Alignof(struct TRITONBACKEND_State) >= 4,
                "buffer attribute views need two free low bits");
-
-static TRITONSERVER_Error *errorf(TRITONSERVER_Error_Code code, const char *fmt,
-                                  ...) __attribute__((format(printf, 2, 3)));
-
-static TRITONSERVER_Error *errorf(TRITONSERVER_Error_Code code, const char *fmt,
-                                  ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, msg);
-}
 
 /* Runs in request_free (loop thread): an unpublished buffer goes too. */
 static void state_drop(ifd_req_attach_t *a) {
@@ -99,16 +79,17 @@ static int64_t find_state(const ifd_request_t *req, const char *name,
   size_t i;
 
   if (sb == NULL || sb->n_state == 0) {
-    *err = errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "unable to add state '%s'. State configuration is missing "
-                  "for model '%s'.",
-                  name, model);
+    *err =
+        ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                    "unable to add state '%s'. State configuration is missing "
+                    "for model '%s'.",
+                    name, model);
     return -1;
   }
   for (i = 0; i < sb->n_state; i++)
     if (strcmp(sb->state[i]->output_name, name) == 0) return (int64_t)i;
-  *err = errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                "state '%s' is not a valid state name.", name);
+  *err = ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                     "state '%s' is not a valid state name.", name);
   return -1;
 }
 
@@ -146,24 +127,26 @@ TRITONSERVER_Error *TRITONBACKEND_StateNew(TRITONBACKEND_State **state,
   if (index < 0) return err;
   cfg = ifd_config_sequence(req->model->config)->state[index];
   if ((int)datatype != (int)cfg->data_type)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "unexpected datatype %s for state '%s' of model '%s': "
-                  "the model configuration says %s",
-                  ifd_dtype_name((ifd_dtype_t)datatype), name, req->model->name,
-                  ifd_dtype_config_name((ifd_dtype_t)cfg->data_type));
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "unexpected datatype %s for state '%s' of model '%s': "
+                       "the model configuration says %s",
+                       ifd_dtype_name((ifd_dtype_t)datatype), name,
+                       req->model->name,
+                       ifd_dtype_config_name((ifd_dtype_t)cfg->data_type));
   if (dims_count > IFD_MAX_DIMS)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "state '%s' has %u dimensions, at most %d are supported",
-                  name, dims_count, IFD_MAX_DIMS);
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "state '%s' has %u dimensions, at most %d are supported",
+                       name, dims_count, IFD_MAX_DIMS);
   for (i = 0; i < dims_count; i++)
     if (shape[i] < 0)
-      return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "state '%s': dimension %u of its shape is %lld, a shape "
-                    "must be fully specified",
-                    name, i, (long long)shape[i]);
+      return ifd__errorf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "state '%s': dimension %u of its shape is %lld, a shape "
+          "must be fully specified",
+          name, i, (long long)shape[i]);
   if (req->seq_state != NULL && (uint32_t)index >= req->seq_state->n)
-    return errorf(TRITONSERVER_ERROR_INTERNAL,
-                  "state '%s' has no entry in the sequence's state", name);
+    return ifd__errorf(TRITONSERVER_ERROR_INTERNAL,
+                       "state '%s' has no entry in the sequence's state", name);
 
   st = find_object(req, (uint32_t)index);
   if (st != NULL) {
@@ -205,17 +188,18 @@ TRITONSERVER_Error *TRITONBACKEND_StateBuffer(
   *buffer = NULL;
   ARG_CHECK(state != NULL && memory_type != NULL && memory_type_id != NULL);
   if (state->updated)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "state '%s' was already updated: its buffer can no longer "
-                  "be used",
-                  state->name);
+    return ifd__errorf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "state '%s' was already updated: its buffer can no longer "
+        "be used",
+        state->name);
   /* The same size again reuses the buffer, as in Triton. */
   if (state->blob == NULL || state->blob->size != buffer_byte_size) {
     ifd_blob_t *b = ifd_blob_new(buffer_byte_size, 0);
     if (b == NULL)
-      return errorf(TRITONSERVER_ERROR_INTERNAL,
-                    "unable to allocate %llu bytes for state '%s'",
-                    (unsigned long long)buffer_byte_size, state->name);
+      return ifd__errorf(TRITONSERVER_ERROR_INTERNAL,
+                         "unable to allocate %llu bytes for state '%s'",
+                         (unsigned long long)buffer_byte_size, state->name);
     ifd_blob_unref(state->blob);
     state->blob = b;
   }
@@ -237,10 +221,10 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
   ARG_CHECK(state != NULL);
   req = state->req;
   if (state->updated)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "state '%s' was already updated", state->name);
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "state '%s' was already updated", state->name);
   if (ifd_shape_count(state->shape, state->ndims, &count) < 0)
-    return errorf(
+    return ifd__errorf(
         TRITONSERVER_ERROR_INVALID_ARG, "state '%s': its shape %s is too large",
         state->name,
         ifd_shape_format(state->shape, state->ndims, dims, sizeof(dims)));
@@ -248,10 +232,11 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
     /* Nothing to hold is fine without a buffer; otherwise the value would
      * be undefined. */
     if (count != 0)
-      return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "state '%s' has no buffer: call TRITONBACKEND_StateBuffer "
-                    "before TRITONBACKEND_StateUpdate",
-                    state->name);
+      return ifd__errorf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "state '%s' has no buffer: call TRITONBACKEND_StateBuffer "
+          "before TRITONBACKEND_StateUpdate",
+          state->name);
     state->blob = ifd_blob_new(0, 0);
     if (state->blob == NULL)
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
@@ -260,7 +245,7 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
   b = state->blob;
   if (state->dtype == IFD_TYPE_BYTES) {
     if (ifd_bytes_validate(b->data, (size_t)b->size, count) < 0)
-      return errorf(
+      return ifd__errorf(
           TRITONSERVER_ERROR_INVALID_ARG,
           "state '%s': its %llu-byte buffer does not hold the %lld "
           "BYTES elements of shape %s",
@@ -271,7 +256,7 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
     if (ifd_shape_byte_size(state->dtype, state->shape, state->ndims, &want) <
             0 ||
         (uint64_t)want != b->size)
-      return errorf(
+      return ifd__errorf(
           TRITONSERVER_ERROR_INVALID_ARG,
           "state '%s': its buffer holds %llu bytes, shape %s of %s "
           "needs %lld",

@@ -8,6 +8,8 @@
  */
 #include "backend_api/internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,4 +63,14 @@ const char *TRITONSERVER_ErrorCodeString(TRITONSERVER_Error *error) {
 
 const char *TRITONSERVER_ErrorMessage(TRITONSERVER_Error *error) {
   return error != NULL ? error->msg : "";
+}
+
+TRITONSERVER_Error *ifd__errorf(TRITONSERVER_Error_Code code, const char *fmt,
+                                ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  return TRITONSERVER_ErrorNew(code, msg);
 }

@@ -101,19 +101,6 @@ static void (*render_pinned_hook)(void);
 /* ---- helpers --------------------------------------------------------------
  */
 
-static TRITONSERVER_Error *errorf(TRITONSERVER_Error_Code code, const char *fmt,
-                                  ...) __attribute__((format(printf, 2, 3)));
-
-static TRITONSERVER_Error *errorf(TRITONSERVER_Error_Code code, const char *fmt,
-                                  ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, msg);
-}
-
 static TRITONSERVER_Error *oom(void) {
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
 }
@@ -243,22 +230,22 @@ TRITONSERVER_Error *TRITONSERVER_MetricFamilyNew(
   TRITONSERVER_Error *err = NULL;
 
   if (family == NULL || name == NULL || description == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "family, name and description are required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "family, name and description are required");
   *family = NULL;
   if (kind_name(kind) == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "Unsupported kind %d passed to MetricFamily constructor.",
-                  (int)kind);
+    return ifd__errorf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "Unsupported kind %d passed to MetricFamily constructor.", (int)kind);
   if (!valid_name(name, 1))
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "invalid metric family name '%s': it must match "
-                  "[a-zA-Z_:][a-zA-Z0-9_:]* and not start with \"__\"",
-                  name);
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "invalid metric family name '%s': it must match "
+                       "[a-zA-Z_:][a-zA-Z0-9_:]* and not start with \"__\"",
+                       name);
   if (ifd_metrics_reserved_name(name))
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "metric family name '%s' is one the server exports itself",
-                  name);
+    return ifd__errorf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "metric family name '%s' is one the server exports itself", name);
 
   h = calloc(1, sizeof(*h));
   nf = calloc(1, sizeof(*nf));
@@ -272,9 +259,9 @@ TRITONSERVER_Error *TRITONSERVER_MetricFamilyNew(
   for (tail = &fams; (f = *tail) != NULL; tail = &f->next)
     if (strcmp(f->name, name) == 0) break;
   if (f != NULL && f->kind != kind) {
-    err = errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                 "metric family '%s' already exists with kind %s, not %s", name,
-                 kind_name(f->kind), kind_name(kind));
+    err = ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                      "metric family '%s' already exists with kind %s, not %s",
+                      name, kind_name(f->kind), kind_name(kind));
   } else {
     if (f == NULL) {
       f = nf; /* appended at the tail, where the search ended */
@@ -312,10 +299,10 @@ TRITONSERVER_Error *TRITONSERVER_MetricFamilyDelete(
   if (family->metrics > 0) {
     size_t n = family->metrics;
     pthread_mutex_unlock(&mu);
-    return errorf(TRITONSERVER_ERROR_INTERNAL,
-                  "Must call MetricDelete on all dependent metrics before "
-                  "calling MetricFamilyDelete (family '%s' has %zu)",
-                  f->name, n);
+    return ifd__errorf(TRITONSERVER_ERROR_INTERNAL,
+                       "Must call MetricDelete on all dependent metrics before "
+                       "calling MetricFamilyDelete (family '%s' has %zu)",
+                       f->name, n);
   }
   if (--f->handles == 0) {
     /* No handle left, so no metric either: the name is free again. */
@@ -333,8 +320,8 @@ TRITONSERVER_Error *TRITONSERVER_MetricFamilyDelete(
 TRITONSERVER_Error *TRITONSERVER_GetMetricFamilyKind(
     TRITONSERVER_MetricFamily *family, TRITONSERVER_MetricKind *kind) {
   if (family == NULL || kind == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "family and kind are required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "family and kind are required");
   *kind = family->fam->kind; /* immutable */
   return NULL;
 }
@@ -344,7 +331,7 @@ TRITONSERVER_Error *TRITONSERVER_GetMetricFamilyKind(
 
 TRITONSERVER_Error *TRITONSERVER_MetricArgsNew(TRITONSERVER_MetricArgs **args) {
   if (args == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "args is required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "args is required");
   *args = calloc(1, sizeof(**args));
   return *args != NULL ? NULL : oom();
 }
@@ -354,10 +341,11 @@ TRITONSERVER_Error *TRITONSERVER_MetricArgsSetHistogram(
     const uint64_t buckets_count) {
   double *copy = NULL;
   if (args == NULL || (buckets == NULL && buckets_count > 0))
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "args and buckets (when buckets_count > 0) are required");
+    return ifd__errorf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "args and buckets (when buckets_count > 0) are required");
   if (buckets_count > SIZE_MAX / sizeof(double) - 1)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "too many buckets");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "too many buckets");
   if (buckets_count > 0) {
     copy = malloc(buckets_count * sizeof(double));
     if (copy == NULL) return oom();
@@ -404,7 +392,7 @@ static TRITONSERVER_Error *build_labels(const TRITONSERVER_Parameter **labels,
   TRITONSERVER_Error *err = NULL;
 
   if (count > SIZE_MAX / sizeof(label_t))
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "too many labels");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "too many labels");
   if (count > 0) {
     l = malloc((size_t)count * sizeof(*l));
     if (l == NULL) return oom();
@@ -412,23 +400,24 @@ static TRITONSERVER_Error *build_labels(const TRITONSERVER_Parameter **labels,
   for (i = 0; i < count; i++) {
     const TRITONSERVER_Parameter *pm = labels[i];
     if (pm == NULL) {
-      err = errorf(TRITONSERVER_ERROR_INVALID_ARG, "label %zu is NULL", i);
+      err = ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "label %zu is NULL", i);
       goto out_free_l;
     }
     if (pm->type != TRITONSERVER_PARAMETER_STRING) {
-      err = errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                   "Parameter [%s] must have a type of "
-                   "TRITONSERVER_PARAMETER_STRING to be added as a label.",
-                   pm->name);
+      err = ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                        "Parameter [%s] must have a type of "
+                        "TRITONSERVER_PARAMETER_STRING to be added as a label.",
+                        pm->name);
       goto out_free_l;
     }
     if (!valid_name(pm->name, 0) ||
         (histogram && strcmp(pm->name, "le") == 0)) {
-      err = errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                   "invalid label name '%s': it must match "
-                   "[a-zA-Z_][a-zA-Z0-9_]*, not start with \"__\" and not be "
-                   "\"le\" in a histogram",
-                   pm->name);
+      err = ifd__errorf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "invalid label name '%s': it must match "
+          "[a-zA-Z_][a-zA-Z0-9_]*, not start with \"__\" and not be "
+          "\"le\" in a histogram",
+          pm->name);
       goto out_free_l;
     }
     l[i].name = pm->name;
@@ -477,16 +466,17 @@ static TRITONSERVER_Error *set_buckets(series_t *s,
   for (i = 0; i < n; i++) {
     if (isnan(args->buckets[i]) ||
         (isinf(args->buckets[i]) && args->buckets[i] > 0))
-      return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "histogram bucket %" PRIu64
-                    " is not a number or +Inf "
-                    "before the last",
-                    i);
+      return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                         "histogram bucket %" PRIu64
+                         " is not a number or +Inf "
+                         "before the last",
+                         i);
     if (i > 0 && !(args->buckets[i - 1] < args->buckets[i]))
-      return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "Bucket Boundaries must be strictly sorted (bucket %" PRIu64
-                    " is not above bucket %" PRIu64 ")",
-                    i, i - 1);
+      return ifd__errorf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "Bucket Boundaries must be strictly sorted (bucket %" PRIu64
+          " is not above bucket %" PRIu64 ")",
+          i, i - 1);
   }
   if (n > 0) {
     s->bounds = malloc((size_t)n * sizeof(double));
@@ -508,21 +498,21 @@ TRITONSERVER_Error *TRITONSERVER_MetricNewWithArgs(
   TRITONSERVER_Error *err;
 
   if (metric == NULL || family == NULL || (labels == NULL && label_count > 0))
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "metric, family and labels (when label_count > 0) are "
-                  "required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "metric, family and labels (when label_count > 0) are "
+                       "required");
   *metric = NULL;
   f = family->fam;
   if (f->kind != TRITONSERVER_METRIC_KIND_HISTOGRAM && args != NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "Unexpected args found in %s Metric constructor.",
-                  kind_name(f->kind));
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "Unexpected args found in %s Metric constructor.",
+                       kind_name(f->kind));
   if (f->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM && args == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "Bucket boundaries not found in Metric args.");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "Bucket boundaries not found in Metric args.");
   if (args != NULL && !args->histogram)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "Metric args not set to histogram kind.");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "Metric args not set to histogram kind.");
 
   m = calloc(1, sizeof(*m));
   ns = calloc(1, sizeof(*ns));
@@ -594,19 +584,19 @@ TRITONSERVER_Error *TRITONSERVER_MetricDelete(TRITONSERVER_Metric *metric) {
 
 static TRITONSERVER_Error *wrong_kind(const TRITONSERVER_Metric *m,
                                       const char *op) {
-  return errorf(TRITONSERVER_ERROR_UNSUPPORTED,
-                "TRITONSERVER_METRIC_KIND_%s does not support %s",
-                m->kind == TRITONSERVER_METRIC_KIND_COUNTER ? "COUNTER"
-                : m->kind == TRITONSERVER_METRIC_KIND_GAUGE ? "GAUGE"
-                                                            : "HISTOGRAM",
-                op);
+  return ifd__errorf(TRITONSERVER_ERROR_UNSUPPORTED,
+                     "TRITONSERVER_METRIC_KIND_%s does not support %s",
+                     m->kind == TRITONSERVER_METRIC_KIND_COUNTER ? "COUNTER"
+                     : m->kind == TRITONSERVER_METRIC_KIND_GAUGE ? "GAUGE"
+                                                                 : "HISTOGRAM",
+                     op);
 }
 
 TRITONSERVER_Error *TRITONSERVER_MetricValue(TRITONSERVER_Metric *metric,
                                              double *value) {
   if (metric == NULL || value == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "metric and value are required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "metric and value are required");
   if (metric->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM)
     return wrong_kind(metric, "Value");
   *value = from_bits(
@@ -617,13 +607,14 @@ TRITONSERVER_Error *TRITONSERVER_MetricValue(TRITONSERVER_Metric *metric,
 TRITONSERVER_Error *TRITONSERVER_MetricIncrement(TRITONSERVER_Metric *metric,
                                                  double value) {
   if (metric == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
   if (metric->kind == TRITONSERVER_METRIC_KIND_HISTOGRAM)
     return wrong_kind(metric, "Increment");
   if (metric->kind == TRITONSERVER_METRIC_KIND_COUNTER && value < 0.0)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented "
-                  "monotonically by non-negative values.");
+    return ifd__errorf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented "
+        "monotonically by non-negative values.");
   add_double(&metric->series->value, value);
   return NULL;
 }
@@ -631,7 +622,7 @@ TRITONSERVER_Error *TRITONSERVER_MetricIncrement(TRITONSERVER_Metric *metric,
 TRITONSERVER_Error *TRITONSERVER_MetricSet(TRITONSERVER_Metric *metric,
                                            double value) {
   if (metric == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
   if (metric->kind != TRITONSERVER_METRIC_KIND_GAUGE)
     return wrong_kind(metric, "Set");
   atomic_store_explicit(&metric->series->value, to_bits(value),
@@ -644,7 +635,7 @@ TRITONSERVER_Error *TRITONSERVER_MetricObserve(TRITONSERVER_Metric *metric,
   series_t *s;
   size_t lo = 0, hi;
   if (metric == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG, "metric is required");
   if (metric->kind != TRITONSERVER_METRIC_KIND_HISTOGRAM)
     return wrong_kind(metric, "Observe");
   s = metric->series;
@@ -666,8 +657,8 @@ TRITONSERVER_Error *TRITONSERVER_MetricObserve(TRITONSERVER_Metric *metric,
 TRITONSERVER_Error *TRITONSERVER_GetMetricKind(TRITONSERVER_Metric *metric,
                                                TRITONSERVER_MetricKind *kind) {
   if (metric == NULL || kind == NULL)
-    return errorf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "metric and kind are required");
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "metric and kind are required");
   *kind = metric->kind;
   return NULL;
 }

@@ -24,13 +24,6 @@
 
 #include "core/infer.h"
 
-#define ARG_CHECK(cond)                                            \
-  do {                                                             \
-    if (!(cond))                                                   \
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, \
-                                   "invalid argument: " #cond);    \
-  } while (0)
-
 /* The error every unsupported function returns: a new object the caller
  * owns, whose message names the function. */
 static TRITONSERVER_Error *unsupported(const char *fn) {
