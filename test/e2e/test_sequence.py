@@ -364,8 +364,6 @@ def test_sequence_parameters_on_non_sequence_model(srv):
         assert outs(r.json())["OUTPUT0"] == [1, 2, 3, 4]
 
 
-@pytest.mark.xfail(strict=True, reason="inferd's identity backend (backend_api/backends/identity) "
-                   "never reads the correlation ID; Triton's does, and fails a string one")
 def test_string_id_on_identity_fails_in_backend(srv):
     """Triton: 400 text/plain from the identity backend."""
     r = srv.post("/v2/models/identity_int32/infer", json={

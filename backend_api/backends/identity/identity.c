@@ -234,7 +234,13 @@ static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
 static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
                                    TRITONBACKEND_Response *response) {
   uint32_t count = 0;
-  TRITONSERVER_Error *err = TRITONBACKEND_RequestOutputCount(request, &count);
+  uint64_t corr_id = 0;
+  /* Triton's identity backend reads the correlation ID of every request, so
+   * a string one fails there ("correlation ID in request is not an unsigned
+   * int", 400); this one answers the same. */
+  TRITONSERVER_Error *err =
+      TRITONBACKEND_RequestCorrelationId(request, &corr_id);
+  if (err == NULL) err = TRITONBACKEND_RequestOutputCount(request, &count);
   for (uint32_t i = 0; err == NULL && i < count; i++) {
     const char *name = NULL;
     err = TRITONBACKEND_RequestOutputName(request, i, &name);
