@@ -3,12 +3,14 @@
  *
  * inferd-perf is a perf_analyzer-style load generator: one libuv loop drives
  * keep-alive HTTP/1.1 connections (http.c) or nghttp2 client sessions
- * (grpc.c), each carrying a request serialized once (model.c); main.c runs the
- * measurement steps and prints perf_analyzer's report, with the server-side
- * split read from the statistics extension (stats.c).
+ * (grpc.c), each carrying a request serialized once (model.c; rewritten per
+ * request for sequence models by seq.c). main.c reads the command line
+ * (options.c) and runs the measurement steps (measure.c), which prints
+ * perf_analyzer's report, with the server-side split read from the
+ * statistics extension (stats.c).
  *
  * The unit of load is a slot: one request in flight at a time. The
- * scheduler in main.c decides when a slot sends (closed loop: again as soon
+ * scheduler in sched.c decides when a slot sends (closed loop: again as soon
  * as its response is in; open loop: on the rate schedule) and the transport
  * tells it when the response is complete through ifd__perf_run_done(). Every
  * function here runs on the loop thread; nothing is locked.
@@ -194,6 +196,18 @@ struct ifd_perf_run {
   int have_err;
 };
 
+/* ---- options.c ---- */
+
+/**
+ * Parses the command line into *o, which the caller has zeroed (the strings
+ * it keeps are borrowed from argv), and checks it. --help prints the usage on
+ * stdout and exits 0. Returns 0, or -1 with the error (or the usage) printed on
+ * stderr.
+ */
+int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o);
+
+/* ---- sched.c ---- */
+
 /* Called by a transport once per successful send(): the slot's response is
  * complete (ok), or the request failed (err, errlen: the first bytes of the
  * error body or message, copied if needed). May send on the slot again. */
@@ -208,6 +222,70 @@ void ifd__perf_run_fail(ifd_perf_run_t *run, int code, const char *fmt, ...)
  * or UV_ETIMEDOUT. */
 int ifd__perf_run_until(ifd_perf_run_t *run, const int *flag,
                         uint64_t timeout_ms);
+
+/**
+ * Starts issuing: open loop, arms the rate timer at run->rate requests per
+ * second; closed loop, opens the slots missing below run->concurrency and
+ * sends on each free one. Requests sent are measured if run->recording.
+ * Returns 0 (a failed send marks the run failed instead, see run->fatal),
+ * or UV_ENOMEM when a slot cannot be made.
+ */
+int ifd__perf_sched_start(ifd_perf_run_t *run);
+/**
+ * Stops issuing; a sequence model ends each open sequence with one last
+ * request (a busy slot once its response is in). Runs the loop until no
+ * request is in flight, or the run fails, or 60 s pass. Open loop: every
+ * slot is back on the free list. Returns 0, or UV_ETIMEDOUT.
+ */
+int ifd__perf_sched_drain(ifd_perf_run_t *run);
+/**
+ * --idle-sequences N: STARTs sequences start..start+N-1 (one request each,
+ * at most 64 in flight), prints "idle sequences: N started", holds them
+ * idle for --idle-seconds, then ENDs each with one more request. Needs a
+ * sequence model (run->sequence). Returns 0, or 1 when a request failed or
+ * did not finish (message printed).
+ */
+int ifd__perf_sched_idle_sequences(ifd_perf_run_t *run);
+
+/* ---- measure.c ---- */
+
+/** The result of one measurement step. */
+typedef struct ifd_perf_step {
+  double value; /* concurrency or request rate */
+  uint64_t count, errors, delayed;
+  double secs, throughput;
+  double avg_us, std_us;
+  double p50, p90, p95, p99, pn; /* usec */
+  int have_server;
+  ifd_perf_stats_t d;                                     /* server deltas */
+  double s_req, s_over, s_queue, s_cin, s_cinfer, s_cout; /* usec */
+  char first_err[IFD_PERF_ERR_MAX];
+} ifd_perf_step_t;
+
+/**
+ * Runs one step at concurrency or request rate value: warm-up, drain,
+ * statistics before, measurement window, drain, statistics after (m NULL:
+ * --raw-get, no statistics). Fills *r. Returns 0 (requests that failed are
+ * counted in r->errors), or a negative code with a message in err when the
+ * run failed or the statistics cannot be read.
+ */
+int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                           double value, ifd_perf_step_t *r, char *err,
+                           size_t errlen);
+/** The step's latency in the summary: --percentile's, or the average. */
+double ifd__perf_measure_latency(const ifd_perf_opts_t *o,
+                                 const ifd_perf_step_t *r);
+/** Prints the step on stdout as perf_analyzer does. */
+void ifd__perf_measure_print(const ifd_perf_opts_t *o,
+                             const ifd_perf_step_t *r);
+/**
+ * Writes the n steps to o->csv in perf_analyzer's CSV layout, or to
+ * o->json_summary as our JSON summary. Return 0, or a negative errno.
+ */
+int ifd__perf_measure_write_csv(const ifd_perf_opts_t *o,
+                                const ifd_perf_step_t *st, int n);
+int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
+                                 const ifd_perf_step_t *st, int n);
 
 /* ---- http.c ---- */
 

@@ -1,0 +1,255 @@
+/*
+ * bench/perf/measure.c - one measurement step of inferd-perf, and
+ * perf_analyzer's report of the steps.
+ *
+ * A step (one concurrency or one request rate) runs like this:
+ *
+ *   warm up for --warmup ms; stop issuing; wait for every request to finish;
+ *   read the server's statistics ("before");
+ *   measure for --measurement-interval ms, recording only requests sent in
+ *   the window; stop issuing; wait for them all; read the statistics
+ *   ("after").
+ *
+ * Because no request is in flight while the statistics are read, the
+ * client's completed count equals the server's success-count delta exactly
+ * (given no other client). Throughput is completed requests x batch over the
+ * time from the window's start to its last completion. The report prints
+ * each step as perf_analyzer does, and writes its CSV (-f) and our JSON
+ * summary (--json-summary).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/perf/perf.h"
+
+/* ---- one step ---- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct(const uint64_t *v, size_t n, double p) {
+  size_t idx;
+  if (!n) return 0;
+  idx = (size_t)ceil(p / 100.0 * (double)n);
+  if (idx < 1) idx = 1;
+  if (idx > n) idx = n;
+  return (double)(v[idx - 1] / 1000);
+}
+
+static void stats_delta(const ifd_perf_stats_t *a, const ifd_perf_stats_t *b,
+                        ifd_perf_stats_t *d) {
+  const uint64_t *pa = (const uint64_t *)a, *pb = (const uint64_t *)b;
+  uint64_t *pd = (uint64_t *)d;
+  size_t i;
+  for (i = 0; i < sizeof *d / sizeof(uint64_t); i++) pd[i] = pb[i] - pa[i];
+}
+
+int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                           double value, ifd_perf_step_t *r, char *err,
+                           size_t errlen) {
+  const ifd_perf_opts_t *o = run->opts;
+  ifd_perf_stats_t before, after;
+  uint64_t t0, t1, sum = 0;
+  double var = 0, mean;
+  size_t i;
+  int rc;
+
+  memset(r, 0, sizeof *r);
+  r->value = value;
+  run->concurrency = (int)value;
+  run->rate = value;
+  run->have_err = 0;
+  if (o->warmup_ms) {
+    run->recording = 0;
+    rc = ifd__perf_sched_start(run);
+    if (rc == 0) ifd__perf_run_until(run, NULL, o->warmup_ms);
+    if (rc == 0) rc = ifd__perf_sched_drain(run);
+    if (rc < 0 && !run->fatal)
+      ifd__perf_run_fail(run, rc, "warm-up: %s", uv_strerror(rc));
+  }
+  if (run->fatal) goto out_fatal;
+  if (m) {
+    rc = ifd__perf_stats_read(run, m, &before, err, errlen);
+    if (rc < 0) return rc;
+  }
+  run->nlat = 0;
+  run->errors = 0;
+  run->delayed = 0;
+  run->have_err = 0;
+  run->recording = 1;
+  t0 = uv_hrtime();
+  rc = ifd__perf_sched_start(run);
+  if (rc == 0) ifd__perf_run_until(run, NULL, o->measure_ms);
+  /* A sequence model's last requests, sent while draining, end the open
+   * sequences: they are counted, as the server counts them. */
+  if (!run->sequence) run->recording = 0;
+  if (rc == 0) rc = ifd__perf_sched_drain(run);
+  run->recording = 0;
+  t1 = uv_hrtime();
+  if (rc < 0 && !run->fatal)
+    ifd__perf_run_fail(run, rc, "requests did not finish: %s", uv_strerror(rc));
+  if (run->fatal) goto out_fatal;
+  if (m) {
+    rc = ifd__perf_stats_read(run, m, &after, err, errlen);
+    if (rc < 0) return rc;
+    stats_delta(&before, &after, &r->d);
+    r->have_server = 1;
+  }
+
+  r->count = run->nlat;
+  r->errors = run->errors;
+  r->delayed = run->delayed;
+  if (run->have_err)
+    snprintf(r->first_err, sizeof r->first_err, "%s", run->first_err);
+  r->secs = (double)(t1 - t0) / 1e9;
+  r->throughput = (double)r->count * (m ? o->batch : 1) / r->secs;
+  for (i = 0; i < run->nlat; i++) sum += run->lat[i];
+  mean = run->nlat ? (double)sum / (double)run->nlat : 0;
+  for (i = 0; i < run->nlat; i++) {
+    double dv = (double)run->lat[i] - mean;
+    var += dv * dv;
+  }
+  r->avg_us = floor(mean / 1000);
+  r->std_us = run->nlat ? floor(sqrt(var / (double)run->nlat) / 1000) : 0;
+  qsort(run->lat, run->nlat, sizeof *run->lat, cmp_u64);
+  r->p50 = pct(run->lat, run->nlat, 50);
+  r->p90 = pct(run->lat, run->nlat, 90);
+  r->p95 = pct(run->lat, run->nlat, 95);
+  r->p99 = pct(run->lat, run->nlat, 99);
+  if (o->percentile > 0) r->pn = pct(run->lat, run->nlat, o->percentile);
+  if (r->have_server && r->d.success_count) {
+    double n = (double)r->d.success_count;
+    r->s_req = floor((double)r->d.success_ns / n / 1000);
+    r->s_queue = floor((double)r->d.queue_ns / n / 1000);
+    r->s_cin = floor((double)r->d.cin_ns / n / 1000);
+    r->s_cinfer = floor((double)r->d.cinfer_ns / n / 1000);
+    r->s_cout = floor((double)r->d.cout_ns / n / 1000);
+    r->s_over = r->s_req - r->s_queue - r->s_cin - r->s_cinfer - r->s_cout;
+    if (r->s_over < 0) r->s_over = 0;
+  }
+  return 0;
+
+out_fatal:
+  snprintf(err, errlen, "%s", run->fatal_msg);
+  return run->fatal;
+}
+
+/* ---- report ---- */
+
+double ifd__perf_measure_latency(const ifd_perf_opts_t *o,
+                                 const ifd_perf_step_t *r) {
+  return o->percentile > 0 ? r->pn : r->avg_us;
+}
+
+void ifd__perf_measure_print(const ifd_perf_opts_t *o,
+                             const ifd_perf_step_t *r) {
+  if (o->open_loop)
+    printf("Request Rate: %g inference requests per seconds\n", r->value);
+  else
+    printf("Request concurrency: %g\n", r->value);
+  printf("  Client: \n");
+  printf("    Request count: %llu\n", (unsigned long long)r->count);
+  printf("    Throughput: %g infer/sec\n", r->throughput);
+  if (o->percentile <= 0)
+    printf("    Avg latency: %.0f usec (standard deviation %.0f usec)\n",
+           r->avg_us, r->std_us);
+  printf("    p50 latency: %.0f usec\n", r->p50);
+  printf("    p90 latency: %.0f usec\n", r->p90);
+  printf("    p95 latency: %.0f usec\n", r->p95);
+  printf("    p99 latency: %.0f usec\n", r->p99);
+  if (o->percentile > 0 && o->percentile != 50 && o->percentile != 90 &&
+      o->percentile != 95 && o->percentile != 99)
+    printf("    p%d latency: %.0f usec\n", o->percentile, r->pn);
+  if (r->delayed)
+    printf("    Delayed request count: %llu\n", (unsigned long long)r->delayed);
+  if (r->errors || r->first_err[0]) {
+    printf("    Error count: %llu\n", (unsigned long long)r->errors);
+    printf("    First error: %s\n", r->first_err);
+  }
+  if (r->have_server) {
+    printf("  Server: \n");
+    printf("    Inference count: %llu\n",
+           (unsigned long long)r->d.inference_count);
+    printf("    Execution count: %llu\n",
+           (unsigned long long)r->d.execution_count);
+    printf("    Successful request count: %llu\n",
+           (unsigned long long)r->d.success_count);
+    printf(
+        "    Avg request latency: %.0f usec (overhead %.0f usec + queue "
+        "%.0f usec + compute input %.0f usec + compute infer %.0f usec + "
+        "compute output %.0f usec)\n",
+        r->s_req, r->s_over, r->s_queue, r->s_cin, r->s_cinfer, r->s_cout);
+  }
+  printf("\n");
+}
+
+int ifd__perf_measure_write_csv(const ifd_perf_opts_t *o,
+                                const ifd_perf_step_t *st, int n) {
+  FILE *f = fopen(o->csv, "w");
+  int i;
+  if (!f) return -errno;
+  fprintf(f,
+          "%s,Inferences/Second,Client Send,Network+Server Send/Recv,"
+          "Server Queue,Server Compute Input,Server Compute Infer,"
+          "Server Compute Output,Client Recv,p50 latency,p90 latency,"
+          "p95 latency,p99 latency\n",
+          o->open_loop ? "Request Rate" : "Concurrency");
+  for (i = 0; i < n; i++) {
+    const ifd_perf_step_t *r = &st[i];
+    double server = r->s_queue + r->s_cin + r->s_cinfer + r->s_cout;
+    double net = r->avg_us - server;
+    fprintf(f, "%g,%.1f,0,%.0f,%.0f,%.0f,%.0f,%.0f,0,%.0f,%.0f,%.0f,%.0f\n",
+            r->value, r->throughput, net > 0 ? net : 0, r->s_queue, r->s_cin,
+            r->s_cinfer, r->s_cout, r->p50, r->p90, r->p95, r->p99);
+  }
+  return fclose(f) ? -errno : 0;
+}
+
+int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
+                                 const ifd_perf_step_t *st, int n) {
+  FILE *f = fopen(o->json_summary, "w");
+  int i;
+  if (!f) return -errno;
+  fprintf(f,
+          "{\"tool\":\"inferd-perf\",\"mode\":\"%s\",\"protocol\":\"%s\","
+          "\"batch\":%d,\"steps\":[",
+          o->open_loop ? "request_rate" : "concurrency",
+          o->raw_get ? "raw-get"
+          : o->grpc  ? (o->streaming ? "grpc-stream" : "grpc")
+                     : (o->http_json ? "http-json" : "http-binary"),
+          o->batch);
+  for (i = 0; i < n; i++) {
+    const ifd_perf_step_t *r = &st[i];
+    fprintf(f,
+            "%s\n{\"%s\":%g,\"request_count\":%llu,\"errors\":%llu,"
+            "\"window_s\":%.6f,\"throughput\":%.3f,\"avg_latency_us\":%.0f,"
+            "\"std_latency_us\":%.0f,\"p50_latency_us\":%.0f,"
+            "\"p90_latency_us\":%.0f,\"p95_latency_us\":%.0f,"
+            "\"p99_latency_us\":%.0f,\"delayed\":%llu",
+            i ? "," : "", o->open_loop ? "request_rate" : "concurrency",
+            r->value, (unsigned long long)r->count,
+            (unsigned long long)r->errors, r->secs, r->throughput, r->avg_us,
+            r->std_us, r->p50, r->p90, r->p95, r->p99,
+            (unsigned long long)r->delayed);
+    if (o->percentile > 0)
+      fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->pn);
+    if (r->have_server)
+      fprintf(f,
+              ",\"server\":{\"inference_count\":%llu,\"execution_count\":"
+              "%llu,\"success_count\":%llu,\"avg_request_us\":%.0f,"
+              "\"overhead_us\":%.0f,\"queue_us\":%.0f,\"compute_input_us\":"
+              "%.0f,\"compute_infer_us\":%.0f,\"compute_output_us\":%.0f}",
+              (unsigned long long)r->d.inference_count,
+              (unsigned long long)r->d.execution_count,
+              (unsigned long long)r->d.success_count, r->s_req, r->s_over,
+              r->s_queue, r->s_cin, r->s_cinfer, r->s_cout);
+    fprintf(f, "}");
+  }
+  fprintf(f, "\n]}\n");
+  return fclose(f) ? -errno : 0;
+}
