@@ -90,6 +90,10 @@ typedef struct sb {
   const char *corrid_name; /* borrowed: config; NULL: no CORRID control */
   ifd_dtype_t corrid_dtype;
   int64_t ctl_shape[2]; /* {1, 1}: control inputs are [1] per request */
+  const char **eq_in;   /* owned array, borrowed names: inputs whose shapes
+                           must agree within a batch (variable dims, no
+                           allow_ragged_batch; batching models only) */
+  uint32_t n_eq;
   /* Implicit state. */
   uint32_t n_state;
   ifd_blob_t **init;     /* owned: initial value per state */

@@ -280,16 +280,51 @@ static int ready(const seq_t *q) {
   return q != NULL && q->head != NULL && !q->running;
 }
 
-/* Direct: one request per busy slot, at its slot's position. */
+static const ifd_input_t *find_input(const ifd_request_t *r, const char *name) {
+  uint32_t i;
+  for (i = 0; i < r->n_inputs; i++)
+    if (strcmp(r->inputs[i].name, name) == 0) return &r->inputs[i];
+  return NULL;
+}
+
+/* Can `y` join a batch that holds `x`? The inputs with variable dims and
+ * no allow_ragged_batch must have the same shape in every row, as Triton's
+ * batchers require (fixed dims agree by validation). */
+static int same_shapes(const sb_t *b, const ifd_request_t *x,
+                       const ifd_request_t *y) {
+  uint32_t i, d;
+  for (i = 0; i < b->n_eq; i++) {
+    const ifd_input_t *a = find_input(x, b->eq_in[i]);
+    const ifd_input_t *c = find_input(y, b->eq_in[i]);
+    if (a == NULL || c == NULL) {
+      if (a != c) return 0; /* an optional input in one row only */
+      continue;
+    }
+    if (a->ndims != c->ndims) return 0;
+    for (d = 1; d < a->ndims; d++)
+      if (a->shape[d] != c->shape[d]) return 0;
+  }
+  return 1;
+}
+
+/* Direct: one request per busy slot, at its slot's position. A slot whose
+ * request cannot join (other shapes than the first) gets a null request
+ * and goes in a later batch, as in Triton. */
 static void form_direct(sb_t *b, uint32_t k) {
   inst_t *in = &b->inst[k];
   uint32_t i, n_ready = 0, top = 0, n;
   uint64_t oldest = UINT64_MAX;
-  ifd_request_t *like = NULL;
+  ifd_request_t *like = NULL, *first = NULL;
 
   for (i = 0; i < b->nslots; i++) {
     seq_t *q = in->slots[i];
+    b->batch[i] = NULL;
     if (!ready(q)) continue;
+    if (first == NULL)
+      first = q->head;
+    else if (b->n_eq > 0 && !same_shapes(b, first, q->head))
+      continue;
+    b->batch[i] = q->head; /* chosen: taken below */
     n_ready++;
     top = i + 1;
     if (sr(q->head)->arrival < oldest) oldest = sr(q->head)->arrival;
@@ -304,12 +339,9 @@ static void form_direct(sb_t *b, uint32_t k) {
   }
   in->wait_until = 0;
   for (i = 0; i < top; i++) {
-    seq_t *q = in->slots[i];
-    b->batch[i] = NULL;
-    if (ready(q)) {
-      b->batch[i] = take(b, in, q);
-      if (like == NULL) like = b->batch[i];
-    }
+    if (b->batch[i] == NULL) continue;
+    b->batch[i] = take(b, in, in->slots[i]);
+    if (like == NULL) like = b->batch[i];
   }
   for (i = 0, n = 0; i < top; i++) {
     if (b->batch[i] == NULL) {
@@ -358,6 +390,14 @@ static void form_oldest(sb_t *b, uint32_t k) {
     if (ready(in->slots[i])) b->cand[nc++] = in->slots[i];
   if (nc == 0) return;
   qsort(b->cand, nc, sizeof(*b->cand), by_arrival);
+  /* The oldest, and those that can join it (same shapes), oldest first. */
+  if (b->n_eq > 0) {
+    uint32_t j = 1;
+    for (i = 1; i < nc; i++)
+      if (same_shapes(b, b->cand[0]->head, b->cand[i]->head))
+        b->cand[j++] = b->cand[i];
+    nc = j;
+  }
   want = nc < b->max_batch ? nc : b->max_batch;
   if (b->delay_ns > 0 && want < b->target &&
       now_ns() - sr(b->cand[0]->head)->arrival < b->delay_ns) {
@@ -620,6 +660,7 @@ static void free_sb(sb_t *b) {
   for (i = 0; i < b->n_state; i++) ifd_blob_unref(b->init[i]);
   free(b->init);
   free(b->state_in);
+  free(b->eq_in);
   free(b->inst);
   free(b->table);
   free(b->heap);
@@ -727,6 +768,18 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   b->n_state = (uint32_t)b->cfg->n_state;
   b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
                (b->ready.name != NULL) + (b->corrid_name != NULL) + b->n_state;
+  if (b->batching && c->n_input > 0) {
+    b->eq_in = calloc(c->n_input, sizeof(*b->eq_in));
+    if (b->eq_in == NULL) goto out_nomem;
+    for (i = 0; i < c->n_input; i++) {
+      const Inference__ModelInput *ci = c->input[i];
+      size_t d;
+      int variable = 0;
+      for (d = 0; d < ci->n_dims; d++)
+        if (ci->dims[d] < 0) variable = 1;
+      if (variable && !ci->allow_ragged_batch) b->eq_in[b->n_eq++] = ci->name;
+    }
+  }
   if (b->n_state > 0) {
     b->state_in = calloc(b->n_state, sizeof(*b->state_in));
     if (b->state_in == NULL) goto out_nomem;
@@ -774,6 +827,7 @@ out_free:
       ifd_blob_unref(b->init[j]);
     free(b->init);
     free(b->state_in);
+    free(b->eq_in);
     free(b->inst);
     free(b->table);
     free(b->batch);

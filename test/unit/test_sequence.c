@@ -52,11 +52,13 @@ static void write_models(void) {
 
 /* Submits one row for sequence `corr` (or string `scorr`) with `flags`.
  * Returns the request, or NULL with the refusal's message in msg. */
+static int next_cols = 4; /* width of the next submitted row */
+
 static ifd_request_t *seq_submit(const char *model, const char *id,
                                  uint64_t corr, const char *scorr,
                                  uint32_t flags, char *msg, size_t n) {
   ifd_request_t *req = ifd_request_new(server);
-  int64_t shape[2] = {1, 4};
+  int64_t shape[2] = {1, next_cols};
   ifd_input_t *in;
   ifd_errmsg_t err;
   int64_t *sh = shape;
@@ -78,7 +80,7 @@ static ifd_request_t *seq_submit(const char *model, const char *id,
   in = ifd_request_add_input(req, "IN", 2, IFD_TYPE_FP32, sh, nd);
   assert_non_null(in);
   in->data = zeros;
-  in->byte_size = 4 * sizeof(float);
+  in->byte_size = (uint64_t)next_cols * sizeof(float);
   if (ifd_request_submit(req, &err) < 0) {
     if (msg != NULL) snprintf(msg, n, "%s", err.text);
     ifd_request_unref(req);
@@ -203,6 +205,48 @@ static void test_pipelined_batches(void **state) {
   complete(2);
   complete(3);
   assert_int_equal(n_answers, 4);
+}
+
+/* Rows of other shapes than the batch's first (IN has dims [-1], no
+ * allow_ragged_batch) do not join it: direct puts a null request in their
+ * slot and runs them next; oldest leaves them for a later batch. */
+static void test_shapes_must_agree(void **state) {
+  char msg[1100];
+  (void)state;
+  next_cols = 4;
+  assert_non_null(seq_submit("seqd", "a0", 11, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqd", "b0", 12, NULL, S, msg, sizeof(msg)));
+  next_cols = 3;
+  assert_non_null(seq_submit("seqd", "c0", 13, NULL, S, msg, sizeof(msg)));
+  pump();
+  /* Instance 0: a0 in slot 0; c0 (slot 1) has other shapes. */
+  assert_int_equal(n_batches, 2);
+  assert_int_equal(batches[0].instance, 0);
+  BATCH(0, "a0");
+  assert_int_equal(batches[1].instance, 1);
+  BATCH(1, "b0");
+  complete(0);
+  /* Now c0 is the first: slot 0 has nothing, so a null request. */
+  assert_int_equal(n_batches, 3);
+  assert_int_equal(batches[2].n, 2);
+  assert_true(batches[2].reqs[0]->null_req);
+  assert_int_equal(batches[2].reqs[0]->inputs[0].shape[1], 3);
+  assert_string_equal(batches[2].reqs[1]->id, "c0");
+
+  /* Oldest: p (4 wide) and q (3 wide) do not share a batch. */
+  next_cols = 4;
+  assert_non_null(seq_submit("seqo", "p0", 0, "p", S, msg, sizeof(msg)));
+  next_cols = 3;
+  assert_non_null(seq_submit("seqo", "q0", 0, "q", S, msg, sizeof(msg)));
+  next_cols = 4;
+  assert_non_null(seq_submit("seqo", "r0", 0, "r", S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 4);
+  BATCH(3, "p0", "r0");
+  complete(3);
+  assert_int_equal(n_batches, 5);
+  BATCH(4, "q0");
+  next_cols = 4;
 }
 
 /* Triton's refusals, with its messages; none reaches a batch. */
@@ -336,6 +380,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_direct_slots, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pipelined_batches, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shapes_must_agree, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
