@@ -21,6 +21,9 @@ typedef struct sreq {
   seq_t *seq;          /* borrowed: the sequence it belongs to */
   uint64_t arrival;    /* ns, when the batcher queued it */
   uint32_t added;      /* inputs the batcher added (controls, states) */
+  uint32_t inst;       /* oldest preserve_ordering: the instance it ran on */
+  uint64_t order;      /* ...and its number in that instance's order */
+  int ordered;         /* `inst` and `order` are set */
 } sreq_t;
 
 _Static_assert(sizeof(sreq_t) <= sizeof(((ifd_request_t *)0)->sched_area),
@@ -73,18 +76,25 @@ typedef struct inst {
   uint32_t first, out; /* ring of running[]: oldest batch, batches out */
   uint64_t wait_until; /* ns: a delayed batch goes then; 0: none */
   int dirty;           /* has work to look at at the iteration's end */
+  /* oldest preserve_ordering: responses go out in the order the requests
+   * were batched on this instance. */
+  uint64_t order_next;  /* number of the next request batched */
+  uint64_t order_head;  /* the request whose responses go next */
+  ifd_response_t *held; /* owned: responses waiting their turn, ascending
+                           order, linked by ->next */
 } inst_t;
 
 typedef struct sb {
   ifd__sched_t *s;                             /* borrowed: owns this */
   const Inference__ModelSequenceBatching *cfg; /* borrowed: model config */
   int oldest;
-  int batching;       /* max_batch_size > 0 */
-  uint32_t nslots;    /* per instance */
-  uint32_t max_batch; /* oldest: requests per batch */
-  uint32_t target;    /* a batch this big goes at once (delay) */
-  uint64_t delay_ns;  /* max_queue_delay, 0: none */
-  uint64_t idle_ns;   /* max_sequence_idle */
+  int preserve_ordering; /* oldest { preserve_ordering: true } */
+  int batching;          /* max_batch_size > 0 */
+  uint32_t nslots;       /* per instance */
+  uint32_t max_batch;    /* oldest: requests per batch */
+  uint32_t target;       /* a batch this big goes at once (delay) */
+  uint64_t delay_ns;     /* max_queue_delay, 0: none */
+  uint64_t idle_ns;      /* max_sequence_idle */
   ctl_t start, end, ready;
   uint32_t n_added;        /* inputs the batcher adds to a request */
   const char *corrid_name; /* borrowed: config; NULL: no CORRID control */

@@ -237,6 +237,11 @@ static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   }
   /* How many inputs the batcher added (null_request copies the rest). */
   sr(r)->added = r->n_inputs - before;
+  if (b->preserve_ordering) {
+    sr(r)->inst = (uint32_t)(in - b->inst);
+    sr(r)->order = in->order_next++;
+    sr(r)->ordered = 1;
+  }
   q->running = 1;
   {
     uint32_t cur = (in->first + in->out) % PIPE;
@@ -675,9 +680,68 @@ static void on_timer_closed(uv_handle_t *h) {
   if (--b->closing == 0) free_sb(b);
 }
 
+/* ---- preserve_ordering (oldest) ---------------------------------------------
+ */
+
+/* The model's response hold: a response whose request is not next in its
+ * instance's batching order waits in that instance's held list; passing on
+ * the head's FINAL response advances the order and releases what waits
+ * behind it. A sequence's own requests run one at a time, so this orders
+ * responses across the sequences of an instance, as Triton's per-instance
+ * dynamic batcher does. */
+static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
+  sb_t *b = ((ifd__sched_t *)m->sched)->impl;
+  sreq_t *x = sr(resp->req);
+  inst_t *in;
+  ifd_response_t **pp;
+
+  /* Null requests and requests never batched (refused) are not ordered. */
+  if (!x->ordered || x->inst >= b->s->n_instances) {
+    ifd_response_deliver(resp);
+    return;
+  }
+  in = &b->inst[x->inst];
+  if (x->order < in->order_head) {
+    ifd_response_deliver(resp);
+    return;
+  }
+  if (x->order != in->order_head) {
+    for (pp = &in->held; *pp != NULL && sr((*pp)->req)->order <= x->order;
+         pp = &(*pp)->next)
+      ;
+    resp->next = *pp;
+    *pp = resp;
+    return;
+  }
+  for (;;) {
+    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
+    ifd_response_deliver(resp);
+    if (final) in->order_head++;
+    resp = in->held;
+    if (resp == NULL || sr(resp->req)->order != in->order_head) return;
+    in->held = resp->next;
+    resp->next = NULL;
+  }
+}
+
+/* Responses still held mean an earlier request never got its FINAL
+ * response: pass them on rather than leave their clients waiting. */
+static void release_held(sb_t *b) {
+  uint32_t k;
+  if (b->s->model != NULL) b->s->model->hold_response = NULL;
+  for (k = 0; k < b->s->n_instances; k++)
+    while (b->inst[k].held != NULL) {
+      ifd_response_t *r = b->inst[k].held;
+      b->inst[k].held = r->next;
+      r->next = NULL;
+      ifd_response_deliver(r);
+    }
+}
+
 static void seq_destroy(ifd__sched_t *s) {
   sb_t *b = s->impl;
   if (!b->stopped) seq_stop(s);
+  if (b->preserve_ordering) release_held(b);
   /* At once: the model may be freed before the timers' close callbacks. */
   ifd__sched_detach(s);
   if (!b->timers_init) {
@@ -766,6 +830,7 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   rc = ifd__seq_read_controls(b, err);
   if (rc < 0) goto out_free;
   b->n_state = (uint32_t)b->cfg->n_state;
+  b->preserve_ordering = b->oldest && b->cfg->oldest->preserve_ordering;
   b->n_added = (b->start.name != NULL) + (b->end.name != NULL) +
                (b->ready.name != NULL) + (b->corrid_name != NULL) + b->n_state;
   if (b->batching && c->n_input > 0) {
@@ -809,6 +874,7 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
         b->inst[k].running[1] == NULL)
       goto out_nomem;
   }
+  if (b->preserve_ordering) s->model->hold_response = hold_response;
   return 0;
 
 out_nomem:

@@ -53,6 +53,12 @@ static void write_models(void) {
           "END", "CONTROL_SEQUENCE_END") ", " CTL("READY",
                                                   "CONTROL_SEQUENCE_"
                                                   "READY") " ] }");
+  /* Oldest with preserve_ordering. */
+  write_model("seqp",
+              "max_batch_size: 2 instance_group [{ count: 1 }] "
+              "sequence_batching { oldest { max_candidate_sequences: 3 "
+              "preserve_ordering: true } control_input [ " CTL(
+                  "START", "CONTROL_SEQUENCE_START") " ] }");
   /* Short idle limit, one slot. */
   write_model("seqi",
               "max_batch_size: 0 instance_group [{ count: 1 }] "
@@ -215,6 +221,38 @@ static void test_pipelined_batches(void **state) {
   complete(2);
   complete(3);
   assert_int_equal(n_answers, 4);
+}
+
+/* oldest preserve_ordering: a backend answering the rows of a batch in
+ * another order still has its responses delivered in batching order. */
+static void test_oldest_preserve_ordering(void **state) {
+  char msg[1100];
+  batch_t *bt;
+  ifd_response_t *r1, *r0;
+  (void)state;
+  assert_non_null(seq_submit("seqp", "p0", 1, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqp", "q0", 2, NULL, S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "p0", "q0");
+  bt = &batches[0];
+  r1 = ifd_response_new(bt->reqs[1]);
+  r0 = ifd_response_new(bt->reqs[0]);
+  assert_non_null(r1);
+  assert_non_null(r0);
+  ifd_response_send(r1, IFD_RESPONSE_FINAL, 0, NULL);
+  pump();
+  assert_int_equal(n_answers, 0); /* q0 waits for p0 */
+  ifd_response_send(r0, IFD_RESPONSE_FINAL, 0, NULL);
+  pump();
+  assert_int_equal(n_answers, 2);
+  assert_answer(0, "p0", 0, NULL);
+  assert_answer(1, "q0", 0, NULL);
+  bt->done = 1;
+  ifd_request_release(bt->reqs[0], 1);
+  ifd_request_release(bt->reqs[1], 1);
+  model_of(bt->m)->idle(bt->m, bt->instance, 1, bt->n, model_of(bt->m)->arg);
+  pump();
 }
 
 /* Rows of other shapes than the batch's first (IN has dims [-1], no
@@ -445,6 +483,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_direct_slots, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pipelined_batches, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shapes_must_agree, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_oldest_preserve_ordering, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
