@@ -41,15 +41,17 @@ struct seq {
   int in_table;  /* found by its ID (not after its END was queued) */
   ifd_request_t *head, *tail; /* borrowed: queued, linked by sreq next */
   uint32_t n_queued;
-  int32_t inst;      /* the instance holding it, -1: in the backlog */
-  int32_t slot;      /* its slot (direct) or candidate index (oldest) */
-  seq_t *bl_next;    /* borrowed: backlog FIFO */
-  int running;       /* one of its requests is in its instance's batch */
-  int done;          /* its END request was dispatched (slot given up) */
-  int expired;       /* released by the idle timeout */
-  uint64_t last_ns;  /* arrival of its last request, or end of its last run */
-  uint64_t deadline; /* ns: its key in the idle heap */
-  uint32_t heap_ix;  /* position in the idle heap + 1; 0: not in it */
+  int32_t inst;       /* the instance holding it, -1: in the backlog */
+  int32_t slot;       /* its slot (direct) or candidate index (oldest) */
+  seq_t *bl_next;     /* borrowed: backlog FIFO */
+  int running;        /* one of its requests is in its instance's batch */
+  int done;           /* its END request was dispatched (slot given up) */
+  int expired;        /* released by the idle timeout */
+  uint64_t last_ns;   /* arrival of its last request, or end of its last run */
+  uint64_t deadline;  /* ns: its key in the idle heap */
+  uint32_t heap_ix;   /* position in the idle heap + 1; 0: not in it */
+  uint64_t bl_expire; /* ns: while in the backlog, when its requests'
+                         timeouts expire it (the earliest); 0: never */
   ifd_seq_state_t *state; /* owned reference; NULL without states */
 };
 

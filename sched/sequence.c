@@ -478,16 +478,46 @@ static void on_wait_timer(uv_timer_t *t) {
 /* ---- idle sequences --------------------------------------------------------
  */
 
+/* A backlogged sequence whose requests' timeout expired before it got a
+ * slot: its requests are refused (as Triton's reaper does) and the ID is
+ * free again. */
+static void expire_backlog(sb_t *b, seq_t *q) {
+  seq_t **pp = &b->bl_head, *prev = NULL;
+  char name[32];
+  while (*pp != q) {
+    prev = *pp;
+    pp = &(*pp)->bl_next;
+  }
+  *pp = q->bl_next;
+  if (b->bl_tail == q) b->bl_tail = prev;
+  q->bl_next = NULL;
+  b->n_backlog--;
+  IFD_VERBOSE("sequence batcher of '%s': backlogged sequence %s timed out",
+              b->s->model->name, seq_name(q, name, sizeof(name)));
+  while (q->head != NULL)
+    ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
+                      "timeout of the corresponding sequence has been expired");
+  ifd__seq_table_del(b, q);
+  ifd__seq_heap_remove(b, q);
+  seq_free(q);
+}
+
 static void on_idle_timer(uv_timer_t *t) {
   sb_t *b = ifd_container_of(t, sb_t, idle_timer);
   uint64_t now = now_ns();
   while (b->heap_n > 0 && b->heap[0]->deadline <= now + 500000) {
     seq_t *q = b->heap[0];
     char name[32];
+    if (q->inst < 0 && q->bl_expire != 0 && q->bl_expire <= now + 500000) {
+      expire_backlog(b, q);
+      continue;
+    }
     /* Not idle (work queued or running), or used since it was pushed: its
-     * deadline moves on. */
+     * deadline moves on (a backlog expiry comes first when it is sooner). */
     if (q->head != NULL || q->running) {
       q->deadline = now + b->idle_ns;
+      if (q->inst < 0 && q->bl_expire != 0 && q->bl_expire < q->deadline)
+        q->deadline = q->bl_expire;
       ifd__seq_heap_head_moved(b);
       continue;
     }
@@ -590,6 +620,19 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   s->queued++;
   /* After END, the ID is free for a new sequence. */
   if (req->flags & IFD_REQUEST_FLAG_SEQUENCE_END) ifd__seq_table_del(b, q);
+  /* A request's timeout bounds how long its sequence may wait in the
+   * backlog (Triton's backlog expiration); once in a slot it runs. */
+  if (q->inst < 0 && req->timeout_us > 0 &&
+      req->timeout_us < UINT64_MAX / 2000) {
+    uint64_t exp = sr(req)->arrival + req->timeout_us * 1000;
+    if (q->bl_expire == 0 || exp < q->bl_expire) q->bl_expire = exp;
+    if (exp < q->deadline) {
+      q->deadline = exp;
+      ifd__seq_heap_remove(b, q);
+      ifd__seq_heap_push(b, q); /* cannot fail: it just left the heap */
+      if (b->heap[0] == q) arm_idle(b);
+    }
+  }
   if (q->inst >= 0) kick(b, (uint32_t)q->inst);
   return 0;
 }

@@ -68,7 +68,8 @@ static void write_models(void) {
 
 /* Submits one row for sequence `corr` (or string `scorr`) with `flags`.
  * Returns the request, or NULL with the refusal's message in msg. */
-static int next_cols = 4; /* width of the next submitted row */
+static int next_cols = 4;        /* width of the next submitted row */
+static uint64_t next_timeout_us; /* timeout of the next submitted request */
 
 static ifd_request_t *seq_submit(const char *model, const char *id,
                                  uint64_t corr, const char *scorr,
@@ -92,6 +93,7 @@ static ifd_request_t *seq_submit(const char *model, const char *id,
     req->correlation_id_str =
         ifd_pool_strndup(&req->pool, scorr, strlen(scorr));
   req->flags = flags;
+  req->timeout_us = next_timeout_us;
   req->on_response = on_response;
   in = ifd_request_add_input(req, "IN", 2, IFD_TYPE_FP32, sh, nd);
   assert_non_null(in);
@@ -461,6 +463,35 @@ static void test_randomized(void **state) {
   assert_int_equal(n_answers, accepted);
 }
 
+/* A request's timeout bounds how long its sequence waits in the backlog:
+ * past it, its requests are refused (UNAVAILABLE, Triton's words) and the
+ * ID is unknown again; a sequence that holds a slot is not affected. */
+static void test_backlog_timeout(void **state) {
+  char msg[1100];
+  uint64_t t0 = uv_hrtime();
+  (void)state;
+  next_timeout_us = 30000;
+  assert_non_null(seq_submit("seqi", "h0", 5, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "k0", 6, NULL, S, msg, sizeof(msg)));
+  next_timeout_us = 0;
+  assert_non_null(seq_submit("seqi", "k1", 6, NULL, 0, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1); /* h0 runs (and stays running) */
+  BATCH(0, "h0");
+  /* Bounded: without the expiry nothing would ever answer them. */
+  while (n_answers < 2 && uv_hrtime() - t0 < 5000 * 1000000ull)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(n_answers, 2);
+  assert_true(uv_hrtime() - t0 >= 25 * 1000000ull);
+  assert_answer(0, "k0", IFD_EUNAVAIL,
+                "timeout of the corresponding sequence has been expired");
+  assert_answer(1, "k1", IFD_EUNAVAIL, "has been expired");
+  assert_null(seq_submit("seqi", "k2", 6, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "sequence 6 to model 'seqi'"));
+  complete(0);
+  assert_answer(2, "h0", 0, NULL);
+}
+
 /* Unload with sequences live and requests queued: the queued ones are
  * answered with an error, nothing waits. */
 static void test_unload_in_flight(void **state) {
@@ -489,6 +520,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_oldest, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
       cmocka_unit_test_setup_teardown(test_direct_delay, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_backlog_timeout, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
   };
