@@ -79,11 +79,8 @@ typedef struct dyn {
   ifd_request_t **batch; /* owned scratch: max_batch entries */
   ifd_request_t **heap;  /* owned: requests with a deadline, min-heap */
   uint32_t heap_n, heap_cap;
-  uint64_t arrivals;    /* requests queued so far */
-  uint64_t order_next;  /* preserve_ordering: next submission number */
-  uint64_t order_head;  /* the submission whose responses go next */
-  ifd_response_t *held; /* owned: responses waiting their turn, by
-                           ascending submission, linked by ->next */
+  uint64_t arrivals;  /* requests queued so far */
+  ifd__order_t order; /* preserve_ordering: by submission */
 } dyn_t;
 
 static void rq_push(rq_t *q, ifd_request_t *r) {
@@ -466,7 +463,7 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   }
   d->arrivals++;
   if (s->model->hold_response != NULL) {
-    x->order = d->order_next++;
+    x->order = d->order.next++;
     x->ordered = 1;
   }
   rq_push(&l->main, req);
@@ -503,39 +500,21 @@ static void dyn_stop(ifd__sched_t *s) {
 
 /* ---- preserve_ordering --------------------------------------------------- */
 
-/* The model's response hold: a response whose request is not next in
- * submission order waits in d->held (sorted by submission; responses come
- * nearly in order, so the walk is short). Passing on the head's FINAL
- * response advances the head and releases whatever waits behind it. */
+static uint64_t order_of(const ifd_response_t *r) {
+  return dr(r->req)->order;
+}
+
+/* The model's response hold: responses in submission order. */
 static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
   /* Installed only while the batcher exists (free_dyn removes it). */
   dyn_t *d = ((ifd__sched_t *)m->sched)->impl;
   dreq_t *x = dr(resp->req);
-  ifd_response_t **pp;
-
-  /* Requests that never got a number (none today), and responses sent after
-   * their request's FINAL one (core drops those), go on at once. */
-  if (!x->ordered || x->order < d->order_head) {
+  /* Requests that never got a number (none today) go on at once. */
+  if (!x->ordered) {
     ifd_response_deliver(resp);
     return;
   }
-  if (x->order != d->order_head) {
-    for (pp = &d->held; *pp != NULL && dr((*pp)->req)->order <= x->order;
-         pp = &(*pp)->next)
-      ;
-    resp->next = *pp;
-    *pp = resp;
-    return;
-  }
-  for (;;) {
-    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
-    ifd_response_deliver(resp);
-    if (final) d->order_head++;
-    resp = d->held;
-    if (resp == NULL || dr(resp->req)->order != d->order_head) return;
-    d->held = resp->next;
-    resp->next = NULL;
-  }
+  ifd__order_hold(&d->order, resp, x->order, order_of);
 }
 
 /* ---- teardown ------------------------------------------------------------ */
@@ -545,12 +524,7 @@ static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
  * leave their clients waiting. Then nothing refers to the model any more. */
 static void release_held(dyn_t *d) {
   d->s->model->hold_response = NULL;
-  while (d->held != NULL) {
-    ifd_response_t *r = d->held;
-    d->held = r->next;
-    r->next = NULL;
-    ifd_response_deliver(r);
-  }
+  ifd__order_release(&d->order);
   ifd__sched_detach(d->s);
 }
 

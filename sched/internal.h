@@ -122,6 +122,26 @@ extern const ifd__sched_kind_t ifd__sequence_kind;
 int ifd__sequence_counts(const ifd__sched_t *s, uint64_t *active,
                          uint64_t *backlog);
 
+/** Responses in submission order (sched/order.c): a scheduler numbers its
+ *  requests from 0 (`next`) and hands every response of a numbered request
+ *  to ifd__order_hold from its model's response hold. */
+typedef struct ifd__order {
+  uint64_t next;        /* number of the next request */
+  uint64_t head;        /* the request whose responses go next */
+  ifd_response_t *held; /* owned: responses waiting their turn, ascending
+                           number, linked by ->next */
+} ifd__order_t;
+
+/** Passes `resp` (of request number `num`; ownership passes) on now if its
+ *  request is next, else keeps it until it is; `num_of` gives a held
+ *  response's number. */
+void ifd__order_hold(ifd__order_t *o, ifd_response_t *resp, uint64_t num,
+                     uint64_t (*num_of)(const ifd_response_t *r));
+
+/** Passes on every held response (teardown: an earlier request never got
+ *  its FINAL response; its successors' clients must not wait for it). */
+void ifd__order_release(ifd__order_t *o);
+
 /** Creates the dynamic batcher's state in s->impl. Thread pool (load). */
 int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err);
 extern const ifd__sched_kind_t ifd__dynamic_kind;

@@ -80,10 +80,7 @@ typedef struct inst {
   int dirty;           /* has work to look at at the iteration's end */
   /* oldest preserve_ordering: responses go out in the order the requests
    * were batched on this instance. */
-  uint64_t order_next;  /* number of the next request batched */
-  uint64_t order_head;  /* the request whose responses go next */
-  ifd_response_t *held; /* owned: responses waiting their turn, ascending
-                           order, linked by ->next */
+  ifd__order_t order;
 } inst_t;
 
 typedef struct sb {

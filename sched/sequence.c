@@ -239,7 +239,7 @@ static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   sr(r)->added = r->n_inputs - before;
   if (b->preserve_ordering) {
     sr(r)->inst = (uint32_t)(in - b->inst);
-    sr(r)->order = in->order_next++;
+    sr(r)->order = in->order.next++;
     sr(r)->ordered = 1;
   }
   q->running = 1;
@@ -726,45 +726,23 @@ static void on_timer_closed(uv_handle_t *h) {
 /* ---- preserve_ordering (oldest) ---------------------------------------------
  */
 
-/* The model's response hold: a response whose request is not next in its
- * instance's batching order waits in that instance's held list; passing on
- * the head's FINAL response advances the order and releases what waits
- * behind it. A sequence's own requests run one at a time, so this orders
- * responses across the sequences of an instance, as Triton's per-instance
- * dynamic batcher does. */
+static uint64_t order_of(const ifd_response_t *r) {
+  return sr(r->req)->order;
+}
+
+/* The model's response hold: responses in the order their requests were
+ * batched on their instance (sched/order.c). A sequence's own requests run
+ * one at a time, so this orders responses across the sequences of an
+ * instance, as Triton's per-instance dynamic batcher does. */
 static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
   sb_t *b = ((ifd__sched_t *)m->sched)->impl;
   sreq_t *x = sr(resp->req);
-  inst_t *in;
-  ifd_response_t **pp;
-
   /* Null requests and requests never batched (refused) are not ordered. */
   if (!x->ordered || x->inst >= b->s->n_instances) {
     ifd_response_deliver(resp);
     return;
   }
-  in = &b->inst[x->inst];
-  if (x->order < in->order_head) {
-    ifd_response_deliver(resp);
-    return;
-  }
-  if (x->order != in->order_head) {
-    for (pp = &in->held; *pp != NULL && sr((*pp)->req)->order <= x->order;
-         pp = &(*pp)->next)
-      ;
-    resp->next = *pp;
-    *pp = resp;
-    return;
-  }
-  for (;;) {
-    int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
-    ifd_response_deliver(resp);
-    if (final) in->order_head++;
-    resp = in->held;
-    if (resp == NULL || sr(resp->req)->order != in->order_head) return;
-    in->held = resp->next;
-    resp->next = NULL;
-  }
+  ifd__order_hold(&b->inst[x->inst].order, resp, x->order, order_of);
 }
 
 /* Responses still held mean an earlier request never got its FINAL
@@ -772,13 +750,7 @@ static void hold_response(ifd_model_t *m, ifd_response_t *resp) {
 static void release_held(sb_t *b) {
   uint32_t k;
   if (b->s->model != NULL) b->s->model->hold_response = NULL;
-  for (k = 0; k < b->s->n_instances; k++)
-    while (b->inst[k].held != NULL) {
-      ifd_response_t *r = b->inst[k].held;
-      b->inst[k].held = r->next;
-      r->next = NULL;
-      ifd_response_deliver(r);
-    }
+  for (k = 0; k < b->s->n_instances; k++) ifd__order_release(&b->inst[k].order);
 }
 
 static void seq_destroy(ifd__sched_t *s) {
