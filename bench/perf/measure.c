@@ -95,9 +95,18 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     ifd__perf_run_fail(run, rc, "requests did not finish: %s", uv_strerror(rc));
   if (run->fatal) goto out_fatal;
   if (m) {
-    rc = ifd__perf_stats_read(run, m, &after, err, errlen);
-    if (rc < 0) return rc;
-    stats_delta(&before, &after, &r->d);
+    int tries;
+    /* The server counts a request when its release is processed, which
+     * may come a moment after its response reached us: read again, briefly,
+     * until the server has counted what we were answered. */
+    for (tries = 0;; tries++) {
+      rc = ifd__perf_stats_read(run, m, &after, err, errlen);
+      if (rc < 0) return rc;
+      stats_delta(&before, &after, &r->d);
+      if (r->d.success_count + r->d.fail_count >= run->nlat || tries >= 50)
+        break;
+      ifd__perf_run_until(run, NULL, 2);
+    }
     r->have_server = 1;
   }
 
