@@ -488,8 +488,16 @@ out_free:
     ifd_gstream_finish(st, IFD_GRPC_UNIMPLEMENTED,                    \
                        #rpc " is not implemented by inferd yet");     \
   }
-NOT_YET(RepositoryModelLoad)
-NOT_YET(RepositoryModelUnload)
+
+/* --model-control-mode=none, the only mode so far: Triton's answer. */
+#define CONTROL_REFUSED(rpc)                                                 \
+  static void on_##rpc(ifd_gstream_t *st, uint8_t *msg, size_t len) {        \
+    (void)len;                                                               \
+    free(msg);                                                               \
+    ifd_gstream_finish(st, IFD_GRPC_UNAVAILABLE, IFD_MODEL_CONTROL_REFUSED); \
+  }
+CONTROL_REFUSED(RepositoryModelLoad)
+CONTROL_REFUSED(RepositoryModelUnload)
 NOT_YET(SystemSharedMemoryStatus)
 NOT_YET(SystemSharedMemoryRegister)
 NOT_YET(SystemSharedMemoryUnregister)

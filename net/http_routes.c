@@ -61,6 +61,13 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   if (seg_is(seg[0], seglen[0], "repository")) {
     if (nseg == 2 && seg_is(seg[1], seglen[1], "index"))
       return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_INDEX);
+    if (nseg == 4 && seg_is(seg[1], seglen[1], "models") &&
+        (seg_is(seg[3], seglen[3], "load") ||
+         seg_is(seg[3], seglen[3], "unload"))) {
+      m->model = seg[2];
+      m->model_len = seglen[2];
+      return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_CONTROL);
+    }
     return IFD_ROUTE_NOT_FOUND;
   }
   if (!seg_is(seg[0], seglen[0], "models") || nseg < 2)
@@ -426,6 +433,11 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       break;
     case IFD_ROUTE_REPO_INDEX:
       route_repo_index(srv, s, msg->body, msg->body_len);
+      break;
+    case IFD_ROUTE_REPO_CONTROL:
+      /* --model-control-mode=none, the only mode so far: Triton's answer
+       * (the same words in every mode but explicit). */
+      ifd__http_slot_error(s, 503, IFD_MODEL_CONTROL_REFUSED);
       break;
     case IFD_ROUTE_INFER:
       route_infer(srv, s, &m, msg);

@@ -158,6 +158,7 @@ typedef enum ifd_http_route {
   IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
   IFD_ROUTE_INFER,         /* POST .../infer */
   IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
+  IFD_ROUTE_REPO_CONTROL,  /* POST /v2/repository/models/m/(load|unload) */
   IFD_ROUTE_ALL_STATS,     /* GET /v2/models/stats */
   IFD_ROUTE_MODEL_STATS,   /* GET /v2/models/m[/versions/v]/stats */
 } ifd_http_route_t;

@@ -106,6 +106,16 @@ static void test_routes(void **state) {
                    IFD_ROUTE_READY);
   assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/index", &m),
                    IFD_ROUTE_REPO_INDEX);
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/a/load", &m),
+                   IFD_ROUTE_REPO_CONTROL);
+  assert_slice(m.model, m.model_len, "a");
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/bb/unload", &m),
+                   IFD_ROUTE_REPO_CONTROL);
+  assert_slice(m.model, m.model_len, "bb");
+  assert_int_equal(route(IFD_HTTP_GET, "/v2/repository/models/a/load", &m),
+                   IFD_ROUTE_BAD_METHOD);
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/a/reload", &m),
+                   IFD_ROUTE_NOT_FOUND);
 
   assert_int_equal(route(IFD_HTTP_GET, "/v2/models/resnet", &m),
                    IFD_ROUTE_MODEL_META);
