@@ -34,6 +34,10 @@ def test_server_metadata(server):
     assert isinstance(body.get("extensions"), list)
     assert all(isinstance(e, str) for e in body["extensions"])
     assert "binary_tensor_data" in body["extensions"]
+    # Landed: the sequence batcher, the repository index (load/unload as in
+    # mode none), priorities and queue policies.
+    for ext in ("sequence", "model_repository", "schedule_policy"):
+        assert ext in body["extensions"], body
 
 
 def test_post_live_is_405(server):
