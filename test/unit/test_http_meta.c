@@ -184,8 +184,9 @@ static void test_server_info(void **state) {
   ifd__json_server_info(&b, ifd_server_metadata(NULL));
   assert_same(text_of(&b),
               strdup("{\"name\":\"inferd\",\"version\":\"" IFD_SERVER_VERSION
-                     "\",\"extensions\":[\"binary_tensor_data\","
-                     "\"parameters\",\"model_configuration\","
+                     "\",\"extensions\":[\"sequence\",\"model_repository\","
+                     "\"schedule_policy\",\"model_configuration\","
+                     "\"binary_tensor_data\",\"parameters\","
                      "\"statistics\"]}"));
   ifd__hbuf_init(&b, 0);
   ifd__json_server_info(&b, &none);
