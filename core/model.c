@@ -198,6 +198,14 @@ int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
                         "[request id: %s] output '%s' requested more than once "
                         "for model '%s'",
                         req_id(req), req->outputs[i].name, m->name);
+    /* Refused rather than answered with the plain tensor, which a client
+     * asking for top-N classes would misread. */
+    if (req->outputs[i].class_count > 0)
+      return ifd_errf(err, IFD_EUNSUPPORTED,
+                      "[request id: %s] the classification extension "
+                      "(output '%s' of model '%s') is not supported by inferd "
+                      "yet",
+                      req_id(req), req->outputs[i].name, m->name);
   }
   req->batch_size = c->max_batch_size > 0 && batch > 0 ? (uint64_t)batch : 0;
   return 0;

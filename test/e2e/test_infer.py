@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 import e2e_helpers as h
+import grpc
+import grpc_helpers as g
+from grpc_helpers import grpc_client, grpc_stubs  # noqa: F401  (fixtures)
 
 FP32_ROW = [float(i) * 0.5 - 3.0 for i in range(16)]  # exactly representable in float32
 
@@ -359,3 +362,26 @@ def test_conformance_infer(server, ex):
     for inp, out in zip(req["body"]["inputs"], header["outputs"]):
         want = np.array(inp["data"], dtype=h.NP_DTYPES[inp["datatype"]]).reshape(inp["shape"])
         np.testing.assert_array_equal(vals[out["name"]], want)
+
+
+# --------------------------------------------------- classification ---
+
+def test_classification_refused_not_ignored(server, grpc_client):  # noqa: F811
+    """The classification extension is not built yet: a request for top-N
+    classes is refused (501 / UNIMPLEMENTED) rather than answered with the
+    plain tensor, which the client would misread."""
+    body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
+                        "data": list(range(16))}],
+            "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 2}}]}
+    r = server.post("/v2/models/identity_fp32/infer", json=body)
+    assert r.status_code == 501, r.text
+    assert "classification" in r.json()["error"], r.text
+    pb = grpc_client.pb
+    req = pb.ModelInferRequest(model_name="identity_fp32")
+    t = req.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 16])
+    t.contents.fp32_contents.extend(float(i) for i in range(16))
+    o = req.outputs.add(name="OUTPUT0")
+    o.parameters["classification"].int64_param = 2
+    e = g.rpc_error(grpc_client.model_infer, req)
+    assert e.code() == grpc.StatusCode.UNIMPLEMENTED, g.describe(e)
+    assert "classification" in e.details(), g.describe(e)
