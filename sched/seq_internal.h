@@ -40,8 +40,7 @@ struct seq {
   seq_t *hnext;  /* borrowed: hash chain, while in the table */
   int in_table;  /* found by its ID (not after its END was queued) */
   ifd_request_t *head, *tail; /* borrowed: queued, linked by sreq next */
-  uint32_t n_queued;
-  int32_t inst;       /* the instance holding it, -1: in the backlog */
+  int32_t inst;               /* the instance holding it, -1: in the backlog */
   int32_t slot;       /* its slot (direct) or candidate index (oldest) */
   seq_t *bl_next;     /* borrowed: backlog FIFO */
   int running;        /* one of its requests is in its instance's batch */
@@ -71,7 +70,6 @@ _Static_assert(PIPE == 2, "ifd__sequence_init allocates two running lists");
 
 typedef struct inst {
   seq_t **slots;         /* owned array of nslots: borrowed sequences */
-  uint32_t used;         /* slots holding a sequence */
   seq_t **running[PIPE]; /* owned arrays of nslots: the sequences of each
                             batch out, oldest first from `first` */
   uint32_t n_running[PIPE];

@@ -94,10 +94,14 @@ static void arm_idle(sb_t *b) {
  */
 
 /* The ID as messages print it. */
-static const char *seq_name(const seq_t *q, char *buf, size_t n) {
-  if (q->sid != NULL) return q->sid;
-  snprintf(buf, n, "%" PRIu64, q->id);
+static const char *id_name(uint64_t id, const char *sid, char *buf, size_t n) {
+  if (sid != NULL) return sid;
+  snprintf(buf, n, "%" PRIu64, id);
   return buf;
+}
+
+static const char *seq_name(const seq_t *q, char *buf, size_t n) {
+  return id_name(q->id, q->sid, buf, n);
 }
 
 static void seq_free(seq_t *q) {
@@ -111,7 +115,6 @@ static void seq_place(sb_t *b, seq_t *q, uint32_t k, uint32_t slot) {
   q->inst = (int32_t)k;
   q->slot = (int32_t)slot;
   b->inst[k].slots[slot] = q;
-  b->inst[k].used++;
   b->n_active++;
   b->inst[k].dirty = 1;
 }
@@ -121,7 +124,6 @@ static void slot_freed(sb_t *b, uint32_t k, uint32_t slot) {
   seq_t *q = b->bl_head;
   char name[32];
   b->inst[k].slots[slot] = NULL;
-  b->inst[k].used--;
   b->n_active--;
   if (q == NULL) return;
   b->bl_head = q->bl_next;
@@ -211,43 +213,35 @@ static ifd_request_t *seq_pop(sb_t *b, seq_t *q) {
   q->head = sr(r)->next;
   if (q->head == NULL) q->tail = NULL;
   sr(r)->next = NULL;
-  q->n_queued--;
   b->s->queued--;
   return r;
 }
 
-/* Answers a request that cannot be prepared (out of memory). */
-static void refuse(sb_t *b, ifd_request_t *r, const char *why) {
-  (void)b;
-  ifd_request_abort(r, IFD_ENOMEM, why);
-}
-
 /* Takes the head request of `q` into the batch: controls, states, and the
- * sequence's END. Returns it, or NULL when it had to be refused. */
+ * sequence's END (its slot goes at once). Returns it, or NULL when it had to
+ * be refused (out of memory). */
 static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
   ifd_request_t *r = seq_pop(b, q);
   uint32_t before = r->n_inputs;
+  /* Read now: a refused request may be freed by its answer. */
+  int end = (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0;
   if (ifd__seq_prepare(b, r, q) < 0) {
-    refuse(b, r, "out of memory adding the sequence batcher's inputs");
-    if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
-      q->done = 1;
-      seq_release(b, q);
-    }
-    return NULL;
-  }
-  /* How many inputs the batcher added (null_request copies the rest). */
-  sr(r)->added = r->n_inputs - before;
-  if (b->preserve_ordering) {
-    sr(r)->inst = (uint32_t)(in - b->inst);
-    sr(r)->order = in->order.next++;
-    sr(r)->ordered = 1;
-  }
-  q->running = 1;
-  {
+    ifd_request_abort(r, IFD_ENOMEM,
+                      "out of memory adding the sequence batcher's inputs");
+    r = NULL;
+  } else {
     uint32_t cur = (in->first + in->out) % PIPE;
+    /* How many inputs the batcher added (null_request copies the rest). */
+    sr(r)->added = r->n_inputs - before;
+    if (b->preserve_ordering) {
+      sr(r)->inst = (uint32_t)(in - b->inst);
+      sr(r)->order = in->order.next++;
+      sr(r)->ordered = 1;
+    }
+    q->running = 1;
     in->running[cur][in->n_running[cur]++] = q;
   }
-  if (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) {
+  if (end) {
     q->done = 1;
     seq_release(b, q);
   }
@@ -361,7 +355,8 @@ static void form_direct(sb_t *b, uint32_t k) {
             if (b->batch[j]->null_req)
               ifd_request_unref(b->batch[j]);
             else
-              refuse(b, b->batch[j], "out of memory forming a batch");
+              ifd_request_abort(b->batch[j], IFD_ENOMEM,
+                                "out of memory forming a batch");
           }
         abandon(b, in);
         return;
@@ -580,17 +575,13 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   q = ifd__seq_find(b, req->correlation_id, sid, hash);
   if (q == NULL) {
     if (!start) {
-      if (sid != NULL)
-        return ifd_errf(err, IFD_EINVAL,
-                        "inference request for sequence %s to model '%s' "
-                        "must specify the START flag on the first request of "
-                        "the sequence",
-                        sid, s->model->name);
+      char name[32];
       return ifd_errf(err, IFD_EINVAL,
-                      "inference request for sequence %" PRIu64
-                      " to model '%s' must specify the START flag on the "
-                      "first request of the sequence",
-                      req->correlation_id, s->model->name);
+                      "inference request for sequence %s to model '%s' must "
+                      "specify the START flag on the first request of the "
+                      "sequence",
+                      id_name(req->correlation_id, sid, name, sizeof(name)),
+                      s->model->name);
     }
     if (b->stopped)
       return ifd_errf(err, IFD_EUNAVAIL,
@@ -615,7 +606,6 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   else
     q->head = req;
   q->tail = req;
-  q->n_queued++;
   q->last_ns = sr(req)->arrival;
   s->queued++;
   /* After END, the ID is free for a new sequence. */
