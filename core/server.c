@@ -1030,3 +1030,35 @@ void ifd_server_free(ifd_server_t *s) {
   uv_close((uv_handle_t *)&s->drain_timer, on_handle_closed);
   uv_close((uv_handle_t *)&s->iter_end, on_handle_closed);
 }
+
+/* ---- model control ----------------------------------------------------------
+ */
+
+int ifd_server_load_model(ifd_server_t *s, const char *name, size_t name_len,
+                          const ifd_load_params_t *params, ifd_load_cb done,
+                          void *arg, ifd_load_call_t **call,
+                          ifd_errmsg_t *err) {
+  (void)name;
+  (void)name_len;
+  (void)params;
+  (void)done;
+  (void)arg;
+  if (call != NULL) *call = NULL;
+  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT || s->shutting_down)
+    return ifd_errf(err, IFD_EUNAVAIL, "%s", IFD_MODEL_CONTROL_REFUSED_TEXT);
+  return ifd_errf(err, IFD_EUNSUPPORTED, "not implemented yet");
+}
+
+void ifd_load_call_forget(ifd_load_call_t *call) {
+  (void)call;
+}
+
+int ifd_server_unload_model(ifd_server_t *s, const char *name, size_t name_len,
+                            int unload_dependents, ifd_errmsg_t *err) {
+  (void)name;
+  (void)name_len;
+  (void)unload_dependents;
+  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT || s->shutting_down)
+    return ifd_errf(err, IFD_EUNAVAIL, "%s", IFD_MODEL_CONTROL_REFUSED_TEXT);
+  return ifd_errf(err, IFD_EUNSUPPORTED, "not implemented yet");
+}

@@ -49,9 +49,21 @@ typedef struct ifd_model_ops {
   int (*sequences)(const ifd_model_t *m, uint64_t *active, uint64_t *backlog);
 } ifd_model_ops_t;
 
+/** --model-control-mode. */
+typedef enum ifd_control_mode {
+  IFD_CONTROL_NONE = 0, /* load everything at start; load/unload refused */
+  IFD_CONTROL_EXPLICIT, /* load only --load-model at start; load/unload API */
+  IFD_CONTROL_POLL,     /* load everything, then rescan every poll_secs */
+} ifd_control_mode_t;
+
 typedef struct ifd_server_opts {
   const char *const *repos; /* borrowed: --model-repository paths */
   size_t n_repos;
+  ifd_control_mode_t control_mode; /* --model-control-mode */
+  const char *const *load_models;  /* borrowed: --load-model names ("*":
+                                      every model); explicit mode only */
+  size_t n_load_models;
+  int poll_secs; /* --repository-poll-secs (poll mode; > 0) */
   const char *backend_dir;    /* borrowed: --backend-directory */
   int strict_config;          /* --strict-model-config */
   int exit_on_error;          /* --exit-on-error */
@@ -177,6 +189,85 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
 int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
                             ifd_errmsg_t *err);
 
+/* ---- model control (the model repository extension) ------------------------
+ *
+ * Loop thread. In explicit mode a model is loaded or reloaded by name; in
+ * none and poll mode both calls are refused with Triton's error. A reload
+ * builds the new version set beside the serving one; it takes traffic only
+ * once every version of it is ready, requests the old one accepted finish
+ * there, then the old one unloads. A reload that fails leaves the old set
+ * serving. Calls on one model run in arrival order.
+ */
+
+/** A file given with a load request (Triton's "file:<version>/<name>"
+ *  parameter), already decoded from base64. */
+typedef struct ifd_load_file {
+  const char *path; /* borrowed: "<version>/<name>", relative to the model
+                       folder; no "..", not absolute (checked by the call) */
+  size_t path_len;
+  const void *data; /* borrowed: the file's contents */
+  size_t len;
+} ifd_load_file_t;
+
+/** Parameters of a load request. Everything is copied by the call. */
+typedef struct ifd_load_params {
+  const char *config; /* borrowed: the "config" parameter, a whole model
+                         config as JSON replacing config.pbtxt; NULL: none */
+  size_t config_len;
+  const ifd_load_file_t *files; /* borrowed: n_files entries; with files
+                                   the model is loaded from a temporary
+                                   folder holding them (removed at unload) */
+  size_t n_files;
+} ifd_load_params_t;
+
+/** A load in flight, as its caller sees it (opaque). */
+typedef struct ifd_load_call ifd_load_call_t;
+
+/**
+ * The end of a load (loop thread): rc 0 (loaded, or nothing to do), or a
+ * negative code and Triton's message: IFD_EINVAL "load failed for model
+ * '<m>': version 1 is at UNAVAILABLE state: <reason>;\n" or "failed to load
+ * '<m>', failed to poll from model repository" (unknown model, config
+ * override that is not JSON). `msg` is valid during the call only.
+ */
+typedef void (*ifd_load_cb)(int rc, const char *msg, void *arg);
+
+/**
+ * Loads model `name` (and, for an ensemble, the composing models it needs),
+ * or reloads it when it is loaded and something changed (its files, or an
+ * override is given). Returns 0 when started: `done(arg)` runs later on the
+ * loop, never from inside this call; *call (may be NULL) lets the caller
+ * cancel that callback with ifd_load_call_forget. Returns a negative code
+ * with `err` filled when refused at once: IFD_EUNAVAIL with
+ * IFD_MODEL_CONTROL_REFUSED_TEXT in none and poll mode, or while shutting
+ * down; IFD_EINVAL for a bad file path; IFD_ENOMEM.
+ */
+int ifd_server_load_model(ifd_server_t *s, const char *name, size_t name_len,
+                          const ifd_load_params_t *params, ifd_load_cb done,
+                          void *arg, ifd_load_call_t **call,
+                          ifd_errmsg_t *err);
+
+/** The caller of a load went away (its connection closed): its `done` will
+ *  not run. The load itself goes on. Loop thread. */
+void ifd_load_call_forget(ifd_load_call_t *call);
+
+/**
+ * Unloads model `name` (explicit mode): queued requests fail with "the
+ * model is being unloaded", executing ones finish, then its versions
+ * unload (thread pool). Returns 0 once the unload has begun, as Triton
+ * answers (an unknown or unloaded model is not an error).
+ * `unload_dependents`: also unload the composing models of an ensemble
+ * that were loaded for it only (not loaded by name). Returns IFD_EUNAVAIL
+ * with IFD_MODEL_CONTROL_REFUSED_TEXT in none and poll mode.
+ */
+int ifd_server_unload_model(ifd_server_t *s, const char *name, size_t name_len,
+                            int unload_dependents, ifd_errmsg_t *err);
+
+/* Triton's refusal of load/unload when --model-control-mode is not explicit
+ * (HTTP 503, gRPC UNAVAILABLE). */
+#define IFD_MODEL_CONTROL_REFUSED_TEXT \
+  "explicit model load / unload is not allowed if polling is enabled"
+
 /** Is the model (version -1: any version) ready? */
 int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version);
@@ -248,7 +339,9 @@ typedef struct ifd_index_entry {
   int64_t version;    /* -1: a row for the model as a whole (its config failed,
                          or is still being read): no version to list */
   const char *state;  /* static: "LOADING", "READY", "UNLOADING" or
-                         "UNAVAILABLE" (Triton's state names) */
+                         "UNAVAILABLE" (Triton's state names); NULL for a
+                         model of the repository never loaded (explicit
+                         mode): the row then holds only the name */
   const char *reason; /* borrowed: registry; NULL when there is none */
 } ifd_index_entry_t;
 
