@@ -93,6 +93,8 @@ const char *ifd_config_backend_name(const ifd_model_config_t *cfg);
  *    (when > 0); sequence_batching max_sequence_idle_microseconds 0 becomes
  *    1000000, and an oldest strategy without preferred sizes prefers
  *    max_batch_size;
+ *  - for ensembles: model_transaction_policy created when unset (decoupled
+ *    false until the loader sets what ifd_ensemble_decoupled finds);
  *  - except for ensembles: optimization created when unset, with
  *    input_pinned_memory / output_pinned_memory { enable: true } when unset;
  *    one instance_group { name: <model> } when there is none; each group

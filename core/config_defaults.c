@@ -4,7 +4,8 @@
  * ifd_config_normalize: the version policy, the batchers' preferred sizes and
  * idle time, pinned memory, and the instance groups (names, kind, count,
  * GPUs), as tritonserver's NormalizeModelConfig and NormalizeInstanceGroup
- * complete them.
+ * complete them; an ensemble's transaction policy, as Triton's ensemble
+ * validation sets it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,9 +151,17 @@ int ifd_config_normalize(ifd_model_config_t *cfg, const ifd_config_opts_t *opts,
       goto out_nomem;
   }
 
-  /* Ensembles run no instances of their own: no optimization, no groups. */
-  if (cfg->scheduling_choice_case !=
+  /* Ensembles run no instances of their own: no optimization, no groups.
+   * Triton gives them a transaction policy (decoupled when a composing model
+   * is: ifd_ensemble_decoupled, once those are loaded). */
+  if (cfg->scheduling_choice_case ==
       INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING) {
+    if (cfg->model_transaction_policy == NULL) {
+      cfg->model_transaction_policy =
+          new_msg(&inference__model_transaction_policy__descriptor);
+      if (cfg->model_transaction_policy == NULL) goto out_nomem;
+    }
+  } else {
     if (cfg->optimization == NULL) {
       cfg->optimization =
           new_msg(&inference__model_optimization_policy__descriptor);

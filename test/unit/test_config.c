@@ -170,6 +170,17 @@ static void test_conformance_batched(void **state) {
   conformance(*state, "batched");
 }
 
+/* features.json, section "ensemble": the ensemble's config (no instance
+ * group, no optimization, a transaction policy) and a composing model's (one
+ * instance group named after the model). */
+static void test_conformance_ensemble(void **state) {
+  conformance(*state, "ensemble_identity");
+}
+
+static void test_conformance_composing(void **state) {
+  conformance(*state, "step1_identity");
+}
+
 /* ---- parse and load ---- */
 
 static void test_name_filled(void **state) {
@@ -1065,6 +1076,10 @@ int main(void) {
                                       tmp_teardown),
       cmocka_unit_test_setup_teardown(test_conformance_identity_bytes,
                                       tmp_setup, tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_conformance_ensemble, tmp_setup,
+                                      tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_conformance_composing, tmp_setup,
+                                      tmp_teardown),
       cmocka_unit_test_setup_teardown(test_conformance_batched, tmp_setup,
                                       tmp_teardown),
       cmocka_unit_test(test_name_filled),
