@@ -17,7 +17,10 @@
 #   BENCH_SEQ_IDLE=N  idle sequences (default 10000)
 #   BENCH_ONLY=LIST   only these sections, comma-separated: core (identity over
 #                     every protocol, h2load, wrk, profiles), batched, idle,
-#                     nginx, seq (issue 9: the sequence batcher); default all
+#                     nginx, seq (issue 9: the sequence batcher), ensemble and
+#                     reload (issue 10: a 2-step ensemble, and latency while
+#                     another model reloads); default all
+#   BENCH_RELOAD_PAUSE_MS=N  reload section: pause after each unload (default 0)
 #   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
 #   BENCH_OUT=DIR     results folder (default bench/results/<timestamp>)
 #   SERVER_CORE / LOAD_CORE  cores to pin to (default 0 / 1)
@@ -363,6 +366,74 @@ if section nginx; then
   done
   idle_test nginx "$NGINX_PORT" "$NGINX_WORKER"
   stop_pid "$NGINX_PID"
+fi
+
+# ---- issue 10: the registry's benchmark repository ---------------------------------------
+# bench/models_registry: identity_fp32 (as in bench/models), ensemble_identity2
+# (two identity_fp32 steps) and reload_b (the batchcost test backend from the
+# model folder, two instances, never sent a request).
+REG_MODELS=$HERE/models_registry
+if section ensemble || section reload; then
+  cp "$BUILD/test/backends/batchcost/libtriton_batchcost.so" "$REG_MODELS/reload_b/"
+fi
+
+# Server CPU per request of the 2-step identity ensemble against one identity
+# request, same server, client, protocol and concurrency (16: the server core
+# saturates). The server counts the ensemble's requests in its own statistics.
+if section ensemble; then
+  INFERD_REPO=$REG_MODELS start_inferd inferd_ensemble
+  for m in identity_fp32:ens_identity ensemble_identity2:ens_ensemble2; do
+    model=${m%%:*} tag=${m#*:}
+    run_perf "${tag}_http-binary_c16" "inferd:$model" "$INFERD_PID" -- "$PERF" \
+      -m "$model" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+      --shape INPUT0:16 --concurrency-range 16:16:1 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+    run_perf "${tag}_grpc_c16" "inferd:$model" "$INFERD_PID" -- "$PERF" \
+      -m "$model" -x 1 -b 1 -u "127.0.0.1:$GRPC_PORT" -i grpc \
+      --shape INPUT0:16 --concurrency-range 16:16:1 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+  done
+  stop_pid "$INFERD_PID"
+fi
+
+# p99 latency of model A (identity_fp32, HTTP binary, concurrency 16) with
+# nothing else happening, then while model B (reload_b) is loaded and unloaded
+# in a loop over HTTP by bench/lib/reload_loop.py (on the load core); one
+# server in explicit mode that starts with A only. The pair runs twice, in
+# the order base, loop, base, loop, so that drift shows.
+if section reload; then
+  INFERD_REPO=$REG_MODELS start_inferd inferd_reload \
+    --model-control-mode=explicit --load-model=identity_fp32
+  reload_a() { # SCENARIO
+    run_perf "$1" "inferd:identity_fp32" "$INFERD_PID" -- "$PERF" \
+      -m identity_fp32 -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+      --shape INPUT0:16 --concurrency-range 16:16:1 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+  }
+  for round in 1 2; do
+    reload_a "reload_base${round}_c16"
+    dir=$RAW/reload_loop${round}_c16
+    mkdir -p "$dir"
+    taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/reload_loop.py" "127.0.0.1:$HTTP_PORT" reload_b \
+      "$dir/reload.json" $((RUN_S + TAIL_MAX + 10)) "${BENCH_RELOAD_PAUSE_MS:-0}" \
+      >"$dir/reload.out" 2>&1 &
+    loop_pid=$!
+    BENCH_PIDS+=("$loop_pid")
+    # Start measuring once B's first load has answered.
+    for ((i = 0; i < 300; i++)); do
+      grep -q "started" "$dir/reload.out" 2>/dev/null && break
+      kill -0 "$loop_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -q "started" "$dir/reload.out" 2>/dev/null || log "reload loop did not start (see $dir/reload.out)"
+    reload_a "reload_loop${round}_c16"
+    kill -TERM "$loop_pid" 2>/dev/null || true
+    wait "$loop_pid" 2>/dev/null || true
+  done
+  stop_pid "$INFERD_PID"
 fi
 
 # ---- the tables ------------------------------------------------------------------------

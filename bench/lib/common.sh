@@ -49,10 +49,12 @@ cleanup() {
 
 # ---- the servers under test -------------------------------------------------
 
-# start_inferd NAME: starts inferd pinned to core 0 on fresh ports; sets
-# INFERD_PID, HTTP_PORT, GRPC_PORT, METRICS_PORT.
+# start_inferd NAME [FLAGS...]: starts inferd pinned to core 0 on fresh ports,
+# serving $INFERD_REPO (default $MODELS), with FLAGS added; sets INFERD_PID,
+# HTTP_PORT, GRPC_PORT, METRICS_PORT.
 start_inferd() {
   local name=$1
+  shift
   HTTP_PORT=$(free_port)
   GRPC_PORT=$(free_port)
   METRICS_PORT=$(free_port)
@@ -60,10 +62,10 @@ start_inferd() {
   while [ "$METRICS_PORT" = "$HTTP_PORT" ] || [ "$METRICS_PORT" = "$GRPC_PORT" ]; do
     METRICS_PORT=$(free_port)
   done
-  local cmd=(taskset -c "$SERVER_CORE" "$BUILD/inferd" --model-repository="$MODELS"
+  local cmd=(taskset -c "$SERVER_CORE" "$BUILD/inferd" --model-repository="${INFERD_REPO:-$MODELS}"
     --backend-directory="$BUILD/backends"
     --http-port="$HTTP_PORT" --grpc-port="$GRPC_PORT" --metrics-port="$METRICS_PORT"
-    --log-info=false)
+    --log-info=false "$@")
   echo "${cmd[*]}" >"$RES/$name.cmd"
   "${cmd[@]}" >"$RES/$name.log" 2>&1 &
   INFERD_PID=$!

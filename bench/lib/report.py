@@ -34,6 +34,10 @@ TARGETS8 = {
 # direct, 1 instance, 4 batch slots, 64 live sequences) / identity's, same run.
 # And 10,000 idle sequences add less than 1% of a core to the idle server.
 TARGETS9 = {"seq_cpu_ratio": 1.25, "idle_seq_added_pct": 1.0}
+# Issue 10's targets: server CPU per request of a 2-step identity ensemble /
+# one identity request's; p99 of model A while model B reloads in a loop /
+# its p99 without, same run.
+TARGETS10 = {"ensemble_cpu_ratio": 1.3, "reload_p99_ratio": 1.2}
 TARGETS = {
     "http_json_us": 12.0,  # inferd HTTP/1.1 JSON, server CPU us per request
     "grpc_us": 16.0,  # inferd gRPC unary
@@ -256,6 +260,15 @@ def idle_seq(res):
     return out
 
 
+def reload_loop(res, sc):
+    """Issue 10: what bench/lib/reload_loop.py did during scenario `sc`."""
+    try:
+        with open(os.path.join(res, "raw", sc, "reload.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def fmt(v, nd=1):
     if v is None:
         return "-"
@@ -278,6 +291,44 @@ def verdict(value, target):
     if value is None:
         return "not measured"
     return "**met**" if value <= target else "**missed**"
+
+
+def issue10(p, get, res):
+    p("## Issue 10 targets")
+    p("")
+    p("| figure | inferd | baseline | ratio | target | verdict |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    for proto, label in (("http-binary", "HTTP binary"), ("grpc", "gRPC unary")):
+        ev = get("ens_ensemble2_%s_c16" % proto, "us_per_req")
+        iv = get("ens_identity_%s_c16" % proto, "us_per_req")
+        er = ev / iv if ev is not None and iv else None
+        p("| 2-step identity ensemble (ensemble_identity2), %s, concurrency 16, server CPU "
+          "us/req | %s | %s (one identity_fp32 request, same client and server) | %s "
+          "(two requests: %s) | <= %.1fx | %s |" % (
+              label, fmt(ev, 2), fmt(iv, 2), fmt(er, 2), fmt(iv and 2 * iv, 2),
+              TARGETS10["ensemble_cpu_ratio"], verdict(er, TARGETS10["ensemble_cpu_ratio"])))
+    for rnd in (1, 2):
+        lv = get("reload_loop%d_c16" % rnd, "p99_us")
+        bv = get("reload_base%d_c16" % rnd, "p99_us")
+        lr = lv / bv if lv is not None and bv else None
+        rl = reload_loop(res, "reload_loop%d_c16" % rnd) or {}
+        cyc = rl.get("cycles")
+        secs = rl.get("seconds")
+        p("| round %d: p99 latency of identity_fp32 (HTTP binary, concurrency 16) while "
+          "reload_b loads and unloads in a loop (%s cycles, %s/s, load %s ms avg, "
+          "%s failed calls) | %s us | %s us (no reloads) | %s | <= %.1fx | %s |" % (
+              rnd, fmt_int(cyc), fmt(cyc / secs if cyc and secs else None, 1),
+              fmt(rl.get("load_ms_avg"), 1),
+              fmt_int((rl.get("load_fail") or 0) + (rl.get("unload_fail") or 0)) if rl else "-",
+              fmt(lv, 0), fmt(bv, 0), fmt(lr, 2), TARGETS10["reload_p99_ratio"],
+              verdict(lr, TARGETS10["reload_p99_ratio"])))
+    p("")
+    errs = [(sc, rl["first_error"]) for sc, rl in (
+        (sc, reload_loop(res, sc)) for sc in ("reload_loop1_c16", "reload_loop2_c16"))
+        if rl and rl.get("first_error")]
+    for sc, e in errs:
+        p("%s: first failed reload call: %s" % (sc, e))
+        p("")
 
 
 def main():
@@ -431,6 +482,9 @@ def main():
               isq.get("tool") or "-", fmt(isq.get("active")),
               fmt(isq["live"] and isq["live"]["window_s"], 1)))
         p("")
+
+    if any(sc.startswith(("ens_", "reload_")) for sc in rows):
+        issue10(p, get, res)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")
