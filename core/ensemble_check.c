@@ -235,6 +235,7 @@ static int flow(tset_t *s, const ifd_model_config_t *ens,
       if (!ready) continue;
       done[k] = 1;
       changed = 1;
+      if (st->n_input_map == 0 || st->n_output_map == 0) continue; /* NEVER */
       first = find(s, st->input_map[0]->value);
       for (size_t j = 1; j < st->n_input_map; j++) {
         if (find(s, st->input_map[j]->value)->label == first->label) continue;
