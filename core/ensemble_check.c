@@ -40,6 +40,16 @@ static int streq(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
+/* The config's ensemble_scheduling, or NULL: the scheduling choice is a
+ * oneof, whose members share one pointer. */
+static const Inference__ModelEnsembling *steps_of(
+    const ifd_model_config_t *cfg) {
+  return cfg->scheduling_choice_case ==
+                 INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING
+             ? cfg->ensemble_scheduling
+             : NULL;
+}
+
 static int has_output(const ifd_model_config_t *mc, const char *name) {
   for (size_t o = 0; o < mc->n_output; o++)
     if (streq(mc->output[o]->name, name)) return 1;
@@ -215,7 +225,7 @@ static int map_step(tset_t *s, const char *ens,
 static int flow(tset_t *s, const ifd_model_config_t *ens,
                 const ifd_model_config_t *const *mc, int *decoupled,
                 ifd_errmsg_t *err) {
-  const Inference__ModelEnsembling *es = ens->ensemble_scheduling;
+  const Inference__ModelEnsembling *es = steps_of(ens);
   char *done = calloc(es->n_step + 1, 1);
   size_t labels = 0;
   int rc = 0;
@@ -278,17 +288,14 @@ out_free_done:
 /* The whole check; *decoupled is set on success. */
 static int check(const ifd_model_config_t *ens, ifd_ens_lookup_fn lookup,
                  void *arg, int *decoupled, ifd_errmsg_t *err) {
-  const Inference__ModelEnsembling *es = ens->ensemble_scheduling;
+  const Inference__ModelEnsembling *es = steps_of(ens);
   const ifd_model_config_t **mc = NULL;
   ifd_ens_status_t *st = NULL;
   tset_t s = {0};
   int rc = 0;
 
   *decoupled = 0;
-  if (es == NULL ||
-      ens->scheduling_choice_case !=
-          INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING)
-    return 0;
+  if (es == NULL) return 0;
   mc = calloc(es->n_step + 1, sizeof(*mc));
   st = calloc(es->n_step + 1, sizeof(*st));
   s.cap = ens->n_input + ens->n_output;
@@ -409,7 +416,7 @@ static int seen_has(const seen_t *s, const char *name) {
 static int walk(const ifd_model_config_t *cur, const ifd_model_config_t *start,
                 ifd_ens_config_fn config_of, void *arg, seen_t *seen,
                 ifd_errmsg_t *err) {
-  const Inference__ModelEnsembling *es = cur->ensemble_scheduling;
+  const Inference__ModelEnsembling *es = steps_of(cur);
   int rc;
 
   if (es == NULL) return 0;
@@ -422,7 +429,7 @@ static int walk(const ifd_model_config_t *cur, const ifd_model_config_t *start,
                       start->name, cur->name, start->name);
     if (seen_has(seen, m)) continue;
     const ifd_model_config_t *up = config_of(arg, m);
-    if (up == NULL || up->ensemble_scheduling == NULL) continue;
+    if (up == NULL || steps_of(up) == NULL) continue;
     if ((rc = seen_add(seen, m)) < 0) return ifd_errf(err, rc, "out of memory");
     if ((rc = walk(up, start, config_of, arg, seen, err)) < 0) return rc;
   }

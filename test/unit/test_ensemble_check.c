@@ -87,9 +87,12 @@ static ifd_ens_status_t lookup(void *arg, const char *name, int64_t version,
   return IFD_ENS_NO_VERSION;
 }
 
+/* Every model's config, ensembles or not: ifd_ensemble_find_cycle must look
+ * at the scheduling choice itself (dynamic_batching shares the pointer of
+ * ensemble_scheduling). */
 static const ifd_model_config_t *config_of(void *arg, const char *name) {
   entry_t *e = entry(arg, name);
-  return e != NULL && e->cfg->ensemble_scheduling != NULL ? e->cfg : NULL;
+  return e != NULL ? e->cfg : NULL;
 }
 
 /* Checks `ens` (in the registry) and expects `want` as the whole message, or
@@ -153,6 +156,10 @@ static const char *const fp32_dim1_batch4_output3 =
     "name: \"fp32_dim1_batch4_output3\" backend: \"identity\" max_batch_size: 4"
     " input [ " F16("INPUT0") "," F16("INPUT1") "," F16("INPUT2") " ]"
     " output [ " F16("OUTPUT0") "," F16("OUTPUT1") "," F16("OUTPUT2") " ]";
+static const char *const dyn_identity =
+    "name: \"dyn\" backend: \"identity\" max_batch_size: 8"
+    " input [ " F16("INPUT0") " ] output [ " F16("OUTPUT0") " ]"
+    " dynamic_batching { max_queue_delay_microseconds: 100 }";
 /* A model with an optional second input. */
 static const char *const opt_input =
     "name: \"opt\" backend: \"identity\" max_batch_size: 4"
@@ -544,7 +551,8 @@ static void test_cycle_self(void **state) {
 
 /* A longer cycle names the ensemble that closes it; a cycle that does not
  * pass through the start is not reported for it (and the walk ends); a
- * diamond of ensembles is no cycle. */
+ * diamond of ensembles is no cycle; a model with dynamic_batching (which
+ * shares its pointer with ensemble_scheduling) is no ensemble. */
 static void test_cycle_paths(void **state) {
   (void)state;
   reg_t r = {0};
@@ -559,6 +567,8 @@ static void test_cycle_paths(void **state) {
   put(&r, ONE_STEP("l", "bottom"));
   put(&r, ONE_STEP("rr", "bottom"));
   put(&r, diamond_bottom);
+  put(&r, dyn_identity);
+  put(&r, CHAIN("ens_dyn", "4", "dyn"));
   expect_cycle(&r, "a",
                "circular dependency between ensembles: a -> ... -> c -> a");
   expect_cycle(&r, "x", NULL);
@@ -566,6 +576,10 @@ static void test_cycle_paths(void **state) {
                "circular dependency between ensembles: y -> ... -> z -> y");
   expect_cycle(&r, "top", NULL);
   expect_cycle(&r, "fp32_dim1_batch4", NULL);
+  expect_cycle(&r, "dyn", NULL);
+  expect_cycle(&r, "ens_dyn", NULL);
+  expect(&r, "dyn", NULL);
+  expect(&r, "ens_dyn", NULL);
   reg_free(&r);
 }
 
