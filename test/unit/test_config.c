@@ -498,6 +498,8 @@ static void test_normalize_batchers(void **state) {
   assert_int_equal(ifd_config_normalize(cfg, &cpu_opts, &err), 0);
   assert_int_equal(cfg->dynamic_batching->n_preferred_batch_size, 1);
   assert_int_equal(cfg->dynamic_batching->preferred_batch_size[0], 8);
+  /* Only ensembles get a transaction policy by default. */
+  assert_null(cfg->model_transaction_policy);
   ifd_config_free(cfg);
 
   cfg = parse_ok(BASE "sequence_batching { oldest { } }", "m");
@@ -548,9 +550,12 @@ static void test_ensemble_ok(void **state) {
   (void)state;
   ifd_model_config_t *cfg = parse_ok(ENSEMBLE_OK, "m");
   assert_int_equal(ifd_config_normalize(cfg, &cpu_opts, &err), 0);
-  /* Ensembles get no optimization and no instance groups. */
+  /* Ensembles get no optimization and no instance groups, and a transaction
+   * policy (not decoupled until a decoupled composing model says so). */
   assert_null(cfg->optimization);
   assert_int_equal(cfg->n_instance_group, 0);
+  assert_non_null(cfg->model_transaction_policy);
+  assert_false(cfg->model_transaction_policy->decoupled);
   assert_string_equal(cfg->backend, "");
   if (ifd_config_validate(cfg, &cpu_opts, &err) != 0) fail_msg("%s", err.text);
   json_t *j = ifd_config_to_json(cfg);
