@@ -7,8 +7,9 @@ Sends POST /v2/repository/models/MODEL/load, then .../unload, again and
 again on one keep-alive connection, until SIGTERM / SIGINT or MAX_SECONDS
 (default 120, so that nothing runs unbounded), pausing PAUSE_MS (default 0)
 after each unload. Writes SUMMARY.json when it stops: the cycles completed,
-the answers that were not 200 (and the first one's body), and the load and
-unload call times in milliseconds. Prints "reload loop: started" once the
+the answers that were not 200 (and the first one's body; a refused call is
+followed by a 50 ms pause), and the load and unload call times in
+milliseconds. Prints "reload loop: started" once the
 first load has answered, so a caller can wait for the loop to be running.
 """
 import http.client
@@ -57,6 +58,7 @@ def main(argv):
             s[verb + "_fail"] += 1
             if not s["first_error"]:
                 s["first_error"] = "%s %s: %s" % (verb, status, body[:300].decode(errors="replace"))
+            time.sleep(0.05)  # a refusal is answered at once: do not spin on it
         return status == 200
 
     started = False
