@@ -617,13 +617,15 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
 }
 
 /* The extensions inferd serves, in tritonserver's order. Not listed until
- * they land: classification, model_repository(unload_dependents) (needs
- * ensembles), the shared memory ones, logging. */
-static const char *const extensions[] = {
-    "sequence",           "model_repository",
-    "schedule_policy",    "model_configuration",
-    "binary_tensor_data", "parameters",
-    "statistics"};
+ * they land: classification, the shared memory ones, logging. */
+static const char *const extensions[] = {"sequence",
+                                         "model_repository",
+                                         "model_repository(unload_dependents)",
+                                         "schedule_policy",
+                                         "model_configuration",
+                                         "binary_tensor_data",
+                                         "parameters",
+                                         "statistics"};
 
 static const ifd_server_info_t server_info = {
     IFD_SERVER_NAME, IFD_SERVER_VERSION, extensions,
