@@ -417,8 +417,8 @@ int ifd_config_prepare(const char *model_dir, const char *model_name,
   return prepare_chain(cfg, model_name, opts, out, err);
 }
 
-int ifd_config_prepare_json(const char *json, size_t len,
-                            const char *model_dir, const char *model_name,
+int ifd_config_prepare_json(const char *json, size_t len, const char *model_dir,
+                            const char *model_name,
                             const ifd_config_opts_t *opts,
                             ifd_model_config_t **out, ifd_errmsg_t *err) {
   ifd_model_config_t *cfg = NULL;
@@ -438,8 +438,8 @@ int ifd_config_prepare_json(const char *json, size_t len,
   rc = ifd_config_from_json(doc, &cfg, err);
   json_decref(doc);
   if (rc < 0) return rc;
-  if (empty(cfg->name) && (rc = ifd__config_set_str(&cfg->name, model_name)) <
-                              0) {
+  if (empty(cfg->name) &&
+      (rc = ifd__config_set_str(&cfg->name, model_name)) < 0) {
     ifd_config_free(cfg);
     return ifd_errf(err, rc, "out of memory");
   }

@@ -66,8 +66,8 @@ int ifd_config_prepare(const char *model_dir, const char *model_name,
  * becomes `model_name`. Returns 0 and *out, IFD_EPARSE when the text is not
  * a JSON object, or the first failure's code and message. Blocking.
  */
-int ifd_config_prepare_json(const char *json, size_t len,
-                            const char *model_dir, const char *model_name,
+int ifd_config_prepare_json(const char *json, size_t len, const char *model_dir,
+                            const char *model_name,
                             const ifd_config_opts_t *opts,
                             ifd_model_config_t **out, ifd_errmsg_t *err);
 

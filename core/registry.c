@@ -138,11 +138,11 @@ static void set_str(char **slot, const char *val) {
 
 static int is_ensemble(const ifd_model_config_t *c) {
   return c != NULL && c->platform != NULL &&
-         strcmp(c->platform, "ensemble") == 0 &&
-         c->ensemble_scheduling != NULL;
+         strcmp(c->platform, "ensemble") == 0 && c->ensemble_scheduling != NULL;
 }
 
-/* ---- entries and model objects ------------------------------------------------
+/* ---- entries and model objects
+ * ------------------------------------------------
  */
 
 model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len) {
@@ -763,11 +763,11 @@ static void prepare_after(uv_work_t *w, int status) {
   }
   e->fp = op->fp;
   if (op->n_versions == 0) {
-    load_refused(op, "no version is available for the version policy",
-                 (snprintf(msg, sizeof(msg),
-                           "failed to load '%s', no version is available",
-                           e->name),
-                  msg));
+    load_refused(
+        op, "no version is available for the version policy",
+        (snprintf(msg, sizeof(msg),
+                  "failed to load '%s', no version is available", e->name),
+         msg));
     job_end(s, j);
     return;
   }
@@ -870,8 +870,7 @@ static void op_continue(reg_op_t *op) {
     reg_job_t *j;
     if (m == NULL) continue;
     list_insert(&op->staged, m);
-    m->config =
-        i + 1 == op->n_versions ? op->cfg : config_clone(op->cfg);
+    m->config = i + 1 == op->n_versions ? op->cfg : config_clone(op->cfg);
     if (m->config == op->cfg) op->cfg = NULL;
     if (op->src != NULL) {
       m->src = op->src;
@@ -922,6 +921,7 @@ static void settle(reg_op_t *op) {
   if (op->staged == NULL) failed = 1;
   if (failed && serving) {
     /* The old set keeps serving; what did load of the new one unloads. */
+    set_str(&e->reload_reason, first != NULL ? first : "reload failed");
     for (m = op->staged; m != NULL; m = next) {
       next = m->next_version;
       m->next_version = NULL;
@@ -931,7 +931,6 @@ static void settle(reg_op_t *op) {
         ifd_model_unref(m);
     }
     op->staged = NULL;
-    set_str(&e->reload_reason, first != NULL ? first : "reload failed");
   } else {
     /* The new set takes traffic now; the old one finishes what it has. */
     ifd_model_t *old = e->versions;

@@ -301,8 +301,7 @@ static uint64_t fp_dir(const char *dir, int depth, uint64_t h,
   /* readdir's order is stable for an unchanged folder; a change of any
    * entry changes the folder's own mtime too, so order is no concern. */
   while ((de = readdir(d)) != NULL && *budget > 0) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
             sizeof(path) ||
         stat(path, &st) != 0)
@@ -357,8 +356,7 @@ static void remove_tree(const char *path) {
     return;
   }
   while ((de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >=
         sizeof(sub))
       continue;

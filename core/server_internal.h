@@ -28,19 +28,19 @@ typedef struct ifd_model_src {
 
 /* One model name of the registry and everything about it. */
 typedef struct model_entry {
-  char *name;            /* owned */
-  char *path;            /* owned: "<repo>/<name>"; NULL until found */
-  char *repo;            /* owned: the repository path; NULL with path */
-  ifd_model_t *versions; /* owned list, ascending version: the serving set,
-                            or what its last load or unload left (rows of
-                            the index) */
-  ifd_model_t *retired;  /* owned list: versions a reload replaced (or a
-                            failed reload loaded), still finishing their
-                            requests, then unloading */
-  char *reason;          /* owned: model-level failure (config, folder), or
-                            NULL */
-  char *reload_reason;   /* owned: why the last reload failed while the
-                            serving set stayed; NULL */
+  char *name;              /* owned */
+  char *path;              /* owned: "<repo>/<name>"; NULL until found */
+  char *repo;              /* owned: the repository path; NULL with path */
+  ifd_model_t *versions;   /* owned list, ascending version: the serving set,
+                              or what its last load or unload left (rows of
+                              the index) */
+  ifd_model_t *retired;    /* owned list: versions a reload replaced (or a
+                              failed reload loaded), still finishing their
+                              requests, then unloading */
+  char *reason;            /* owned: model-level failure (config, folder), or
+                              NULL */
+  char *reload_reason;     /* owned: why the last reload failed while the
+                              serving set stayed; NULL */
   ifd_model_config_t *cfg; /* owned: the config last read for this model
                               (dependency and cycle checks); NULL */
   uint64_t fp;             /* fingerprint of the files of the last load

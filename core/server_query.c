@@ -11,7 +11,6 @@
 
 #include "core/server_internal.h"
 
-
 int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
                           int64_t version, ifd_model_t **out,
                           ifd_errmsg_t *err) {
@@ -252,8 +251,8 @@ static size_t index_rows(const model_entry_t *e, int ready_only,
       arr[n].name = e->name;
       arr[n].version = m->version;
       arr[n].state = state_name(m->state);
-      arr[n].reason = m->state == IFD_MODEL_READY ? e->reload_reason
-                                                  : m->reason;
+      arr[n].reason =
+          m->state == IFD_MODEL_READY ? e->reload_reason : m->reason;
     }
     n++;
   }
@@ -279,4 +278,3 @@ int ifd_server_repository_index(ifd_server_t *s, int ready_only,
   *n_out = n;
   return 0;
 }
-
