@@ -492,3 +492,21 @@ def test_ensemble_load_and_unload_dependents(start):
     assert row(srv, "step1_identity")["state"] == "READY"
     # A non-boolean unload_dependents is taken as false (Triton answers 200).
     assert_ok_empty(unload(srv, "ensemble_identity", {"parameters": {"unload_dependents": "true"}}))
+
+
+def test_ensemble_unload_dependents_grpc(start, grpc_stubs):
+    srv = start()
+    with g.connect(srv, grpc_stubs) as c:
+        try:
+            c.repository_model_load("ensemble_identity")
+        except grpc.RpcError as e:
+            if "names no backend" in (e.details() or ""):
+                pytest.skip("ensembles are not served by this build yet")
+            raise
+        ready = {m.name for m in c.repository_index(ready=True).models}
+        assert ready == {"ensemble_identity", "step1_identity", "step2_identity"}, ready
+        c.repository_model_unload("ensemble_identity", parameters={
+            "unload_dependents": grpc_param(c.pb, bool_param=True)})
+        for n in ("ensemble_identity", "step1_identity", "step2_identity"):
+            assert settled(srv, n, "UNAVAILABLE")["reason"] == "unloaded", n
+        assert len(c.repository_index(ready=True).models) == 0
