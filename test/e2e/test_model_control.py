@@ -510,3 +510,34 @@ def test_ensemble_unload_dependents_grpc(start, grpc_stubs):
         for n in ("ensemble_identity", "step1_identity", "step2_identity"):
             assert settled(srv, n, "UNAVAILABLE")["reason"] == "unloaded", n
         assert len(c.repository_index(ready=True).models) == 0
+
+
+def test_caller_gone_during_a_slow_load(private_server, grpc_stubs):
+    """The caller goes away while its load is in flight (the sleep backend's
+    load_delay_ms holds the load): the HTTP connection closes, the gRPC call
+    passes its deadline. The load goes on to READY and nothing else is
+    disturbed (the server exits 0 at the end, and under ASan without leaks)."""
+    srv = private_server(models=["identity_fp32", "sleep"],
+                         extra=("--model-control-mode=explicit", "--load-model=identity_fp32"))
+    slow = json.dumps({
+        "name": "sleep", "backend": "sleep", "max_batch_size": 0,
+        "input": [{"name": "IN", "data_type": "TYPE_INT32", "dims": [1]}],
+        "output": [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        "parameters": {"load_delay_ms": {"string_value": "1500"}},
+    })
+    body = json.dumps({"parameters": {"config": slow}}).encode()
+    with h.RawConn(srv.http_port) as c:
+        c.send(h.http_request("POST", "/v2/repository/models/sleep/load", body,
+                              headers={"Content-Type": "application/json"}))
+        assert settled(srv, "sleep", "LOADING")["state"] == "LOADING"
+    assert settled(srv, "sleep", "READY")["state"] == "READY"
+
+    assert_ok_empty(unload(srv, "sleep"))
+    settled(srv, "sleep", "UNAVAILABLE")
+    with g.connect(srv, grpc_stubs) as c:
+        e = g.rpc_error(c.call, "RepositoryModelLoad", model_name="sleep", timeout=0.5,
+                        parameters={"config": grpc_param(c.pb, string_param=slow)})
+        assert e.code() == grpc.StatusCode.DEADLINE_EXCEEDED, g.describe(e)
+        assert settled(srv, "sleep", "READY")["state"] == "READY"
+        assert c.server_live().live
+    assert srv.get("/v2/models/identity_fp32/ready").status_code == 200
