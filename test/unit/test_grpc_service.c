@@ -291,11 +291,12 @@ static void test_model_metadata(void **state) {
   inference__model_metadata_response__free_unpacked(r, NULL);
   done(st);
 
-  /* Errors come from the lookup, with its message. */
+  /* Errors come from the lookup, with its message: a model with no READY
+   * version is NOT_FOUND, as Triton. */
   q.name = "fail_me";
   q.version = "";
   st = call(f->s, "ModelMetadata", &q.base);
-  assert_int_equal(st->status, IFD_GRPC_UNAVAILABLE);
+  assert_int_equal(st->status, IFD_GRPC_NOT_FOUND);
   assert_int_equal(st->n_messages, 0);
   done(st);
   q.name = "b";
@@ -324,7 +325,8 @@ static void test_repository_index(void **state) {
   assert_string_equal(r->models[2]->name, "fail_me");
   assert_string_equal(r->models[2]->version, "3");
   assert_string_equal(r->models[2]->state, "UNAVAILABLE");
-  assert_string_equal(r->models[2]->reason, "backend refused 'fail_me'");
+  assert_string_equal(r->models[2]->reason,
+                      "Invalid argument: backend refused 'fail_me'");
   /* A whole-model row: no version (proto3's empty string). */
   assert_string_equal(r->models[3]->name, "syntax");
   assert_string_equal(r->models[3]->version, "");
