@@ -20,7 +20,8 @@
 #                     nginx, seq (issue 9: the sequence batcher), ensemble and
 #                     reload (issue 10: a 2-step ensemble, and latency while
 #                     another model reloads); default all
-#   BENCH_RELOAD_PAUSE_MS=N  reload section: pause after each unload (default 0)
+#   BENCH_RELOAD_PAUSE_MS=N  reload section: the paced loop's pause after each
+#                     unload (default 100; the other loop runs back to back)
 #   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
 #   BENCH_OUT=DIR     results folder (default bench/results/<timestamp>)
 #   SERVER_CORE / LOAD_CORE  cores to pin to (default 0 / 1)
@@ -401,8 +402,10 @@ fi
 # p99 latency of model A (identity_fp32, HTTP binary, concurrency 16) with
 # nothing else happening, then while model B (reload_b) is loaded and unloaded
 # in a loop over HTTP by bench/lib/reload_loop.py (on the load core); one
-# server in explicit mode that starts with A only. The pair runs twice, in
-# the order base, loop, base, loop, so that drift shows.
+# server in explicit mode that starts with A only. Two rounds: a loop back to
+# back (B's loads then take a large share of the one server core, which A's
+# requests must share), and a loop pausing BENCH_RELOAD_PAUSE_MS (default
+# 100) after each unload, each after its own window without reloads.
 if section reload; then
   INFERD_REPO=$REG_MODELS start_inferd inferd_reload \
     --model-control-mode=explicit --load-model=identity_fp32
@@ -413,13 +416,13 @@ if section reload; then
       --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
       --json-summary "$RAW/__SC__/summary.json"
   }
-  for round in 1 2; do
-    reload_a "reload_base${round}_c16"
-    dir=$RAW/reload_loop${round}_c16
+  for round in loop:0 paced:"${BENCH_RELOAD_PAUSE_MS:-100}"; do
+    name=${round%%:*} pause=${round#*:}
+    reload_a "reload_${name}-base_c16"
+    dir=$RAW/reload_${name}_c16
     mkdir -p "$dir"
     taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/reload_loop.py" "127.0.0.1:$HTTP_PORT" reload_b \
-      "$dir/reload.json" $((RUN_S + TAIL_MAX + 10)) "${BENCH_RELOAD_PAUSE_MS:-0}" \
-      >"$dir/reload.out" 2>&1 &
+      "$dir/reload.json" $((RUN_S + TAIL_MAX + 10)) "$pause" >"$dir/reload.out" 2>&1 &
     loop_pid=$!
     BENCH_PIDS+=("$loop_pid")
     # Start measuring once B's first load has answered.
@@ -429,9 +432,10 @@ if section reload; then
       sleep 0.1
     done
     grep -q "started" "$dir/reload.out" 2>/dev/null || log "reload loop did not start (see $dir/reload.out)"
-    reload_a "reload_loop${round}_c16"
+    reload_a "reload_${name}_c16"
     kill -TERM "$loop_pid" 2>/dev/null || true
     wait "$loop_pid" 2>/dev/null || true
+    echo "$pause" >"$dir/pause_ms"
   done
   stop_pid "$INFERD_PID"
 fi

@@ -107,14 +107,16 @@ snapshot() {
     local p
     for p in "$@"; do echo "stat $(cat "/proc/$p/stat")"; done
     # Context switches of every thread (the loop/instance hand-offs show here).
+    # Threads may end between the glob and the read (instances of a model
+    # being unloaded): cat then fails, which must not fail the suite.
     for p in "$@"; do
-      cat /proc/"$p"/task/*/status 2>/dev/null |
+      { cat /proc/"$p"/task/*/status 2>/dev/null || true; } |
         awk '/^voluntary_ctxt/ { v += $2 } /^nonvoluntary_ctxt/ { n += $2 } END { print "ctxt", v, n }'
     done
     # CPU time of every live thread in ns (schedstat's first field): finer than
     # utime+stime's clock ticks, for the idle windows.
     for p in "$@"; do
-      cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "sched_ns %.0f\n", t }'
+      { cat /proc/"$p"/task/*/schedstat 2>/dev/null || true; } | awk '{ t += $1 } END { printf "sched_ns %.0f\n", t }'
     done
     grep "^cpu$SERVER_CORE " /proc/stat | sed 's/^/core /'
     echo "clk_tck $(getconf CLK_TCK)"

@@ -307,24 +307,29 @@ def issue10(p, get, res):
           "(two requests: %s) | <= %.1fx | %s |" % (
               label, fmt(ev, 2), fmt(iv, 2), fmt(er, 2), fmt(iv and 2 * iv, 2),
               TARGETS10["ensemble_cpu_ratio"], verdict(er, TARGETS10["ensemble_cpu_ratio"])))
-    for rnd in (1, 2):
-        lv = get("reload_loop%d_c16" % rnd, "p99_us")
-        bv = get("reload_base%d_c16" % rnd, "p99_us")
+    for name, label in (("loop", "back to back"), ("paced", "pausing %s ms after each unload")):
+        lv = get("reload_%s_c16" % name, "p99_us")
+        bv = get("reload_%s-base_c16" % name, "p99_us")
         lr = lv / bv if lv is not None and bv else None
-        rl = reload_loop(res, "reload_loop%d_c16" % rnd) or {}
+        rl = reload_loop(res, "reload_%s_c16" % name) or {}
         cyc = rl.get("cycles")
         secs = rl.get("seconds")
-        p("| round %d: p99 latency of identity_fp32 (HTTP binary, concurrency 16) while "
-          "reload_b loads and unloads in a loop (%s cycles, %s/s, load %s ms avg, "
-          "%s failed calls) | %s us | %s us (no reloads) | %s | <= %.1fx | %s |" % (
-              rnd, fmt_int(cyc), fmt(cyc / secs if cyc and secs else None, 1),
+        try:
+            with open(os.path.join(res, "raw", "reload_%s_c16" % name, "pause_ms")) as f:
+                label = label % f.read().strip() if "%s" in label else label
+        except OSError:
+            label = label.replace("%s", "?")
+        p("| p99 latency of identity_fp32 (HTTP binary, concurrency 16) while reload_b loads "
+          "and unloads in a loop, %s (%s cycles, %s/s, load call %s ms avg, %s failed calls) "
+          "| %s us | %s us (no reloads, just before) | %s | <= %.1fx | %s |" % (
+              label, fmt_int(cyc), fmt(cyc / secs if cyc and secs else None, 1),
               fmt(rl.get("load_ms_avg"), 1),
               fmt_int((rl.get("load_fail") or 0) + (rl.get("unload_fail") or 0)) if rl else "-",
               fmt(lv, 0), fmt(bv, 0), fmt(lr, 2), TARGETS10["reload_p99_ratio"],
               verdict(lr, TARGETS10["reload_p99_ratio"])))
     p("")
     errs = [(sc, rl["first_error"]) for sc, rl in (
-        (sc, reload_loop(res, sc)) for sc in ("reload_loop1_c16", "reload_loop2_c16"))
+        (sc, reload_loop(res, sc)) for sc in ("reload_loop_c16", "reload_paced_c16"))
         if rl and rl.get("first_error")]
     for sc, e in errs:
         p("%s: first failed reload call: %s" % (sc, e))
