@@ -445,7 +445,7 @@ static void on_keep_drop(ifd_req_attach_t *a) {
 
 /* Fails the ensemble request with `code` and `msg` (Triton's prefix added),
  * once; no step starts after. Drops the run's reference. */
-static void fail(ens_exec_t *x, int code, const char *msg) {
+static void fail_exec(ens_exec_t *x, int code, const char *msg) {
   char buf[sizeof(x->defer_msg)];
   if (x->answered || x->deferred) return;
   if (code >= 0) code = IFD_EINTERNAL;
@@ -494,7 +494,7 @@ static void answer(ens_exec_t *x) {
 
   resp = ifd_response_new(p);
   if (resp == NULL) {
-    fail(x, IFD_ENOMEM, "out of memory");
+    fail_exec(x, IFD_ENOMEM, "out of memory");
     return;
   }
   for (i = 0; i < g->n_outputs; i++) {
@@ -569,7 +569,7 @@ static void start(ens_exec_t *x, uint32_t i) {
   c = ifd_request_new(p->server);
   if (c == NULL || ifd_request_reserve_inputs(c, st->n_in) < 0) {
     ifd_request_unref(c);
-    fail(x, IFD_ENOMEM, "out of memory");
+    fail_exec(x, IFD_ENOMEM, "out of memory");
     return;
   }
   for (k = 0; k < st->n_in; k++) {
@@ -603,7 +603,7 @@ static void start(ens_exec_t *x, uint32_t i) {
   rc = ifd_request_submit(c, &err);
   ifd_request_unref(c); /* the backend's reference keeps it from here */
   if (rc < 0) {
-    fail(x, rc, err.text[0] ? err.text : ifd_strerror(rc));
+    fail_exec(x, rc, err.text[0] ? err.text : ifd_strerror(rc));
     return;
   }
   x->live++;
@@ -679,9 +679,10 @@ static void step_done(ens_exec_t *x, ens_run_t *r) {
     answer(x);
   } else if (x->running == 0) {
     /* NEVER with a validated config: a needed step can never run. */
-    fail(x, IFD_EINVAL,
-         "unexpected deadlock, at least one output is not set while no more "
-         "ensemble steps can be made");
+    fail_exec(
+        x, IFD_EINVAL,
+        "unexpected deadlock, at least one output is not set while no more "
+        "ensemble steps can be made");
   }
 }
 
@@ -692,7 +693,7 @@ static void on_child_response(ifd_response_t *resp, void *arg) {
 
   if (final) x->running--;
   if (resp->error != 0) {
-    fail(x, resp->error, resp->error_msg);
+    fail_exec(x, resp->error, resp->error_msg);
     ifd_response_free(resp);
     return;
   }
@@ -701,9 +702,9 @@ static void on_child_response(ifd_response_t *resp, void *arg) {
     ifd_response_free(resp);
   } else if (r->resp != NULL) {
     ifd_response_free(resp);
-    fail(x, IFD_EUNSUPPORTED,
-         "a composing model sent more than one response with outputs; "
-         "decoupled composing models are not supported in ensembles yet");
+    fail_exec(x, IFD_EUNSUPPORTED,
+              "a composing model sent more than one response with outputs; "
+              "decoupled composing models are not supported in ensembles yet");
     return;
   } else {
     r->resp = resp; /* held until the execution ends */
@@ -799,9 +800,10 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   for (i = 0; i < g->n_steps && !x->failed; i++)
     if (x->runs[i].needed && x->runs[i].missing == 0) start(x, i);
   if (!x->failed && x->left > 0 && x->running == 0)
-    fail(x, IFD_EINVAL,
-         "unexpected deadlock, at least one output is not set while no more "
-         "ensemble steps can be made");
+    fail_exec(
+        x, IFD_EINVAL,
+        "unexpected deadlock, at least one output is not set while no more "
+        "ensemble steps can be made");
   x->in_submit = 0;
   if (x->deferred) {
     /* The run's reference goes with the deferred answer. */
