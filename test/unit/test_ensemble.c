@@ -621,6 +621,33 @@ static void test_many(void **state) {
   assert_int_equal(find("ens")->stats.success.count, 3);
 }
 
+/* The ensemble unloads while a request runs: the scheduler stays until
+ * that request ends (its steps still read the graph), then goes; the
+ * request is answered and the server stops cleanly. */
+static void test_unload_in_flight(void **state) {
+  ifd_request_t *r;
+  ifd_model_t *ens = find("ens");
+  const ifd_model_ops_t *ops = ifd_sched_model_ops();
+  (void)state;
+  r = ens_submit_req("ens", "u0", 0, 2, 1, NULL, NULL);
+  assert_non_null(r);
+  assert_int_equal(ops->pending(ens), 1);
+  /* What the registry does to unload it (on the loop here: the unload
+   * only pushes an event). */
+  ens->state = IFD_MODEL_UNLOADING;
+  ops->stop(ens);
+  ops->unload(ens);
+  pump();
+  assert_non_null(ens->sched); /* kept for the request in flight */
+  run_batch(0, NULL);
+  run_batch(1, NULL);
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, 0);
+  assert_true(ens_answers[0].first[0] == 2.0f);
+  assert_null(ens->sched);            /* freed with the last execution */
+  ens->state = IFD_MODEL_UNAVAILABLE; /* the registry's unload is done */
+}
+
 static int ens_setup(void **state) {
   n_ens_answers = 0;
   return setup(state);
@@ -641,6 +668,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batches_with_direct, ens_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unload_in_flight, ens_setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
