@@ -28,6 +28,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "core/config_internal.h"
 #include "proto/pbtext.h"
 
@@ -381,6 +383,28 @@ int ifd_config_check_name(const ifd_model_config_t *cfg, const char *dir_name,
                   dir_name, cfg->name);
 }
 
+/* The chain after the config is read, in Triton's order: its repository
+ * manager normalizes and validates, the inputs and outputs too when
+ * auto-completion is off, and only then compares the name with the
+ * folder's, so a config that is both wrong and misnamed is refused for what
+ * is wrong. With auto-completion on, Triton checks inputs and outputs when
+ * the model loads; here that is right after the name. Frees cfg on failure. */
+static int prepare_chain(ifd_model_config_t *cfg, const char *model_name,
+                         const ifd_config_opts_t *opts,
+                         ifd_model_config_t **out, ifd_errmsg_t *err) {
+  int rc;
+  if ((rc = ifd_config_normalize(cfg, opts, err)) < 0 ||
+      (rc = ifd__config_validate_model(cfg, opts, err)) < 0 ||
+      (opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0) ||
+      (rc = ifd_config_check_name(cfg, model_name, err)) < 0 ||
+      (!opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0)) {
+    ifd_config_free(cfg);
+    return rc;
+  }
+  *out = cfg;
+  return 0;
+}
+
 int ifd_config_prepare(const char *model_dir, const char *model_name,
                        const ifd_config_opts_t *opts, ifd_model_config_t **out,
                        ifd_errmsg_t *err) {
@@ -390,24 +414,41 @@ int ifd_config_prepare(const char *model_dir, const char *model_name,
   *out = NULL;
   rc = ifd_config_load(model_dir, model_name, opts, &cfg, err);
   if (rc < 0) return rc;
-  /* Triton's order: its repository manager normalizes and validates, the
-   * inputs and outputs too when auto-completion is off, and only then
-   * compares the name with the folder's, so a config that is both wrong and
-   * misnamed is refused for what is wrong. With auto-completion on, Triton
-   * checks inputs and outputs when the model loads; here that is right after
-   * the name. */
-  if ((rc = ifd_config_normalize(cfg, opts, err)) < 0 ||
-      (rc = ifd__config_validate_model(cfg, opts, err)) < 0 ||
-      (opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0) ||
-      (rc = ifd_config_check_name(cfg, model_name, err)) < 0 ||
-      (!opts->strict && (rc = ifd__config_validate_io(cfg, err)) < 0))
-    goto out_free_cfg;
-  *out = cfg;
-  return 0;
+  return prepare_chain(cfg, model_name, opts, out, err);
+}
 
-out_free_cfg:
-  ifd_config_free(cfg);
-  return rc;
+int ifd_config_prepare_json(const char *json, size_t len, const char *model_dir,
+                            const char *model_name,
+                            const ifd_config_opts_t *opts,
+                            ifd_model_config_t **out, ifd_errmsg_t *err) {
+  ifd_model_config_t *cfg = NULL;
+  json_error_t jerr;
+  json_t *doc;
+  int rc;
+
+  *out = NULL;
+  doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (doc == NULL || !json_is_object(doc)) {
+    json_decref(doc);
+    return ifd_errf(err, IFD_EPARSE,
+                    "the config override of model '%s' is not a JSON "
+                    "object: %s",
+                    model_name, doc == NULL ? jerr.text : "not an object");
+  }
+  rc = ifd_config_from_json(doc, &cfg, err);
+  json_decref(doc);
+  if (rc < 0) return rc;
+  if (empty(cfg->name) &&
+      (rc = ifd__config_set_str(&cfg->name, model_name)) < 0) {
+    ifd_config_free(cfg);
+    return ifd_errf(err, rc, "out of memory");
+  }
+  rc = ifd__config_autofill_backend(cfg, model_name, model_dir, err);
+  if (rc < 0) {
+    ifd_config_free(cfg);
+    return rc;
+  }
+  return prepare_chain(cfg, model_name, opts, out, err);
 }
 
 void ifd_config_free(ifd_model_config_t *cfg) {

@@ -60,6 +60,18 @@ int ifd_config_prepare(const char *model_dir, const char *model_name,
                        ifd_errmsg_t *err);
 
 /**
+ * ifd_config_prepare for a config given as JSON text (the "config" parameter
+ * of a load request, protobuf JSON names) instead of `model_dir`'s
+ * config.pbtxt; the files of `model_dir` still complete it. An empty name
+ * becomes `model_name`. Returns 0 and *out, IFD_EPARSE when the text is not
+ * a JSON object, or the first failure's code and message. Blocking.
+ */
+int ifd_config_prepare_json(const char *json, size_t len, const char *model_dir,
+                            const char *model_name,
+                            const ifd_config_opts_t *opts,
+                            ifd_model_config_t **out, ifd_errmsg_t *err);
+
+/**
  * Triton requires a model's config name to equal its folder's name: returns
  * 0, or IFD_EINVAL with Triton's "unexpected directory name" message.
  */

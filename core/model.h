@@ -47,6 +47,9 @@ struct ifd_model {
    * hold passes it on later with ifd_response_deliver. Loop thread only. */
   void (*hold_response)(ifd_model_t *m, ifd_response_t *resp);
 
+  struct ifd_model_src *src; /* counted: the temporary folder its files
+                                came from (a load with file overrides),
+                                removed with the last version; NULL */
   uint64_t load_seq;         /* order of load completion (unload reverses) */
   ifd_model_t *next_version; /* registry link, loop thread only */
 };

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- scan ---- */
 
@@ -248,4 +249,212 @@ int ifd_repo_versions(const char *model_path, const ifd_model_config_t *cfg,
 out_free_found:
   free(found);
   return rc;
+}
+
+/* ---- model control helpers ---- */
+
+int ifd_repo_find(const char *const *repos, size_t n, const char *name,
+                  char **path, char **repo, ifd_errmsg_t *err) {
+  size_t found = 0, hit = 0;
+
+  *path = NULL;
+  *repo = NULL;
+  if (name[0] == '\0' || name[0] == '.' || strchr(name, '/') != NULL)
+    return ifd_errf(err, IFD_ENOTFOUND, "no model folder '%s'", name);
+  for (size_t r = 0; r < n; r++)
+    if (is_dir(repos[r], name)) {
+      found++;
+      hit = r;
+    }
+  if (found == 0)
+    return ifd_errf(err, IFD_ENOTFOUND, "no model folder '%s'", name);
+  if (found > 1)
+    return ifd_errf(err, IFD_EEXISTS,
+                    "the model appears in more than one model repository");
+  *repo = strdup(repos[hit]);
+  *path = malloc(strlen(repos[hit]) + strlen(name) + 2);
+  if (*repo == NULL || *path == NULL) {
+    free(*repo);
+    free(*path);
+    *repo = *path = NULL;
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  sprintf(*path, "%s/%s", repos[hit], name);
+  return 0;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static uint64_t fp_dir(const char *dir, int depth, uint64_t h,
+                       unsigned *budget) {
+  DIR *d;
+  struct dirent *de;
+  char path[4096];
+  struct stat st;
+
+  if (depth > 8 || (d = opendir(dir)) == NULL) return h;
+  /* readdir's order is stable for an unchanged folder; a change of any
+   * entry changes the folder's own mtime too, so order is no concern. */
+  while ((de = readdir(d)) != NULL && *budget > 0) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
+            sizeof(path) ||
+        stat(path, &st) != 0)
+      continue;
+    (*budget)--;
+    h = fnv(h, de->d_name, strlen(de->d_name) + 1);
+    h = fnv(h, &st.st_mtim.tv_sec, sizeof(st.st_mtim.tv_sec));
+    h = fnv(h, &st.st_mtim.tv_nsec, sizeof(st.st_mtim.tv_nsec));
+    h = fnv(h, &st.st_size, sizeof(st.st_size));
+    h = fnv(h, &st.st_ino, sizeof(st.st_ino));
+    if (S_ISDIR(st.st_mode)) h = fp_dir(path, depth + 1, h, budget);
+  }
+  closedir(d);
+  return h;
+}
+
+uint64_t ifd_repo_fingerprint(const char *model_path) {
+  struct stat st;
+  unsigned budget = 100000;
+  if (stat(model_path, &st) != 0) return 0;
+  return fp_dir(model_path, 0, 1469598103934665603ull, &budget) | 1;
+}
+
+int ifd_repo_check_relpath(const char *path, size_t len, ifd_errmsg_t *err) {
+  size_t i = 0;
+  if (len == 0 || len > 1024 || path[0] == '/' || memchr(path, 0, len) != NULL)
+    return ifd_errf(err, IFD_EINVAL, "invalid model file path '%.*s'",
+                    (int)(len > 1024 ? 1024 : len), path);
+  while (i < len) {
+    size_t j = i;
+    while (j < len && path[j] != '/') j++;
+    if (j == i || (j - i == 1 && path[i] == '.') ||
+        (j - i == 2 && path[i] == '.' && path[i + 1] == '.'))
+      return ifd_errf(err, IFD_EINVAL,
+                      "invalid model file path '%.*s': a relative path "
+                      "inside the model folder is expected",
+                      (int)len, path);
+    i = j + 1;
+  }
+  return 0;
+}
+
+/* Removes `path` and everything under it. */
+static void remove_tree(const char *path) {
+  DIR *d = opendir(path);
+  struct dirent *de;
+  char sub[4096];
+  struct stat st;
+
+  if (d == NULL) {
+    unlink(path);
+    return;
+  }
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >=
+        sizeof(sub))
+      continue;
+    if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+      remove_tree(sub);
+    else
+      unlink(sub);
+  }
+  closedir(d);
+  rmdir(path);
+}
+
+/* Writes one file under `dir`, creating its sub-folders. */
+static int write_one(const char *dir, const ifd_repo_file_t *f,
+                     ifd_errmsg_t *err) {
+  char path[4096];
+  size_t dl = strlen(dir);
+  FILE *fp;
+
+  if (dl + 1 + f->path_len + 1 > sizeof(path))
+    return ifd_errf(err, IFD_EINVAL, "model file path too long");
+  memcpy(path, dir, dl);
+  path[dl] = '/';
+  memcpy(path + dl + 1, f->path, f->path_len);
+  path[dl + 1 + f->path_len] = '\0';
+  for (char *p = path + dl + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+      int e = errno;
+      *p = '/';
+      return ifd_errf(err, IFD_EIO, "cannot create '%s': %s", path,
+                      strerror(e));
+    }
+    *p = '/';
+  }
+  fp = fopen(path, "wbx");
+  if (fp == NULL)
+    return ifd_errf(err, IFD_EIO, "cannot write model file '%.*s': %s",
+                    (int)f->path_len, f->path, strerror(errno));
+  if ((f->len > 0 && fwrite(f->data, 1, f->len, fp) != f->len) ||
+      fclose(fp) != 0) {
+    if (f->len > 0) fclose(fp);
+    return ifd_errf(err, IFD_EIO, "cannot write model file '%.*s'",
+                    (int)f->path_len, f->path);
+  }
+  return 0;
+}
+
+int ifd_repo_write_temp(const char *name, const ifd_repo_file_t *files,
+                        size_t n, char **dir, ifd_errmsg_t *err) {
+  const char *tmp = getenv("TMPDIR");
+  char base[4096], *model;
+  int rc;
+
+  *dir = NULL;
+  if (tmp == NULL || tmp[0] == '\0') tmp = "/tmp";
+  if ((size_t)snprintf(base, sizeof(base), "%s/inferd-model-XXXXXX", tmp) >=
+      sizeof(base))
+    return ifd_errf(err, IFD_EINVAL, "TMPDIR too long");
+  if (mkdtemp(base) == NULL)
+    return ifd_errf(err, IFD_EIO, "cannot create a temporary model folder: %s",
+                    strerror(errno));
+  model = malloc(strlen(base) + strlen(name) + 2);
+  if (model == NULL) {
+    rmdir(base);
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  sprintf(model, "%s/%s", base, name);
+  if (mkdir(model, 0700) != 0) {
+    rc = ifd_errf(err, IFD_EIO, "cannot create '%s': %s", model,
+                  strerror(errno));
+    goto out_remove;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if ((rc = ifd_repo_check_relpath(files[i].path, files[i].path_len, err)) <
+            0 ||
+        (rc = write_one(model, &files[i], err)) < 0)
+      goto out_remove;
+  }
+  *dir = model;
+  return 0;
+
+out_remove:
+  remove_tree(base);
+  free(model);
+  return rc;
+}
+
+void ifd_repo_remove_temp(const char *dir) {
+  char base[4096];
+  char *slash;
+  if ((size_t)snprintf(base, sizeof(base), "%s", dir) >= sizeof(base)) return;
+  slash = strrchr(base, '/');
+  if (slash == NULL) return;
+  *slash = '\0';
+  /* Only ever a folder this module made. */
+  slash = strrchr(base, '/');
+  if (slash == NULL || strncmp(slash + 1, "inferd-model-", 13) != 0) return;
+  remove_tree(base);
 }

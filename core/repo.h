@@ -50,4 +50,49 @@ void ifd_repo_scan_free(ifd_repo_scan_t *scan);
 int ifd_repo_versions(const char *model_path, const ifd_model_config_t *cfg,
                       int64_t **out, size_t *n, ifd_errmsg_t *err);
 
+/**
+ * Finds the folder of model `name` in the repositories: 0 with *path
+ * ("<repo>/<name>") and *repo (a copy of the repository path), both malloc'd;
+ * IFD_ENOTFOUND when no repository holds it; IFD_EEXISTS when more than one
+ * does (Triton loads none of them). Blocking.
+ */
+int ifd_repo_find(const char *const *repos, size_t n, const char *name,
+                  char **path, char **repo, ifd_errmsg_t *err);
+
+/**
+ * A fingerprint of everything under `model_path` (names, sizes and
+ * modification times of every file and folder, up to 8 levels and 100000
+ * entries): it changes when a file of the model is added, removed or
+ * rewritten. 0 when the folder cannot be read. Blocking.
+ */
+uint64_t ifd_repo_fingerprint(const char *model_path);
+
+/** One file to write into a temporary model folder. */
+typedef struct ifd_repo_file {
+  const char *path; /* "<version>/<name>" or "<name>", relative */
+  size_t path_len;
+  const void *data;
+  size_t len;
+} ifd_repo_file_t;
+
+/**
+ * Checks a relative file path given by a client: not empty, not absolute,
+ * no "." or ".." component, no empty component, no NUL, at most 1024 bytes.
+ * Returns 0 or IFD_EINVAL with a message naming it.
+ */
+int ifd_repo_check_relpath(const char *path, size_t len, ifd_errmsg_t *err);
+
+/**
+ * Creates a temporary model folder "<tmp>/inferd-model-XXXXXX/<name>" (tmp:
+ * $TMPDIR, else /tmp) holding `files` (sub-folders created as needed).
+ * Returns 0 and *dir (the model folder, malloc'd), or a negative code with
+ * nothing left on disk. Blocking.
+ */
+int ifd_repo_write_temp(const char *name, const ifd_repo_file_t *files,
+                        size_t n, char **dir, ifd_errmsg_t *err);
+
+/** Removes a folder made by ifd_repo_write_temp (the model folder and its
+ *  "inferd-model-XXXXXX" parent) with everything in it. Blocking. */
+void ifd_repo_remove_temp(const char *dir);
+
 #endif

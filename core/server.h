@@ -63,7 +63,7 @@ typedef struct ifd_server_opts {
   const char *const *load_models;  /* borrowed: --load-model names ("*":
                                       every model); explicit mode only */
   size_t n_load_models;
-  int poll_secs; /* --repository-poll-secs (poll mode; > 0) */
+  int poll_secs;              /* --repository-poll-secs (poll mode; > 0) */
   const char *backend_dir;    /* borrowed: --backend-directory */
   int strict_config;          /* --strict-model-config */
   int exit_on_error;          /* --exit-on-error */
@@ -244,8 +244,7 @@ typedef void (*ifd_load_cb)(int rc, const char *msg, void *arg);
  */
 int ifd_server_load_model(ifd_server_t *s, const char *name, size_t name_len,
                           const ifd_load_params_t *params, ifd_load_cb done,
-                          void *arg, ifd_load_call_t **call,
-                          ifd_errmsg_t *err);
+                          void *arg, ifd_load_call_t **call, ifd_errmsg_t *err);
 
 /** The caller of a load went away (its connection closed): its `done` will
  *  not run. The load itself goes on. Loop thread. */

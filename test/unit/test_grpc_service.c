@@ -324,7 +324,8 @@ static void test_repository_index(void **state) {
   assert_string_equal(r->models[2]->name, "fail_me");
   assert_string_equal(r->models[2]->version, "3");
   assert_string_equal(r->models[2]->state, "UNAVAILABLE");
-  assert_string_equal(r->models[2]->reason, "backend refused 'fail_me'");
+  assert_string_equal(r->models[2]->reason,
+                      "Invalid argument: backend refused 'fail_me'");
   /* A whole-model row: no version (proto3's empty string). */
   assert_string_equal(r->models[3]->name, "syntax");
   assert_string_equal(r->models[3]->version, "");

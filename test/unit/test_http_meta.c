@@ -185,6 +185,7 @@ static void test_server_info(void **state) {
   assert_same(text_of(&b),
               strdup("{\"name\":\"inferd\",\"version\":\"" IFD_SERVER_VERSION
                      "\",\"extensions\":[\"sequence\",\"model_repository\","
+                     "\"model_repository(unload_dependents)\","
                      "\"schedule_policy\",\"model_configuration\","
                      "\"binary_tensor_data\",\"parameters\","
                      "\"statistics\"]}"));

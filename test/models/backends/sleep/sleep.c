@@ -6,6 +6,10 @@
  * "OUT" (INT32, same shape). Each request sleeps for the largest IN value
  * (0: no sleep call at all, a cheap request), then copies IN to OUT.
  * Errors become that request's error response.
+ *
+ * A model parameter "load_delay_ms" (string_value, milliseconds) makes
+ * TRITONBACKEND_ModelInitialize sleep that long: a slow load, to show that
+ * loading a model does not stall the others.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -106,6 +110,31 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
 out_free_vals:
   free(vals);
   return err;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
+  TRITONSERVER_Message *msg = NULL;
+  const char *json = NULL, *p;
+  size_t len = 0;
+  long ms = 0;
+  TRITONSERVER_Error *err = TRITONBACKEND_ModelConfig(model, 1, &msg);
+  if (err != NULL) return err;
+  err = TRITONSERVER_MessageSerializeToJson(msg, &json, &len);
+  /* A test backend: a plain search is enough to find the one parameter. */
+  if (err == NULL && (p = strstr(json, "\"load_delay_ms\"")) != NULL &&
+      (p = strstr(p, "\"string_value\"")) != NULL &&
+      (p = strchr(p + 14, '"')) != NULL)
+    ms = strtol(p + 1, NULL, 10);
+  TRITONSERVER_MessageDelete(msg);
+  if (err != NULL) return err;
+  if (ms > 0 && ms < 60000) sleep_ms(ms);
+  return NULL;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(

@@ -1,0 +1,1328 @@
+/*
+ * core/registry.c - the model registry: which models exist, which of their
+ * versions serve, and every change to that (start-up, load, reload, unload,
+ * repository polling).
+ *
+ * Each model name has an entry and a queue of operations (load or unload)
+ * that run one at a time in arrival order, so concurrent calls on a model
+ * are serialized and the last word wins. An operation's blocking parts run
+ * on libuv's thread pool and report back in after-work callbacks:
+ *
+ *   LOAD:   prepare (pool: find the folder, write override files, read and
+ *           validate the config, pick versions, fingerprint the files)
+ *           -> for an ensemble: its composing models loaded first (each a
+ *           dependency load queued on that model), cycle and cross-model
+ *           checks -> every version loaded beside what serves (pool, through
+ *           ops->load) -> all ready: the new set takes traffic at once, the
+ *           old versions retire (they finish the requests they accepted,
+ *           then unload) | some failed: the old set keeps serving.
+ *   UNLOAD: every serving version refuses what is queued, finishes what
+ *           executes, and unloads (pool); the caller is answered at once.
+ *
+ * A load of a serving model whose files did not change (same fingerprint,
+ * no override) does nothing. In poll mode a timer rescans the repositories
+ * (pool) and queues the loads, reloads and unloads the changes call for.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ensemble_check.h"
+#include "core/log.h"
+#include "core/server_internal.h"
+#include "core/util.h"
+
+typedef enum op_kind { OP_LOAD, OP_UNLOAD } op_kind_t;
+
+struct ifd_load_call {
+  ifd_load_cb done; /* NULL once forgotten */
+  void *arg;        /* borrowed: the caller's */
+};
+
+struct reg_op {
+  reg_op_t *next;       /* the entry's queue */
+  ifd_server_t *server; /* borrowed */
+  model_entry_t *entry; /* borrowed: registry */
+  op_kind_t kind;
+  int started;
+  int by_name;           /* named by a request (not only a dependency) */
+  int dep_only;          /* a dependency: nothing to do if it serves */
+  int unload_dependents; /* OP_UNLOAD */
+  int startup;           /* counts toward the start-up loading */
+  char *config;          /* owned: the config override (JSON), or NULL */
+  size_t config_len;
+  ifd_repo_file_t *files; /* owned: one block with the paths and bytes */
+  size_t n_files;
+  ifd_load_call_t *call; /* owned: the caller's callback, or NULL */
+  reg_op_t **waiters;    /* owned array: borrowed ops waiting for this one */
+  size_t n_waiters;
+  unsigned deps; /* dependency loads this op waits for */
+  /* What prepare found (owned until handed on). */
+  ifd_model_config_t *cfg;
+  int64_t *versions;
+  size_t n_versions;
+  ifd_model_src_t *src; /* counted: the temporary folder, or NULL */
+  uint64_t fp;
+  ifd_model_t *staged; /* owned list: versions being loaded */
+  unsigned loading;    /* of them, loads in flight (or unloads) */
+};
+
+/* A job on the thread pool for an op or a model. */
+typedef struct reg_job {
+  uv_work_t work;       /* embedded */
+  ifd_server_t *server; /* borrowed */
+  reg_op_t *op;         /* borrowed: the op it works for, or NULL */
+  ifd_model_t *model;   /* borrowed: registry; load/unload target */
+  char *name;           /* owned copy: prepare */
+  char *path;           /* owned: prepare in and out */
+  char *repo;           /* owned: prepare out */
+  ifd_event_t ev;       /* embedded: unload completion, after its events */
+  int rc;
+  ifd_errmsg_t err;
+} reg_job_t;
+
+/* The longest message a load answers with. */
+#define MSG_MAX 2048
+
+static void op_start(reg_op_t *op);
+static void op_finish(reg_op_t *op, int rc, const char *msg);
+static void op_continue(reg_op_t *op);
+static void retire_check(ifd_server_t *s);
+static void on_retire_timer(uv_timer_t *t);
+
+/* ---- small helpers ----------------------------------------------------------
+ */
+
+static char *xstrdup(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+/* Triton's prefix of a status in a reason: the name of its error class. */
+static const char *status_name(int code) {
+  switch (code) {
+    case IFD_EINVAL:
+    case IFD_EPARSE:
+    case IFD_ETOOBIG:
+      return "Invalid argument";
+    case IFD_ENOTFOUND:
+      return "Not found";
+    case IFD_EUNAVAIL:
+    case IFD_ETIMEOUT:
+      return "Unavailable";
+    case IFD_EUNSUPPORTED:
+      return "Unsupported";
+    case IFD_EEXISTS:
+      return "Already exists";
+    case IFD_ECANCELLED:
+      return "Cancelled";
+    case IFD_EUNKNOWN:
+      return "Unknown";
+    default:
+      return "Internal";
+  }
+}
+
+/* "<Status>: <text>" as Triton writes a failed version's reason. */
+static char *status_text(int code, const char *text) {
+  const char *name = status_name(code);
+  char *r = malloc(strlen(name) + strlen(text) + 3);
+  if (r != NULL) sprintf(r, "%s: %s", name, text);
+  return r;
+}
+
+static void set_str(char **slot, const char *val) {
+  free(*slot);
+  *slot = xstrdup(val);
+}
+
+static int is_ensemble(const ifd_model_config_t *c) {
+  return c != NULL && c->platform != NULL &&
+         strcmp(c->platform, "ensemble") == 0 && c->ensemble_scheduling != NULL;
+}
+
+/* ---- entries and model objects
+ * ------------------------------------------------
+ */
+
+model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len) {
+  return ifd_strmap_get(&s->by_name, name, len);
+}
+
+static model_entry_t *entry_add(ifd_server_t *s, const char *name,
+                                const char *path, const char *repo) {
+  model_entry_t *e = calloc(1, sizeof(*e));
+  model_entry_t **arr;
+  if (e == NULL) return NULL;
+  e->name = strdup(name);
+  e->path = xstrdup(path);
+  e->repo = xstrdup(repo);
+  arr = realloc(s->entries, (s->n_entries + 1) * sizeof(*arr));
+  if (e->name == NULL || arr == NULL ||
+      ifd_strmap_put(&s->by_name, e->name, strlen(e->name), e) < 0) {
+    if (arr != NULL) s->entries = arr;
+    free(e->name);
+    free(e->path);
+    free(e->repo);
+    free(e);
+    return NULL;
+  }
+  s->entries = arr;
+  {
+    /* Keep the array sorted by name: the repository index lists it. */
+    size_t i = s->n_entries++;
+    while (i > 0 && strcmp(s->entries[i - 1]->name, e->name) > 0) {
+      s->entries[i] = s->entries[i - 1];
+      i--;
+    }
+    s->entries[i] = e;
+  }
+  return e;
+}
+
+static void unref_list(ifd_model_t *m) {
+  while (m != NULL) {
+    ifd_model_t *next = m->next_version;
+    m->next_version = NULL;
+    ifd_model_unref(m);
+    m = next;
+  }
+}
+
+void ifd__entry_free(model_entry_t *e) {
+  unref_list(e->versions);
+  unref_list(e->retired);
+  ifd_config_free(e->cfg);
+  free(e->name);
+  free(e->path);
+  free(e->repo);
+  free(e->reason);
+  free(e->reload_reason);
+  free(e);
+}
+
+int ifd__entry_serves(const model_entry_t *e) {
+  for (const ifd_model_t *m = e->versions; m != NULL; m = m->next_version)
+    if (m->state == IFD_MODEL_READY) return 1;
+  return 0;
+}
+
+/* Takes `e` out of the registry and frees it. */
+static void entry_remove(ifd_server_t *s, model_entry_t *e) {
+  size_t i;
+  ifd_strmap_del(&s->by_name, e->name, strlen(e->name));
+  for (i = 0; s->entries[i] != e; i++)
+    ;
+  memmove(&s->entries[i], &s->entries[i + 1],
+          (s->n_entries - i - 1) * sizeof(*s->entries));
+  s->n_entries--;
+  ifd__entry_free(e);
+}
+
+/* Still in flight: any version loading or unloading, or a scheduler not yet
+ * freed (an unloaded version's scheduler goes after its unload reports). */
+static int list_busy(const ifd_model_t *m) {
+  for (; m != NULL; m = m->next_version)
+    if (m->state != IFD_MODEL_UNAVAILABLE || m->sched != NULL) return 1;
+  return 0;
+}
+
+int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
+                            ifd_errmsg_t *err) {
+  model_entry_t *e = ifd__entry_find(s, name, name_len);
+  int len = name_len > 256 ? 256 : (int)name_len;
+  ifd_model_t *m;
+
+  if (e == NULL)
+    return ifd_errf(err, IFD_ENOTFOUND, "model '%.*s' is not in the registry",
+                    len, name);
+  if (e->ops != NULL)
+    return ifd_errf(err, IFD_EUNAVAIL, "model '%.*s' is being loaded", len,
+                    name);
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state != IFD_MODEL_UNAVAILABLE || m->sched != NULL)
+      return ifd_errf(err, IFD_EUNAVAIL,
+                      "model '%.*s' version %" PRId64 " is still %s", len, name,
+                      m->version,
+                      m->state == IFD_MODEL_READY ? "loaded" : "in transition");
+  if (list_busy(e->retired))
+    return ifd_errf(err, IFD_EUNAVAIL, "model '%.*s' is still unloading", len,
+                    name);
+  entry_remove(s, e);
+  return 0;
+}
+
+static void src_unref(ifd_server_t *s, ifd_model_src_t *src);
+
+static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
+                              int64_t version, const char *path) {
+  ifd_model_t *m = calloc(1, sizeof(*m));
+  if (m == NULL) return NULL;
+  m->server = s;
+  m->name = strdup(e->name);
+  m->path = strdup(path);
+  m->repo = strdup(e->repo != NULL ? e->repo : "");
+  m->version = version;
+  m->state = IFD_MODEL_LOADING;
+  m->refs = 1; /* the registry's */
+  if (m->name == NULL || m->path == NULL || m->repo == NULL) {
+    free(m->name);
+    free(m->path);
+    free(m->repo);
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Called when a model's last reference goes. The registry keeps its own
+ * reference until the model leaves it, so this only runs after that. */
+void ifd__server_model_released(ifd_model_t *m) {
+  ifd_server_t *s = m->server;
+  ifd_stats_free(&m->stats);
+  ifd_config_free(m->config);
+  if (m->src != NULL) src_unref(s, m->src);
+  free(m->name);
+  free(m->path);
+  free(m->repo);
+  free(m->reason);
+  free(m);
+}
+
+static void model_fail(ifd_model_t *m, int code, const char *why) {
+  m->state = IFD_MODEL_UNAVAILABLE;
+  free(m->reason);
+  m->reason = status_text(code, why);
+}
+
+/* Inserts `m` into a list kept in ascending version order. */
+static void list_insert(ifd_model_t **list, ifd_model_t *m) {
+  ifd_model_t **pp = list;
+  while (*pp != NULL && (*pp)->version < m->version) pp = &(*pp)->next_version;
+  m->next_version = *pp;
+  *pp = m;
+}
+
+static void list_remove(ifd_model_t **list, ifd_model_t *m) {
+  ifd_model_t **pp = list;
+  while (*pp != NULL && *pp != m) pp = &(*pp)->next_version;
+  if (*pp == m) *pp = m->next_version;
+  m->next_version = NULL;
+}
+
+/* Deep copy through the wire format: configs are small and this keeps every
+ * version's config independent (a backend may complete each on its own). */
+static ifd_model_config_t *config_clone(const ifd_model_config_t *c) {
+  size_t n = protobuf_c_message_get_packed_size(&c->base);
+  uint8_t *buf = malloc(n ? n : 1);
+  ifd_model_config_t *r;
+  if (buf == NULL) return NULL;
+  protobuf_c_message_pack(&c->base, buf);
+  r = inference__model_config__unpack(NULL, n, buf);
+  free(buf);
+  return r;
+}
+
+/* ---- thread-pool jobs -------------------------------------------------------
+ */
+
+static reg_job_t *job_new(ifd_server_t *s, reg_op_t *op, ifd_model_t *m) {
+  reg_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) return NULL;
+  j->server = s;
+  j->op = op;
+  j->model = m;
+  return j;
+}
+
+/* Queues `j`; 0, or a negative code (j freed). */
+static int job_queue(reg_job_t *j, uv_work_cb work, uv_after_work_cb after) {
+  ifd_server_t *s = j->server;
+  s->jobs++;
+  if (uv_queue_work(s->loop, &j->work, work, after) == 0) return 0;
+  s->jobs--;
+  free(j->name);
+  free(j->path);
+  free(j);
+  return IFD_EINTERNAL;
+}
+
+/* Ends a job's accounting (after-work callbacks, last). */
+static void job_end(ifd_server_t *s, reg_job_t *j) {
+  free(j->name);
+  free(j->path);
+  free(j->repo);
+  free(j);
+  s->jobs--;
+  if (ifd__registry_idle(s)) ifd__server_registry_idle(s);
+}
+
+static void rm_work(uv_work_t *w) {
+  reg_job_t *j = (reg_job_t *)w;
+  ifd_repo_remove_temp(j->path);
+}
+
+static void rm_after(uv_work_t *w, int status) {
+  reg_job_t *j = (reg_job_t *)w;
+  (void)status;
+  job_end(j->server, j);
+}
+
+static void src_unref(ifd_server_t *s, ifd_model_src_t *src) {
+  reg_job_t *j = NULL;
+  if (--src->refs > 0) return;
+  if (s->freeing) {
+    /* The server is going: nothing will serve any more, and a job would
+     * report to a freed server. */
+    ifd_repo_remove_temp(src->dir);
+    free(src->dir);
+    free(src);
+    return;
+  }
+  j = job_new(s, NULL, NULL);
+  if (j != NULL) {
+    j->path = src->dir;
+    src->dir = NULL;
+    if (job_queue(j, rm_work, rm_after) < 0)
+      IFD_WARN("cannot remove a temporary model folder");
+  }
+  if (src->dir != NULL)
+    IFD_WARN("temporary model folder '%s' left on disk", src->dir);
+  free(src->dir);
+  free(src);
+}
+
+/* ---- operations -------------------------------------------------------------
+ */
+
+static reg_op_t *op_new(ifd_server_t *s, model_entry_t *e, op_kind_t kind) {
+  reg_op_t *op = calloc(1, sizeof(*op));
+  if (op == NULL) return NULL;
+  op->server = s;
+  op->entry = e;
+  op->kind = kind;
+  return op;
+}
+
+/* Appends `op` to its entry's queue and starts it if it is the head. */
+static void op_enqueue(reg_op_t *op) {
+  model_entry_t *e = op->entry;
+  reg_op_t **pp = &e->ops;
+  while (*pp != NULL) pp = &(*pp)->next;
+  *pp = op;
+  op->server->ops_live++;
+  if (e->ops == op) op_start(op);
+}
+
+static void op_free(reg_op_t *op) {
+  ifd_server_t *s = op->server;
+  free(op->config);
+  free(op->files);
+  free(op->call);
+  free(op->waiters);
+  ifd_config_free(op->cfg);
+  free(op->versions);
+  unref_list(op->staged);
+  if (op->src != NULL) src_unref(s, op->src);
+  free(op);
+}
+
+static int add_waiter(reg_op_t *dep, reg_op_t *waiter) {
+  reg_op_t **w =
+      realloc(dep->waiters, (dep->n_waiters + 1) * sizeof(*dep->waiters));
+  if (w == NULL) return IFD_ENOMEM;
+  dep->waiters = w;
+  w[dep->n_waiters++] = waiter;
+  waiter->deps++;
+  return 0;
+}
+
+/* Ends `op`: answers its caller, wakes the ops waiting for it, and starts
+ * the next op of its entry. */
+static void op_finish(reg_op_t *op, int rc, const char *msg) {
+  ifd_server_t *s = op->server;
+  model_entry_t *e = op->entry;
+  size_t i;
+
+  if (op->call != NULL && op->call->done != NULL)
+    op->call->done(rc, rc < 0 ? msg : "", op->call->arg);
+  if (op->startup && rc < 0) s->failed++;
+  e->ops = op->next;
+  for (i = 0; i < op->n_waiters; i++)
+    if (--op->waiters[i]->deps == 0) op_continue(op->waiters[i]);
+  if (op->startup && --s->startup_ops == 0) ifd__server_loading_done(s);
+  s->ops_live--;
+  op_free(op);
+  if (e->ops != NULL) {
+    op_start(e->ops);
+  } else if (!e->listed && e->versions == NULL && e->retired == NULL &&
+             e->reason == NULL) {
+    /* Named by a request but never found: no trace of it is kept. */
+    entry_remove(s, e);
+  }
+  if (ifd__registry_idle(s)) ifd__server_registry_idle(s);
+}
+
+/* ---- unloading --------------------------------------------------------------
+ */
+
+static void unload_done_ev(ifd_event_t *ev);
+
+static void unload_work(uv_work_t *w) {
+  reg_job_t *j = (reg_job_t *)w;
+  j->server->opts.ops->unload(j->model);
+}
+
+/* The unload ran; its completion waits for the events it pushed (the layers
+ * above core free their model objects from them; the queue is FIFO). */
+static void unload_after(uv_work_t *w, int status) {
+  reg_job_t *j = (reg_job_t *)w;
+  (void)status;
+  j->ev.fn = unload_done_ev;
+  ifd_evq_push(&j->server->evq, &j->ev);
+}
+
+static void version_unloaded(ifd_server_t *s, ifd_model_t *m, reg_op_t *op);
+
+static void unload_done_ev(ifd_event_t *ev) {
+  reg_job_t *j = ifd_container_of(ev, reg_job_t, ev);
+  ifd_server_t *s = j->server;
+  ifd_model_t *m = j->model;
+  reg_op_t *op = j->op;
+  IFD_INFO("successfully unloaded '%s' version %" PRId64, m->name, m->version);
+  version_unloaded(s, m, op);
+  job_end(s, j);
+}
+
+/* Unloads one READY version on the pool: what is queued for it is refused,
+ * what executes finishes first. `op` (may be NULL) hears of its end. */
+static void version_unload(ifd_server_t *s, ifd_model_t *m, reg_op_t *op) {
+  reg_job_t *j = job_new(s, op, m);
+  s->opts.ops->stop(m);
+  m->state = IFD_MODEL_UNLOADING;
+  if (op != NULL) op->loading++;
+  if (j == NULL || job_queue(j, unload_work, unload_after) < 0) {
+    /* Leaving the backend loaded beats blocking the loop on its threads. */
+    IFD_ERROR("cannot unload '%s' version %" PRId64, m->name, m->version);
+    version_unloaded(s, m, op);
+  }
+}
+
+static model_entry_t *entry_of(ifd_server_t *s, const ifd_model_t *m) {
+  return ifd__entry_find(s, m->name, strlen(m->name));
+}
+
+static void version_unloaded(ifd_server_t *s, ifd_model_t *m, reg_op_t *op) {
+  model_entry_t *e = entry_of(s, m);
+  int retired = 0;
+
+  m->state = IFD_MODEL_UNAVAILABLE;
+  if (e != NULL) {
+    for (ifd_model_t *r = e->retired; r != NULL; r = r->next_version)
+      if (r == m) retired = 1;
+  }
+  if (retired) {
+    /* A replaced version: gone from the registry once unloaded. */
+    list_remove(&e->retired, m);
+    ifd_model_unref(m);
+  } else {
+    set_str(&m->reason, "unloaded");
+  }
+  if (op != NULL && --op->loading == 0) op_finish(op, 0, NULL);
+}
+
+/* Queues an unload of `name`'s composing models that were loaded for it
+ * only (unload_dependents), for the ensemble config `cfg`. */
+static void unload_dependents(ifd_server_t *s, const ifd_model_config_t *cfg) {
+  const Inference__ModelEnsembling *es = cfg->ensemble_scheduling;
+  for (size_t i = 0; i < es->n_step; i++) {
+    const char *dep = es->step[i]->model_name;
+    model_entry_t *d = ifd__entry_find(s, dep, strlen(dep));
+    reg_op_t *op;
+    if (d == NULL || d->by_name || !ifd__entry_serves(d)) continue;
+    op = op_new(s, d, OP_UNLOAD);
+    if (op == NULL) continue;
+    op->unload_dependents = 1;
+    op_enqueue(op);
+  }
+}
+
+static void unload_start(reg_op_t *op) {
+  ifd_server_t *s = op->server;
+  model_entry_t *e = op->entry;
+  ifd_model_t *m;
+  ifd_model_config_t *ens = NULL;
+
+  if (op->by_name) e->by_name = 0;
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state == IFD_MODEL_READY && is_ensemble(m->config)) ens = m->config;
+  if (op->unload_dependents && ens != NULL) {
+    /* Queued behind this op on other entries: the config outlives them. */
+    unload_dependents(s, ens);
+  }
+  op->loading = 1; /* held until every version is asked */
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state == IFD_MODEL_READY) version_unload(s, m, op);
+  free(e->reload_reason);
+  e->reload_reason = NULL;
+  if (--op->loading == 0) op_finish(op, 0, NULL);
+}
+
+/* ---- retiring ---------------------------------------------------------------
+ *
+ * A reload leaves the old versions READY but out of reach: lookups see the
+ * new set only. Each keeps running what it accepted; once nothing is queued
+ * or executing for it, it unloads. A timer looks while any is waiting.
+ */
+
+static void retire(ifd_server_t *s, model_entry_t *e, ifd_model_t *m) {
+  list_insert(&e->retired, m);
+  if (m->state != IFD_MODEL_READY) return;
+  s->n_retired++;
+  retire_check(s);
+}
+
+static void retire_check(ifd_server_t *s) {
+  size_t i;
+  if (s->n_retired == 0) {
+    uv_timer_stop(&s->retire_timer);
+    return;
+  }
+  for (i = 0; i < s->n_entries; i++) {
+    ifd_model_t *m, *next;
+    for (m = s->entries[i]->retired; m != NULL; m = next) {
+      next = m->next_version;
+      if (m->state != IFD_MODEL_READY || s->opts.ops->pending(m) > 0) continue;
+      s->n_retired--;
+      version_unload(s, m, NULL);
+    }
+  }
+  if (s->n_retired > 0 && !uv_is_active((uv_handle_t *)&s->retire_timer))
+    uv_timer_start(&s->retire_timer, on_retire_timer, 5, 5);
+  else if (s->n_retired == 0)
+    uv_timer_stop(&s->retire_timer);
+}
+
+static void on_retire_timer(uv_timer_t *t) {
+  retire_check(t->data);
+}
+
+/* ---- loading ----------------------------------------------------------------
+ */
+
+static void prepare_work(uv_work_t *w) {
+  reg_job_t *j = (reg_job_t *)w;
+  reg_op_t *op = j->op;
+  ifd_server_t *s = j->server;
+  ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count};
+  const char *dir;
+  char *tmp = NULL;
+
+  ifd_errclear(&j->err);
+  if (j->path == NULL) {
+    j->rc = ifd_repo_find(s->opts.repos, s->opts.n_repos, j->name, &j->path,
+                          &j->repo, &j->err);
+    if (j->rc < 0) return;
+  }
+  dir = j->path;
+  if (op->n_files > 0) {
+    if (op->config == NULL) {
+      j->rc = ifd_errf(&j->err, IFD_EINVAL,
+                       "failed to load '%s': the 'config' parameter must be "
+                       "given with the 'file:' parameters",
+                       j->name);
+      return;
+    }
+    j->rc = ifd_repo_write_temp(j->name, op->files, op->n_files, &tmp, &j->err);
+    if (j->rc < 0) return;
+    dir = tmp;
+  }
+  if (op->config != NULL)
+    j->rc = ifd_config_prepare_json(op->config, op->config_len, dir, j->name,
+                                    &copts, &op->cfg, &j->err);
+  else
+    j->rc = ifd_config_prepare(dir, j->name, &copts, &op->cfg, &j->err);
+  if (j->rc == 0)
+    j->rc = ifd_repo_versions(dir, op->cfg, &op->versions, &op->n_versions,
+                              &j->err);
+  op->fp = ifd_repo_fingerprint(j->path);
+  if (tmp != NULL) {
+    if (j->rc < 0) {
+      ifd_repo_remove_temp(tmp);
+      free(tmp);
+    } else {
+      /* The versions load from the temporary folder. */
+      free(j->path);
+      j->path = tmp;
+    }
+  }
+}
+
+/* Is the set that serves `e` the one `op` found on disk (same versions,
+ * all ready, same files, no override either way)? */
+static int unchanged(const model_entry_t *e, const reg_op_t *op) {
+  const ifd_model_t *m = e->versions;
+  size_t i;
+  if (op->config != NULL || op->n_files > 0 || e->override || op->fp != e->fp)
+    return 0;
+  for (i = 0; i < op->n_versions; i++, m = m->next_version)
+    if (m == NULL || m->version != op->versions[i] ||
+        m->state != IFD_MODEL_READY)
+      return 0;
+  return m == NULL;
+}
+
+static const ifd_model_config_t *config_of(void *arg, const char *name) {
+  model_entry_t *e = ifd__entry_find(arg, name, strlen(name));
+  return e != NULL && is_ensemble(e->cfg) ? e->cfg : NULL;
+}
+
+static ifd_ens_status_t lookup(void *arg, const char *name, int64_t version,
+                               const ifd_model_config_t **cfg) {
+  model_entry_t *e = ifd__entry_find(arg, name, strlen(name));
+  ifd_model_t *m, *best = NULL;
+  if (e == NULL) return IFD_ENS_MISSING;
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state == IFD_MODEL_READY &&
+        (version < 0 ? 1 : m->version == version))
+      best = m;
+  if (best != NULL) {
+    *cfg = best->config;
+    return IFD_ENS_READY;
+  }
+  return ifd__entry_serves(e) ? IFD_ENS_NO_VERSION : IFD_ENS_MISSING;
+}
+
+/* A model-level failure of `op`'s load: recorded where the index shows it
+ * (the model's row when nothing serves, else the serving versions'). */
+static void load_refused(reg_op_t *op, const char *reason, const char *msg) {
+  model_entry_t *e = op->entry;
+  if (ifd__entry_serves(e)) {
+    set_str(&e->reload_reason, reason);
+  } else {
+    unref_list(e->versions);
+    e->versions = NULL;
+    set_str(&e->reason, reason);
+  }
+  IFD_ERROR("failed to load '%s': %s", e->name, reason);
+  op_finish(op, IFD_EINVAL, msg);
+}
+
+static void prepare_after(uv_work_t *w, int status) {
+  reg_job_t *j = (reg_job_t *)w;
+  ifd_server_t *s = j->server;
+  reg_op_t *op = j->op;
+  model_entry_t *e = op->entry;
+  char msg[MSG_MAX];
+  (void)status;
+
+  if (j->path != NULL && e->path == NULL && op->n_files == 0) {
+    e->path = j->path;
+    e->repo = j->repo;
+    j->path = j->repo = NULL;
+  }
+  if (op->n_files > 0 && j->rc == 0) {
+    op->src = calloc(1, sizeof(*op->src));
+    if (op->src == NULL) {
+      ifd_repo_remove_temp(j->path);
+      j->rc = ifd_errf(&j->err, IFD_ENOMEM, "out of memory");
+    } else {
+      op->src->refs = 1;
+      op->src->dir = j->path;
+      j->path = NULL;
+    }
+  }
+  if (j->rc < 0) {
+    snprintf(msg, sizeof(msg),
+             "failed to load '%s', failed to poll from model repository",
+             e->name);
+    if (j->rc == IFD_ENOTFOUND && e->path == NULL) {
+      IFD_ERROR("failed to load '%s': no such model in the repository",
+                e->name);
+      op_finish(op, IFD_EINVAL, msg);
+    } else if (j->rc == IFD_EPARSE && op->config != NULL) {
+      IFD_ERROR("failed to load '%s': %s", e->name, j->err.text);
+      op_finish(op, IFD_EINVAL, msg);
+    } else {
+      const char *why = j->err.text[0] ? j->err.text : ifd_strerror(j->rc);
+      size_t n = strlen(msg);
+      /* Triton's answer, with the reason it logs. */
+      snprintf(msg + n, sizeof(msg) - n, ": %s", why);
+      e->fp = op->fp;
+      load_refused(op, why, msg);
+    }
+    job_end(s, j);
+    return;
+  }
+  ifd_config_free(e->cfg);
+  e->cfg = config_clone(op->cfg);
+  if (ifd__entry_serves(e) && unchanged(e, op)) {
+    op_finish(op, 0, NULL);
+    job_end(s, j);
+    return;
+  }
+  e->fp = op->fp;
+  if (op->n_versions == 0) {
+    load_refused(
+        op, "no version is available for the version policy",
+        (snprintf(msg, sizeof(msg),
+                  "failed to load '%s', no version is available", e->name),
+         msg));
+    job_end(s, j);
+    return;
+  }
+  if (is_ensemble(op->cfg)) {
+    const Inference__ModelEnsembling *es = op->cfg->ensemble_scheduling;
+    ifd_errmsg_t err;
+    ifd_errclear(&err);
+    if (ifd_ensemble_find_cycle(op->cfg, config_of, s, &err) < 0) {
+      char *r = status_text(err.code, err.text);
+      load_refused(op, r != NULL ? r : err.text, err.text);
+      free(r);
+      job_end(s, j);
+      return;
+    }
+    /* Composing models load first: a dependency load on each that does not
+     * serve yet (or is busy), this op waiting for all of them. */
+    op->deps = 1; /* held while the dependencies are queued */
+    for (size_t i = 0; i < es->n_step; i++) {
+      const char *dn = es->step[i]->model_name;
+      model_entry_t *d = ifd__entry_find(s, dn, strlen(dn));
+      reg_op_t *dop;
+      if (d == e) continue;
+      if (d != NULL && d->ops == NULL && ifd__entry_serves(d)) continue;
+      if (d == NULL && (d = entry_add(s, dn, NULL, NULL)) == NULL) continue;
+      /* A step naming the same model twice waits once. */
+      dop = d->ops;
+      while (dop != NULL && dop->next != NULL) dop = dop->next;
+      if (dop != NULL && dop->kind == OP_LOAD && dop->dep_only &&
+          !dop->started) {
+        add_waiter(dop, op);
+        continue;
+      }
+      dop = op_new(s, d, OP_LOAD);
+      if (dop == NULL) continue;
+      dop->dep_only = 1;
+      if (add_waiter(dop, op) < 0) {
+        op_free(dop);
+        continue;
+      }
+      op_enqueue(dop);
+    }
+    job_end(s, j);
+    if (--op->deps == 0) op_continue(op);
+    return;
+  }
+  job_end(s, j);
+  op_continue(op);
+}
+
+static void load_work(uv_work_t *w) {
+  reg_job_t *j = (reg_job_t *)w;
+  ifd_errclear(&j->err);
+  j->rc = j->server->opts.ops->load(j->model, &j->err);
+}
+
+static void settle(reg_op_t *op);
+
+static void load_after(uv_work_t *w, int status) {
+  reg_job_t *j = (reg_job_t *)w;
+  ifd_server_t *s = j->server;
+  ifd_model_t *m = j->model;
+  reg_op_t *op = j->op;
+  (void)status;
+
+  if (j->rc == 0) {
+    m->state = IFD_MODEL_READY;
+    m->load_seq = ++s->load_seq;
+    IFD_INFO("successfully loaded '%s' version %" PRId64, m->name, m->version);
+  } else {
+    model_fail(m, j->rc, j->err.text[0] ? j->err.text : ifd_strerror(j->rc));
+    IFD_ERROR("failed to load '%s' version %" PRId64 ": %s", m->name,
+              m->version, m->reason);
+  }
+  job_end(s, j);
+  if (--op->loading == 0) settle(op);
+}
+
+/* The dependencies of `op` (if any) have ended: check, then load every
+ * version beside what serves. */
+static void op_continue(reg_op_t *op) {
+  ifd_server_t *s = op->server;
+  model_entry_t *e = op->entry;
+  const char *dir = op->src != NULL ? op->src->dir : e->path;
+  size_t i;
+
+  if (is_ensemble(op->cfg)) {
+    ifd_errmsg_t err;
+    ifd_errclear(&err);
+    if (ifd_ensemble_find_cycle(op->cfg, config_of, s, &err) < 0 ||
+        ifd_ensemble_check(op->cfg, lookup, s, &err) < 0) {
+      char *r = status_text(err.code, err.text);
+      load_refused(op, r != NULL ? r : err.text, err.text);
+      free(r);
+      return;
+    }
+  }
+  op->loading = 1; /* held while the loads are queued */
+  for (i = 0; i < op->n_versions; i++) {
+    ifd_model_t *m = model_new(s, e, op->versions[i], dir);
+    reg_job_t *j;
+    if (m == NULL) continue;
+    list_insert(&op->staged, m);
+    m->config = i + 1 == op->n_versions ? op->cfg : config_clone(op->cfg);
+    if (m->config == op->cfg) op->cfg = NULL;
+    if (op->src != NULL) {
+      m->src = op->src;
+      op->src->refs++;
+    }
+    if (m->config == NULL) {
+      model_fail(m, IFD_ENOMEM, "out of memory");
+      continue;
+    }
+    j = job_new(s, op, m);
+    if (j == NULL) {
+      model_fail(m, IFD_ENOMEM, "out of memory");
+      continue;
+    }
+    op->loading++;
+    if (job_queue(j, load_work, load_after) < 0) {
+      op->loading--;
+      model_fail(m, IFD_EINTERNAL, "cannot queue the load");
+    }
+  }
+  if (--op->loading == 0) settle(op);
+}
+
+/* Every version of `op` has loaded or failed: swap or keep. */
+static void settle(reg_op_t *op) {
+  ifd_server_t *s = op->server;
+  model_entry_t *e = op->entry;
+  ifd_model_t *m, *next;
+  char msg[MSG_MAX];
+  size_t used = 0;
+  int failed = 0, serving = ifd__entry_serves(e);
+
+  const char *first = NULL;
+
+  msg[0] = '\0';
+  for (m = op->staged; m != NULL; m = m->next_version) {
+    if (m->state == IFD_MODEL_READY) continue;
+    failed++;
+    if (first == NULL) first = m->reason;
+    if (used < sizeof(msg)) {
+      /* Triton lists each failed version, each ending in ";\n". */
+      int n = snprintf(msg + used, sizeof(msg) - used,
+                       "version %" PRId64 " is at UNAVAILABLE state: %s;\n",
+                       m->version, m->reason != NULL ? m->reason : "");
+      used += n > 0 ? (size_t)n : 0;
+    }
+  }
+  if (op->staged == NULL) failed = 1;
+  if (failed && serving) {
+    /* The old set keeps serving; what did load of the new one unloads. */
+    set_str(&e->reload_reason, first != NULL ? first : "reload failed");
+    for (m = op->staged; m != NULL; m = next) {
+      next = m->next_version;
+      m->next_version = NULL;
+      if (m->state == IFD_MODEL_READY)
+        retire(s, e, m);
+      else
+        ifd_model_unref(m);
+    }
+    op->staged = NULL;
+  } else {
+    /* The new set takes traffic now; the old one finishes what it has. */
+    ifd_model_t *old = e->versions;
+    e->versions = op->staged;
+    op->staged = NULL;
+    for (m = old; m != NULL; m = next) {
+      next = m->next_version;
+      m->next_version = NULL;
+      if (m->state == IFD_MODEL_READY)
+        retire(s, e, m);
+      else
+        ifd_model_unref(m);
+    }
+    free(e->reason);
+    e->reason = NULL;
+    free(e->reload_reason);
+    e->reload_reason = NULL;
+    e->override = op->config != NULL || op->n_files > 0;
+  }
+  if (failed) {
+    char full[MSG_MAX + 256];
+    snprintf(full, sizeof(full), "load failed for model '%s': %s", e->name,
+             msg);
+    op_finish(op, IFD_EINVAL, full);
+  } else {
+    op_finish(op, 0, NULL);
+  }
+}
+
+static void op_start(reg_op_t *op) {
+  ifd_server_t *s = op->server;
+  model_entry_t *e = op->entry;
+  reg_job_t *j;
+  char msg[512];
+
+  op->started = 1;
+  if (op->kind == OP_UNLOAD) {
+    unload_start(op);
+    return;
+  }
+  if (op->by_name) e->by_name = 1;
+  if (op->dep_only && ifd__entry_serves(e)) {
+    op_finish(op, 0, NULL);
+    return;
+  }
+  j = job_new(s, op, NULL);
+  if (j != NULL) {
+    j->name = strdup(e->name);
+    j->path = xstrdup(e->path);
+  }
+  if (j == NULL || j->name == NULL || (e->path != NULL && j->path == NULL) ||
+      job_queue(j, prepare_work, prepare_after) < 0) {
+    if (j != NULL) {
+      free(j->name);
+      free(j->path);
+      free(j);
+    }
+    snprintf(msg, sizeof(msg), "failed to load '%s': out of memory", e->name);
+    op_finish(op, IFD_ENOMEM, msg);
+  }
+}
+
+/* ---- start-up and polling ---------------------------------------------------
+ */
+
+typedef struct scan_job {
+  uv_work_t work;       /* embedded */
+  ifd_server_t *server; /* borrowed */
+  ifd_repo_scan_t scan; /* owned */
+  uint64_t *fps;        /* owned: poll only, one per scan entry */
+  int poll;
+  int rc;
+  ifd_errmsg_t err;
+} scan_job_t;
+
+static void scan_work(uv_work_t *w) {
+  scan_job_t *j = (scan_job_t *)w;
+  ifd_errclear(&j->err);
+  j->rc = ifd_repo_scan(j->server->opts.repos, j->server->opts.n_repos,
+                        &j->scan, &j->err);
+  if (j->rc < 0 || !j->poll || j->scan.count == 0) return;
+  j->fps = calloc(j->scan.count, sizeof(*j->fps));
+  for (size_t i = 0; j->fps != NULL && i < j->scan.count; i++)
+    j->fps[i] = ifd_repo_fingerprint(j->scan.entries[i].path);
+}
+
+/* Queues a load of `e` by name; `startup` counts it toward start-up. */
+static reg_op_t *queue_load(ifd_server_t *s, model_entry_t *e, int startup) {
+  reg_op_t *op = op_new(s, e, OP_LOAD);
+  if (op == NULL) {
+    if (startup) s->failed++;
+    return NULL;
+  }
+  op->by_name = 1;
+  op->startup = startup;
+  if (startup) s->startup_ops++;
+  op_enqueue(op);
+  return op;
+}
+
+/* The repository path that holds `path` ("<repo>/<name>"). */
+static const char *repo_of(ifd_server_t *s, const char *path) {
+  const char *repo = s->opts.repos[0];
+  for (size_t k = 0; k < s->opts.n_repos; k++) {
+    size_t rl = strlen(s->opts.repos[k]);
+    if (strncmp(path, s->opts.repos[k], rl) == 0 && path[rl] == '/')
+      repo = s->opts.repos[k];
+  }
+  return repo;
+}
+
+/* Adds the scanned models the registry does not know yet (and marks every
+ * known one listed or not). */
+static void merge_scan(ifd_server_t *s, scan_job_t *j) {
+  size_t i, k;
+  for (i = 0; i < s->n_entries; i++) s->entries[i]->listed = 0;
+  for (i = 0; i < j->scan.count; i++) {
+    ifd_repo_entry_t *re = &j->scan.entries[i];
+    model_entry_t *e = ifd__entry_find(s, re->name, strlen(re->name));
+    if (e == NULL) e = entry_add(s, re->name, re->path, repo_of(s, re->path));
+    if (e != NULL) e->listed = 1;
+  }
+  for (k = 0; k < j->scan.n_duplicates; k++) {
+    const char *name = j->scan.duplicates[k];
+    model_entry_t *e = ifd__entry_find(s, name, strlen(name));
+    if (e == NULL) e = entry_add(s, name, NULL, NULL);
+    if (e != NULL) e->listed = 1;
+  }
+}
+
+/* Start-up: which models to load. */
+static void startup_loads(ifd_server_t *s, scan_job_t *j) {
+  size_t i, k;
+  int all = s->opts.control_mode != IFD_CONTROL_EXPLICIT;
+
+  for (k = 0; k < s->opts.n_load_models; k++)
+    if (strcmp(s->opts.load_models[k], "*") == 0) all = 1;
+  for (k = 0; k < j->scan.n_duplicates; k++) {
+    /* A name found in several repositories is ambiguous: Triton refuses to
+     * load it, and so do we, listing it as unavailable with the reason. */
+    const char *name = j->scan.duplicates[k];
+    model_entry_t *e = ifd__entry_find(s, name, strlen(name));
+    if (!all) continue;
+    s->failed++;
+    if (e == NULL) continue;
+    set_str(&e->reason, "the model appears in more than one model repository");
+    IFD_ERROR("failed to load '%s': %s", e->name, e->reason);
+  }
+  if (all) {
+    for (i = 0; i < j->scan.count; i++) {
+      const char *name = j->scan.entries[i].name;
+      model_entry_t *e = ifd__entry_find(s, name, strlen(name));
+      if (e != NULL)
+        queue_load(s, e, 1);
+      else
+        s->failed++;
+    }
+    return;
+  }
+  for (k = 0; k < s->opts.n_load_models; k++) {
+    const char *name = s->opts.load_models[k];
+    model_entry_t *e = ifd__entry_find(s, name, strlen(name));
+    if (e == NULL && (e = entry_add(s, name, NULL, NULL)) == NULL) {
+      s->failed++;
+      continue;
+    }
+    if (e->ops != NULL) continue; /* named twice */
+    queue_load(s, e, 1);
+  }
+}
+
+static void poll_changes(ifd_server_t *s, scan_job_t *j) {
+  size_t i;
+  merge_scan(s, j);
+  for (i = 0; i < j->scan.count; i++) {
+    ifd_repo_entry_t *re = &j->scan.entries[i];
+    model_entry_t *e = ifd__entry_find(s, re->name, strlen(re->name));
+    if (e == NULL || e->ops != NULL) continue;
+    if (j->fps != NULL && j->fps[i] == e->fp) continue;
+    IFD_INFO("model '%s' changed on disk: loading it", e->name);
+    queue_load(s, e, 0);
+  }
+  for (i = 0; i < s->n_entries; i++) {
+    model_entry_t *e = s->entries[i];
+    reg_op_t *op;
+    if (e->listed || e->ops != NULL || !ifd__entry_serves(e)) continue;
+    IFD_INFO("model '%s' left the repository: unloading it", e->name);
+    op = op_new(s, e, OP_UNLOAD);
+    if (op == NULL) continue;
+    op->by_name = 1;
+    op_enqueue(op);
+  }
+}
+
+static void on_poll_timer(uv_timer_t *t);
+
+static void scan_after(uv_work_t *w, int status) {
+  scan_job_t *j = (scan_job_t *)w;
+  ifd_server_t *s = j->server;
+  (void)status;
+
+  s->jobs--;
+  if (j->rc < 0) {
+    IFD_ERROR("cannot read the model repository: %s", j->err.text);
+    if (!j->poll) s->failed++;
+  } else if (!j->poll) {
+    merge_scan(s, j);
+    startup_loads(s, j);
+  } else if (!s->shutting_down) {
+    poll_changes(s, j);
+  }
+  if (j->poll) s->polling = 0;
+  if (j->rc == 0) ifd_repo_scan_free(&j->scan);
+  free(j->fps);
+  if (!j->poll && --s->startup_ops == 0) ifd__server_loading_done(s);
+  free(j);
+  if (ifd__registry_idle(s)) ifd__server_registry_idle(s);
+}
+
+static int scan_start(ifd_server_t *s, int poll) {
+  scan_job_t *j = calloc(1, sizeof(*j));
+  if (j == NULL) return IFD_ENOMEM;
+  j->server = s;
+  j->poll = poll;
+  s->jobs++;
+  if (uv_queue_work(s->loop, &j->work, scan_work, scan_after) < 0) {
+    s->jobs--;
+    free(j);
+    return IFD_EINTERNAL;
+  }
+  return 0;
+}
+
+static void on_poll_timer(uv_timer_t *t) {
+  ifd_server_t *s = t->data;
+  if (s->polling || s->shutting_down || !s->loading_done) return;
+  if (scan_start(s, 1) == 0) s->polling = 1;
+}
+
+int ifd__registry_start(ifd_server_t *s) {
+  int rc;
+  s->startup_ops = 1; /* the scan */
+  rc = scan_start(s, 0);
+  if (rc < 0) {
+    s->startup_ops = 0;
+    return rc;
+  }
+  if (s->opts.control_mode == IFD_CONTROL_POLL && s->opts.poll_secs > 0) {
+    uint64_t ms = (uint64_t)s->opts.poll_secs * 1000;
+    uv_timer_start(&s->poll_timer, on_poll_timer, ms, ms);
+  }
+  return 0;
+}
+
+void ifd__registry_init(ifd_server_t *s) {
+  uv_timer_init(s->loop, &s->poll_timer);
+  uv_timer_init(s->loop, &s->retire_timer);
+  s->poll_timer.data = s;
+  s->retire_timer.data = s;
+}
+
+int ifd__registry_idle(const ifd_server_t *s) {
+  return s->ops_live == 0 && s->jobs == 0;
+}
+
+void ifd__registry_stop_polling(ifd_server_t *s) {
+  uv_timer_stop(&s->poll_timer);
+}
+
+int ifd__registry_close(ifd_server_t *s, uv_close_cb cb) {
+  s->poll_timer.data = s;
+  s->retire_timer.data = s;
+  uv_close((uv_handle_t *)&s->poll_timer, cb);
+  uv_close((uv_handle_t *)&s->retire_timer, cb);
+  return 2;
+}
+
+/* ---- model control API ------------------------------------------------------
+ */
+
+static int refuse(ifd_server_t *s, ifd_errmsg_t *err) {
+  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+    return ifd_errf(err, IFD_EUNAVAIL, "%s", IFD_MODEL_CONTROL_REFUSED_TEXT);
+  if (s->shutting_down)
+    return ifd_errf(err, IFD_EUNAVAIL, "the server is shutting down");
+  return 0;
+}
+
+/* Copies the files of a load request into one block owned by `op`. */
+static int copy_files(reg_op_t *op, const ifd_load_params_t *p,
+                      ifd_errmsg_t *err) {
+  size_t total = p->n_files * sizeof(ifd_repo_file_t), i;
+  char *at;
+  int rc;
+
+  for (i = 0; i < p->n_files; i++) {
+    rc = ifd_repo_check_relpath(p->files[i].path, p->files[i].path_len, err);
+    if (rc < 0) return rc;
+    total += p->files[i].path_len + 1 + p->files[i].len;
+  }
+  op->files = malloc(total ? total : 1);
+  if (op->files == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  at = (char *)(op->files + p->n_files);
+  for (i = 0; i < p->n_files; i++) {
+    ifd_repo_file_t *f = &op->files[i];
+    memcpy(at, p->files[i].path, p->files[i].path_len);
+    at[p->files[i].path_len] = '\0';
+    f->path = at;
+    f->path_len = p->files[i].path_len;
+    at += f->path_len + 1;
+    if (p->files[i].len > 0) memcpy(at, p->files[i].data, p->files[i].len);
+    f->data = at;
+    f->len = p->files[i].len;
+    at += f->len;
+  }
+  op->n_files = p->n_files;
+  return 0;
+}
+
+int ifd_server_load_model(ifd_server_t *s, const char *name, size_t name_len,
+                          const ifd_load_params_t *params, ifd_load_cb done,
+                          void *arg, ifd_load_call_t **call,
+                          ifd_errmsg_t *err) {
+  model_entry_t *e;
+  reg_op_t *op;
+  int rc, created = 0;
+
+  if (call != NULL) *call = NULL;
+  if ((rc = refuse(s, err)) < 0) return rc;
+  if (name_len == 0 || memchr(name, 0, name_len) != NULL)
+    return ifd_errf(err, IFD_EINVAL, "invalid model name");
+  e = ifd__entry_find(s, name, name_len);
+  if (e == NULL) {
+    char *n = strndup(name, name_len);
+    if (n == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    e = entry_add(s, n, NULL, NULL);
+    free(n);
+    if (e == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    created = 1;
+  }
+  op = op_new(s, e, OP_LOAD);
+  if (op == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out_entry;
+  }
+  op->by_name = 1;
+  op->call = calloc(1, sizeof(*op->call));
+  if (op->call == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out_op;
+  }
+  op->call->done = done;
+  op->call->arg = arg;
+  if (params != NULL && params->config != NULL) {
+    op->config = strndup(params->config, params->config_len);
+    op->config_len = params->config_len;
+    if (op->config == NULL) {
+      rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+      goto out_op;
+    }
+  }
+  if (params != NULL && params->n_files > 0 &&
+      (rc = copy_files(op, params, err)) < 0)
+    goto out_op;
+  if (call != NULL) *call = op->call;
+  op_enqueue(op);
+  return 0;
+
+out_op:
+  op_free(op);
+out_entry:
+  if (created) entry_remove(s, e);
+  return rc;
+}
+
+void ifd_load_call_forget(ifd_load_call_t *call) {
+  if (call != NULL) call->done = NULL;
+}
+
+int ifd_server_unload_model(ifd_server_t *s, const char *name, size_t name_len,
+                            int unload_dependents, ifd_errmsg_t *err) {
+  model_entry_t *e;
+  reg_op_t *op;
+  int rc;
+
+  if ((rc = refuse(s, err)) < 0) return rc;
+  e = ifd__entry_find(s, name, name_len);
+  if (e == NULL) return 0; /* as Triton: nothing to unload is no error */
+  op = op_new(s, e, OP_UNLOAD);
+  if (op == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  op->by_name = 1;
+  op->unload_dependents = unload_dependents;
+  op_enqueue(op);
+  return 0;
+}

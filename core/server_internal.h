@@ -1,0 +1,124 @@
+/*
+ * core/server_internal.h - what the server's three files share: the server
+ * object (server.c: creation, readiness, shutdown), the model registry and
+ * its state machine (registry.c: start-up, load, reload, unload, poll) and
+ * the read-only queries (server_query.c: lookup, metadata, statistics, the
+ * repository index). Everything here belongs to the loop thread.
+ */
+#ifndef IFD_CORE_SERVER_INTERNAL_H
+#define IFD_CORE_SERVER_INTERNAL_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/model.h"
+#include "core/objcache.h"
+#include "core/repo.h"
+#include "core/server.h"
+#include "core/strmap.h"
+
+typedef struct reg_op reg_op_t;
+
+/* A temporary model folder (a load with file overrides): shared by the
+ * versions loaded from it, removed from disk when the last one is freed. */
+typedef struct ifd_model_src {
+  int refs;  /* loop thread */
+  char *dir; /* owned: the model folder inside the temporary folder */
+} ifd_model_src_t;
+
+/* One model name of the registry and everything about it. */
+typedef struct model_entry {
+  char *name;              /* owned */
+  char *path;              /* owned: "<repo>/<name>"; NULL until found */
+  char *repo;              /* owned: the repository path; NULL with path */
+  ifd_model_t *versions;   /* owned list, ascending version: the serving set,
+                              or what its last load or unload left (rows of
+                              the index) */
+  ifd_model_t *retired;    /* owned list: versions a reload replaced (or a
+                              failed reload loaded), still finishing their
+                              requests, then unloading */
+  char *reason;            /* owned: model-level failure (config, folder), or
+                              NULL */
+  char *reload_reason;     /* owned: why the last reload failed while the
+                              serving set stayed; NULL */
+  ifd_model_config_t *cfg; /* owned: the config last read for this model
+                              (dependency and cycle checks); NULL */
+  uint64_t fp;             /* fingerprint of the files of the last load
+                              attempt (0: none) */
+  int listed;              /* found by the last repository scan */
+  int by_name;             /* loaded by name, not only for an ensemble */
+  int override;            /* the serving set came from an override */
+  reg_op_t *ops;           /* owned queue: the head runs, the rest wait */
+} model_entry_t;
+
+struct ifd_server {
+  uv_loop_t *loop;         /* borrowed: outlives the server */
+  ifd_server_opts_t opts;  /* strings owned (copied) */
+  char **repos;            /* owned copies behind opts.repos */
+  char *backend_dir;       /* owned copy behind opts.backend_dir */
+  char **load_models;      /* owned copies behind opts.load_models */
+  ifd_evq_t evq;           /* embedded completion queue */
+  ifd_strmap_t by_name;    /* name -> model_entry_t* */
+  model_entry_t **entries; /* owned array, sorted by name */
+  size_t n_entries;
+  int started; /* ifd_server_start was called */
+  int loading_done;
+  int shutting_down;
+  int failed;           /* models that failed to load at start-up */
+  unsigned startup_ops; /* start-up scan and loads not ended yet */
+  unsigned ops_live;    /* registry operations not ended */
+  unsigned jobs;        /* registry thread-pool jobs in flight */
+  uint64_t load_seq;
+  void (*start_done)(ifd_server_t *, int, void *);
+  void *start_arg;
+  /* model control */
+  uv_timer_t poll_timer;   /* embedded: --repository-poll-secs */
+  int polling;             /* a poll scan is in flight */
+  uv_timer_t retire_timer; /* embedded: checks retired versions */
+  unsigned n_retired;      /* READY versions in retired lists */
+  /* shutdown */
+  uv_timer_t drain_timer;  /* embedded */
+  uv_prepare_t iter_end;   /* embedded: runs the at_iteration_end list */
+  ifd_event_t *iter_head;  /* loop thread: callbacks for this iteration */
+  uint64_t drain_deadline; /* uv_now() ms */
+  void (*drained)(ifd_server_t *, uint64_t, void *);
+  void *drained_arg;       /* borrowed: the caller's */
+  uv_work_t unload_work;   /* embedded: the one shutdown unload in flight */
+  ifd_model_t *unloading;  /* borrowed: registry; the model it unloads */
+  ifd_event_t unloaded_ev; /* embedded: queued after the last unload */
+  int unload_wanted;       /* ifd_server_unload_all waits for the registry */
+  void (*stop_done)(ifd_server_t *, void *);
+  void *stop_arg; /* borrowed: the caller's */
+  int closing_handles;
+  int freeing; /* ifd_server_free runs: no more thread-pool jobs */
+  /* Loop thread: free request objects for reuse (core/infer.c). */
+  ifd_objcache_t req_cache;
+};
+
+/* ---- registry.c ---- */
+
+model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len);
+/** Frees an entry that has left the registry (its versions' references). */
+void ifd__entry_free(model_entry_t *e);
+/** Does the entry serve: some version in e->versions is READY? */
+int ifd__entry_serves(const model_entry_t *e);
+/** Begins the start-up scan (ifd_server_start). */
+int ifd__registry_start(ifd_server_t *s);
+/** No registry operation or thread-pool job is in flight. */
+int ifd__registry_idle(const ifd_server_t *s);
+/** Stops the poll timer (shutdown). */
+void ifd__registry_stop_polling(ifd_server_t *s);
+/** Closes the registry's handles; each close calls `cb`. Returns how many. */
+int ifd__registry_close(ifd_server_t *s, uv_close_cb cb);
+/** Initializes the registry's handles (ifd_server_new). */
+void ifd__registry_init(ifd_server_t *s);
+
+/* ---- server.c ---- */
+
+/** The registry went idle (an operation or job ended): a waiting shutdown
+ *  may go on. */
+void ifd__server_registry_idle(ifd_server_t *s);
+/** Start-up loading ended. */
+void ifd__server_loading_done(ifd_server_t *s);
+
+#endif
