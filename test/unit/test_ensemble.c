@@ -94,12 +94,6 @@ static void write_models(void) {
                "{ model_name: \"dyn\" model_version: -1 input_map { key: "
                "\"IN\" value: \"IN\" } output_map { key: \"OUT\" value: "
                "\"OUT\" } } ] }");
-  write_config("ens_missing",
-               "platform: \"ensemble\" max_batch_size: 8 " IO1
-               "ensemble_scheduling { step [ "
-               "{ model_name: \"nosuch\" model_version: -1 input_map { key: "
-               "\"IN\" value: \"IN\" } output_map { key: \"OUT\" value: "
-               "\"OUT\" } } ] }");
 }
 
 /* ---- the fake composing models' execution ---------------------------------
@@ -561,21 +555,26 @@ static void test_failing_step(void **state) {
   assert_int_equal(ifd_sched_model_ops()->pending(fan), 0);
 }
 
-/* A composing model that is not there fails the request with core's error,
- * prefixed; nothing is left running. */
+/* A composing model unloaded after the ensemble loaded (explicit mode)
+ * fails the request with core's error, prefixed; nothing is left running. */
 static void test_missing_model(void **state) {
   ifd_request_t *r;
+  ifd_errmsg_t err;
+  ifd_model_t *m;
   (void)state;
-  r = ens_submit_req("ens_missing", "m0", 0, 1, 1, NULL, NULL);
-  assert_non_null(r); /* accepted: the answer comes on the loop */
-  assert_int_equal(n_ens_answers, 0);
-  pump();
+  assert_int_equal(ifd_server_unload_model(server, "b", 1, 0, &err), 0);
+  while (ifd_server_find_model(server, "b", 1, -1, &m, &err) == 0)
+    uv_run(&loop, UV_RUN_ONCE);
+  r = ens_submit_req("ens", "m0", 0, 1, 1, NULL, NULL);
+  assert_non_null(r);
+  run_batch(0, NULL);
+  assert_int_equal(n_batches, 1);
   assert_int_equal(n_ens_answers, 1);
-  assert_int_equal(ens_answers[0].error, IFD_ENOTFOUND);
-  assert_non_null(strstr(ens_answers[0].msg, "in ensemble 'ens_missing', "));
-  assert_non_null(strstr(ens_answers[0].msg, "nosuch"));
-  assert_int_equal(find("ens_missing")->stats.fail.count, 1);
-  assert_int_equal(ifd_sched_model_ops()->pending(find("ens_missing")), 0);
+  assert_true(ens_answers[0].error < 0);
+  assert_non_null(strstr(ens_answers[0].msg, "in ensemble 'ens', "));
+  assert_non_null(strstr(ens_answers[0].msg, "'b'"));
+  assert_int_equal(find("ens")->stats.fail.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
 }
 
 /* A step batches with direct traffic in its model's dynamic batcher. */
@@ -653,6 +652,34 @@ static int ens_setup(void **state) {
   return setup(state);
 }
 
+/* The fixture's setup in explicit mode, every model loaded at start. */
+static int ens_setup_explicit(void **state) {
+  static const char *load[] = {"*"};
+  static const char *repos[1];
+  ifd_server_opts_t o;
+  ifd_errmsg_t err;
+  (void)state;
+  n_ens_answers = 0;
+  n_models = n_batches = n_freed = n_answers = 0;
+  loaded = stopped = 0;
+  make_repo();
+  test_ops = *ifd_sched_model_ops();
+  test_ops.load = test_load;
+  memset(&o, 0, sizeof(o));
+  repos[0] = root;
+  o.repos = repos;
+  o.n_repos = 1;
+  o.ops = &test_ops;
+  o.control_mode = IFD_CONTROL_EXPLICIT;
+  o.load_models = load;
+  o.n_load_models = 1;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ifd_server_new(&loop, &o, &server, &err), 0);
+  ifd_server_start(server, on_loaded, NULL);
+  while (!loaded) uv_run(&loop, UV_RUN_ONCE);
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_graph_chain),
@@ -664,7 +691,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fan, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_pruned, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_failing_step, ens_setup, teardown),
-      cmocka_unit_test_setup_teardown(test_missing_model, ens_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_missing_model, ens_setup_explicit,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_batches_with_direct, ens_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
