@@ -577,6 +577,29 @@ static void test_missing_model(void **state) {
   assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
 }
 
+/* The first step's model is gone: the failure comes while the ensemble
+ * request is being submitted, so its answer waits for the end of this loop
+ * iteration (no callback from inside ifd_request_submit). */
+static void test_missing_first_step(void **state) {
+  ifd_request_t *r;
+  ifd_errmsg_t err;
+  ifd_model_t *m;
+  (void)state;
+  assert_int_equal(ifd_server_unload_model(server, "a", 1, 0, &err), 0);
+  while (ifd_server_find_model(server, "a", 1, -1, &m, &err) == 0)
+    uv_run(&loop, UV_RUN_ONCE);
+  r = ens_submit_req("ens", "m1", 0, 1, 1, NULL, NULL);
+  assert_non_null(r); /* accepted: the answer comes on the loop */
+  assert_int_equal(n_ens_answers, 0);
+  pump();
+  assert_int_equal(n_ens_answers, 1);
+  assert_true(ens_answers[0].error < 0);
+  assert_non_null(strstr(ens_answers[0].msg, "in ensemble 'ens', "));
+  assert_int_equal(n_batches, 0);
+  assert_int_equal(find("ens")->stats.fail.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
+}
+
 /* A step batches with direct traffic in its model's dynamic batcher. */
 static void test_batches_with_direct(void **state) {
   ifd_request_t *r;
@@ -693,6 +716,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_failing_step, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_missing_model, ens_setup_explicit,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_missing_first_step,
+                                      ens_setup_explicit, teardown),
       cmocka_unit_test_setup_teardown(test_batches_with_direct, ens_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
