@@ -466,8 +466,14 @@ static void fail_exec(ens_exec_t *x, int code, const char *msg) {
   exec_put(x);
 }
 
+static void answer(ens_exec_t *x);
+
 static void on_deferred_answer(ifd_event_t *ev) {
   ens_exec_t *x = ifd_container_of(ev, ens_exec_t, answer_ev);
+  if (!x->failed) {
+    answer(x);
+    return;
+  }
   x->answered = 1;
   ifd_request_fail(x->parent, x->defer_code, x->defer_msg);
   maybe_count(x);
@@ -492,6 +498,12 @@ static void answer(ens_exec_t *x) {
   uint32_t i, n = 0;
   int first = 1;
 
+  if (x->in_submit) {
+    /* NEVER with the schedulers there are (a step answers on a later loop
+     * turn), but not from inside the request's own submit either way. */
+    x->deferred = 1;
+    return;
+  }
   resp = ifd_response_new(p);
   if (resp == NULL) {
     fail_exec(x, IFD_ENOMEM, "out of memory");
@@ -599,16 +611,23 @@ static void start(ens_exec_t *x, uint32_t i) {
   c->on_response = on_child_response;
   c->on_release = on_child_release;
   c->cb_arg = r;
+  /* Counted before the submit: a scheduler may answer and release the
+   * child from inside it. The caller holds a reference of its own (this
+   * call's in ens_submit, the responding child's in step_done), so the
+   * execution outlives this function either way. */
+  x->live++;
+  x->running++;
+  x->refs++; /* the child's, dropped at its release */
   ifd_errclear(&err);
   rc = ifd_request_submit(c, &err);
   ifd_request_unref(c); /* the backend's reference keeps it from here */
   if (rc < 0) {
+    /* Refused up front: no callback follows. */
+    x->live--;
+    x->running--;
+    x->refs--;
     fail_exec(x, rc, err.text[0] ? err.text : ifd_strerror(rc));
-    return;
   }
-  x->live++;
-  x->running++;
-  x->refs++; /* the child's, dropped at its release */
 }
 
 /* Runs every needed step that became ready because tensor `t` is known. */
