@@ -308,3 +308,28 @@ def test_many_concurrent(srv):
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+def test_grpc_stream(gc):
+    """Ensembles over ModelStreamInfer: every request answered once, in-stream
+    errors for a failing step, the stream ends OK."""
+    pb = gc.pb
+    reqs = []
+    for i in range(40):
+        model = "ensemble_fail" if i % 10 == 5 else "ensemble_fan"
+        reqs.append(infer_request(pb, model, [("IN", "INT32", [1, 3], [[i, i + 1, i + 2]])], request_id=f"s{i}"))
+    call = gc.model_stream_infer(iter(reqs), timeout=60)
+    resps = list(call)
+    assert call.code() == grpc.StatusCode.OK, (call.code(), call.details())
+    assert len(resps) == 40
+    errors = [r for r in resps if r.error_message]
+    assert len(errors) == 4
+    assert all(r.error_message == "in ensemble 'ensemble_fail', no input matches a requested output"
+               for r in errors)
+    good = {r.infer_response.id: r.infer_response for r in resps if not r.error_message}
+    assert sorted(good) == sorted(f"s{i}" for i in range(40) if i % 10 != 5)
+    for rid, ir in good.items():
+        i = int(rid[1:])
+        outs = outputs_of(ir)
+        assert sorted(outs) == ["MID", "OUT0", "OUT1"]
+        assert all(v.tolist() == [[i, i + 1, i + 2]] for v in outs.values())
