@@ -40,6 +40,10 @@
  * of its steps', taken once every child was released; each composing model
  * counts its child requests like direct ones.
  *
+ * Between an ensemble that does not batch and composing models that do,
+ * shapes are reshaped as Triton does (a batch of 1 added or removed; see
+ * reshape_for): only then is the composing model looked up at start.
+ *
  * Decoupled composing models (several responses per step) are not in inferd
  * yet: a step's outputs come from the one response that carries them, and a
  * second response with outputs fails the request with a clear error. The
@@ -90,6 +94,11 @@ typedef struct ens_graph {
   uint32_t n_steps;
   uint32_t *outputs; /* owned: the tensor of each config output */
   uint32_t n_outputs;
+  const int64_t **out_dims; /* owned array, entries borrowed from the
+                               config: each output's dims (its reshape when
+                               it has one), without the batch dimension */
+  uint32_t *out_ndims;      /* owned */
+  int batching;             /* the ensemble's max_batch_size > 0 */
   uint8_t *needs; /* owned: n_outputs x n_steps, 1 where the output needs
                      the step */
 } ens_graph_t;
@@ -113,8 +122,10 @@ typedef struct ens_val {
   uint64_t byte_size;
   uint32_t ndims;
   ifd_dtype_t dtype;
-  uint8_t state; /* VAL_* */
-  int32_t from;  /* the run whose response holds it; -1: the request */
+  uint8_t state;  /* VAL_* */
+  int32_t from;   /* the run whose response holds it; -1: the request */
+  uint64_t batch; /* batch size of the request it came from; 0: that
+                     model (or the ensemble) does not batch */
 } ens_val_t;
 
 enum { VAL_PENDING = 0, VAL_SET, VAL_ABSENT };
@@ -127,7 +138,8 @@ typedef struct ens_run {
   uint32_t idx;
   uint32_t missing; /* inputs not known yet */
   uint8_t needed, started, done;
-  ens_seq_t seq; /* what its request carried, then its response's override */
+  ens_seq_t seq;  /* what its request carried, then its response's override */
+  uint64_t batch; /* its request's batch size (0: the model does not batch) */
 } ens_run_t;
 
 typedef struct ens ens_t;
@@ -198,6 +210,8 @@ static void graph_free(ens_graph_t *g) {
   free(g->tensors);
   free(g->steps);
   free(g->outputs);
+  free(g->out_dims);
+  free(g->out_ndims);
   free(g->needs);
   memset(g, 0, sizeof(*g));
 }
@@ -251,8 +265,13 @@ static int graph_build(const ifd_model_config_t *cfg, ens_graph_t *g,
   g->tensors = calloc(cap ? cap : 1, sizeof(*g->tensors));
   g->steps = calloc(es->n_step, sizeof(*g->steps));
   g->outputs = calloc(cfg->n_output ? cfg->n_output : 1, sizeof(*g->outputs));
-  if (g->tensors == NULL || g->steps == NULL || g->outputs == NULL)
+  g->out_dims = calloc(cfg->n_output ? cfg->n_output : 1, sizeof(*g->out_dims));
+  g->out_ndims =
+      calloc(cfg->n_output ? cfg->n_output : 1, sizeof(*g->out_ndims));
+  if (g->tensors == NULL || g->steps == NULL || g->outputs == NULL ||
+      g->out_dims == NULL || g->out_ndims == NULL)
     goto out_nomem;
+  g->batching = cfg->max_batch_size > 0;
   for (i = 0; i < cfg->n_input; i++) tensor_of(g, cfg->input[i]->name);
   g->n_inputs = g->n_tensors;
   g->n_steps = (uint32_t)es->n_step;
@@ -323,6 +342,13 @@ static int graph_build(const ifd_model_config_t *cfg, ens_graph_t *g,
       goto out_free;
     }
     g->outputs[i] = (uint32_t)t;
+    if (cfg->output[i]->reshape != NULL) {
+      g->out_dims[i] = cfg->output[i]->reshape->shape;
+      g->out_ndims[i] = (uint32_t)cfg->output[i]->reshape->n_shape;
+    } else {
+      g->out_dims[i] = cfg->output[i]->dims;
+      g->out_ndims[i] = (uint32_t)cfg->output[i]->n_dims;
+    }
   }
   g->n_outputs = (uint32_t)cfg->n_output;
   g->needs = calloc((size_t)g->n_outputs * g->n_steps + 1, 1);
@@ -487,6 +513,44 @@ static const ens_seq_t *seq_of(const ens_exec_t *x, const ens_seq_t *req,
   return v->from >= 0 ? &x->runs[v->from].seq : req;
 }
 
+/* Triton's CompareDimsWithWildcard: same rank, each dim equal or -1. */
+static int dims_match(const int64_t *cfg, uint32_t ncfg, const int64_t *shape,
+                      uint32_t n) {
+  uint32_t i;
+  if (ncfg != n) return 0;
+  for (i = 0; i < n; i++)
+    if (cfg[i] != -1 && shape[i] != -1 && cfg[i] != shape[i]) return 0;
+  return 1;
+}
+
+/*
+ * Triton's ReshapeTensorDims, between a batching model and one that is not
+ * (possible in an ensemble that does not batch, whose composing models may):
+ * a tensor without a batch dimension that matches the batching consumer's
+ * dims gets a batch of 1 prepended (into `room`, ndims + 1 entries); a
+ * batched tensor of batch 1 that does not match a non-batching consumer's
+ * dims loses its batch dimension. Otherwise the shape stays.
+ */
+static void reshape_for(int batching, const int64_t *cfg, uint32_t ncfg,
+                        const ens_val_t *v, int64_t *room,
+                        const int64_t **shape, uint32_t *ndims) {
+  *shape = v->shape;
+  *ndims = v->ndims;
+  if (batching == (v->batch != 0)) return;
+  if (batching) {
+    if (room != NULL && dims_match(cfg, ncfg, v->shape, v->ndims)) {
+      room[0] = 1;
+      memcpy(room + 1, v->shape, v->ndims * sizeof(*room));
+      *shape = room;
+      *ndims = v->ndims + 1;
+    }
+  } else if (v->batch == 1 && v->ndims > 0 &&
+             !dims_match(cfg, ncfg, v->shape, v->ndims)) {
+    *shape = v->shape + 1;
+    *ndims = v->ndims - 1;
+  }
+}
+
 /* Every needed step is done: the response, its outputs pointing into the
  * steps' held responses. */
 static void answer(ens_exec_t *x) {
@@ -527,8 +591,13 @@ static void answer(ens_exec_t *x) {
     memset(o, 0, sizeof(*o));
     o->name = g->tensors[t].name;
     o->dtype = v->dtype;
-    o->shape = (int64_t *)v->shape; /* never written: the response is ours */
-    o->ndims = v->ndims;
+    {
+      const int64_t *shape;
+      /* Only a stripped batch dimension here: never a longer shape. */
+      reshape_for(g->batching, g->out_dims[i], g->out_ndims[i], v, NULL, &shape,
+                  &o->ndims);
+      o->shape = (int64_t *)shape; /* never written: the response is ours */
+    }
     o->buffer = (void *)v->data;
     o->byte_size = v->byte_size;
     o->resp = resp;
@@ -573,11 +642,21 @@ static void start(ens_exec_t *x, uint32_t i) {
   ifd_request_t *p = x->parent, *c;
   ens_seq_t req_seq = {p->correlation_id, p->correlation_id_str, p->flags};
   const ens_seq_t *seq = &req_seq;
+  const ifd_model_config_t *mc = NULL;
   ifd_errmsg_t err;
   uint32_t k;
   int rc;
 
   r->started = 1;
+  if (!x->e->g.batching) {
+    /* Its composing models may batch (a batching ensemble's all do: the
+     * config checks see to it), so shapes may need Triton's reshape. A
+     * model that is not there is left for the submit to refuse. */
+    ifd_model_t *m;
+    if (ifd_server_find_model(p->server, st->model, strlen(st->model),
+                              st->version, &m, &err) == 0)
+      mc = m->config;
+  }
   c = ifd_request_new(p->server);
   if (c == NULL || ifd_request_reserve_inputs(c, st->n_in) < 0) {
     ifd_request_unref(c);
@@ -586,12 +665,26 @@ static void start(ens_exec_t *x, uint32_t i) {
   }
   for (k = 0; k < st->n_in; k++) {
     const ens_val_t *v = &x->vals[st->in[k].tensor];
+    const int64_t *shape = v->shape;
+    uint32_t ndims = v->ndims;
     ifd_input_t *in;
     if (v->from >= 0 && seq == &req_seq) seq = &x->runs[v->from].seq;
     /* An optional input nobody gave: left out of the child too. */
     if (v->state != VAL_SET) continue;
-    in = ifd_request_add_input_borrowed(c, st->in[k].name, v->dtype, v->shape,
-                                        v->ndims);
+    if (mc != NULL) {
+      const Inference__ModelInput *ci = NULL;
+      size_t q;
+      for (q = 0; q < mc->n_input; q++)
+        if (strcmp(mc->input[q]->name, st->in[k].name) == 0) ci = mc->input[q];
+      if (ci != NULL && v->ndims < IFD_MAX_DIMS) {
+        int64_t *room =
+            ifd_pool_alloc(&c->pool, (v->ndims + 1) * sizeof(*room));
+        reshape_for(mc->max_batch_size > 0, ci->dims, (uint32_t)ci->n_dims, v,
+                    room, &shape, &ndims);
+      }
+    }
+    in = ifd_request_add_input_borrowed(c, st->in[k].name, v->dtype, shape,
+                                        ndims);
     in->data = v->data; /* reserved above: never NULL */
     in->byte_size = v->byte_size;
   }
@@ -620,7 +713,8 @@ static void start(ens_exec_t *x, uint32_t i) {
   x->refs++; /* the child's, dropped at its release */
   ifd_errclear(&err);
   rc = ifd_request_submit(c, &err);
-  ifd_request_unref(c); /* the backend's reference keeps it from here */
+  r->batch = c->batch_size; /* set by the submit's validation */
+  ifd_request_unref(c);     /* the backend's reference keeps it from here */
   if (rc < 0) {
     /* Refused up front: no callback follows. */
     x->live--;
@@ -678,6 +772,7 @@ static void step_done(ens_exec_t *x, ens_run_t *r) {
     const ifd_output_t *o =
         r->resp != NULL ? ifd_response_output(r->resp, st->out[k].name) : NULL;
     v->from = (int32_t)r->idx;
+    v->batch = r->batch;
     if (o == NULL) {
       /* Not produced: an absent tensor (an optional input downstream, a
        * left-out ensemble output), as Triton. */
@@ -789,6 +884,7 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
     v->ndims = in->ndims;
     v->data = in->data;
     v->byte_size = in->byte_size;
+    v->batch = req->batch_size;
   }
   /* The steps this request needs: all, or those its outputs need. */
   for (i = 0; i < g->n_steps; i++) {

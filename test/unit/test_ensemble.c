@@ -70,6 +70,8 @@ static const char fan_cfg[] =
     "output_map { key: \"OUT\" value: \"OUT\" } "
     "output_map { key: \"OUT1\" value: \"OUT1\" } } ] }";
 
+static int with_nb; /* write_models adds ens_nb */
+
 static void write_models(void) {
   write_config("a", "backend: \"fake\" max_batch_size: 8 " IO1
                     "instance_group [{ count: 2 }]");
@@ -87,6 +89,21 @@ static void write_models(void) {
                "{ name: \"OUT1\" data_type: TYPE_FP32 dims: [ -1 ] }] "
                "instance_group [{ count: 1 }]");
   write_config("ens", chain_cfg);
+  /* The chain in an ensemble that does not batch, over models that do
+   * (only for its own test, so that another test's setup does not depend on
+   * the cross-model checks admitting it). */
+  if (with_nb)
+    write_config("ens_nb",
+                 "platform: \"ensemble\" max_batch_size: 0 "
+                 "input [{ name: \"IN\" data_type: TYPE_FP32 dims: [ 2 ] }] "
+                 "output [{ name: \"OUT\" data_type: TYPE_FP32 dims: [ 2 ] }] "
+                 "ensemble_scheduling { step [ "
+                 "{ model_name: \"a\" model_version: -1 input_map { key: "
+                 "\"IN\" value: \"IN\" } output_map { key: \"OUT\" value: "
+                 "\"mid\" } }, "
+                 "{ model_name: \"b\" model_version: -1 input_map { key: "
+                 "\"IN\" value: \"mid\" } output_map { key: \"OUT\" value: "
+                 "\"OUT\" } } ] }");
   write_config("fan", fan_cfg);
   write_config("ens_dyn",
                "platform: \"ensemble\" max_batch_size: 8 " IO1
@@ -167,6 +184,8 @@ typedef struct ens_answer {
   char names[4][16];
   const void *buffers[4];
   float first[4]; /* first value of each output */
+  uint32_t ndims[4];
+  int64_t dim0[4];
   char params[128];
 } ens_answer_t;
 
@@ -189,6 +208,8 @@ static void on_ens_response(ifd_response_t *resp, void *arg) {
   for (i = 0; i < resp->n_outputs && i < 4; i++) {
     snprintf(a->names[i], sizeof(a->names[i]), "%s", resp->outputs[i].name);
     a->buffers[i] = resp->outputs[i].buffer;
+    a->ndims[i] = resp->outputs[i].ndims;
+    a->dim0[i] = resp->outputs[i].ndims > 0 ? resp->outputs[i].shape[0] : -1;
     a->first[i] = resp->outputs[i].byte_size >= 4
                       ? *(const float *)resp->outputs[i].buffer
                       : -1;
@@ -619,6 +640,42 @@ static void test_batches_with_direct(void **state) {
   assert_int_equal(find("ens_dyn")->stats.success.count, 1);
 }
 
+/* Triton's reshape between an ensemble that does not batch and composing
+ * models that do: [2] goes to "a" as [1, 2]; "b" gets a's [1, 2] as is;
+ * the answer is [2] again. */
+static void test_reshape_unbatched_ensemble(void **state) {
+  ifd_request_t *r = ifd_request_new(server);
+  int64_t shape[1] = {2};
+  const ifd_input_t *in;
+  ifd_input_t *pin;
+  ifd_errmsg_t err;
+  (void)state;
+  r->model_name = "ens_nb";
+  r->id = "nb";
+  r->on_response = on_ens_response;
+  pin = ifd_request_add_input(r, "IN", 2, IFD_TYPE_FP32, shape, 1);
+  in_data[0][0] = 6;
+  pin->data = in_data[0];
+  pin->byte_size = 8;
+  assert_int_equal(ifd_request_submit(r, &err), 0);
+  in = input_of(batches[0].reqs[0], "IN");
+  assert_int_equal(in->ndims, 2);
+  assert_int_equal(in->shape[0], 1);
+  assert_int_equal(in->shape[1], 2);
+  assert_ptr_equal(in->data, in_data[0]);
+  run_batch(0, NULL);
+  in = input_of(batches[1].reqs[0], "IN");
+  assert_int_equal(in->ndims, 2);
+  assert_int_equal(in->shape[0], 1);
+  run_batch(1, NULL);
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, 0);
+  assert_int_equal(ens_answers[0].ndims[0], 1);
+  assert_int_equal(ens_answers[0].dim0[0], 2);
+  assert_true(ens_answers[0].first[0] == 6.0f);
+  assert_int_equal(find("ens_nb")->stats.inference_count, 1);
+}
+
 /* Many requests in flight at once, answered in any order; executions are
  * reused from the free list. */
 static void test_many(void **state) {
@@ -672,6 +729,13 @@ static void test_unload_in_flight(void **state) {
 
 static int ens_setup(void **state) {
   n_ens_answers = 0;
+  with_nb = 0;
+  return setup(state);
+}
+
+static int ens_setup_nb(void **state) {
+  n_ens_answers = 0;
+  with_nb = 1;
   return setup(state);
 }
 
@@ -683,6 +747,7 @@ static int ens_setup_explicit(void **state) {
   ifd_errmsg_t err;
   (void)state;
   n_ens_answers = 0;
+  with_nb = 0;
   n_models = n_batches = n_freed = n_answers = 0;
   loaded = stopped = 0;
   make_repo();
@@ -721,6 +786,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batches_with_direct, ens_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reshape_unbatched_ensemble,
+                                      ens_setup_nb, teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, ens_setup,
                                       teardown),
   };
