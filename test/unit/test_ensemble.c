@@ -21,7 +21,7 @@
 
 #include "sched_fixture.h"
 
-/* The unit under test, for its static graph builder. */
+/* The unit under test, for its executor's internals (ens_run_t). */
 #include "../../sched/ensemble.c"
 
 static void write_config(const char *name, const char *text) {
@@ -313,7 +313,7 @@ static void test_graph_chain(void **state) {
   ens_graph_t g;
   ifd_errmsg_t err;
   (void)state;
-  assert_int_equal(graph_build(cfg, &g, &err), 0);
+  assert_int_equal(ifd__ens_graph_build(cfg, &g, &err), 0);
   assert_int_equal(g.n_inputs, 1);
   assert_int_equal(g.n_tensors, 3); /* IN, mid, OUT */
   assert_int_equal(g.n_steps, 2);
@@ -333,7 +333,7 @@ static void test_graph_chain(void **state) {
   assert_int_equal(g.outputs[0], 2);
   assert_int_equal(g.needs[0], 1);
   assert_int_equal(g.needs[1], 1);
-  graph_free(&g);
+  ifd__ens_graph_free(&g);
   ifd_config_free(cfg);
 }
 
@@ -343,11 +343,11 @@ static void test_graph_fan(void **state) {
   ifd_errmsg_t err;
   int64_t mid, tb;
   (void)state;
-  assert_int_equal(graph_build(cfg, &g, &err), 0);
+  assert_int_equal(ifd__ens_graph_build(cfg, &g, &err), 0);
   assert_int_equal(g.n_steps, 3);
   assert_int_equal(g.tensors[0].n_readers, 2); /* IN feeds a and b */
-  mid = find_tensor(&g, "MID");
-  tb = find_tensor(&g, "tb");
+  mid = ifd__ens_find_tensor(&g, "MID");
+  tb = ifd__ens_find_tensor(&g, "tb");
   assert_true(mid > 0 && tb > 0);
   assert_int_equal(g.tensors[mid].n_readers, 1);
   assert_int_equal(g.tensors[mid].readers[0], 2);
@@ -359,7 +359,7 @@ static void test_graph_fan(void **state) {
   assert_memory_equal(&g.needs[0 * 3], "\1\1\1", 3);
   assert_memory_equal(&g.needs[1 * 3], "\1\1\1", 3);
   assert_memory_equal(&g.needs[2 * 3], "\1\0\0", 3);
-  graph_free(&g);
+  ifd__ens_graph_free(&g);
   ifd_config_free(cfg);
 }
 
@@ -376,7 +376,7 @@ static void test_graph_refused(void **state) {
                  "output_map { key: \"OUT\" value: \"OUT\" } }, "
                  "{ model_name: \"b\" input_map { key: \"IN\" value: \"IN\" } "
                  "output_map { key: \"OUT\" value: \"OUT\" } } ] }");
-  assert_int_equal(graph_build(cfg, &g, &err), IFD_EINVAL);
+  assert_int_equal(ifd__ens_graph_build(cfg, &g, &err), IFD_EINVAL);
   assert_non_null(strstr(err.text, "'OUT'"));
   ifd_config_free(cfg);
   /* An output no step writes. */
@@ -385,13 +385,13 @@ static void test_graph_refused(void **state) {
                  "ensemble_scheduling { step [ "
                  "{ model_name: \"a\" input_map { key: \"IN\" value: \"IN\" } "
                  "output_map { key: \"OUT\" value: \"x\" } } ] }");
-  assert_int_equal(graph_build(cfg, &g, &err), IFD_EINVAL);
+  assert_int_equal(ifd__ens_graph_build(cfg, &g, &err), IFD_EINVAL);
   assert_non_null(strstr(err.text, "written by no step"));
   ifd_config_free(cfg);
   /* No steps; and a dynamic batching config (the scheduling oneof) is no
    * ensemble. */
   cfg = parse("e", "platform: \"ensemble\" " IO1);
-  assert_int_equal(graph_build(cfg, &g, &err), IFD_EINVAL);
+  assert_int_equal(ifd__ens_graph_build(cfg, &g, &err), IFD_EINVAL);
   ifd_config_free(cfg);
   cfg = parse("e", "backend: \"x\" " IO1 "dynamic_batching { }");
   assert_false(ifd__ensemble_is(cfg));
