@@ -171,7 +171,8 @@ const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s);
  * Returns 0 and a borrowed pointer valid until the loop next runs model
  * unloading (take ifd_model_ref to keep it longer), or: IFD_ENOTFOUND
  * ("Request for unknown model: 'm' is not found", or "... version v is not
- * found"), IFD_EUNAVAIL (known but not ready).
+ * found", or "... has no available versions": nothing READY), IFD_EUNAVAIL
+ * (that version known but not ready).
  */
 int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
                           int64_t version, ifd_model_t **out,

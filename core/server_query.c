@@ -25,8 +25,8 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
   if (version < 0) {
     for (m = e->versions; m != NULL; m = m->next_version)
       if (m->state == IFD_MODEL_READY) best = m;
-    if (best == NULL)
-      return ifd_errf(err, IFD_EUNAVAIL,
+    if (best == NULL) /* NOT_FOUND, as Triton (404 / gRPC NOT_FOUND) */
+      return ifd_errf(err, IFD_ENOTFOUND,
                       "Request for unknown model: '%.*s' has no available "
                       "versions",
                       len, name);

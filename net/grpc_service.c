@@ -3,12 +3,14 @@
  * grpc.health.v1.Health, and the method table the transport routes by.
  *
  * Every handler runs on the loop thread, called by net/grpc_transport.c with
- * one whole request message. Health, metadata, configuration, statistics
- * and the repository index are answered at once, their messages filled from
+ * one whole request message. Health, metadata, configuration, statistics,
+ * the repository index and unload are answered at once, their messages
+ * filled from
  * core's plain structs and the model's own config message (the same source
  * as the HTTP routes' JSON, so both protocols say the same thing). The
  * messages borrow core's strings and arrays: they are packed before the
  * handler returns to the loop.
+ * RepositoryModelLoad answers when the load ends (see "model control").
  * ModelInfer and ModelStreamInfer build an inference request with
  * net/grpc_infer.c, submit it, and answer from its on_response callback.
  *
@@ -34,6 +36,7 @@
 #include "core/server.h"
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
+#include "net/repo_control.h"
 #include "net/status.h"
 #include "net/utf8.h"
 #include "proto/grpc_service.pb-c.h"
@@ -352,7 +355,8 @@ static void on_repository_index(ifd_gstream_t *st, uint8_t *msg, size_t len) {
     mi[i]->name = text(&a, rows[i].name);
     /* A whole-model row has no version: proto3's empty string. */
     mi[i]->version = version_text(&a, rows[i].version);
-    mi[i]->state = (char *)rows[i].state;
+    /* A model never loaded: name only (proto3's empty strings). */
+    mi[i]->state = (char *)(rows[i].state != NULL ? rows[i].state : "");
     mi[i]->reason = text(&a, rows[i].reason != NULL ? rows[i].reason : "");
     if (mi[i]->name == NULL || mi[i]->version == NULL || mi[i]->reason == NULL)
       goto out_nomem;
@@ -489,15 +493,6 @@ out_free:
                        #rpc " is not implemented by inferd yet");     \
   }
 
-/* --model-control-mode=none, the only mode so far: Triton's answer. */
-#define CONTROL_REFUSED(rpc)                                                 \
-  static void on_##rpc(ifd_gstream_t *st, uint8_t *msg, size_t len) {        \
-    (void)len;                                                               \
-    free(msg);                                                               \
-    ifd_gstream_finish(st, IFD_GRPC_UNAVAILABLE, IFD_MODEL_CONTROL_REFUSED); \
-  }
-CONTROL_REFUSED(RepositoryModelLoad)
-CONTROL_REFUSED(RepositoryModelUnload)
 NOT_YET(SystemSharedMemoryStatus)
 NOT_YET(SystemSharedMemoryRegister)
 NOT_YET(SystemSharedMemoryUnregister)
@@ -507,6 +502,89 @@ NOT_YET(CudaSharedMemoryUnregister)
 NOT_YET(TraceSetting)
 NOT_YET(LogSettings)
 #undef NOT_YET
+
+/* ---- model control --------------------------------------------------------
+ *
+ * RepositoryModelLoad answers once the load has ended. Meanwhile the call
+ * holds a stream reference and keeps the load call as its method data; if
+ * the call ends first (client cancel, deadline, connection lost, server
+ * stop), on_cancel forgets the load call (the load itself goes on) and
+ * drops the reference. RepositoryModelUnload answers as soon as the unload
+ * has begun, as tritonserver does.
+ */
+
+static void on_load_done(int rc, const char *msg, void *arg) {
+  ifd_gstream_t *st = arg; /* counted reference, the call's */
+  Inference__RepositoryModelLoadResponse r =
+      INFERENCE__REPOSITORY_MODEL_LOAD_RESPONSE__INIT;
+
+  ifd_gstream_set_data(st, NULL);
+  if (!ifd_gstream_closed(st)) {
+    if (rc == 0)
+      reply(st, &r.base);
+    else
+      finish_code(st, rc, msg);
+  }
+  ifd_gstream_unref(st);
+}
+
+static void on_repository_model_load(ifd_gstream_t *st, uint8_t *msg,
+                                     size_t len) {
+  Inference__RepositoryModelLoadRequest *q = unpack_request(
+      st, &inference__repository_model_load_request__descriptor, msg, len);
+  ifd_load_call_t *call = NULL;
+  ifd_load_req_t lr;
+  ifd_errmsg_t err;
+  int rc;
+
+  if (q == NULL) return;
+  ifd_errclear(&err);
+  rc = ifd__load_req_from_grpc(q, &lr, &err);
+  if (rc == 0) {
+    ifd_gstream_ref(st); /* on_load_done's or on_load_cancel's */
+    rc = ifd_server_load_model(ifd_gstream_server(st), q->model_name,
+                               strlen(q->model_name), &lr.params, on_load_done,
+                               st, &call, &err);
+    ifd__load_req_free(&lr);
+    if (rc == 0)
+      ifd_gstream_set_data(st, call);
+    else
+      ifd_gstream_unref(st); /* refused at once: no callback follows */
+  }
+  if (rc != 0) finish_code(st, rc, err.text);
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
+
+static void on_load_cancel(ifd_gstream_t *st) {
+  ifd_load_call_t *call = ifd_gstream_data(st);
+
+  if (call == NULL) return; /* no load waiting (answered, or refused) */
+  ifd_gstream_set_data(st, NULL);
+  ifd_load_call_forget(call);
+  ifd_gstream_unref(st); /* on_load_done will not run */
+}
+
+static void on_repository_model_unload(ifd_gstream_t *st, uint8_t *msg,
+                                       size_t len) {
+  Inference__RepositoryModelUnloadRequest *q = unpack_request(
+      st, &inference__repository_model_unload_request__descriptor, msg, len);
+  Inference__RepositoryModelUnloadResponse r =
+      INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
+  ifd_errmsg_t err;
+  int dependents, rc;
+
+  if (q == NULL) return;
+  ifd_errclear(&err);
+  rc = ifd__unload_req_from_grpc(q, &dependents, &err);
+  if (rc == 0)
+    rc = ifd_server_unload_model(ifd_gstream_server(st), q->model_name,
+                                 strlen(q->model_name), dependents, &err);
+  if (rc == 0)
+    reply(st, &r.base);
+  else
+    finish_code(st, rc, err.text);
+  protobuf_c_message_free_unpacked(&q->base, NULL);
+}
 
 /* ---- inference: common --------------------------------------------------- */
 
@@ -788,8 +866,9 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     UNARY(ModelConfig, on_model_config),
     UNARY(ModelStatistics, on_model_statistics),
     UNARY(RepositoryIndex, on_repository_index),
-    UNARY(RepositoryModelLoad, on_RepositoryModelLoad),
-    UNARY(RepositoryModelUnload, on_RepositoryModelUnload),
+    {SVC "RepositoryModelLoad", 0, on_repository_model_load, NULL,
+     on_load_cancel},
+    UNARY(RepositoryModelUnload, on_repository_model_unload),
     UNARY(SystemSharedMemoryStatus, on_SystemSharedMemoryStatus),
     UNARY(SystemSharedMemoryRegister, on_SystemSharedMemoryRegister),
     UNARY(SystemSharedMemoryUnregister, on_SystemSharedMemoryUnregister),

@@ -638,6 +638,10 @@ static void on_free(ifd_conn_t *base) {
 
   for (s = c->head; s != NULL; s = next) {
     next = s->next;
+    if (s->load != NULL) { /* a model load's answer: no longer wanted */
+      ifd_load_call_forget(s->load);
+      s->load = NULL;
+    }
     if (s->req != NULL && !s->answered) {
       s->conn = NULL; /* an orphan: its response callback frees it */
       s->next = NULL;

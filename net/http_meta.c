@@ -150,8 +150,11 @@ void ifd__json_repo_index(ifd_hbuf_t *b, const ifd_index_entry_t *e, size_t n) {
       ifd__hbuf_puts(b, ",\"version\":");
       put_version(b, e[i].version);
     }
-    ifd__hbuf_puts(b, ",\"state\":");
-    put_text(b, e[i].state);
+    /* A model never loaded (explicit mode) is listed by name only. */
+    if (e[i].state != NULL) {
+      ifd__hbuf_puts(b, ",\"state\":");
+      put_text(b, e[i].state);
+    }
     if (e[i].reason != NULL) {
       ifd__hbuf_puts(b, ",\"reason\":");
       put_text(b, e[i].reason);

@@ -3,8 +3,9 @@
  *
  * The matcher walks the path's segments once, without regexes or tables of
  * patterns, so routing costs O(path length). Each handler answers into the
- * message's slot: at once for health, metadata, config and the repository
- * index; from the request's on_response for infer. Status codes come from
+ * message's slot: at once for health, metadata, config, the repository
+ * index and unload; from the request's on_response for infer; once the load
+ * has ended for a model load. Status codes come from
  * net/status.c only.
  */
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/server.h"
 #include "core/metrics.h"
 #include "net/internal.h"
+#include "net/repo_control.h"
 #include "net/status.h"
 
 /* ---- matching ------------------------------------------------------------ */
@@ -61,12 +63,14 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   if (seg_is(seg[0], seglen[0], "repository")) {
     if (nseg == 2 && seg_is(seg[1], seglen[1], "index"))
       return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_INDEX);
-    if (nseg == 4 && seg_is(seg[1], seglen[1], "models") &&
-        (seg_is(seg[3], seglen[3], "load") ||
-         seg_is(seg[3], seglen[3], "unload"))) {
+    if (nseg == 4 && seg_is(seg[1], seglen[1], "models")) {
+      ifd_http_route_t r = IFD_ROUTE_NOT_FOUND;
+      if (seg_is(seg[3], seglen[3], "load")) r = IFD_ROUTE_REPO_LOAD;
+      if (seg_is(seg[3], seglen[3], "unload")) r = IFD_ROUTE_REPO_UNLOAD;
+      if (r == IFD_ROUTE_NOT_FOUND) return r;
       m->model = seg[2];
       m->model_len = seglen[2];
-      return want(method, IFD_HTTP_POST, IFD_ROUTE_REPO_CONTROL);
+      return want(method, IFD_HTTP_POST, r);
     }
     return IFD_ROUTE_NOT_FOUND;
   }
@@ -271,6 +275,87 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
   reply_body(s, &b);
 }
 
+/* ---- model control ---------------------------------------------------------
+ *
+ * Load answers once the load has ended: the slot waits meanwhile (later
+ * slots of the connection wait behind it, in order). Should the connection
+ * close first, http1.c forgets the call (ifd_load_call_forget) and frees
+ * the slot; the load itself goes on. Unload answers as soon as the unload
+ * has begun, as tritonserver does. Both answer 200 with an empty JSON body.
+ */
+
+static void reply_done(ifd_http_slot_t *s) {
+  ifd_hbuf_t b;
+
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
+}
+
+/* Decodes the model name of a control route into `name` (room for `cap`
+ * bytes, NUL included). Returns its length, or -1 after answering 400. */
+static long control_name(ifd_http_slot_t *s, const ifd_route_match_t *m,
+                         char *name, size_t cap) {
+  long n = m->model_len < cap ? url_decode(m->model, m->model_len, name) : -1;
+
+  if (n < 0) {
+    ifd__http_slot_error(s, 400, "malformed model name in the URL");
+    return -1;
+  }
+  name[n] = '\0';
+  return n;
+}
+
+static void on_load_done(int rc, const char *msg, void *arg) {
+  ifd_http_slot_t *s = arg; /* still in its connection's FIFO */
+
+  s->load = NULL;
+  if (rc == 0)
+    reply_done(s);
+  else
+    reply_code(s, rc, msg != NULL ? msg : "");
+}
+
+static void route_repo_load(ifd_server_t *srv, ifd_http_slot_t *s,
+                            const ifd_route_match_t *m, ifd_http_msg_t *msg) {
+  char name[512];
+  ifd_load_req_t lr;
+  ifd_errmsg_t err;
+  long n = control_name(s, m, name, sizeof(name));
+  int rc;
+
+  if (n < 0) return;
+  ifd_errclear(&err);
+  rc = ifd__load_req_from_json(msg->body, msg->body_len, &lr, &err);
+  if (rc == 0) {
+    /* The call copies the parameters: the body may go right after. */
+    rc = ifd_server_load_model(srv, name, (size_t)n, &lr.params, on_load_done,
+                               s, &s->load, &err);
+    ifd__load_req_free(&lr);
+  }
+  if (rc != 0) {
+    s->load = NULL;
+    reply_code(s, rc, err.text);
+  }
+}
+
+static void route_repo_unload(ifd_server_t *srv, ifd_http_slot_t *s,
+                              const ifd_route_match_t *m, ifd_http_msg_t *msg) {
+  char name[512];
+  ifd_errmsg_t err;
+  long n = control_name(s, m, name, sizeof(name));
+  int dependents, rc;
+
+  if (n < 0) return;
+  ifd_errclear(&err);
+  rc = ifd__unload_req_from_json(msg->body, msg->body_len, &dependents, &err);
+  if (rc == 0)
+    rc = ifd_server_unload_model(srv, name, (size_t)n, dependents, &err);
+  if (rc != 0)
+    reply_code(s, rc, err.text);
+  else
+    reply_done(s);
+}
+
 /* ---- metrics ----------------------------------------------------------------
  */
 
@@ -434,10 +519,11 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
     case IFD_ROUTE_REPO_INDEX:
       route_repo_index(srv, s, msg->body, msg->body_len);
       break;
-    case IFD_ROUTE_REPO_CONTROL:
-      /* --model-control-mode=none, the only mode so far: Triton's answer
-       * (the same words in every mode but explicit). */
-      ifd__http_slot_error(s, 503, IFD_MODEL_CONTROL_REFUSED);
+    case IFD_ROUTE_REPO_LOAD:
+      route_repo_load(srv, s, &m, msg);
+      break;
+    case IFD_ROUTE_REPO_UNLOAD:
+      route_repo_unload(srv, s, &m, msg);
       break;
     case IFD_ROUTE_INFER:
       route_infer(srv, s, &m, msg);

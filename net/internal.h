@@ -158,7 +158,8 @@ typedef enum ifd_http_route {
   IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
   IFD_ROUTE_INFER,         /* POST .../infer */
   IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
-  IFD_ROUTE_REPO_CONTROL,  /* POST /v2/repository/models/m/(load|unload) */
+  IFD_ROUTE_REPO_LOAD,     /* POST /v2/repository/models/m/load */
+  IFD_ROUTE_REPO_UNLOAD,   /* POST /v2/repository/models/m/unload */
   IFD_ROUTE_ALL_STATS,     /* GET /v2/models/stats */
   IFD_ROUTE_MODEL_STATS,   /* GET /v2/models/m[/versions/v]/stats */
 } ifd_http_route_t;
@@ -206,6 +207,9 @@ typedef struct ifd_http_slot {
   unsigned niov;
   ifd_http_job_t *job;      /* borrowed: JSON work on the thread pool for this
                                slot (http_infer.c), NULL when none */
+  ifd_load_call_t *load;    /* borrowed: the model load this slot waits for
+                               (http_routes.c), NULL when none; forgotten
+                               if the connection closes first */
   uint64_t json_offload;    /* JSON bodies this large go to the thread pool */
   unsigned ready : 1;       /* iov complete: may be written */
   unsigned answered : 1;    /* a response was taken (never answer twice) */

@@ -26,6 +26,9 @@
 #include "sched/sched.h"
 
 #define MAX_REPOS 64
+#define MAX_LOAD_MODELS 1024
+/* tritonserver's default --repository-poll-secs. */
+#define DEFAULT_POLL_SECS 15
 /* --loop-spin-us: see core/event.h, "Expected events". */
 #define DEFAULT_LOOP_SPIN_US 30
 
@@ -52,6 +55,11 @@ typedef struct options {
   int exit_on_error;
   int strict_readiness;
   int exit_timeout_secs;
+  ifd_control_mode_t control_mode;
+  const char *load_models[MAX_LOAD_MODELS];
+  size_t n_load_models;
+  int load_all; /* --load-model=* was given */
+  int poll_secs;
   int log_verbose;
   int log_info, log_warning, log_error;
 } options_t;
@@ -113,7 +121,21 @@ static void usage(FILE *f) {
       "  --allow-metrics=BOOL       serve metrics (default true)\n"
       "  --metrics-interval-ms=N    how often CPU and memory gauges are "
       "sampled (default 2000)\n"
-      "  --model-control-mode=none  only 'none' is supported\n"
+      "  --model-control-mode=MODE  none (default): load every model at "
+      "start, no changes;\n"
+      "                             explicit: load only --load-model at "
+      "start, then by the\n"
+      "                             load/unload API; poll: load every "
+      "model, then apply\n"
+      "                             the repository's changes every "
+      "--repository-poll-secs\n"
+      "  --load-model=NAME          model to load at start in explicit "
+      "mode (repeatable;\n"
+      "                             '*' alone loads every model); ignored "
+      "in other modes\n"
+      "  --repository-poll-secs=N   seconds between repository polls in "
+      "poll mode\n"
+      "                             (default 15, must be > 0)\n"
       "  --strict-model-config=BOOL no config auto-completion (default "
       "false)\n"
       "  --strict-readiness=BOOL    ready only when every model is ready "
@@ -152,12 +174,23 @@ static int parse_int(const char *v, long long lo, long long hi,
   return 0;
 }
 
-enum kind { K_REPO, K_STR, K_PORT, K_BOOL, K_INT, K_U64, K_MODE, K_NOTYET };
+enum kind {
+  K_REPO,
+  K_STR,
+  K_PORT,
+  K_BOOL,
+  K_INT,
+  K_U64,
+  K_MODE,
+  K_LOAD,
+  K_NOTYET
+};
 
 typedef struct flag {
   const char *name;
   enum kind kind;
-  size_t off; /* offset in options_t; unused for K_REPO/K_MODE/K_NOTYET */
+  size_t off; /* offset in options_t; unused for K_REPO/K_MODE/K_LOAD/
+                 K_NOTYET */
 } flag_t;
 
 #define OFF(f) offsetof(options_t, f)
@@ -181,6 +214,8 @@ static const flag_t flags[] = {
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
     {"metrics-interval-ms", K_INT, OFF(metrics_interval_ms)},
     {"model-control-mode", K_MODE, 0},
+    {"load-model", K_LOAD, 0},
+    {"repository-poll-secs", K_INT, OFF(poll_secs)},
     {"strict-model-config", K_BOOL, OFF(strict_config)},
     {"strict-readiness", K_BOOL, OFF(strict_readiness)},
     {"exit-on-error", K_BOOL, OFF(exit_on_error)},
@@ -196,6 +231,35 @@ static int bad(const char *name, const char *value, const char *why) {
           why);
   usage(stderr);
   return -1;
+}
+
+/* The model control flags together, as tritonserver takes them: '*' must
+ * be the only --load-model; --load-model only matters in explicit mode
+ * (tritonserver ignores it otherwise: so do we, with a warning); polling
+ * needs a positive interval. Returns 0 or -1 after printing why. */
+static int check_control(options_t *o) {
+  if (o->load_all && o->n_load_models > 0) {
+    fprintf(stderr,
+            "inferd: --load-model=* must be the only --load-model (it "
+            "loads every model)\n");
+    return -1;
+  }
+  if (o->load_all) {
+    o->load_models[0] = "*";
+    o->n_load_models = 1;
+  }
+  if (o->n_load_models > 0 && o->control_mode != IFD_CONTROL_EXPLICIT) {
+    IFD_WARN("--load-model is ignored unless --model-control-mode=explicit");
+    o->n_load_models = 0;
+  }
+  if (o->control_mode == IFD_CONTROL_POLL && o->poll_secs <= 0) {
+    fprintf(stderr,
+            "inferd: invalid value '%d' for --repository-poll-secs: must be "
+            "greater than 0 with --model-control-mode=poll\n",
+            o->poll_secs);
+    return -1;
+  }
+  return 0;
 }
 
 /* Parses argv into o. Returns 0, 1 for --help, or -1 after printing why. */
@@ -264,10 +328,25 @@ static int parse_args(int argc, char **argv, options_t *o) {
         *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
         break;
       case K_MODE:
-        if (strcmp(value, "none") != 0)
-          return bad(f->name, value,
-                     "only 'none' is supported by this build (explicit and "
-                     "poll are not implemented yet)");
+        /* Case-insensitive, as tritonserver reads it. */
+        if (strcasecmp(value, "none") == 0)
+          o->control_mode = IFD_CONTROL_NONE;
+        else if (strcasecmp(value, "explicit") == 0)
+          o->control_mode = IFD_CONTROL_EXPLICIT;
+        else if (strcasecmp(value, "poll") == 0)
+          o->control_mode = IFD_CONTROL_POLL;
+        else
+          return bad(f->name, value, "expected none, explicit or poll");
+        break;
+      case K_LOAD:
+        if (value[0] == '\0') return bad(f->name, value, "empty model name");
+        if (strcmp(value, "*") == 0) {
+          o->load_all = 1;
+          break;
+        }
+        if (o->n_load_models == MAX_LOAD_MODELS)
+          return bad(f->name, value, "too many models");
+        o->load_models[o->n_load_models++] = value;
         break;
       case K_NOTYET:
         IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
@@ -282,7 +361,7 @@ static int parse_args(int argc, char **argv, options_t *o) {
     usage(stderr);
     return -1;
   }
-  return 0;
+  return check_control(o);
 }
 
 /* ---- lifecycle
@@ -461,6 +540,7 @@ int main(int argc, char **argv) {
   a->opt.exit_on_error = 1;
   a->opt.strict_readiness = 1;
   a->opt.exit_timeout_secs = 30;
+  a->opt.poll_secs = DEFAULT_POLL_SECS;
   a->opt.log_info = a->opt.log_warning = a->opt.log_error = 1;
   default_backend_dir(&a->opt, argv[0]);
 
@@ -482,6 +562,10 @@ int main(int argc, char **argv) {
   memset(&so, 0, sizeof(so));
   so.repos = a->opt.repos;
   so.n_repos = a->opt.n_repos;
+  so.control_mode = a->opt.control_mode;
+  so.load_models = a->opt.load_models;
+  so.n_load_models = a->opt.n_load_models;
+  so.poll_secs = a->opt.poll_secs;
   so.backend_dir = a->opt.backend_dir;
   so.strict_config = a->opt.strict_config;
   so.exit_on_error = a->opt.exit_on_error;

@@ -16,11 +16,6 @@
  */
 int ifd_http_status_of_class(int cls);
 
-/* Triton's refusal of load/unload when --model-control-mode is not
- * explicit (HTTP 503, gRPC UNAVAILABLE), in every front end. */
-#define IFD_MODEL_CONTROL_REFUSED \
-  "explicit model load / unload is not allowed if polling is enabled"
-
 /** HTTP status for a negative IFD_E* code (0 gives 200). */
 int ifd_http_status(int code);
 

@@ -102,3 +102,50 @@ def test_sigterm_exits_zero_after_traffic(private_server):
         assert h.infer_json(srv, "identity_fp32", [("INPUT0", "FP32", [1, 16], [1.0] * 16)]).status_code == 200
     srv.stop(check=True)
     assert srv.proc.returncode == 0
+
+
+def test_model_control_mode_values(tmp_path):
+    """--model-control-mode takes none, explicit or poll; anything else is a clear
+    error with exit status 1."""
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    rc, out, err = h.run_to_exit(_args([repo], extra=["--model-control-mode=sometimes"]))
+    assert rc == 1, out + err
+    assert "sometimes" in err and "model-control-mode" in err, err
+    assert "none, explicit or poll" in err, err
+
+
+def test_poll_needs_a_positive_interval(tmp_path):
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    rc, out, err = h.run_to_exit(_args([repo], extra=["--model-control-mode=poll",
+                                                      "--repository-poll-secs=0"]))
+    assert rc == 1, out + err
+    assert "repository-poll-secs" in err, err
+    rc, out, err = h.run_to_exit(_args([repo], extra=["--repository-poll-secs=-3"]))
+    assert rc == 1, out + err
+
+
+def test_load_model_star_must_be_alone(tmp_path):
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    rc, out, err = h.run_to_exit(_args([repo], extra=["--model-control-mode=explicit",
+                                                      "--load-model=*",
+                                                      "--load-model=identity_fp32"]))
+    assert rc == 1, out + err
+    assert "--load-model=*" in err, err
+
+
+def test_load_model_ignored_outside_explicit_mode(private_server):
+    """As tritonserver: --load-model only matters in explicit mode; in mode none
+    every model loads anyway."""
+    srv = private_server(models=["identity_fp32", "identity_int32"],
+                         extra=["--load-model=identity_int32"],
+                         wait_models=("identity_fp32", "identity_int32"))
+    assert srv.get("/v2/models/identity_fp32/ready").status_code == 200
+    assert "--load-model is ignored" in srv.log_tail()
+
+
+def test_help_lists_model_control_flags():
+    rc, out, err = h.run_to_exit([str(h.require_binary()), "--help"])
+    assert rc == 0, out + err
+    for flag in ("--model-control-mode", "explicit", "poll", "--load-model",
+                 "--repository-poll-secs"):
+        assert flag in out, (flag, out)

@@ -291,11 +291,12 @@ static void test_model_metadata(void **state) {
   inference__model_metadata_response__free_unpacked(r, NULL);
   done(st);
 
-  /* Errors come from the lookup, with its message. */
+  /* Errors come from the lookup, with its message: a model with no READY
+   * version is NOT_FOUND, as Triton. */
   q.name = "fail_me";
   q.version = "";
   st = call(f->s, "ModelMetadata", &q.base);
-  assert_int_equal(st->status, IFD_GRPC_UNAVAILABLE);
+  assert_int_equal(st->status, IFD_GRPC_NOT_FOUND);
   assert_int_equal(st->n_messages, 0);
   done(st);
   q.name = "b";

@@ -107,12 +107,14 @@ static void test_routes(void **state) {
   assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/index", &m),
                    IFD_ROUTE_REPO_INDEX);
   assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/a/load", &m),
-                   IFD_ROUTE_REPO_CONTROL);
+                   IFD_ROUTE_REPO_LOAD);
   assert_slice(m.model, m.model_len, "a");
   assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/bb/unload", &m),
-                   IFD_ROUTE_REPO_CONTROL);
+                   IFD_ROUTE_REPO_UNLOAD);
   assert_slice(m.model, m.model_len, "bb");
   assert_int_equal(route(IFD_HTTP_GET, "/v2/repository/models/a/load", &m),
+                   IFD_ROUTE_BAD_METHOD);
+  assert_int_equal(route(IFD_HTTP_GET, "/v2/repository/models/a/unload", &m),
                    IFD_ROUTE_BAD_METHOD);
   assert_int_equal(route(IFD_HTTP_POST, "/v2/repository/models/a/reload", &m),
                    IFD_ROUTE_NOT_FOUND);

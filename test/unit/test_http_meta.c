@@ -164,7 +164,8 @@ static json_t *ref_index(const ifd_index_entry_t *e, size_t n) {
       snprintf(buf, sizeof(buf), "%" PRId64, e[i].version);
       json_object_set_new(o, "version", json_string(buf));
     }
-    json_object_set_new(o, "state", json_string(e[i].state));
+    if (e[i].state != NULL)
+      json_object_set_new(o, "state", json_string(e[i].state));
     if (e[i].reason != NULL)
       json_object_set_new(o, "reason", json_string(e[i].reason));
     json_array_append_new(arr, o);
@@ -323,11 +324,12 @@ static void test_stats_random(void **state) {
 /* ---- repository index ---------------------------------------------------- */
 
 static void test_repo_index(void **state) {
-  ifd_index_entry_t rows[5] = {
+  ifd_index_entry_t rows[6] = {
       {"a", 1, "READY", NULL},
       {"bad", -1, "UNAVAILABLE", "/r/bad/config.pbtxt:6:1: expected ','"},
       {"fail", 3, "UNAVAILABLE", "backend said \"no\"\\\n"},
       {"loading", -1, "LOADING", NULL},
+      {"never", -1, NULL, NULL},
       {"z", 0, "UNLOADING", ""},
   };
   ifd_hbuf_t b;
@@ -340,8 +342,12 @@ static void test_repo_index(void **state) {
                      "{\"name\":\"bad\",\"state\":\"UNAVAILABLE\",\"reason\":"
                      "\"/r/bad/config.pbtxt:6:1: expected ','\"}]"));
   ifd__hbuf_init(&b, 0);
-  ifd__json_repo_index(&b, rows, 5);
-  assert_same(text_of(&b), jansson_text(ref_index(rows, 5)));
+  ifd__json_repo_index(&b, rows, 6);
+  assert_same(text_of(&b), jansson_text(ref_index(rows, 6)));
+  /* A model never loaded (explicit mode): its name only, as Triton. */
+  ifd__hbuf_init(&b, 0);
+  ifd__json_repo_index(&b, rows + 4, 1);
+  assert_same(text_of(&b), strdup("[{\"name\":\"never\"}]"));
   ifd__hbuf_init(&b, 0);
   ifd__json_repo_index(&b, NULL, 0);
   assert_same(text_of(&b), strdup("[]"));

@@ -218,8 +218,10 @@ static void test_lifecycle(void **state) {
   assert_non_null(strstr(err.text, "version 7 is not found"));
   assert_int_equal(ifd_server_find_model(r.s, "fail_backend", 12, 1, &m, &err),
                    IFD_EUNAVAIL);
+  /* No READY version: NOT_FOUND "... has no available versions", as Triton. */
   assert_int_equal(ifd_server_find_model(r.s, "bad_syntax", 10, -1, &m, &err),
-                   IFD_EUNAVAIL);
+                   IFD_ENOTFOUND);
+  assert_non_null(strstr(err.text, "has no available versions"));
 
   /* Server metadata: static strings. */
   {
@@ -556,7 +558,7 @@ static void test_remove_model(void **state) {
   assert_true(ifd_server_model_ready(r.s, "v", 1, 2));
   assert_true(ifd_server_model_ready(r.s, "v", 1, 3));
   assert_int_equal(ifd_server_find_model(r.s, "no_versions", 11, -1, &m, &err),
-                   IFD_EUNAVAIL);
+                   IFD_ENOTFOUND);
   assert_int_equal(ifd_server_remove_model(r.s, "no_versions", 11, &err), 0);
   assert_int_equal(ifd_server_find_model(r.s, "no_versions", 11, -1, &m, &err),
                    IFD_ENOTFOUND);
