@@ -147,7 +147,7 @@ int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err);
 extern const ifd__sched_kind_t ifd__dynamic_kind;
 
 /** Whether `cfg` is an ensemble's (platform "ensemble" or
- *  ensemble_scheduling set): it loads no backend (sched/ensemble.c). */
+ *  ensemble_scheduling set): it loads no backend (sched/ensemble_graph.c). */
 int ifd__ensemble_is(const ifd_model_config_t *cfg);
 /** Builds the ensemble's step graph from s->model->config and makes `s` an
  *  ensemble scheduler (kind, and a stand-in for backend_api: nothing to
