@@ -333,3 +333,40 @@ def test_grpc_stream(gc):
         outs = outputs_of(ir)
         assert sorted(outs) == ["MID", "OUT0", "OUT1"]
         assert all(v.tolist() == [[i, i + 1, i + 2]] for v in outs.values())
+
+
+def test_composing_model_unloaded_and_loaded_again(tmp_path):
+    """Explicit mode: loading the ensemble loads its composing models; a
+    composing model unloaded later fails the ensemble's requests with core's
+    error (prefixed as Triton's); loaded again, it serves the next request
+    (composing models are looked up per request)."""
+    h.require_binary()
+    repo = tmp_path / "repo"
+    for m in ("ensemble_identity", "step1_identity", "step2_identity"):
+        shutil.copytree(ENS_REPO / m, repo / m)
+    srv = h.start_server(tmp_path / "srv", [repo], wait_models=("ensemble_identity",),
+                         extra=["--model-control-mode=explicit", "--load-model=ensemble_identity"])
+    try:
+        body = [("IN", "INT32", [1, 2], [4, 2])]
+        r = h.infer_json(srv, "ensemble_identity", body)
+        assert r.status_code == 200, r.text
+        r = srv.post("/v2/repository/models/step2_identity/unload", json={})
+        assert r.status_code == 200, r.text
+        deadline = time.monotonic() + 20
+        while srv.get("/v2/models/step2_identity/ready").status_code == 200:
+            assert time.monotonic() < deadline, "step2_identity did not unload"
+            time.sleep(0.05)
+        r = h.infer_json(srv, "ensemble_identity", body)
+        assert r.status_code >= 400, r.text
+        err = h.error_of(r)
+        assert err.startswith("in ensemble 'ensemble_identity', "), err
+        assert "step2_identity" in err, err
+        r = srv.post("/v2/repository/models/step2_identity/load", json={})
+        assert r.status_code == 200, r.text
+        r = h.infer_json(srv, "ensemble_identity", body)
+        assert r.status_code == 200, r.text
+        assert r.json()["outputs"][0]["data"] == [4, 2]
+        st = wait_stats(srv, "ensemble_identity", lambda s: count(s) == 2 and count(s, "fail") == 1)
+        assert (count(st), count(st, "fail")) == (2, 1)
+    finally:
+        srv.stop(check=True)
