@@ -107,14 +107,16 @@ typedef struct ens ens_t;
 struct ens_exec {
   ens_t *e;              /* borrowed: the scheduler outlives it */
   ifd_request_t *parent; /* the ensemble request; its backend reference is
-                            ours until the execution ends */
+                            ours until maybe_release */
+  ifd_model_t *model;    /* counted reference: the ensemble, which owns the
+                            scheduler, outlives the execution */
   ens_exec_t *next_free; /* free list link */
   int refs;         /* the run (until answered) + children not released + the
                        response while it is out */
   uint32_t live;    /* children submitted, not yet released */
   uint32_t running; /* children started, FINAL not yet seen */
   uint32_t left;    /* needed steps not done */
-  int answered, counted, failed, in_submit, deferred;
+  int answered, released, failed, in_submit, deferred;
   uint64_t t_start;       /* the scheduler got the request */
   uint64_t ci, infer, co; /* sums of the children's compute durations */
   ifd_req_attach_t keep;  /* the response's keep (see ifd_response_t) */
@@ -137,6 +139,8 @@ struct ens {
   size_t exec_size;      /* bytes of one execution block */
   ens_exec_t *free_list; /* owned: FREE_MAX at most */
   uint32_t n_free;
+  uint32_t alive;        /* executions not ended (s->executing counts those
+                            whose request is not released) */
   int dying;             /* unloaded: free with the last execution */
   ifd_event_t unload_ev; /* pushed by the unload (thread pool) */
   void (*freed)(void *arg);
@@ -200,15 +204,21 @@ static void ens_free(ifd__sched_t *s) {
 /* ---- executions: the end --------------------------------------------------
  */
 
-/* The ensemble's statistics, once it was answered and every child released
- * (their compute times are final then). */
-static void maybe_count(ens_exec_t *x) {
+/*
+ * Once the request was answered and every child released: the ensemble's
+ * statistics (the children's compute times are final then), and the
+ * request goes back, since no step reads its inputs any more. The
+ * execution itself lives on while the response borrows its steps' buffers
+ * (see exec_end), so that an ensemble used as a step of another one
+ * releases its request while the outer one still holds its response.
+ */
+static void maybe_release(ens_exec_t *x) {
   ifd_request_t *p = x->parent;
   uint64_t now, batch;
   ifd_model_stats_t *st;
 
-  if (x->counted || !x->answered || x->live != 0) return;
-  x->counted = 1;
+  if (x->released || !x->answered || x->live != 0) return;
+  x->released = 1;
   st = &p->model->stats;
   now = uv_hrtime();
   batch = p->batch_size > 0 ? p->batch_size : 1;
@@ -217,25 +227,31 @@ static void maybe_count(ens_exec_t *x) {
                        x->t_start > p->t_queued ? x->t_start - p->t_queued : 0,
                        x->ci, x->infer, x->co, batch);
   if (!x->failed) ifd_stats_batch_ns(st, batch, x->ci, x->infer, x->co);
+  /* The request's own phases as sums of its steps': an outer ensemble
+   * whose step this is adds them up like a composing model's (Triton's
+   * secondary statistics). Core does not count this request (sched_counts),
+   * so nothing else reads these. */
+  p->t_exec_start = x->t_start;
+  p->t_compute_start = p->t_exec_start + x->ci;
+  p->t_compute_end = p->t_compute_start + x->infer;
+  p->t_exec_end = p->t_compute_end + x->co;
+  x->e->s->executing--;
+  ifd_request_release_now(p, 1 /* TRITONSERVER_REQUEST_RELEASE_ALL */);
 }
 
-/* Nothing uses the execution any more: frees the held responses and
- * releases the ensemble request (which may free it, so last). */
+/* Nothing uses the execution any more (its request was released, its
+ * response freed): frees the held responses and the execution. */
 static void exec_end(ens_exec_t *x) {
   ens_t *e = x->e;
-  ifd__sched_t *s = e->s;
-  ifd_request_t *parent = x->parent;
+  ifd_model_t *m = x->model;
   uint32_t i;
 
-  maybe_count(x);
   for (i = 0; i < e->g.n_steps; i++)
     if (x->runs[i].resp != NULL) ifd_response_free(x->runs[i].resp);
-  s->executing--;
   exec_recycle(e, x);
-  /* Unloaded while this ran: the scheduler goes now, while the request
-   * still holds the model. */
-  if (e->dying && s->executing == 0) ens_free(s);
-  ifd_request_release_now(parent, 1 /* TRITONSERVER_REQUEST_RELEASE_ALL */);
+  /* Unloaded meanwhile: the scheduler goes with its last execution. */
+  if (--e->alive == 0 && e->dying) ens_free(e->s);
+  ifd_model_unref(m);
 }
 
 static void exec_put(ens_exec_t *x) {
@@ -270,7 +286,7 @@ static void fail_exec(ens_exec_t *x, int code, const char *msg) {
   }
   x->answered = 1;
   ifd_request_fail(x->parent, code, buf);
-  maybe_count(x);
+  maybe_release(x);
   exec_put(x);
 }
 
@@ -284,7 +300,7 @@ static void on_deferred_answer(ifd_event_t *ev) {
   }
   x->answered = 1;
   ifd_request_fail(x->parent, x->defer_code, x->defer_msg);
-  maybe_count(x);
+  maybe_release(x);
   exec_put(x);
 }
 
@@ -407,7 +423,7 @@ static void answer(ens_exec_t *x) {
   x->refs++; /* the response's, dropped when it is freed */
   x->answered = 1;
   ifd_response_send_now(resp, IFD_RESPONSE_FINAL, 0, NULL);
-  maybe_count(x);
+  maybe_release(x);
   exec_put(x); /* the run's */
 }
 
@@ -622,7 +638,7 @@ static void on_child_release(ifd_request_t *req, int success, void *arg) {
       x->co += req->t_exec_end - req->t_compute_end;
   }
   x->live--;
-  maybe_count(x);
+  maybe_release(x);
   exec_put(x);
 }
 
@@ -692,6 +708,9 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   ifd_request_set_state(req, IFD_REQ_EXECUTING);
   req->sched_counts = 1;
   s->executing++;
+  e->alive++;
+  x->model = s->model;
+  ifd_model_ref(x->model);
   x->refs = 2; /* the run's, and this call's */
   x->in_submit = 1;
   for (i = 0; i < g->n_steps && !x->failed; i++)
@@ -724,9 +743,9 @@ static void ens_stop(ifd__sched_t *s) {
 
 static void ens_destroy(ifd__sched_t *s) {
   ens_t *e = s->impl;
-  if (s->executing > 0) {
+  if (e->alive > 0) {
     /* Executions still hold pointers into the graph: the last one frees
-     * the scheduler (exec_end). Their requests hold the model meanwhile. */
+     * the scheduler (exec_end). They hold the model meanwhile. */
     e->dying = 1;
     return;
   }

@@ -370,3 +370,15 @@ def test_composing_model_unloaded_and_loaded_again(tmp_path):
         assert (count(st), count(st, "fail")) == (2, 1)
     finally:
         srv.stop(check=True)
+
+
+def test_nested_ensemble(srv):
+    """An ensemble as a step of another: answered, and both count it."""
+    before = {m: stats(srv, m) for m in ("ensemble_nested", "ensemble_identity", "step1_identity")}
+    r = h.infer_json(srv, "ensemble_nested", [("IN", "INT32", [2, 2], [1, 2, 3, 4])])
+    assert r.status_code == 200, r.text
+    assert r.json()["outputs"] == [{"name": "OUT", "datatype": "INT32", "shape": [2, 2], "data": [1, 2, 3, 4]}]
+    st = wait_stats(srv, "ensemble_nested", lambda s: count(s) == count(before["ensemble_nested"]) + 1)
+    assert st["inference_count"] == before["ensemble_nested"]["inference_count"] + 2
+    assert count(stats(srv, "ensemble_identity")) == count(before["ensemble_identity"]) + 1
+    assert count(stats(srv, "step1_identity")) == count(before["step1_identity"]) + 2

@@ -105,6 +105,16 @@ static void write_models(void) {
                  "\"IN\" value: \"mid\" } output_map { key: \"OUT\" value: "
                  "\"OUT\" } } ] }");
   write_config("fan", fan_cfg);
+  /* An ensemble whose first step is the ensemble "ens". */
+  write_config("outer",
+               "platform: \"ensemble\" max_batch_size: 8 " IO1
+               "ensemble_scheduling { step [ "
+               "{ model_name: \"ens\" model_version: -1 input_map { key: "
+               "\"IN\" value: \"IN\" } output_map { key: \"OUT\" value: "
+               "\"x\" } }, "
+               "{ model_name: \"a\" model_version: -1 input_map { key: "
+               "\"IN\" value: \"x\" } output_map { key: \"OUT\" value: "
+               "\"OUT\" } } ] }");
   write_config("ens_dyn",
                "platform: \"ensemble\" max_batch_size: 8 " IO1
                "ensemble_scheduling { step [ "
@@ -676,6 +686,35 @@ static void test_reshape_unbatched_ensemble(void **state) {
   assert_int_equal(find("ens_nb")->stats.inference_count, 1);
 }
 
+/* An ensemble as a step of another: the inner one answers and releases
+ * its request while the outer one still holds the inner response (whose
+ * outputs point into the inner steps' buffers); everything ends once the
+ * outer answer is freed. */
+static void test_nested(void **state) {
+  ifd_request_t *r;
+  (void)state;
+  r = ens_submit_req("outer", "n0", 0, 8, 1, NULL, NULL);
+  assert_non_null(r);
+  assert_string_equal(model_of_batch(0), "a"); /* ens's first step */
+  run_batch(0, NULL);
+  assert_string_equal(model_of_batch(1), "b");
+  run_batch(1, NULL);
+  assert_int_equal(n_batches, 3);
+  assert_string_equal(model_of_batch(2), "a"); /* outer's second step */
+  /* The inner request was released: counted, nothing pending there. */
+  assert_int_equal(find("ens")->stats.success.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
+  assert_ptr_equal(input_of(batches[2].reqs[0], "IN")->data,
+                   output_buffer(1, "OUT"));
+  run_batch(2, NULL);
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, 0);
+  assert_true(ens_answers[0].first[0] == 8.0f);
+  assert_int_equal(find("outer")->stats.success.count, 1);
+  assert_int_equal(find("outer")->stats.compute_infer.ns, 600);
+  assert_int_equal(ifd_sched_model_ops()->pending(find("outer")), 0);
+}
+
 /* Many requests in flight at once, answered in any order; executions are
  * reused from the free list. */
 static void test_many(void **state) {
@@ -786,6 +825,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batches_with_direct, ens_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nested, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_reshape_unbatched_ensemble,
                                       ens_setup_nb, teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, ens_setup,
