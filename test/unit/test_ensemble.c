@@ -129,53 +129,94 @@ static void write_models(void) {
 /* Executes batch k like the identity backend: OUT<n> = copy of IN<n> for
  * every requested output, statistics reported (50 ns input, 200 ns infer,
  * 10 ns output), then the release and the idle report. */
-static void run_batch(int k, const char *error) {
+/* A response to `r` like the identity backend's: OUT<n> = a copy of IN<n>
+ * for every requested output (or OUT alone when none is named). */
+static ifd_response_t *identity_response(ifd_request_t *r) {
+  ifd_response_t *resp = ifd_response_new(r);
+  /* An ensemble step asks for its mapped outputs; a direct request here
+   * asks for none (all): OUT. */
+  uint32_t nout = r->n_outputs > 0 ? r->n_outputs : 1, j;
+  assert_non_null(resp);
+  resp->outputs = ifd_pool_calloc(&resp->pool, nout, sizeof(ifd_output_t));
+  resp->cap_outputs = nout;
+  for (j = 0; j < nout; j++) {
+    const char *oname = r->n_outputs > 0 ? r->outputs[j].name : "OUT";
+    char iname[16];
+    const ifd_input_t *in = NULL;
+    ifd_output_t *o = &resp->outputs[resp->n_outputs];
+    uint32_t q;
+    snprintf(iname, sizeof(iname), "IN%s", oname + 3);
+    for (q = 0; q < r->n_inputs; q++)
+      if (strcmp(r->inputs[q].name, iname) == 0) in = &r->inputs[q];
+    assert_non_null(in);
+    o->name = oname;
+    o->dtype = in->dtype;
+    o->shape = in->shape;
+    o->ndims = in->ndims;
+    o->buffer = malloc(in->byte_size ? in->byte_size : 1);
+    memcpy(o->buffer, in->data, in->byte_size);
+    o->byte_size = in->byte_size;
+    o->resp = resp;
+    resp->n_outputs++;
+  }
+  return resp;
+}
+
+/* Statistics as a backend reports them, the release, the idle report. */
+static void finish_batch(int k, int ok) {
   batch_t *b = &batches[k];
   loaded_t *l = model_of(b->m);
-  uint32_t i, j;
-  assert_true(k < n_batches);
-  assert_false(b->done);
-  b->done = 1;
+  uint32_t i;
   for (i = 0; i < b->n; i++) {
     ifd_request_t *r = b->reqs[i];
-    ifd_response_t *resp = ifd_response_new(r);
-    /* An ensemble step asks for its mapped outputs; a direct request here
-     * asks for none (all): OUT. */
-    uint32_t nout = r->n_outputs > 0 ? r->n_outputs : 1;
-    assert_non_null(resp);
-    resp->outputs = ifd_pool_calloc(&resp->pool, nout, sizeof(ifd_output_t));
-    resp->cap_outputs = nout;
-    for (j = 0; j < nout && error == NULL; j++) {
-      const char *oname = r->n_outputs > 0 ? r->outputs[j].name : "OUT";
-      char iname[16];
-      const ifd_input_t *in = NULL;
-      ifd_output_t *o = &resp->outputs[resp->n_outputs];
-      uint32_t q;
-      snprintf(iname, sizeof(iname), "IN%s", oname + 3);
-      for (q = 0; q < r->n_inputs; q++)
-        if (strcmp(r->inputs[q].name, iname) == 0) in = &r->inputs[q];
-      assert_non_null(in);
-      o->name = oname;
-      o->dtype = in->dtype;
-      o->shape = in->shape;
-      o->ndims = in->ndims;
-      o->buffer = malloc(in->byte_size ? in->byte_size : 1);
-      memcpy(o->buffer, in->data, in->byte_size);
-      o->byte_size = in->byte_size;
-      o->resp = resp;
-      resp->n_outputs++;
-    }
     r->t_exec_start = 1000;
     r->t_compute_start = 1050;
     r->t_compute_end = 1250;
     r->t_exec_end = 1260;
     r->stat_reported = 1;
-    r->stat_success = error == NULL;
-    ifd_response_send(resp, IFD_RESPONSE_FINAL, error ? IFD_EINVAL : 0, error);
+    r->stat_success = ok;
     ifd_request_release(r, 1);
   }
   l->idle(b->m, b->instance, 1, b->n, l->arg);
   pump();
+}
+
+/* Executes batch k like the identity backend (or fails each request with
+ * `error`): statistics reported (50 ns input, 200 ns infer, 10 ns output),
+ * then the release and the idle report. */
+static void run_batch(int k, const char *error) {
+  batch_t *b = &batches[k];
+  uint32_t i;
+  assert_true(k < n_batches);
+  assert_false(b->done);
+  b->done = 1;
+  for (i = 0; i < b->n; i++) {
+    ifd_response_t *resp = error == NULL ? identity_response(b->reqs[i])
+                                         : ifd_response_new(b->reqs[i]);
+    assert_non_null(resp);
+    ifd_response_send(resp, IFD_RESPONSE_FINAL, error ? IFD_EINVAL : 0, error);
+  }
+  finish_batch(k, error == NULL);
+}
+
+/* Executes batch k as a decoupled model would: `n` responses with outputs,
+ * then a FINAL one with flags only. */
+static void run_batch_decoupled(int k, int n) {
+  batch_t *b = &batches[k];
+  uint32_t i;
+  int j;
+  assert_true(k < n_batches);
+  b->done = 1;
+  for (i = 0; i < b->n; i++) {
+    ifd_response_t *resp;
+    for (j = 0; j < n; j++)
+      ifd_response_send(identity_response(b->reqs[i]), 0, 0, NULL);
+    resp = ifd_response_new(b->reqs[i]);
+    assert_non_null(resp);
+    resp->empty = 1;
+    ifd_response_send(resp, IFD_RESPONSE_FINAL, 0, NULL);
+  }
+  finish_batch(k, 1);
 }
 
 static const char *model_of_batch(int k) {
@@ -715,6 +756,32 @@ static void test_nested(void **state) {
   assert_int_equal(ifd_sched_model_ops()->pending(find("outer")), 0);
 }
 
+/* A step whose model answers in several responses: its outputs may come
+ * before a flags-only FINAL; a second response with outputs (a decoupled
+ * model streaming) fails the request: not supported yet. */
+static void test_decoupled_step(void **state) {
+  ifd_request_t *r;
+  (void)state;
+  r = ens_submit_req("ens", "d0", 0, 3, 1, NULL, NULL);
+  assert_non_null(r);
+  run_batch_decoupled(0, 1);
+  assert_int_equal(n_batches, 2);
+  run_batch(1, NULL);
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, 0);
+  assert_true(ens_answers[0].first[0] == 3.0f);
+
+  r = ens_submit_req("ens", "d1", 1, 4, 1, NULL, NULL);
+  assert_non_null(r);
+  run_batch_decoupled(2, 2);
+  assert_int_equal(n_batches, 3);
+  assert_int_equal(n_ens_answers, 2);
+  assert_int_equal(ens_answers[1].error, IFD_EUNSUPPORTED);
+  assert_non_null(strstr(ens_answers[1].msg, "not supported in ensembles yet"));
+  assert_int_equal(find("ens")->stats.fail.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
+}
+
 /* Many requests in flight at once, answered in any order; executions are
  * reused from the free list. */
 static void test_many(void **state) {
@@ -826,6 +893,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_many, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_nested, ens_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_decoupled_step, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_reshape_unbatched_ensemble,
                                       ens_setup_nb, teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, ens_setup,
