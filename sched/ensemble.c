@@ -52,6 +52,7 @@
  * streaming steps can be added by letting a run hold a list of responses.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +123,11 @@ struct ens_exec {
   ifd_req_attach_t keep;  /* the response's keep (see ifd_response_t) */
   ifd_event_t answer_ev;  /* an answer deferred out of submit */
   int defer_code;
-  char defer_msg[400];
   ifd_param_t params[3]; /* the response's parameters */
   ifd_output_t *outs;    /* borrowed: in this block, n_outputs entries */
   ens_run_t *runs;       /* borrowed: in this block, n_steps entries */
   ens_val_t *vals;       /* borrowed: in this block, n_tensors entries */
+  char defer_msg[400];   /* last: written only when used, never zeroed */
 };
 
 /* Executions kept for reuse: enough for the requests in flight at a
@@ -168,7 +169,7 @@ static ens_exec_t *exec_get(ens_t *e) {
   }
   /* One block: the header, then runs, values and response outputs. */
   p = (char *)x;
-  memset(x, 0, sizeof(*x));
+  memset(x, 0, offsetof(ens_exec_t, defer_msg));
   x->runs = (ens_run_t *)(p + sizeof(*x));
   x->vals = (ens_val_t *)(x->runs + g->n_steps);
   x->outs = (ifd_output_t *)(x->vals + g->n_tensors);
