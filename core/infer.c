@@ -223,17 +223,22 @@ static void count(ifd_request_t *req, int success) {
   ifd_request_times_t t = {req->t_received,    req->t_queued,
                            req->t_exec_start,  req->t_compute_start,
                            req->t_compute_end, req->t_exec_end};
-  if (req->model == NULL || req->null_req) return;
+  if (req->model == NULL || req->null_req || req->sched_counts) return;
   ifd_stats_request(&req->model->stats, &t, success,
                     req->batch_size > 0 ? req->batch_size : 1, uv_hrtime());
 }
 
+/* Whether a released request counts as a success. */
+static int succeeded(const ifd_request_t *req) {
+  return req->stat_reported ? req->stat_success
+                            : req->final_delivered && req->final_error == 0;
+}
+
 static void release_done(ifd_request_t *req) {
+  int ok = succeeded(req);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
   req->release_pending = 0;
-  count(req, req->stat_reported
-                 ? req->stat_success
-                 : req->final_delivered && req->final_error == 0);
+  count(req, ok);
   if (!req->final_delivered) {
     if (req->responses == 0)
       ifd_request_fail(req, IFD_EINTERNAL,
@@ -242,7 +247,9 @@ static void release_done(ifd_request_t *req) {
       ifd_request_fail(req, IFD_EINTERNAL,
                        "the backend released the request before its final "
                        "response");
+    ok = 0;
   }
+  if (req->on_release != NULL) req->on_release(req, ok, req->cb_arg);
   request_put(req);
 }
 
@@ -342,6 +349,13 @@ void ifd_response_send(ifd_response_t *resp, uint32_t flags, int error,
   ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
 }
 
+void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
+                           const char *msg) {
+  resp->flags |= flags;
+  if (error < 0) set_error(resp, error, msg);
+  deliver(resp);
+}
+
 /* Longest message the spare keeps: it must fit the pool's inline chunk, so
  * that copying it never allocates. */
 #define SPARE_MSG_MAX 400
@@ -403,6 +417,7 @@ void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
   count(req, 0);
   ifd_request_fail(req, error, msg);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
+  if (req->on_release != NULL) req->on_release(req, 0, req->cb_arg);
   request_put(req);
 }
 
@@ -416,6 +431,11 @@ static void on_released(ifd_event_t *ev) {
     return;
   }
   release_done(req);
+}
+
+void ifd_request_release_now(ifd_request_t *req, uint32_t flags) {
+  req->release_flags = flags;
+  on_released(&req->release_ev);
 }
 
 void ifd_request_release(ifd_request_t *req, uint32_t flags) {
@@ -434,9 +454,14 @@ void ifd_response_free(ifd_response_t *resp) {
   ifd_request_t *req;
   uint32_t i;
   if (resp == NULL) return;
-  for (i = 0; i < resp->n_outputs; i++)
-    if (!resp->outputs[i].buffer_in_pool) free(resp->outputs[i].buffer);
-  free(resp->params);
+  if (resp->keep != NULL) {
+    /* Buffers and params are the keeper's (see ifd_response_t.keep). */
+    resp->keep->drop(resp->keep);
+  } else {
+    for (i = 0; i < resp->n_outputs; i++)
+      if (!resp->outputs[i].buffer_in_pool) free(resp->outputs[i].buffer);
+    free(resp->params);
+  }
   if (resp->spare) {
     /* Embedded in its request: the request goes with its last reference,
      * which may be the spare's own. */

@@ -127,11 +127,17 @@ struct ifd_response {
   int counted;          /* still counted in req->open_responses */
   int discard;          /* deleted unsent by the backend: free on the loop */
   int empty;            /* flags only (ResponseFactorySendFlags): no payload */
-  int spare;            /* the request's embedded spare: not malloc'd */
-  int embedded;         /* the request's resp_slot: not malloc'd */
-  ifd_response_t *next; /* list link of whoever holds the response: the
-                           scheduler while it holds it back, then the
-                           protocol (e.g. a write queue) */
+  /* Set by a scheduler that builds the response on the loop from buffers
+   * it does not own (an ensemble's response points into its steps'
+   * responses): then the output buffers and the params array belong to
+   * keep's owner, and ifd_response_free leaves them and calls
+   * keep->drop(keep) first. NULL otherwise. */
+  struct ifd_req_attach *keep; /* borrowed: outlives the response */
+  int spare;                   /* the request's embedded spare: not malloc'd */
+  int embedded;                /* the request's resp_slot: not malloc'd */
+  ifd_response_t *next;        /* list link of whoever holds the response: the
+                                  scheduler while it holds it back, then the
+                                  protocol (e.g. a write queue) */
 };
 
 /**
@@ -193,6 +199,15 @@ struct ifd_request {
 
   ifd_response_cb on_response; /* loop thread; once per response */
   void *cb_arg;
+  /* Loop thread, may be NULL: called once the backend released the request
+   * (or a scheduler failed it after queueing), after its FINAL response was
+   * delivered and its statistics counted; `success` as counted. The
+   * request's timestamps are final then. Not called for a request refused
+   * by ifd_request_submit. Triton's request release callback. */
+  void (*on_release)(ifd_request_t *req, int success, void *arg);
+  /* The scheduler counts this request in statistics itself (an ensemble:
+   * its compute times are its steps'); core's release does not. */
+  int sched_counts;
 
   /* Timestamps, ns on CLOCK_MONOTONIC (statistics). The exec/compute ones
    * come from the backend's ReportStatistics when it calls it. */
@@ -310,6 +325,15 @@ ifd_response_t *ifd_response_new(ifd_request_t *req);
 void ifd_response_send(ifd_response_t *resp, uint32_t flags, int error,
                        const char *msg);
 
+/**
+ * Like ifd_response_send, for a response built on the loop thread (an
+ * ensemble's): hands it on at once (to the model's hold or on_response)
+ * instead of through the completion queue. Loop thread only; not from
+ * inside the request's own ifd_request_submit.
+ */
+void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
+                           const char *msg);
+
 /** Frees an unsent response on the loop thread (TRITONBACKEND_ResponseDelete;
  *  any thread). */
 void ifd_response_discard(ifd_response_t *resp);
@@ -356,6 +380,13 @@ void ifd_request_abort(ifd_request_t *req, int error, const char *msg);
  * response so that no client waits forever.
  */
 void ifd_request_release(ifd_request_t *req, uint32_t flags);
+
+/**
+ * ifd_request_release for a request whose "backend" runs on the loop (an
+ * ensemble): the release completes at once, or when the request's last open
+ * response is delivered. Loop thread only.
+ */
+void ifd_request_release_now(ifd_request_t *req, uint32_t flags);
 
 /** Finds the output of a response by name; NULL when absent. */
 const ifd_output_t *ifd_response_output(const ifd_response_t *resp,

@@ -167,10 +167,10 @@ int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
     const ifd_input_t *in = &req->inputs[i];
     const Inference__ModelInput *ci = config_input(c, in->name);
     if (ci == NULL)
+      /* Triton words these two without the request id. */
       return ifd_errf(err, IFD_EINVAL,
-                      "[request id: %s] unexpected inference input '%s' for "
-                      "model '%s'",
-                      req_id(req), in->name, m->name);
+                      "unexpected inference input '%s' for model '%s'",
+                      in->name, m->name);
     for (j = 0; j < i; j++)
       if (strcmp(req->inputs[j].name, in->name) == 0)
         return ifd_errf(err, IFD_EINVAL,
@@ -189,9 +189,8 @@ int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
   for (i = 0; i < req->n_outputs; i++) {
     if (!config_has_output(c, req->outputs[i].name))
       return ifd_errf(err, IFD_EINVAL,
-                      "[request id: %s] unexpected inference output '%s' for "
-                      "model '%s'",
-                      req_id(req), req->outputs[i].name, m->name);
+                      "unexpected inference output '%s' for model '%s'",
+                      req->outputs[i].name, m->name);
     for (j = 0; j < i; j++)
       if (strcmp(req->outputs[j].name, req->outputs[i].name) == 0)
         return ifd_errf(err, IFD_EINVAL,

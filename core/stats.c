@@ -24,27 +24,38 @@ static uint64_t wall_ms(void) {
   return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-void ifd_stats_request(ifd_model_stats_t *st, const ifd_request_times_t *t,
-                       int success, uint64_t batch_elems, uint64_t now) {
-  uint64_t end = t->exec_end != 0 ? t->exec_end : now;
+void ifd_stats_request_ns(ifd_model_stats_t *st, int success, uint64_t total_ns,
+                          uint64_t queue_ns, uint64_t compute_input_ns,
+                          uint64_t compute_infer_ns, uint64_t compute_output_ns,
+                          uint64_t batch_elems) {
   st->last_inference_ms = wall_ms();
   if (!success) {
-    add(&st->fail, span(t->received, end));
+    add(&st->fail, total_ns);
     return;
   }
-  add(&st->success, span(t->received, end));
-  /* Triton's split: queue until the backend starts, then the backend's
-   * own input / infer / output phases. */
-  add(&st->queue, span(t->queued, t->exec_start));
-  add(&st->compute_input, span(t->exec_start, t->compute_start));
-  add(&st->compute_infer, span(t->compute_start, t->compute_end));
-  add(&st->compute_output, span(t->compute_end, t->exec_end));
+  add(&st->success, total_ns);
+  add(&st->queue, queue_ns);
+  add(&st->compute_input, compute_input_ns);
+  add(&st->compute_infer, compute_infer_ns);
+  add(&st->compute_output, compute_output_ns);
   st->inference_count += batch_elems;
 }
 
-int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
-                    uint64_t exec_start, uint64_t compute_start,
-                    uint64_t compute_end, uint64_t exec_end) {
+void ifd_stats_request(ifd_model_stats_t *st, const ifd_request_times_t *t,
+                       int success, uint64_t batch_elems, uint64_t now) {
+  uint64_t end = t->exec_end != 0 ? t->exec_end : now;
+  /* Triton's split: queue until the backend starts, then the backend's
+   * own input / infer / output phases. */
+  ifd_stats_request_ns(st, success, span(t->received, end),
+                       span(t->queued, t->exec_start),
+                       span(t->exec_start, t->compute_start),
+                       span(t->compute_start, t->compute_end),
+                       span(t->compute_end, t->exec_end), batch_elems);
+}
+
+int ifd_stats_batch_ns(ifd_model_stats_t *st, uint64_t batch_size,
+                       uint64_t compute_input_ns, uint64_t compute_infer_ns,
+                       uint64_t compute_output_ns) {
   ifd_batch_stats_t *b = NULL;
   size_t lo = 0, hi = st->n_batches;
 
@@ -74,10 +85,18 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
     memset(b, 0, sizeof(*b));
     b->batch_size = batch_size;
   }
-  add(&b->compute_input, span(exec_start, compute_start));
-  add(&b->compute_infer, span(compute_start, compute_end));
-  add(&b->compute_output, span(compute_end, exec_end));
+  add(&b->compute_input, compute_input_ns);
+  add(&b->compute_infer, compute_infer_ns);
+  add(&b->compute_output, compute_output_ns);
   return 0;
+}
+
+int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
+                    uint64_t exec_start, uint64_t compute_start,
+                    uint64_t compute_end, uint64_t exec_end) {
+  return ifd_stats_batch_ns(st, batch_size, span(exec_start, compute_start),
+                            span(compute_start, compute_end),
+                            span(compute_end, exec_end));
 }
 
 void ifd_stats_free(ifd_model_stats_t *st) {

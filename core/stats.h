@@ -48,6 +48,23 @@ typedef struct ifd_request_times {
 void ifd_stats_request(ifd_model_stats_t *st, const ifd_request_times_t *t,
                        int success, uint64_t batch_elems, uint64_t now);
 
+/**
+ * ifd_stats_request from durations rather than timestamps, for a request
+ * whose phases are not one span each (an ensemble: its compute durations
+ * are the sums of its steps'). `total_ns` is the success or failure
+ * duration; the others count only for a success.
+ */
+void ifd_stats_request_ns(ifd_model_stats_t *st, int success, uint64_t total_ns,
+                          uint64_t queue_ns, uint64_t compute_input_ns,
+                          uint64_t compute_infer_ns, uint64_t compute_output_ns,
+                          uint64_t batch_elems);
+
+/** ifd_stats_batch from durations (an ensemble's execution). Returns 0 or
+ *  IFD_ENOMEM (the execution is still counted). */
+int ifd_stats_batch_ns(ifd_model_stats_t *st, uint64_t batch_size,
+                       uint64_t compute_input_ns, uint64_t compute_infer_ns,
+                       uint64_t compute_output_ns);
+
 /** Counts one execution of `batch_size` elements (ReportBatchStatistics).
  *  Returns 0 or IFD_ENOMEM (the execution is still counted). */
 int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,

@@ -126,6 +126,16 @@ int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
   if (s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   s->model = m;
   s->back = back;
+  if (ifd__ensemble_is(m->config)) {
+    /* No backend: its steps run on the composing models. */
+    rc = ifd__ensemble_init(s, err);
+    if (rc < 0) {
+      free(s);
+      return rc;
+    }
+    m->sched = s;
+    return 0;
+  }
   rc = back->model_load(m, on_idle, s, err);
   if (rc < 0) {
     free(s);

@@ -146,4 +146,14 @@ void ifd__order_release(ifd__order_t *o);
 int ifd__dynamic_init(ifd__sched_t *s, ifd_errmsg_t *err);
 extern const ifd__sched_kind_t ifd__dynamic_kind;
 
+/** Whether `cfg` is an ensemble's (platform "ensemble" or
+ *  ensemble_scheduling set): it loads no backend (sched/ensemble_graph.c). */
+int ifd__ensemble_is(const ifd_model_config_t *cfg);
+/** Builds the ensemble's step graph from s->model->config and makes `s` an
+ *  ensemble scheduler (kind, and a stand-in for backend_api: nothing to
+ *  load, unload frees the scheduler on the loop). Thread pool (load).
+ *  Returns 0, or IFD_EINVAL / IFD_ENOMEM with `err` naming the model. */
+int ifd__ensemble_init(ifd__sched_t *s, ifd_errmsg_t *err);
+extern const ifd__sched_kind_t ifd__ensemble_kind;
+
 #endif
