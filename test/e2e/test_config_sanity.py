@@ -5,7 +5,9 @@ shared/conformance/config-sanity/cases.json: model repositories from Triton's
 qa/L0_model_config suite (v2.47.0) with what tritonserver 2.47 did with each
 model, loaded or refused with which message. Every case is replayed here: the
 cases that share server flags go into one repository served by one inferd
-(two servers in all), and each case is then judged on its own:
+(two servers in all), and each case is then judged on its own. The ensemble
+cases (reference/config-sanity-ensemble-cases.json) share model names, so
+each is served by its own inferd. Judging:
 
 - a model Triton loaded must be READY;
 - a model Triton refused must not be READY, and its reason must carry one of
@@ -34,6 +36,9 @@ import pytest
 import e2e_helpers as h
 
 CASES_FILE = Path(__file__).resolve().parent / "reference" / "config-sanity-cases.json"
+ENSEMBLE_CASES_FILE = (
+    Path(__file__).resolve().parent / "reference" / "config-sanity-ensemble-cases.json"
+)
 
 # Triton writes this where a load fails in the model's life cycle (backend
 # lookup, initialization) rather than in the repository manager.
@@ -167,6 +172,22 @@ def test_cases_present():
 @pytest.mark.parametrize("case", NON_ENSEMBLE, ids=[c["id"] for c in NON_ENSEMBLE])
 def test_case(case, results):
     problems = judge(case, results)
+    assert not problems, "\n".join(problems)
+
+
+ENSEMBLE = load_cases(ENSEMBLE_CASES_FILE)
+
+
+def test_ensemble_cases_present():
+    # The other 34 of the 97 recorded.
+    assert len(ENSEMBLE) == 34
+    assert all(is_ensemble_case(c) for c in ENSEMBLE)
+
+
+@pytest.mark.parametrize("case", ENSEMBLE, ids=[c["id"] for c in ENSEMBLE])
+def test_ensemble_case(case, tmp_path):
+    h.require_binary()
+    problems = judge(case, run_cases(tmp_path, [case], case["flags"]))
     assert not problems, "\n".join(problems)
 
 
