@@ -166,8 +166,7 @@ int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
   for (i = 0; i < req->n_inputs; i++) {
     const ifd_input_t *in = &req->inputs[i];
     const Inference__ModelInput *ci = config_input(c, in->name);
-    if (ci == NULL)
-      /* Triton words these two without the request id. */
+    if (ci == NULL) /* Triton words these two without the request id. */
       return ifd_errf(err, IFD_EINVAL,
                       "unexpected inference input '%s' for model '%s'",
                       in->name, m->name);
