@@ -197,3 +197,33 @@ def test_load_unload_cycles_return_memory(private_server):
         cycle()
     after = rss_kib(srv.proc.pid)
     assert after - before <= 1024, f"RSS grew by {after - before} KiB over 100 cycles"
+
+
+def test_poll_mode_follows_the_repository(private_server, tmp_path):
+    import shutil
+    repo = h.copy_repo(tmp_path / "pollrepo", models=["identity_fp32", "identity_int32"])
+    srv = private_server(repos=[repo], extra=("--model-control-mode=poll", "--repository-poll-secs=1"),
+                         wait_models=("identity_fp32", "identity_int32"))
+
+    def wait_for(pred, what, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{what} within {timeout}s\n{srv.log_tail()}")
+
+    # A changed config.pbtxt reloads at the next poll.
+    cfg = repo / "identity_fp32" / "config.pbtxt"
+    cfg.write_text(cfg.read_text().replace("max_batch_size: 8", "max_batch_size: 4"))
+    wait_for(lambda: srv.get("/v2/models/identity_fp32/config").json().get("max_batch_size") == 4,
+             "identity_fp32 reloaded with max_batch_size 4")
+    assert infer_fp32(srv.session, srv, "identity_fp32", [1.0] * 16).status_code == 200
+    # A new model folder loads; a removed one unloads.
+    shutil.copytree(h.MODELS_SRC / "identity_bool", repo / "identity_bool")
+    wait_for(lambda: srv.get("/v2/models/identity_bool/ready").status_code == 200, "identity_bool loaded")
+    shutil.rmtree(repo / "identity_int32")
+    wait_for(lambda: srv.get("/v2/models/identity_int32/ready").status_code != 200, "identity_int32 unloaded")
+    # Load and unload calls stay refused in poll mode.
+    r = srv.post("/v2/repository/models/identity_int32/load", json={})
+    assert r.status_code == 503
