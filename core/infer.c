@@ -19,6 +19,7 @@
 #include "core/model.h"
 #include "core/objcache.h"
 #include "core/server.h"
+#include "core/server_internal.h"
 
 /* Request objects go back to their server's cache (loop thread), so the
  * next request reuses one without malloc; a request made without a server
@@ -192,6 +193,8 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
                              strlen(req->model_name), req->model_version, &m,
                              err);
   if (rc < 0) return rc;
+  if (req->correlation_id != 0 || req->correlation_id_str != NULL)
+    m = ifd__registry_sequence_home(req->server, m, req);
   rc = ifd_model_validate_request(m, req, err);
   if (rc < 0) return rc;
   ifd_model_ref(m);

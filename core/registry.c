@@ -582,6 +582,31 @@ static void retire(ifd_server_t *s, model_entry_t *e, ifd_model_t *m) {
   retire_check(s);
 }
 
+/* Live sequences of a retired version: they stay on it until they end
+ * (END, or the idle timeout), so a reload cuts no sequence short. */
+static int holds_sequences(ifd_server_t *s, const ifd_model_t *m) {
+  uint64_t active = 0, backlog = 0;
+  if (s->opts.ops->sequences == NULL ||
+      s->opts.ops->sequences(m, &active, &backlog) < 0)
+    return 0;
+  return active + backlog > 0;
+}
+
+ifd_model_t *ifd__registry_sequence_home(ifd_server_t *s, ifd_model_t *m,
+                                         const ifd_request_t *req) {
+  model_entry_t *e;
+  if (s->opts.ops->holds_sequence == NULL ||
+      (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)
+    return m;
+  e = entry_of(s, m);
+  if (e == NULL || e->retired == NULL) return m;
+  for (ifd_model_t *r = e->retired; r != NULL; r = r->next_version)
+    if (r->state == IFD_MODEL_READY && r->version == m->version &&
+        s->opts.ops->holds_sequence(r, req))
+      return r;
+  return m;
+}
+
 static void retire_check(ifd_server_t *s) {
   size_t i;
   if (s->n_retired == 0) {
@@ -592,7 +617,9 @@ static void retire_check(ifd_server_t *s) {
     ifd_model_t *m, *next;
     for (m = s->entries[i]->retired; m != NULL; m = next) {
       next = m->next_version;
-      if (m->state != IFD_MODEL_READY || s->opts.ops->pending(m) > 0) continue;
+      if (m->state != IFD_MODEL_READY || s->opts.ops->pending(m) > 0 ||
+          holds_sequences(s, m))
+        continue;
       s->n_retired--;
       version_unload(s, m, NULL);
     }

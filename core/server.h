@@ -47,6 +47,10 @@ typedef struct ifd_model_ops {
    *  waiting for one (*backlog). Returns 0, or -1 when `m` has no sequence
    *  batcher. May be NULL. Loop thread (metrics). */
   int (*sequences)(const ifd_model_t *m, uint64_t *active, uint64_t *backlog);
+  /** Does `m`'s sequence batcher hold a live sequence with req's
+   *  correlation ID? May be NULL. Loop thread (a reload keeps sequences
+   *  that began on the old version there until they end). */
+  int (*holds_sequence)(const ifd_model_t *m, const ifd_request_t *req);
 } ifd_model_ops_t;
 
 /** --model-control-mode. */

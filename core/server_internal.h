@@ -102,6 +102,12 @@ model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len);
 void ifd__entry_free(model_entry_t *e);
 /** Does the entry serve: some version in e->versions is READY? */
 int ifd__entry_serves(const model_entry_t *e);
+/** The version a request of a sequence goes to: a retired version of `m`'s
+ *  model (same version number) that holds the request's sequence, else `m`
+ *  (a reload keeps a sequence where it began). O(1) unless `m`'s model has
+ *  retired versions. */
+ifd_model_t *ifd__registry_sequence_home(ifd_server_t *s, ifd_model_t *m,
+                                         const ifd_request_t *req);
 /** Begins the start-up scan (ifd_server_start). */
 int ifd__registry_start(ifd_server_t *s);
 /** No registry operation or thread-pool job is in flight. */

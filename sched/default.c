@@ -207,6 +207,13 @@ static int sched_sequences(const ifd_model_t *m, uint64_t *active,
   return ifd__sequence_counts(s, active, backlog);
 }
 
+static int sched_holds_sequence(const ifd_model_t *m,
+                                const ifd_request_t *req) {
+  const ifd__sched_t *s = m->sched;
+  if (s == NULL || s->kind != &ifd__sequence_kind) return 0;
+  return ifd__sequence_holds(s, req);
+}
+
 static const ifd_model_ops_t ops = {
     .queued = sched_queued,
     .load = sched_load,
@@ -215,6 +222,7 @@ static const ifd_model_ops_t ops = {
     .stop = sched_stop,
     .pending = sched_pending,
     .sequences = sched_sequences,
+    .holds_sequence = sched_holds_sequence,
 };
 
 const ifd_model_ops_t *ifd_sched_model_ops(void) {

@@ -118,6 +118,9 @@ int ifd__seq_initial_states(const ifd_model_t *m, ifd_blob_t ***out,
  *  Thread pool (load); reads initial_state files. */
 int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err);
 extern const ifd__sched_kind_t ifd__sequence_kind;
+/** Does the sequence batcher hold a live sequence with req's correlation
+ *  ID (not ended: an END already queued frees the ID)? */
+int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req);
 /** The sequence batcher's live sequences: in slots, and in the backlog. */
 int ifd__sequence_counts(const ifd__sched_t *s, uint64_t *active,
                          uint64_t *backlog);

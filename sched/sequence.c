@@ -763,6 +763,14 @@ static void seq_destroy(ifd__sched_t *s) {
 const ifd__sched_kind_t ifd__sequence_kind = {seq_submit, seq_idle, seq_stop,
                                               seq_destroy};
 
+int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req) {
+  sb_t *b = s->impl;
+  const char *sid = req->correlation_id_str;
+  if (sid != NULL ? sid[0] == '\0' : req->correlation_id == 0) return 0;
+  return ifd__seq_find(b, req->correlation_id, sid,
+                       ifd__seq_hash(req->correlation_id, sid)) != NULL;
+}
+
 int ifd__sequence_counts(const ifd__sched_t *s, uint64_t *active,
                          uint64_t *backlog) {
   const sb_t *b = s->impl;

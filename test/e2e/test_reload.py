@@ -227,3 +227,44 @@ def test_poll_mode_follows_the_repository(private_server, tmp_path):
     # Load and unload calls stay refused in poll mode.
     r = srv.post("/v2/repository/models/identity_int32/load", json={})
     assert r.status_code == 503
+
+
+def test_reload_keeps_live_sequences_on_the_old_version(private_server, tmp_path):
+    """A sequence that began before a reload goes on (and ends) on the
+    version it began on; new sequences start on the new one; the old version
+    unloads once its last sequence has ended."""
+    import shutil
+    repo = tmp_path / "seqrepo"
+    repo.mkdir()
+    shutil.copytree(h.REPO_ROOT / "test" / "models" / "seq_repo" / "seq_direct", repo / "seq_direct")
+    so = h.build_dir() / "test" / "backends" / "seqacc" / "libtriton_seqacc.so"
+    shutil.copy2(so, repo / "seq_direct" / so.name)
+    srv = private_server(repos=[repo], extra=EXPLICIT + ("--load-model=seq_direct",),
+                         wait_models=("seq_direct",))
+    s = requests.Session()
+
+    def step(value, seq_id, start=False, end=False):
+        params = {"sequence_id": seq_id}
+        if start:
+            params["sequence_start"] = True
+        if end:
+            params["sequence_end"] = True
+        body = {"inputs": [{"name": "INPUT", "datatype": "INT32", "shape": [1, 1], "data": [value]}],
+                "outputs": [{"name": "OUTPUT"}], "parameters": params}
+        r = s.post(srv.url("/v2/models/seq_direct/infer"), json=body, timeout=h.HTTP_TIMEOUT_S)
+        assert r.status_code == 200, r.text
+        return r.json()["outputs"][0]["data"][0]
+
+    assert step(1, 7, start=True) == 1
+    cfg = repo / "seq_direct" / "config.pbtxt"
+    cfg.write_text(cfg.read_text() + "\n# touched: a reload\n")
+    assert load(srv, "seq_direct").status_code == 200
+    assert step(2, 7) == 3                  # went on where it began
+    assert step(10, 8, start=True) == 10    # a new sequence, on the new version
+    assert step(3, 7, end=True) == 6
+    assert step(5, 8, end=True) == 15
+    deadline = time.monotonic() + 20
+    while "successfully unloaded 'seq_direct' version 1" not in srv.log_tail(20000):
+        assert time.monotonic() < deadline, srv.log_tail()
+        time.sleep(0.05)
+    s.close()
