@@ -487,6 +487,50 @@ static void test_calls_serialized(void **state) {
   stop(&r);
 }
 
+static void test_version_policy_change(void **state) {
+  const char *names[] = {"a"};
+  run_t r;
+  answer_t a;
+  ifd_model_t *v1;
+  ifd_load_params_t p = {0};
+  ifd_index_entry_t *rows;
+  size_t n, k, ready_rows = 0;
+  const char *all =
+      "{\"name\":\"a\",\"backend\":\"identity\",\"max_batch_size\":8,"
+      "\"version_policy\":{\"all\":{}},"
+      "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\","
+      "\"dims\":[4]}],\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":"
+      "\"TYPE_FP32\",\"dims\":[4]}]}";
+  (void)state;
+
+  start(&r, IFD_CONTROL_EXPLICIT, names, 1, 0);
+  mkdirs("a/2");
+  /* The default policy (latest 1) served version 1 before 2 existed; a
+   * reload with policy "all" serves both. */
+  p.config = all;
+  p.config_len = strlen(all);
+  load(&r, "a", &p, &a);
+  assert_int_equal(a.rc, 0);
+  assert_true(ifd_server_model_ready(r.s, "a", 1, 1));
+  assert_true(ifd_server_model_ready(r.s, "a", 1, 2));
+  v1 = NULL;
+  assert_int_equal(ifd_server_find_model(r.s, "a", 1, 1, &v1, NULL), 0);
+  /* Back to the file's policy (latest 1): version 1 leaves, 2 serves. */
+  load(&r, "a", NULL, &a);
+  assert_int_equal(a.rc, 0);
+  settle(&r);
+  assert_false(ifd_server_model_ready(r.s, "a", 1, 1));
+  assert_true(ifd_server_model_ready(r.s, "a", 1, 2));
+  assert_int_equal(ifd_server_repository_index(r.s, 0, &rows, &n), 0);
+  for (k = 0; k < n; k++)
+    if (strcmp(rows[k].name, "a") == 0 && rows[k].state != NULL &&
+        strcmp(rows[k].state, "READY") == 0)
+      ready_rows++;
+  free(rows);
+  assert_int_equal(ready_rows, 1);
+  stop(&r);
+}
+
 static void test_none_and_poll_refuse(void **state) {
   run_t r;
   ifd_errmsg_t err;
@@ -546,6 +590,7 @@ int main(void) {
       cmocka_unit_test(test_file_override),
       cmocka_unit_test(test_ensemble_dependents),
       cmocka_unit_test(test_calls_serialized),
+      cmocka_unit_test(test_version_policy_change),
       cmocka_unit_test(test_none_and_poll_refuse),
       cmocka_unit_test(test_poll_follows_disk),
   };
