@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "net/grpc_service.c"
+#include "test/unit/repo_fixture.h"
 
 /* ---- a fake stream ------------------------------------------------------- */
 
@@ -119,31 +120,6 @@ static void done(ifd_gstream_t *st) {
 }
 
 /* ---- a server with fake model operations --------------------------------- */
-
-static char root[64];
-
-static void write_file(const char *rel, const char *text) {
-  char path[512];
-  FILE *f;
-  snprintf(path, sizeof(path), "%s/%s", root, rel);
-  f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-static void mkdirs(const char *rel) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/%s", root, rel);
-  assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static int rm_one(const char *p, const struct stat *sb, int fl, struct FTW *f) {
-  (void)sb;
-  (void)fl;
-  (void)f;
-  return remove(p);
-}
 
 static int fake_load(ifd_model_t *m, ifd_errmsg_t *err) {
   if (strncmp(m->name, "fail", 4) == 0)

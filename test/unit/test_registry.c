@@ -23,33 +23,10 @@
 
 #include "core/model.h"
 #include "core/server.h"
+#include "test/unit/repo_fixture.h"
 
-static char root[64];
 static int n_loaded, n_unloaded;
 static uint64_t pending_of_a; /* what fake_pending says for model "a" */
-
-static void write_file(const char *rel, const char *text) {
-  char path[512];
-  FILE *f;
-  snprintf(path, sizeof(path), "%s/%s", root, rel);
-  f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-static void mkdirs(const char *rel) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/%s", root, rel);
-  assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static int rm_one(const char *p, const struct stat *st, int fl, struct FTW *f) {
-  (void)st;
-  (void)fl;
-  (void)f;
-  return remove(p);
-}
 
 /* ---- fake model operations ------------------------------------------------
  */
