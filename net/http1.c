@@ -29,6 +29,7 @@
  * at a freed connection.
  */
 #include <errno.h>
+#include <limits.h>
 #include <llhttp.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -129,6 +130,7 @@ static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
   if (s == NULL) return NULL;
   s->conn = c;
   s->iov = s->iov_inline;
+  s->pieces_tail = &s->pieces;
   s->json_offload = c->h->json_offload_bytes;
   if (c->tail != NULL)
     c->tail->next = s;
@@ -139,7 +141,20 @@ static ifd_http_slot_t *slot_push(ifd_http_conn_t *c) {
   return s;
 }
 
+/* Frees the first `n` pieces of `s` (all when n is larger). */
+static void pieces_drop(ifd_http_slot_t *s, unsigned n) {
+  while (s->pieces != NULL && n-- > 0) {
+    ifd_http_piece_t *p = s->pieces;
+    s->pieces = p->next;
+    s->pieces_bytes -= p->iov.len;
+    free(p->buf);
+    free(p);
+  }
+  if (s->pieces == NULL) s->pieces_tail = &s->pieces;
+}
+
 void ifd__http_slot_free(ifd_http_slot_t *s) {
+  pieces_drop(s, UINT_MAX);
   if (s->resp != NULL) ifd_response_free(s->resp);
   if (s->req != NULL) ifd_request_unref(s->req);
   if (s->iov != s->iov_inline) free(s->iov);
@@ -251,6 +266,123 @@ void ifd__http_slot_error(ifd_http_slot_t *s, int status, const char *msg) {
   ifd__json_str(&b, msg, strlen(msg));
   ifd__hbuf_puts(&b, "}");
   ifd__http_slot_finish(s, status, "application/json", &b, NULL, 0, -1);
+}
+
+/* ---- streamed answers ---------------------------------------------------- */
+
+/* Queues `buf` (owned, malloc'd; the piece is iov within it) on `s`. Returns
+ * 0, or IFD_ENOMEM with buf freed. */
+static int piece_push(ifd_http_slot_t *s, char *buf, uv_buf_t iov) {
+  ifd_http_piece_t *p = malloc(sizeof(*p));
+
+  if (p == NULL) {
+    free(buf);
+    return IFD_ENOMEM;
+  }
+  p->next = NULL;
+  p->buf = buf;
+  p->iov = iov;
+  *s->pieces_tail = p;
+  s->pieces_tail = &p->next;
+  s->pieces_bytes += iov.len;
+  if (s->conn != NULL) {
+    mark_dirty(s->conn);
+    /* A client that stopped reading: no unbounded buffering for it. */
+    if (s->pieces_bytes > IFD_HTTP_STREAM_MAX_QUEUED &&
+        !s->conn->base.closing) {
+      IFD_WARN("HTTP: closing a connection whose client does not read its "
+              "streamed answer (%zu bytes queued)",
+              s->pieces_bytes);
+      close_conn(s->conn, 0);
+    }
+  }
+  return 0;
+}
+
+/* Whether pieces for `s` are wanted: its connection is open. */
+static int stream_live(const ifd_http_slot_t *s) {
+  return s->conn != NULL && !s->conn->base.closing;
+}
+
+int ifd__http_slot_stream_begin(ifd_http_slot_t *s, int status,
+                                const char *ctype) {
+  char head[IFD_HTTP_HEADROOM], *buf;
+  const char *end = head + sizeof(head), *reason = ifd_http_reason(status);
+  char *o = head;
+  size_t n;
+
+  s->chunked = !s->http10;
+  if (s->http10) s->close_after = 1; /* the close ends the body */
+  o = PUT_LIT(o, end, "HTTP/1.1 ");
+  o = put_dec(o, end, status);
+  o = PUT_LIT(o, end, " ");
+  o = put_mem(o, end, reason, strlen(reason));
+  o = PUT_LIT(o, end, "\r\nContent-Type: ");
+  o = put_mem(o, end, ctype, strlen(ctype));
+  o = PUT_LIT(o, end, "\r\n");
+  if (s->chunked) o = PUT_LIT(o, end, "Transfer-Encoding: chunked\r\n");
+  if (s->close_after || !s->keep_alive)
+    o = PUT_LIT(o, end, "Connection: close\r\n");
+  o = PUT_LIT(o, end, "\r\n");
+  if (o == NULL || (buf = malloc((size_t)(o - head))) == NULL) goto out_oom;
+  n = (size_t)(o - head);
+  memcpy(buf, head, n);
+  if (piece_push(s, buf, uv_buf_init(buf, (unsigned)n)) != 0) goto out_oom;
+  s->streaming = 1;
+  return 0;
+
+out_oom:
+  s->close_after = 1;
+  slot_static(s, oom_response, sizeof(oom_response) - 1);
+  return IFD_ENOMEM;
+}
+
+int ifd__http_slot_stream_put(ifd_http_slot_t *s, ifd_hbuf_t *body) {
+  size_t size = ifd__hbuf_size(body);
+  char line[24];
+  int n;
+
+  if (size == 0 || !stream_live(s) || s->stream_end) {
+    ifd__hbuf_free(body);
+    return 0;
+  }
+  if (s->chunked) {
+    n = snprintf(line, sizeof(line), "%zx\r\n", size);
+    if (ifd__hbuf_prepend(body, line, (size_t)n) != 0) goto out_oom;
+    ifd__hbuf_put(body, "\r\n", 2);
+  }
+  if (body->oom || ifd__hbuf_size(body) > UINT32_MAX) goto out_oom;
+  if (piece_push(s, body->data,
+                 uv_buf_init(body->data + body->start,
+                             (unsigned)ifd__hbuf_size(body))) != 0) {
+    body->data = NULL;
+    goto out_oom;
+  }
+  body->data = NULL; /* the piece took it */
+  return 0;
+
+out_oom:
+  ifd__hbuf_free(body);
+  if (stream_live(s)) close_conn(s->conn, 0);
+  return IFD_ENOMEM;
+}
+
+void ifd__http_slot_stream_end(ifd_http_slot_t *s) {
+  static const char last[] = "0\r\n\r\n";
+  char *buf;
+
+  if (s->stream_end) return;
+  s->stream_end = 1;
+  if (s->chunked && stream_live(s)) {
+    buf = malloc(sizeof(last) - 1);
+    if (buf == NULL ||
+        piece_push(s, buf, uv_buf_init(buf, sizeof(last) - 1)) != 0) {
+      close_conn(s->conn, 0);
+      return;
+    }
+    memcpy(buf, last, sizeof(last) - 1);
+  }
+  if (s->conn != NULL) mark_dirty(s->conn);
 }
 
 /* Answers `status` with {"error": msg} and closes once written; parsing
@@ -548,6 +680,11 @@ static void on_write(uv_write_t *w, int status) {
     close_after |= s->close_after;
     ifd__http_slot_free(s);
   }
+  /* A stream whose first pieces went out stays at the head. */
+  if (c->head != NULL && c->head->n_pieces_writing != 0) {
+    pieces_drop(c->head, c->head->n_pieces_writing);
+    c->head->n_pieces_writing = 0;
+  }
   if (c->base.closing) return;
   if (status < 0) {
     close_conn(c, 0);
@@ -564,20 +701,50 @@ static void on_write(uv_write_t *w, int status) {
   flush(c);
 }
 
-/* Writes the ready slots at the head of the FIFO in one uv_write. */
+/* How many of s's pieces fit `room` iovecs (all when they do). */
+static unsigned pieces_fit(const ifd_http_slot_t *s, unsigned room,
+                           int *all) {
+  const ifd_http_piece_t *p;
+  unsigned n = 0;
+
+  for (p = s->pieces; p != NULL && n < room; p = p->next) n++;
+  *all = p == NULL;
+  return n;
+}
+
+/* Writes the ready slots at the head of the FIFO in one uv_write: whole
+ * answers, and the pieces queued so far of a streamed answer, behind which
+ * the rest waits. */
 static void flush(ifd_http_conn_t *c) {
   uv_buf_t stack[64], *bufs = stack;
-  ifd_http_slot_t *s;
-  unsigned k = 0, n = 0;
+  ifd_http_slot_t *s, *part = NULL;
+  unsigned k = 0, n = 0, np = 0;
 
   if (c->base.closing || c->n_writing != 0) return;
-  for (s = c->head; s != NULL && s->ready; s = s->next) {
-    if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
-    n += s->niov;
+  for (s = c->head; s != NULL; s = s->next) {
+    if (s->streaming) {
+      int all;
+      np = pieces_fit(s, MAX_WRITE_IOV - n, &all);
+      if (!(all && s->stream_end)) { /* some of it only: it stays */
+        if (np != 0) part = s;
+        break;
+      }
+      n += np;
+    } else {
+      if (!s->ready) break;
+      if (k != 0 && n + s->niov > MAX_WRITE_IOV) break;
+      n += s->niov;
+    }
     k++;
     if (s->close_after) break;
   }
-  if (k == 0) return;
+  if (part != NULL) n += np;
+  if (k == 0 && part == NULL) return;
+  if (n == 0) { /* only ended streams with nothing left to send */
+    c->n_writing = k;
+    on_write(&c->wreq, 0);
+    return;
+  }
   if (n > sizeof(stack) / sizeof(stack[0])) {
     bufs = malloc(n * sizeof(uv_buf_t));
     if (bufs == NULL) {
@@ -587,9 +754,20 @@ static void flush(ifd_http_conn_t *c) {
   }
   n = 0;
   for (s = c->head; k-- > 0; s = s->next) {
-    memcpy(bufs + n, s->iov, s->niov * sizeof(uv_buf_t));
-    n += s->niov;
+    if (s->streaming) {
+      const ifd_http_piece_t *p;
+      for (p = s->pieces; p != NULL; p = p->next) bufs[n++] = p->iov;
+    } else {
+      memcpy(bufs + n, s->iov, s->niov * sizeof(uv_buf_t));
+      n += s->niov;
+    }
     c->n_writing++;
+  }
+  if (part != NULL) {
+    const ifd_http_piece_t *p = part->pieces;
+    unsigned i;
+    for (i = 0; i < np; i++, p = p->next) bufs[n++] = p->iov;
+    part->n_pieces_writing = np;
   }
   /* Most responses fit the socket buffer: write them now. A write request
    * would cost libuv an epoll_ctl per response to stop watching for
@@ -602,6 +780,7 @@ static void flush(ifd_http_conn_t *c) {
     if (w < 0 && w != UV_EAGAIN) {
       if (bufs != stack) free(bufs);
       c->n_writing = 0;
+      if (part != NULL) part->n_pieces_writing = 0;
       close_conn(c, 0);
       return;
     }
@@ -617,6 +796,7 @@ static void flush(ifd_http_conn_t *c) {
     if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, bufs + first, n - first,
                  on_write) != 0) {
       c->n_writing = 0;
+      if (part != NULL) part->n_pieces_writing = 0;
       close_conn(c, 0);
     }
   }

@@ -145,21 +145,46 @@ out_malformed:
                   o->name, count);
 }
 
-static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
-                      uv_buf_t *bin, unsigned *nbin, ifd_errmsg_t *err) {
-  int64_t count;
+/* The element count of `o`, once its bytes are checked against its datatype
+ * and shape. Returns 0 or IFD_EINTERNAL. */
+static int output_count(const ifd_output_t *o, int64_t *count,
+                        ifd_errmsg_t *err) {
   size_t esize = ifd_dtype_size(o->dtype);
-  int rc;
 
-  if (ifd_shape_count(o->shape, o->ndims, &count) != 0 ||
+  if (ifd_shape_count(o->shape, o->ndims, count) != 0 ||
       (esize == 0 && o->dtype != IFD_TYPE_BYTES) ||
-      (esize != 0 && (uint64_t)count > UINT64_MAX / esize) ||
-      (esize != 0 && o->byte_size != (uint64_t)count * esize)) {
+      (esize != 0 && (uint64_t)*count > UINT64_MAX / esize) ||
+      (esize != 0 && o->byte_size != (uint64_t)*count * esize)) {
     return ifd_errf(err, IFD_EINTERNAL,
                     "output '%s' holds %" PRIu64
                     " bytes, which do not match its datatype and shape",
                     o->name, o->byte_size);
   }
+  return 0;
+}
+
+int ifd__http_json_output_data(ifd_hbuf_t *b, const ifd_output_t *o,
+                               ifd_errmsg_t *err) {
+  int64_t count;
+  size_t start;
+  int rc = output_count(o, &count, err);
+
+  if (rc != 0) return rc;
+  start = b->len;
+  rc = put_data(b, o, count, err);
+  if (rc != 0 || count != 1 || b->oom) return rc;
+  /* One element: the value alone, without its brackets. */
+  memmove(b->data + start, b->data + start + 1, b->len - start - 2);
+  b->len -= 2;
+  return 0;
+}
+
+static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
+                      uv_buf_t *bin, unsigned *nbin, ifd_errmsg_t *err) {
+  int64_t count;
+  int rc = output_count(o, &count, err);
+
+  if (rc != 0) return rc;
   ifd__hbuf_puts(b, "{\"name\":");
   ifd__json_str(b, o->name, strlen(o->name));
   ifd__hbuf_puts(b, ",\"datatype\":\"");
@@ -185,6 +210,23 @@ static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
   return 0;
 }
 
+void ifd__http_json_param_value(ifd_hbuf_t *b, const ifd_param_t *p) {
+  switch (p->type) {
+    case IFD_PARAM_STRING:
+      ifd__json_str(b, p->v.s, strlen(p->v.s));
+      break;
+    case IFD_PARAM_INT:
+      put_i64(b, p->v.i);
+      break;
+    case IFD_PARAM_BOOL:
+      ifd__hbuf_puts(b, p->v.b ? "true" : "false");
+      break;
+    case IFD_PARAM_DOUBLE:
+      ifd__json_f64(b, p->v.d);
+      break;
+  }
+}
+
 static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
   uint32_t i;
 
@@ -194,20 +236,7 @@ static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
     if (i != 0) ifd__hbuf_put(b, ",", 1);
     ifd__json_str(b, p->key, strlen(p->key));
     ifd__hbuf_put(b, ":", 1);
-    switch (p->type) {
-      case IFD_PARAM_STRING:
-        ifd__json_str(b, p->v.s, strlen(p->v.s));
-        break;
-      case IFD_PARAM_INT:
-        put_i64(b, p->v.i);
-        break;
-      case IFD_PARAM_BOOL:
-        ifd__hbuf_puts(b, p->v.b ? "true" : "false");
-        break;
-      case IFD_PARAM_DOUBLE:
-        ifd__json_f64(b, p->v.d);
-        break;
-    }
+    ifd__http_json_param_value(b, p);
   }
   ifd__hbuf_put(b, "}", 1);
 }

@@ -4,8 +4,8 @@
  * The matcher walks the path's segments once, without regexes or tables of
  * patterns, so routing costs O(path length). Each handler answers into the
  * message's slot: at once for health, metadata, config, the repository
- * index and unload; from the request's on_response for infer; once the load
- * has ended for a model load. Status codes come from
+ * index and unload; from the request's on_response for infer and generate;
+ * once the load has ended for a model load. Status codes come from
  * net/status.c only.
  */
 #include <stdlib.h>
@@ -97,6 +97,10 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
       return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_CONFIG);
     if (seg_is(s, n, "infer"))
       return want(method, IFD_HTTP_POST, IFD_ROUTE_INFER);
+    if (seg_is(s, n, "generate"))
+      return want(method, IFD_HTTP_POST, IFD_ROUTE_GENERATE);
+    if (seg_is(s, n, "generate_stream"))
+      return want(method, IFD_HTTP_POST, IFD_ROUTE_GENERATE_STREAM);
     if (seg_is(s, n, "stats"))
       return want(method, IFD_HTTP_GET, IFD_ROUTE_MODEL_STATS);
   }
@@ -430,8 +434,11 @@ static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
 /* ---- infer -----------------------------------------------------------------
  */
 
-static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
-                        const ifd_route_match_t *m, ifd_http_msg_t *msg) {
+/* A request for the model the URL names, owning the message's body; NULL
+ * after answering the slot. */
+static ifd_request_t *url_request(ifd_server_t *srv, ifd_http_slot_t *s,
+                                  const ifd_route_match_t *m,
+                                  ifd_http_msg_t *msg) {
   ifd_errmsg_t err;
   ifd_request_t *req;
   char *name;
@@ -442,8 +449,9 @@ static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
   req = ifd_request_new(srv);
   if (req == NULL) {
     free(msg->body);
+    msg->body = NULL;
     ifd__http_slot_error(s, 500, "out of memory");
-    return;
+    return NULL;
   }
   req->body = msg->body; /* the request owns the bytes its inputs point into */
   msg->body = NULL;
@@ -463,13 +471,31 @@ static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
     rc = ifd_errf(&err, IFD_EINVAL, "malformed model version in the URL");
     goto out_fail;
   }
-  ifd__http_infer_start(s, req, msg->body_len,
-                        msg->has_header_len ? msg->header_len : msg->body_len);
-  return;
+  return req;
 
 out_fail:
   reply_code(s, rc, err.text);
   ifd_request_unref(req);
+  return NULL;
+}
+
+static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
+                        const ifd_route_match_t *m, ifd_http_msg_t *msg) {
+  size_t body_len = msg->body_len;
+  size_t json_len = msg->has_header_len ? msg->header_len : msg->body_len;
+  ifd_request_t *req = url_request(srv, s, m, msg);
+
+  if (req != NULL) ifd__http_infer_start(s, req, body_len, json_len);
+}
+
+/* The generate extension (net/http_generate.c). */
+static void route_generate(ifd_server_t *srv, ifd_http_slot_t *s,
+                           const ifd_route_match_t *m, ifd_http_msg_t *msg,
+                           int stream) {
+  size_t body_len = msg->body_len;
+  ifd_request_t *req = url_request(srv, s, m, msg);
+
+  if (req != NULL) ifd__http_generate_start(s, req, body_len, stream);
 }
 
 /* ---- dispatch
@@ -479,6 +505,7 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
                         ifd_http_msg_t *msg) {
   ifd_server_t *srv = ifd__http_server(h);
   ifd_route_match_t m;
+  ifd_http_route_t r;
   ifd_model_t *model;
 
   {
@@ -491,7 +518,8 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       return;
     }
   }
-  switch (ifd__http_route(msg->method, msg->path, msg->path_len, &m)) {
+  r = ifd__http_route(msg->method, msg->path, msg->path_len, &m);
+  switch (r) {
     case IFD_ROUTE_NOT_FOUND:
       ifd__http_slot_error(s, 404, "Not Found");
       break;
@@ -527,6 +555,10 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
       break;
     case IFD_ROUTE_INFER:
       route_infer(srv, s, &m, msg);
+      break;
+    case IFD_ROUTE_GENERATE:
+    case IFD_ROUTE_GENERATE_STREAM:
+      route_generate(srv, s, &m, msg, r == IFD_ROUTE_GENERATE_STREAM);
       break;
     case IFD_ROUTE_ALL_STATS:
     case IFD_ROUTE_MODEL_STATS:

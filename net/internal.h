@@ -10,6 +10,8 @@
  *   http_infer.c  one infer exchange: decode, submit, answer the slot
  *   http_infer_decode.c  infer request JSON/binary body into ifd_request_t
  *   http_infer_encode.c  infer response into its JSON/binary body
+ *   http_generate.c      one generate / generate_stream exchange
+ *   http_generate_map.c  generate JSON body <-> request, response <-> JSON
  *
  * A response slot is the unit that ties them together: http1.c appends one
  * to its connection's FIFO per parsed request, a handler fills it (at once,
@@ -157,6 +159,8 @@ typedef enum ifd_http_route {
   IFD_ROUTE_MODEL_READY,   /* GET .../ready */
   IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
   IFD_ROUTE_INFER,         /* POST .../infer */
+  IFD_ROUTE_GENERATE,      /* POST .../generate */
+  IFD_ROUTE_GENERATE_STREAM, /* POST .../generate_stream */
   IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
   IFD_ROUTE_REPO_LOAD,     /* POST /v2/repository/models/m/load */
   IFD_ROUTE_REPO_UNLOAD,   /* POST /v2/repository/models/m/unload */
@@ -194,6 +198,16 @@ typedef struct ifd_http_conn ifd_http_conn_t;
 
 typedef struct ifd_http_job ifd_http_job_t;
 
+/** One piece of a streamed body (chunked transfer coding), queued on its
+ *  slot until written. */
+typedef struct ifd_http_piece {
+  struct ifd_http_piece *next; /* owned: the rest of the slot's queue */
+  char *buf;                   /* owned (malloc'd): the bytes of `iov` */
+  uv_buf_t iov;                /* points into buf */
+} ifd_http_piece_t;
+
+typedef struct ifd_http_gen ifd_http_gen_t;
+
 typedef struct ifd_http_slot {
   struct ifd_http_slot *next; /* FIFO link; owned by the connection's FIFO */
   ifd_http_conn_t *conn;      /* borrowed; NULL once the connection closed
@@ -210,8 +224,21 @@ typedef struct ifd_http_slot {
   ifd_load_call_t *load;    /* borrowed: the model load this slot waits for
                                (http_routes.c), NULL when none; forgotten
                                if the connection closes first */
+  ifd_http_gen_t *gen;      /* borrowed: the generate exchange of this
+                               slot, in slot->req's pool (http_generate.c);
+                               NULL when none */
+  ifd_http_piece_t *pieces; /* owned: streamed pieces not yet written,
+                               oldest first (a prefix of them may be in the
+                               write in flight: n_pieces_writing) */
+  ifd_http_piece_t **pieces_tail; /* borrowed: where the next piece goes */
+  size_t pieces_bytes;            /* bytes queued in `pieces` */
+  unsigned n_pieces_writing;      /* pieces at the head in the write */
   uint64_t json_offload;    /* JSON bodies this large go to the thread pool */
   unsigned ready : 1;       /* iov complete: may be written */
+  unsigned streaming : 1;   /* a streamed answer began: pieces, not iov */
+  unsigned stream_end : 1;  /* its last piece is queued */
+  unsigned chunked : 1;     /* streamed with chunked transfer coding (else
+                               HTTP/1.0: raw, then the connection closes) */
   unsigned answered : 1;    /* a response was taken (never answer twice) */
   unsigned keep_alive : 1;  /* the request allows another after it */
   unsigned close_after : 1; /* close the connection once written */
@@ -257,6 +284,32 @@ void ifd__http_slot_finish(ifd_http_slot_t *slot, int status, const char *ctype,
 
 /** Completes `slot` with {"error": msg} and `status`. */
 void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
+
+/*
+ * Streamed answers: the status line and headers go out first, then each
+ * body piece as it is queued (chunked transfer coding; for an HTTP/1.0
+ * client raw bytes and a close). Pieces are written from the head of the
+ * FIFO as any answer; slots behind a stream wait for its end. A stream that
+ * holds more than IFD_HTTP_STREAM_MAX_QUEUED unwritten bytes (a client that
+ * stopped reading) closes its connection: the slot becomes an orphan.
+ */
+
+#define IFD_HTTP_STREAM_MAX_QUEUED ((size_t)32 << 20)
+
+/** Begins a streamed answer in `slot` (not ready, not streaming yet) with
+ *  `status` and Content-Type `ctype`. Returns 0 or IFD_ENOMEM (the slot is
+ *  then finished with a static 500). */
+int ifd__http_slot_stream_begin(ifd_http_slot_t *slot, int status,
+                                const char *ctype);
+
+/** Queues `body` (its content; the slot takes its memory, whose head room
+ *  receives the chunk size) as the next piece of a streamed answer. An
+ *  empty body queues nothing. Returns 0 or IFD_ENOMEM (the connection is
+ *  closed: a chunked body cannot be mended). */
+int ifd__http_slot_stream_put(ifd_http_slot_t *slot, ifd_hbuf_t *body);
+
+/** Ends a streamed answer: queues the last chunk. */
+void ifd__http_slot_stream_end(ifd_http_slot_t *slot);
 
 /** Frees a slot that is no longer in any FIFO (orphans, tests). */
 void ifd__http_slot_free(ifd_http_slot_t *slot);
@@ -331,5 +384,64 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
  */
 uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
                                     const ifd_response_t *resp, int binary_all);
+
+/** Appends the data of output `o` as JSON: its element alone when it holds
+ *  exactly one, else a flat array. Returns 0, or IFD_EINTERNAL with `err`
+ *  (bytes that do not match its datatype and shape). */
+int ifd__http_json_output_data(ifd_hbuf_t *b, const ifd_output_t *o,
+                               ifd_errmsg_t *err);
+
+/** Appends the value of parameter `p` as JSON. */
+void ifd__http_json_param_value(ifd_hbuf_t *b, const ifd_param_t *p);
+
+/* ---- generate extension (http_generate_map.c, http_generate.c) --------- */
+
+/**
+ * Maps a generate body (`len` bytes of JSON: one object) onto `req` as
+ * Triton does: a member named like one of the model's `n_inputs` inputs
+ * (the model metadata's, whose -1 dims count as 1) becomes that input, its
+ * value a scalar or an array (nested arrays flattened) of exactly as many
+ * elements as that shape holds; a member "parameters" holding an object
+ * gives its members as parameters; every other member becomes a request
+ * parameter (string, integer, real or boolean). Everything is copied into
+ * the request's pool: `body` may go afterwards.
+ *
+ * Returns 0, or IFD_EINVAL with Triton's message in `err` ("failed to parse
+ * the request JSON buffer: ...", "Unable to parse 'data': Shape does not
+ * match true shape of 'data' field", "Unable to parse 'data': attempt to
+ * access JSON non-signed-integer as signed-integer", ...), or IFD_ENOMEM.
+ */
+int ifd__http_generate_decode(ifd_request_t *req, const char *body, size_t len,
+                              const ifd_tensor_info_t *inputs, size_t n_inputs,
+                              ifd_errmsg_t *err);
+
+/**
+ * Appends a successful response as generate's flat JSON object: each
+ * output as a member (in byte order of the names; its data as
+ * ifd__http_json_output_data writes it), then "model_name",
+ * "model_version" (`version` < 0: ""), then each response parameter.
+ * Returns 0, IFD_EINTERNAL (an output whose bytes do not match its shape)
+ * or IFD_ENOMEM, with `err`.
+ */
+int ifd__http_generate_encode(ifd_hbuf_t *b, const ifd_response_t *resp,
+                              const char *model_name, int64_t version,
+                              ifd_errmsg_t *err);
+
+/**
+ * Runs one generate (`stream` 0) or generate_stream (`stream` 1) exchange
+ * into `slot`: maps the body that `req` owns (req->body, `body_len` bytes)
+ * against the model's inputs, submits the request, and answers. Refusals
+ * before submission answer at once with their status (404 unknown model,
+ * 400 bad body or inputs). Once submitted the answer is 200 with chunked
+ * transfer coding: generate sends the single response's JSON once the
+ * request completes (or {"error"} when the model sent other than exactly
+ * one response); generate_stream sends one Server-Sent Event
+ * "data: {...}\n\n" per response as each arrives. Takes the caller's
+ * reference to `req` (model name and version set). The slot is always
+ * finished, now or later; a connection that closes first leaves it an
+ * orphan that the request's final response frees.
+ */
+void ifd__http_generate_start(ifd_http_slot_t *slot, ifd_request_t *req,
+                              size_t body_len, int stream);
 
 #endif
