@@ -144,7 +144,8 @@ static TRITONSERVER_Error *add_output(TRITONBACKEND_Response *response,
   int64_t mt_id = 0;
   TRITONSERVER_Error *err =
       TRITONBACKEND_ResponseOutput(response, &output, name, dtype, shape, 1);
-  if (err == NULL) err = TRITONBACKEND_OutputBuffer(output, &dst, 4, &mt, &mt_id);
+  if (err == NULL)
+    err = TRITONBACKEND_OutputBuffer(output, &dst, 4, &mt, &mt_id);
   if (err == NULL && mt == TRITONSERVER_MEMORY_GPU)
     err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
                                 "repeat needs a CPU output buffer");
@@ -272,8 +273,8 @@ static TRITONSERVER_Error *job_new(instance_t *inst,
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   j->inst = inst;
   j->request = request;
-  TRITONSERVER_Error *err = read_input(
-      request, "IN", TRITONSERVER_TYPE_INT32, (void **)&j->in, &j->n_in);
+  TRITONSERVER_Error *err = read_input(request, "IN", TRITONSERVER_TYPE_INT32,
+                                       (void **)&j->in, &j->n_in);
   if (err == NULL)
     err = read_input(request, "DELAY", TRITONSERVER_TYPE_UINT32,
                      (void **)&j->delay, &j->n_delay);
@@ -284,8 +285,7 @@ static TRITONSERVER_Error *job_new(instance_t *inst,
                                 "repeat: WAIT must hold one value");
   if (err == NULL) j->wait_ms = *(uint32_t *)wait;
   free(wait);
-  if (err == NULL)
-    err = TRITONBACKEND_ResponseFactoryNew(&j->factory, request);
+  if (err == NULL) err = TRITONBACKEND_ResponseFactoryNew(&j->factory, request);
   if (err != NULL) {
     job_free(j);
     return err;
@@ -315,10 +315,10 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     }
     uint64_t end = now_ns();
     /* Statistics first: once the thread runs, the request is its own. */
-    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(
-                     instance, requests[r], err == NULL, exec_start, start,
-                     end, end),
-                 "cannot report statistics");
+    log_if_error(
+        TRITONBACKEND_ModelInstanceReportStatistics(
+            instance, requests[r], err == NULL, exec_start, start, end, end),
+        "cannot report statistics");
     if (err == NULL && pthread_create(&tid, NULL, job_run, j) == 0) {
       pthread_detach(tid);
       continue;
