@@ -290,9 +290,10 @@ static int piece_push(ifd_http_slot_t *s, char *buf, uv_buf_t iov) {
     /* A client that stopped reading: no unbounded buffering for it. */
     if (s->pieces_bytes > IFD_HTTP_STREAM_MAX_QUEUED &&
         !s->conn->base.closing) {
-      IFD_WARN("HTTP: closing a connection whose client does not read its "
-              "streamed answer (%zu bytes queued)",
-              s->pieces_bytes);
+      IFD_WARN(
+          "HTTP: closing a connection whose client does not read its "
+          "streamed answer (%zu bytes queued)",
+          s->pieces_bytes);
       close_conn(s->conn, 0);
     }
   }
@@ -702,8 +703,7 @@ static void on_write(uv_write_t *w, int status) {
 }
 
 /* How many of s's pieces fit `room` iovecs (all when they do). */
-static unsigned pieces_fit(const ifd_http_slot_t *s, unsigned room,
-                           int *all) {
+static unsigned pieces_fit(const ifd_http_slot_t *s, unsigned room, int *all) {
   const ifd_http_piece_t *p;
   unsigned n = 0;
 

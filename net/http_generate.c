@@ -58,8 +58,7 @@ static int64_t executed_version(const ifd_request_t *req) {
 }
 
 static const char *error_text(const ifd_response_t *resp) {
-  return resp->error_msg != NULL ? resp->error_msg
-                                 : ifd_strerror(resp->error);
+  return resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error);
 }
 
 /* Appends {"error": msg}. */
@@ -81,8 +80,8 @@ static void put_response(ifd_hbuf_t *b, const ifd_request_t *req,
     return;
   }
   ifd_errclear(&err);
-  if (ifd__http_generate_encode(b, resp, req->model_name,
-                                executed_version(req), &err) != 0) {
+  if (ifd__http_generate_encode(b, resp, req->model_name, executed_version(req),
+                                &err) != 0) {
     b->len = mark;
     b->oom = 0;
     put_error(b, err.text);
@@ -99,9 +98,8 @@ static void drop_response(ifd_response_t *resp, void *arg) {
 static void stream_response(ifd_http_slot_t *s, ifd_response_t *resp) {
   ifd_hbuf_t b;
 
-  if (!s->streaming &&
-      ifd__http_slot_stream_begin(s, 200, "text/event-stream; charset=utf-8") !=
-          0)
+  if (!s->streaming && ifd__http_slot_stream_begin(
+                           s, 200, "text/event-stream; charset=utf-8") != 0)
     return;
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__hbuf_puts(&b, "data: ");

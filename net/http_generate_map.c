@@ -82,7 +82,8 @@ static int put_int(fill_t *f, const json_t *v, int64_t lo, int64_t hi,
   x = json_integer_value(v);
   if (x < lo || x > hi)
     return ifd_errf(f->err, IFD_EINVAL,
-                    "Unable to parse 'data': %" PRId64 " is out of range for %s",
+                    "Unable to parse 'data': %" PRId64
+                    " is out of range for %s",
                     x, ifd_dtype_name(f->dtype));
   memcpy(f->out, &x, size); /* little-endian hosts only, as Triton */
   f->out += size;

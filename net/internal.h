@@ -150,22 +150,22 @@ void ifd__json_repo_index(ifd_hbuf_t *b, const ifd_index_entry_t *e, size_t n);
 /* ---- routes (http_routes.c) ------------------------------------------- */
 
 typedef enum ifd_http_route {
-  IFD_ROUTE_NOT_FOUND = 0, /* unknown path: 404 */
-  IFD_ROUTE_BAD_METHOD,    /* known path, wrong method: 405 */
-  IFD_ROUTE_SERVER_META,   /* GET /v2 */
-  IFD_ROUTE_LIVE,          /* GET /v2/health/live */
-  IFD_ROUTE_READY,         /* GET /v2/health/ready */
-  IFD_ROUTE_MODEL_META,    /* GET /v2/models/m[/versions/v] */
-  IFD_ROUTE_MODEL_READY,   /* GET .../ready */
-  IFD_ROUTE_MODEL_CONFIG,  /* GET .../config */
-  IFD_ROUTE_INFER,         /* POST .../infer */
-  IFD_ROUTE_GENERATE,      /* POST .../generate */
+  IFD_ROUTE_NOT_FOUND = 0,   /* unknown path: 404 */
+  IFD_ROUTE_BAD_METHOD,      /* known path, wrong method: 405 */
+  IFD_ROUTE_SERVER_META,     /* GET /v2 */
+  IFD_ROUTE_LIVE,            /* GET /v2/health/live */
+  IFD_ROUTE_READY,           /* GET /v2/health/ready */
+  IFD_ROUTE_MODEL_META,      /* GET /v2/models/m[/versions/v] */
+  IFD_ROUTE_MODEL_READY,     /* GET .../ready */
+  IFD_ROUTE_MODEL_CONFIG,    /* GET .../config */
+  IFD_ROUTE_INFER,           /* POST .../infer */
+  IFD_ROUTE_GENERATE,        /* POST .../generate */
   IFD_ROUTE_GENERATE_STREAM, /* POST .../generate_stream */
-  IFD_ROUTE_REPO_INDEX,    /* POST /v2/repository/index */
-  IFD_ROUTE_REPO_LOAD,     /* POST /v2/repository/models/m/load */
-  IFD_ROUTE_REPO_UNLOAD,   /* POST /v2/repository/models/m/unload */
-  IFD_ROUTE_ALL_STATS,     /* GET /v2/models/stats */
-  IFD_ROUTE_MODEL_STATS,   /* GET /v2/models/m[/versions/v]/stats */
+  IFD_ROUTE_REPO_INDEX,      /* POST /v2/repository/index */
+  IFD_ROUTE_REPO_LOAD,       /* POST /v2/repository/models/m/load */
+  IFD_ROUTE_REPO_UNLOAD,     /* POST /v2/repository/models/m/unload */
+  IFD_ROUTE_ALL_STATS,       /* GET /v2/models/stats */
+  IFD_ROUTE_MODEL_STATS,     /* GET /v2/models/m[/versions/v]/stats */
 } ifd_http_route_t;
 
 typedef enum ifd_http_method {
