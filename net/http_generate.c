@@ -98,6 +98,7 @@ static void drop_response(ifd_response_t *resp, void *arg) {
 static void stream_response(ifd_http_slot_t *s, ifd_response_t *resp) {
   ifd_hbuf_t b;
 
+  if (s->ready) return; /* answered 500 when the stream could not begin */
   if (!s->streaming && ifd__http_slot_stream_begin(
                            s, 200, "text/event-stream; charset=utf-8") != 0)
     return;
@@ -152,7 +153,7 @@ static void on_gen_response(ifd_response_t *resp, void *arg) {
   s->answered = 1;
   if (!g->stream)
     generate_answer(s, g);
-  else if (!s->streaming)
+  else if (!s->streaming && !s->ready)
     ifd__http_slot_stream_begin(s, 200, "text/event-stream; charset=utf-8");
   if (s->resp != NULL) {
     ifd_response_free(s->resp);

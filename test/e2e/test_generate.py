@@ -302,3 +302,25 @@ def test_concurrent_streams(dserver):
     finally:
         for c in conns:
             c.close()
+
+
+def test_stream_to_a_client_that_does_not_read_is_closed(dserver):
+    # square sends 700,000 events (~45 MB) at once; the client reads nothing.
+    # The server buffers at most IFD_HTTP_STREAM_MAX_QUEUED (32 MiB) for it,
+    # then closes the connection and drops the rest; it keeps serving.
+    import socket
+    c = h.RawConn(dserver.port)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.send(h.http_request("POST", "/v2/models/square_int32/generate_stream", json.dumps({"IN": 700000})))
+    deadline = time.monotonic() + 120
+    while b"does not read its streamed answer" not in dserver.log_path.read_bytes():
+        assert time.monotonic() < deadline, "the server never gave up on the stream"
+        time.sleep(0.2)
+    try:
+        data = c.read_to_eof()
+    except (ConnectionResetError, BrokenPipeError):
+        data = b""
+    c.close()
+    assert data.count(b"data: ") < 700000
+    r = post(dserver, "/v2/models/square_int32/generate", {"IN": 1})
+    check_json(r, 200, {"OUT": 1, "model_name": "square_int32", "model_version": "1"})
