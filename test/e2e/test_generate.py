@@ -27,18 +27,26 @@ SHAPE = "Unable to parse 'data': Shape does not match true shape of 'data' field
 NOT_INT = "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer"
 
 
-@pytest.fixture(scope="module")
-def dserver(tmp_path_factory):
-    h.require_binary()
-    tmp = tmp_path_factory.mktemp("inferd-generate")
-    repo = tmp / "repo"
+DECOUPLED = ("square_int32", "repeat_int32", "identity_int32")
+
+
+def decoupled_repo(repo):
+    """A copy of test/models/decoupled_repo with the repeat and square backends in their models' folders."""
     shutil.copytree(h.REPO_ROOT / "test/models/decoupled_repo", repo)
     for b in ("repeat", "square"):
         so = h.build_dir() / "test/backends" / b / f"libtriton_{b}.so"
         if not so.is_file():
             pytest.skip(f"{so} not built")
         shutil.copy2(so, repo / f"{b}_int32" / so.name)
-    srv = h.start_server(tmp, [repo], wait_models=("square_int32", "repeat_int32", "identity_int32"))
+    return repo
+
+
+@pytest.fixture(scope="module")
+def dserver(tmp_path_factory):
+    h.require_binary()
+    tmp = tmp_path_factory.mktemp("inferd-generate")
+    repo = decoupled_repo(tmp / "repo")
+    srv = h.start_server(tmp, [repo], wait_models=DECOUPLED)
     try:
         yield srv
     finally:
@@ -324,3 +332,33 @@ def test_stream_to_a_client_that_does_not_read_is_closed(dserver):
     assert data.count(b"data: ") < 700000
     r = post(dserver, "/v2/models/square_int32/generate", {"IN": 1})
     check_json(r, 200, {"OUT": 1, "model_name": "square_int32", "model_version": "1"})
+
+
+def test_server_stop_with_a_stream_open(private_server, tmp_path):
+    # SIGTERM while a stream is open: the stream still ends well-formed (its
+    # last chunk; with cancellation the backend may end it early with an
+    # error event) and the server exits 0 (private_server checks).
+    import signal
+    srv = private_server(repos=[decoupled_repo(tmp_path / "drepo")], wait_models=DECOUPLED)
+    # Generate sends one element per input: one response, then the backend
+    # waits WAIT ms before its FINAL flag.
+    body = json.dumps({"IN": [1], "DELAY": [0], "WAIT": 1500})
+    with h.RawConn(srv.port) as c:
+        c.send(h.http_request("POST", "/v2/models/repeat_int32/generate_stream", body))
+        head = c._read_until(b"\r\n\r\n")
+        assert b" 200 " in head.split(b"\r\n")[0]
+        size = int(c._read_until(b"\r\n"), 16)
+        first = c._read_exact(size + 2)
+        assert first.startswith(b'data: {"IDX":0,"OUT":1,')
+        srv.proc.send_signal(signal.SIGTERM)
+        rest = b""
+        while True:
+            size = int(c._read_until(b"\r\n"), 16)
+            if size == 0:
+                assert c._read_until(b"\r\n") == b"\r\n"
+                break
+            rest += c._read_exact(size)
+            assert c._read_exact(2) == b"\r\n"
+        for ev in events(rest):
+            assert list(ev) == ["error"], ev
+    assert srv.proc.wait(timeout=h.STOP_TIMEOUT_S) == 0
