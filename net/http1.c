@@ -285,18 +285,7 @@ static int piece_push(ifd_http_slot_t *s, char *buf, uv_buf_t iov) {
   *s->pieces_tail = p;
   s->pieces_tail = &p->next;
   s->pieces_bytes += iov.len;
-  if (s->conn != NULL) {
-    mark_dirty(s->conn);
-    /* A client that stopped reading: no unbounded buffering for it. */
-    if (s->pieces_bytes > IFD_HTTP_STREAM_MAX_QUEUED &&
-        !s->conn->base.closing) {
-      IFD_WARN(
-          "HTTP: closing a connection whose client does not read its "
-          "streamed answer (%zu bytes queued)",
-          s->pieces_bytes);
-      close_conn(s->conn, 0);
-    }
-  }
+  if (s->conn != NULL) mark_dirty(s->conn);
   return 0;
 }
 
@@ -345,6 +334,17 @@ int ifd__http_slot_stream_put(ifd_http_slot_t *s, ifd_hbuf_t *body) {
 
   if (size == 0 || !stream_live(s) || s->stream_end) {
     ifd__hbuf_free(body);
+    return 0;
+  }
+  /* A client that stopped reading: no unbounded buffering for it. (What is
+   * queued before this piece counts: one large answer still goes out.) */
+  if (s->pieces_bytes > IFD_HTTP_STREAM_MAX_QUEUED) {
+    IFD_WARN(
+        "HTTP: closing a connection whose client does not read its "
+        "streamed answer (%zu bytes queued)",
+        s->pieces_bytes);
+    ifd__hbuf_free(body);
+    close_conn(s->conn, 0);
     return 0;
   }
   if (s->chunked) {

@@ -290,8 +290,9 @@ void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
  * body piece as it is queued (chunked transfer coding; for an HTTP/1.0
  * client raw bytes and a close). Pieces are written from the head of the
  * FIFO as any answer; slots behind a stream wait for its end. A stream that
- * holds more than IFD_HTTP_STREAM_MAX_QUEUED unwritten bytes (a client that
- * stopped reading) closes its connection: the slot becomes an orphan.
+ * holds more than IFD_HTTP_STREAM_MAX_QUEUED unwritten bytes when a piece
+ * comes (a client that stopped reading) closes its connection: the slot
+ * becomes an orphan.
  */
 
 #define IFD_HTTP_STREAM_MAX_QUEUED ((size_t)32 << 20)

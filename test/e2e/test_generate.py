@@ -362,3 +362,13 @@ def test_server_stop_with_a_stream_open(private_server, tmp_path):
         for ev in events(rest):
             assert list(ev) == ["error"], ev
     assert srv.proc.wait(timeout=h.STOP_TIMEOUT_S) == 0
+
+
+def test_generate_one_answer_larger_than_the_stream_cap(server):
+    # The cap on queued stream bytes is for clients that stop reading: one
+    # answer larger than it (33 MiB) still goes out whole.
+    text = "x" * (33 << 20)
+    r = server.post("/v2/models/identity_bytes/generate", data=json.dumps({"INPUT0": text}))
+    assert r.status_code == 200
+    assert r.headers.get("transfer-encoding") == "chunked"
+    assert r.json()["OUTPUT0"] == text
