@@ -373,3 +373,54 @@ def test_repeat_statistics(srv, gc):
     assert code == grpc.StatusCode.OK and len(msgs) == 8
     after = counts()
     assert [a - b for a, b in zip(after, before)] == [4, 4, 4]
+
+
+# ------------------------------------------------------ flow control ---
+
+STREAM_CAP = 16384
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory):
+    """A server whose calls may queue only STREAM_CAP response bytes."""
+    h.require_binary()
+    tmp = tmp_path_factory.mktemp("decoupled-capped")
+    repo = copy_repo(tmp / "repo")
+    s = h.start_server(tmp / "srv", [repo], wait_models=MODELS,
+                       extra=["--exit-timeout-secs=10", f"--grpc-stream-buffer-bytes={STREAM_CAP}"])
+    try:
+        yield s
+    finally:
+        s.stop(check=True)
+
+
+def test_slow_reader_is_cut_off(capped, grpc_stubs):  # noqa: F811
+    """A reader that opens a 256-byte window and reads nothing for a while:
+    the server queues at most STREAM_CAP bytes, then ends the call with
+    RESOURCE_EXHAUSTED after what it had queued; the server serves on."""
+    n = 5000
+    req = repeat_req(grpc_stubs.pb, "slow", list(range(n))).SerializeToString()
+    with gh.H2Conn(capped.grpc_port, timeout=HANG_S) as c:
+        c.start(settings=[(4, 256)])  # SETTINGS_INITIAL_WINDOW_SIZE
+        c.send_headers(1, f"/{gh.SERVICE}/ModelStreamInfer")
+        body = gh.grpc_message(req)
+        for off in range(0, len(body), 16384):  # the default SETTINGS_MAX_FRAME_SIZE
+            c.send_data(1, body[off:off + 16384], end_stream=off + 16384 >= len(body))
+        # Not reading lets the backend's 5000 sends (~650 KB) pile up; then
+        # the reader catches up (collect() opens the window as it reads).
+        threading.Event().wait(1.0)
+        res = c.collect(1, timeout=HANG_S)
+    assert res.header("grpc-status") == "8", res
+    assert "reads too slowly" in (res.header("grpc-message") or ""), res
+    msgs = res.grpc_messages()
+    assert 0 < len(msgs) < n
+    assert sum(5 + len(m) for m in msgs) <= STREAM_CAP + 256
+    # In order, nothing skipped, up to the cut.
+    for i, raw in enumerate(msgs):
+        m = grpc_stubs.pb.ModelStreamInferResponse.FromString(raw)
+        assert gh.outputs_of(m.infer_response)["IDX"].tolist() == [i]
+    # The server serves on, and a reader that keeps up gets everything.
+    with gh.Client(grpc_stubs, gh.grpc_target(capped)) as gc2:
+        msgs, code, _ = stream(gc2, [repeat_req(gc2.pb, "ok", list(range(100)))])
+        assert code == grpc.StatusCode.OK
+        check_repeat(msgs, "ok", list(range(100)))
