@@ -307,26 +307,6 @@ def test_responses_after_execute_returned(gc):
     empty_final(msgs[3], "late", "repeat_int32")
 
 
-def test_first_response_before_the_last_is_sent(gc):
-    """The first response reaches the client while the backend still waits
-    to send the second: the client answers the server's gate (a second
-    request on the same stream) only after it has the first message."""
-    got_first = threading.Event()
-
-    def reqs():
-        yield repeat_req(gc.pb, "gate", [1, 2], delay=[0, 0])
-        assert got_first.wait(HANG_S)
-        yield square_req(gc.pb, "after", 1)
-
-    call = gc.model_stream_infer(reqs(), timeout=HANG_S)
-    seen = []
-    for m in call:
-        seen.append(m.infer_response.id)
-        got_first.set()
-    assert call.code() == grpc.StatusCode.OK
-    assert seen.count("gate") == 2 and seen.count("after") == 1, seen
-
-
 def test_errors_mid_stream(gc):
     """A failing request between good ones: its error is one message, the
     others complete and the stream ends OK."""
