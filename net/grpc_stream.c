@@ -15,6 +15,9 @@
  * buffer to writev untouched. A message whose last byte entered a batch
  * moves to that batch's release list; its free_fn runs once the batch's
  * uv_write completes (or fails).
+ * A call's unwritten messages (held back by HTTP/2 flow control: a slow
+ * reader) are capped at --grpc-stream-buffer-bytes: a send past the cap
+ * ends the call with RESOURCE_EXHAUSTED instead of buffering without bound.
  *
  * Deadlines. Each connection has one timer (net/conn.c) and a binary
  * min-heap of its streams' deadlines (grpc-timeout): O(log n) per stream, one
