@@ -15,6 +15,9 @@
  * buffer to writev untouched. A message whose last byte entered a batch
  * moves to that batch's release list; its free_fn runs once the batch's
  * uv_write completes (or fails).
+ * A call's unwritten messages (held back by HTTP/2 flow control: a slow
+ * reader) are capped at --grpc-stream-buffer-bytes: a send past the cap
+ * ends the call with RESOURCE_EXHAUSTED instead of buffering without bound.
  *
  * Deadlines. Each connection has one timer (net/conn.c) and a binary
  * min-heap of its streams' deadlines (grpc-timeout): O(log n) per stream, one
@@ -470,6 +473,18 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
     snprintf(text, sizeof(text),
              "response message of %llu bytes exceeds the maximum of %llu",
              (unsigned long long)total, (unsigned long long)st->max_message);
+    finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
+    return IFD_ETOOBIG;
+  }
+  /* Flow control: the peer reads slower than the call produces. Rather
+   * than buffer without bound, the call ends; what is queued still goes
+   * out, then the status. */
+  if (st->out_unsent != 0 && st->out_unsent + 5 + total > c->g->max_queued) {
+    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
+    snprintf(text, sizeof(text),
+             "the client reads too slowly: more than %llu response bytes "
+             "queued on the stream",
+             (unsigned long long)c->g->max_queued);
     finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
     return IFD_ETOOBIG;
   }
