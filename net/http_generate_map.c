@@ -216,6 +216,12 @@ static int decode_param(ifd_request_t *req, const char *key, const json_t *v,
                         ifd_errmsg_t *err) {
   ifd_param_t *p;
 
+  /* As on the infer route: tritonserver's HTTP front end keeps triton_*
+   * parameters for itself. */
+  if (strncmp(key, "triton_", 7) == 0)
+    return ifd_errf(err, IFD_EINVAL,
+                    "parameter keys starting with 'triton_' are reserved for "
+                    "Triton usage and should not be specified.");
   if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
     return ifd_errf(err, IFD_EINVAL,
                     "Unable to parse parameter '%s': expected a string, a "

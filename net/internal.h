@@ -404,7 +404,8 @@ void ifd__http_json_param_value(ifd_hbuf_t *b, const ifd_param_t *p);
  * value a scalar or an array (nested arrays flattened) of exactly as many
  * elements as that shape holds; a member "parameters" holding an object
  * gives its members as parameters; every other member becomes a request
- * parameter (string, integer, real or boolean). Everything is copied into
+ * parameter (string, integer, real or boolean; triton_* keys are refused as
+ * on the infer route). Everything is copied into
  * the request's pool: `body` may go afterwards.
  *
  * Returns 0, or IFD_EINVAL with Triton's message in `err` ("failed to parse

@@ -262,6 +262,12 @@ static void test_decode_errors(void **state) {
   expect_error("[1]",
                "failed to parse the request JSON buffer: the generate request "
                "must be a JSON object");
+  expect_error("{\"IN\":1,\"triton_enable_empty_final_response\":true}",
+               "parameter keys starting with 'triton_' are reserved for Triton "
+               "usage and should not be specified.");
+  expect_error("{\"IN\":1,\"parameters\":{\"triton_x\":1}}",
+               "parameter keys starting with 'triton_' are reserved for Triton "
+               "usage and should not be specified.");
   expect_error("{\"IN\":1,\"x\":null}",
                "Unable to parse parameter 'x': expected a string, a number or "
                "a boolean");
