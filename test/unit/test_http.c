@@ -140,6 +140,17 @@ static void test_routes(void **state) {
   assert_int_equal(route(IFD_HTTP_POST, "/v2/models/a/versions/2/infer", &m),
                    IFD_ROUTE_INFER);
   assert_slice(m.version, m.version_len, "2");
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/models/a/generate", &m),
+                   IFD_ROUTE_GENERATE);
+  assert_slice(m.model, m.model_len, "a");
+  assert_int_equal(
+      route(IFD_HTTP_POST, "/v2/models/a/versions/4/generate_stream", &m),
+      IFD_ROUTE_GENERATE_STREAM);
+  assert_slice(m.version, m.version_len, "4");
+  assert_int_equal(route(IFD_HTTP_GET, "/v2/models/a/generate_stream", &m),
+                   IFD_ROUTE_BAD_METHOD);
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/models/a/generate/x", &m),
+                   IFD_ROUTE_NOT_FOUND);
   /* A model may be named like a route word. */
   assert_int_equal(route(IFD_HTTP_GET, "/v2/models/infer", &m),
                    IFD_ROUTE_MODEL_META);
