@@ -19,7 +19,11 @@
  * connection dirty; a uv_prepare handle writes every dirty connection's
  * ready slots in one uv_write just before the loop blocks (the connection
  * layer's flusher, net/conn.c), which batches pipelined responses. One write
- * is in flight per connection.
+ * is in flight per connection. A streamed answer (generate_stream, chunked)
+ * is a slot that holds a queue of pieces instead of one iovec list: each
+ * write takes the pieces queued so far, the slot stays at the head until its
+ * last piece is written, and the slots behind it wait. Pieces that arrive
+ * while a write is in flight leave together in the next one.
  *
  * Lifetime. Accept, the connection list, closing and the shutdown deadline
  * are net/conn.c's; a connection's memory is freed only in its close
