@@ -19,10 +19,16 @@ typedef struct ifd_grpc_opts {
   int port;                  /* 0 picks a free port (see ifd_grpc_port) */
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */
+  /* Most response bytes one call may have queued but not yet written (a
+   * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
+   * A message is always queued when nothing else is. 0 = default. */
+  uint64_t stream_buffer_bytes;
 } ifd_grpc_opts_t;
 
 /* tritonserver accepts messages up to INT32_MAX bytes. */
 #define IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE ((uint64_t)INT32_MAX)
+/* Default per-call cap on queued response bytes (64 MiB). */
+#define IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES ((uint64_t)64 << 20)
 
 /**
  * Binds, listens and serves on `loop`. `server` is borrowed and must outlive

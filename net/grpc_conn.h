@@ -59,6 +59,7 @@ struct ifd_grpc {
   mslot_t *mtab;                  /* owned: path -> method, open addressing */
   size_t mtab_mask;
   uint64_t max_message;
+  uint64_t max_queued; /* per call: see ifd_grpc_opts_t.stream_buffer_bytes */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */

@@ -890,19 +890,14 @@ out_free_scratch:
   return rc;
 }
 
-int ifd__grpc_stream_error(const ifd_request_t *req, int64_t model_version,
-                           const char *msg, ifd_grpc_reply_t **out) {
+int ifd__grpc_stream_error(const ifd_request_t *req, const char *msg,
+                           ifd_grpc_reply_t **out) {
   Inference__ModelStreamInferResponse m =
       INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
   Inference__ModelInferResponse ir = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-  char version[24] = "";
 
   m.error_message = (char *)(msg != NULL && msg[0] != '\0' ? msg : "error");
   if (req != NULL) {
-    if (model_version >= 0)
-      snprintf(version, sizeof(version), "%" PRId64, model_version);
-    ir.model_name = (char *)(req->model_name != NULL ? req->model_name : "");
-    ir.model_version = version;
     ir.id = (char *)(req->id != NULL ? req->id : "");
     m.infer_response = &ir;
   }

@@ -92,13 +92,13 @@ int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
                            ifd_grpc_reply_t **out, ifd_errmsg_t *err);
 
 /**
- * A ModelStreamInferResponse that carries an error: error_message = `msg`,
- * and infer_response {model_name, model_version, id} from `req` when it is
- * not NULL, so a client can tell which request failed. Returns 0 and *out,
- * or IFD_ENOMEM.
+ * A ModelStreamInferResponse that carries an error, as tritonserver sends
+ * it: error_message = `msg`, and infer_response {id} of `req` when it is not
+ * NULL (no model name or version), so a client can tell which request
+ * failed. Returns 0 and *out, or IFD_ENOMEM.
  */
-int ifd__grpc_stream_error(const ifd_request_t *req, int64_t model_version,
-                           const char *msg, ifd_grpc_reply_t **out);
+int ifd__grpc_stream_error(const ifd_request_t *req, const char *msg,
+                           ifd_grpc_reply_t **out);
 
 /** Packs any protobuf-c message into a reply. Returns 0 and *out, or
  *  IFD_ENOMEM. */

@@ -609,13 +609,13 @@ static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
  * or a request reference to drop once the bytes are written). Returns the
  * ifd_gstream_send result, or an encoding error with `err` filled. */
 static int send_infer(ifd_gstream_t *st, ifd_response_t *resp,
-                      ifd_request_t *own_req, unsigned flags,
+                      ifd_request_t *own_req, unsigned flags, int no_version,
                       ifd_errmsg_t *err) {
   ifd_grpc_reply_t *r;
   int rc;
 
-  rc = ifd__grpc_infer_encode(resp->req, resp, version_of(resp->req), flags, &r,
-                              err);
+  rc = ifd__grpc_infer_encode(
+      resp->req, resp, no_version ? -1 : version_of(resp->req), flags, &r, err);
   if (rc != 0) {
     ifd_response_free(resp);
     ifd_request_unref(own_req);
@@ -626,6 +626,29 @@ static int send_infer(ifd_gstream_t *st, ifd_response_t *resp,
   rc = ifd_gstream_send(st, &r->msg);
   if (rc == IFD_ENOMEM) ifd_errf(err, rc, "out of memory");
   return rc;
+}
+
+/* Request parameters named triton_* are tritonserver's: over gRPC only
+ * triton_enable_empty_final_response (a bool) is accepted, with its texts. */
+static int check_triton_params(const ifd_request_t *req, ifd_errmsg_t *err) {
+  uint32_t i;
+
+  for (i = 0; i < req->n_params; i++) {
+    const char *k = req->params[i].key;
+    if (strncmp(k, "triton_", 7) != 0) continue;
+    if (strcmp(k, "triton_enable_empty_final_response") != 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "parameter keys starting with 'triton_' are reserved "
+                      "for Triton usage. Only the following keys starting "
+                      "with 'triton_' are allowed: "
+                      "triton_enable_empty_final_response");
+    if (req->params[i].type != IFD_PARAM_BOOL)
+      return ifd_errf(err, IFD_EINVAL,
+                      "invalid value type for "
+                      "'triton_enable_empty_final_response' parameter, "
+                      "expected bool_param.");
+  }
+  return 0;
 }
 
 /* ---- ModelInfer ---------------------------------------------------------- */
@@ -653,7 +676,7 @@ static void on_unary_response(ifd_response_t *resp, void *arg) {
                        "the model completed the request without a response");
   } else {
     ifd_errclear(&err);
-    rc = send_infer(st, resp, own, 0, &err);
+    rc = send_infer(st, resp, own, 0, 0, &err);
     if (rc == 0)
       ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
     else if (rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
@@ -695,6 +718,7 @@ static void on_model_infer(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 
   ifd_errclear(&err);
   rc = build_request(st, msg, len, &req, &err);
+  if (rc == 0) rc = check_triton_params(req, &err);
   if (rc == 0) rc = check_unary_model(req, &err);
   if (rc != 0) goto out_fail;
   req->on_response = on_unary_response;
@@ -782,7 +806,7 @@ static void stream_error(stream_call_t *c, const ifd_request_t *req, int code,
   ifd_grpc_reply_t *r;
 
   if (msg == NULL || msg[0] == '\0') msg = ifd_strerror(code);
-  if (ifd__grpc_stream_error(req, version_of(req), msg, &r) != 0 ||
+  if (ifd__grpc_stream_error(req, msg, &r) != 0 ||
       ifd_gstream_send(c->st, &r->msg) == IFD_ENOMEM)
     finish_code(c->st, IFD_ENOMEM, "out of memory");
 }
@@ -798,22 +822,25 @@ static int wants_final_flag(const ifd_request_t *req) {
   return 0;
 }
 
+/* Every message carries triton_final_response (true only on the response
+ * that has the FINAL flag), as tritonserver's stream does. A FINAL without
+ * payload becomes a message (no outputs, no model_version) only when the
+ * request set triton_enable_empty_final_response; other flags-only
+ * responses are not messages. */
 static void on_stream_response(ifd_response_t *resp, void *arg) {
   stream_req_t *sr = arg;
   stream_call_t *c = sr->c; /* alive while c->pending counts this request */
   ifd_request_t *req = resp->req;
   int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
   ifd_request_t *own = final ? req : NULL; /* the protocol's reference */
-  unsigned flags = IFD_GRPC_ENC_STREAM;
+  unsigned flags = IFD_GRPC_ENC_STREAM | IFD_GRPC_ENC_FINAL_PARAM |
+                   (final ? IFD_GRPC_ENC_FINAL : 0);
   ifd_errmsg_t err;
   int rc;
 
-  if (!c->cancelled && !ifd_gstream_closed(c->st) && wants_final_flag(req))
-    flags |= IFD_GRPC_ENC_FINAL_PARAM | (final ? IFD_GRPC_ENC_FINAL : 0);
   if (c->cancelled || ifd_gstream_closed(c->st) ||
-      (resp->error == 0 && resp->empty &&
-       !(flags & IFD_GRPC_ENC_FINAL_PARAM))) {
-    /* Dropped, or flags only: a FINAL without payload is not a message. */
+      (resp->error == 0 && resp->empty && !(final && wants_final_flag(req)))) {
+    /* Dropped, or flags only: not a message. */
     ifd_response_free(resp);
     ifd_request_unref(own);
   } else if (resp->error != 0) {
@@ -822,7 +849,7 @@ static void on_stream_response(ifd_response_t *resp, void *arg) {
     ifd_request_unref(own);
   } else {
     ifd_errclear(&err);
-    rc = send_infer(c->st, resp, own, flags, &err);
+    rc = send_infer(c->st, resp, own, flags, resp->empty, &err);
     if (rc != 0 && rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
       stream_error(c, NULL, rc, err.text);
   }
@@ -852,6 +879,7 @@ static void on_stream_message(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   }
   ifd_errclear(&err);
   rc = build_request(st, msg, len, &req, &err);
+  if (rc == 0) rc = check_triton_params(req, &err);
   if (rc != 0) goto out_fail;
   sr = ifd_pool_alloc(&req->pool, sizeof(*sr));
   if (sr == NULL) {
@@ -891,7 +919,6 @@ static void on_stream_end(ifd_gstream_t *st) {
 
 static void on_stream_cancel(ifd_gstream_t *st) {
   stream_call_t *c = ifd_gstream_data(st);
-
   stream_req_t todo, *sr;
 
   if (c == NULL) return;

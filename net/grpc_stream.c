@@ -473,6 +473,18 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
     finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
     return IFD_ETOOBIG;
   }
+  /* Flow control: the peer reads slower than the call produces. Rather
+   * than buffer without bound, the call ends; what is queued still goes
+   * out, then the status. */
+  if (st->out_unsent != 0 && st->out_unsent + 5 + total > c->g->max_queued) {
+    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
+    snprintf(text, sizeof(text),
+             "the client reads too slowly: more than %llu response bytes "
+             "queued on the stream",
+             (unsigned long long)c->g->max_queued);
+    finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
+    return IFD_ETOOBIG;
+  }
   q = malloc(sizeof(*q));
   if (q == NULL) {
     if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);

@@ -393,6 +393,9 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
   g->max_message = opts->max_message_size != 0
                        ? opts->max_message_size
                        : IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
+  g->max_queued = opts->stream_buffer_bytes != 0
+                      ? opts->stream_buffer_bytes
+                      : IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");

@@ -5,8 +5,9 @@
  *
  * The route (net/http_routes.c) resolves the URL and hands over a request
  * that owns the body; from there this file owns the exchange until the slot
- * is finished. HTTP/1.1 answers once: later responses of a decoupled model
- * are dropped as they come.
+ * is finished. HTTP/1.1 answers once: a decoupled model is refused up front
+ * as tritonserver refuses it (501, its JSON error under a text/plain type),
+ * and later responses of any other request are dropped as they come.
  *
  * Large JSON. Decoding or encoding tens of megabytes of JSON takes hundreds
  * of milliseconds, a stall for every other connection on the loop. A JSON
@@ -35,6 +36,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/infer.h"
 #include "core/model.h"
@@ -260,10 +262,24 @@ static void on_infer_response(ifd_response_t *resp, void *arg) {
   answer_inline(s, resp);
 }
 
+/* tritonserver's HTTP front end refuses every request parameter named
+ * triton_* (its gRPC one accepts triton_enable_empty_final_response). */
+static int check_triton_params(const ifd_request_t *req, ifd_errmsg_t *err) {
+  uint32_t i;
+
+  for (i = 0; i < req->n_params; i++)
+    if (strncmp(req->params[i].key, "triton_", 7) == 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "parameter keys starting with 'triton_' are reserved "
+                      "for Triton usage and should not be specified.");
+  return 0;
+}
+
 /* Continues after decoding: submits `req`, or answers the slot with the
  * decode error `rc`. Takes the slot's reference to req (s->req). */
 static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
                    ifd_errmsg_t *err, const ifd_http_infer_info_t *info) {
+  if (rc == 0) rc = check_triton_params(req, err);
   if (rc != 0) goto out_fail;
   s->binary_all = info->binary_all != 0;
   s->req = req;
@@ -279,6 +295,28 @@ out_fail:
   ifd_request_unref(req);
 }
 
+/* tritonserver answers infer on a decoupled model with 501 before it reads
+ * the body: a JSON error body under Content-Type text/plain. Returns 1 when
+ * it answered (and dropped req). An unknown model is left to submit. */
+static int refuse_decoupled(ifd_http_slot_t *s, ifd_request_t *req) {
+  ifd_model_t *m;
+  ifd_hbuf_t b;
+
+  if (ifd_server_find_model(req->server, req->model_name,
+                            strlen(req->model_name), req->model_version, &m,
+                            NULL) != 0 ||
+      m->config->model_transaction_policy == NULL ||
+      !m->config->model_transaction_policy->decoupled)
+    return 0;
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__hbuf_puts(&b,
+                 "{\"error\":\"HTTP end point doesn't support models with "
+                 "decoupled transaction policy\"}");
+  ifd__http_slot_finish(s, 501, "text/plain", &b, NULL, 0, -1);
+  ifd_request_unref(req);
+  return 1;
+}
+
 void ifd__http_infer_start(ifd_http_slot_t *s, ifd_request_t *req,
                            size_t body_len, size_t json_len) {
   ifd_http_infer_info_t info;
@@ -286,6 +324,7 @@ void ifd__http_infer_start(ifd_http_slot_t *s, ifd_request_t *req,
   job_t *j;
   int rc;
 
+  if (refuse_decoupled(s, req)) return;
   ifd_errclear(&err);
   if (json_len >= s->json_offload && json_len <= body_len &&
       (j = calloc(1, sizeof(*j))) != NULL) {

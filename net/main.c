@@ -47,6 +47,7 @@ typedef struct options {
   int grpc_port;
   int allow_grpc;
   uint64_t grpc_max_message_size;
+  uint64_t grpc_stream_buffer_bytes;
   const char *metrics_address;
   int metrics_port;
   int allow_metrics;
@@ -115,6 +116,11 @@ static void usage(FILE *f) {
       "  --allow-grpc=BOOL          serve gRPC (default true)\n"
       "  --grpc-max-message-size=N  largest gRPC message in bytes "
       "(default 2147483647)\n"
+      "  --grpc-stream-buffer-bytes=N  response bytes one gRPC call may "
+      "have queued for a\n"
+      "                             slow reader before it ends with "
+      "RESOURCE_EXHAUSTED\n"
+      "                             (default 67108864)\n"
       "  --metrics-port=PORT        Prometheus metrics port (default 8002)\n"
       "  --metrics-address=ADDR     metrics bind address (default: the "
       "HTTP address)\n"
@@ -209,6 +215,7 @@ static const flag_t flags[] = {
     {"grpc-address", K_STR, OFF(grpc_address)},
     {"allow-grpc", K_BOOL, OFF(allow_grpc)},
     {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size)},
+    {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes)},
     {"metrics-port", K_PORT, OFF(metrics_port)},
     {"metrics-address", K_STR, OFF(metrics_address)},
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
@@ -534,6 +541,7 @@ int main(int argc, char **argv) {
   a->opt.allow_grpc = 1;
   a->opt.grpc_address = "0.0.0.0";
   a->opt.grpc_max_message_size = IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
+  a->opt.grpc_stream_buffer_bytes = IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
   a->opt.metrics_port = 8002;
   a->opt.allow_metrics = 1;
   a->opt.metrics_interval_ms = 2000;
@@ -609,6 +617,7 @@ int main(int argc, char **argv) {
     go.host = a->opt.grpc_address;
     go.port = a->opt.grpc_port;
     go.max_message_size = a->opt.grpc_max_message_size;
+    go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
       IFD_ERROR("failed to start the GRPC service: %s", err.text);
       a->grpc = NULL;

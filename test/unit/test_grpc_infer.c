@@ -683,13 +683,15 @@ static void test_encode_stream(void **state) {
   r->resp = resp;
   ifd__grpc_reply_free(r);
 
-  /* An error message on the stream names the request. */
-  assert_int_equal(ifd__grpc_stream_error(req, 1, "boom", &r), 0);
+  /* An error message on the stream names the request by its id only. */
+  assert_int_equal(ifd__grpc_stream_error(req, "boom", &r), 0);
   bytes = flatten(r, &len);
   m = inference__model_stream_infer_response__unpack(NULL, len, bytes);
   assert_non_null(m);
   assert_string_equal(m->error_message, "boom");
   assert_string_equal(m->infer_response->id, "r7");
+  assert_string_equal(m->infer_response->model_name, "");
+  assert_string_equal(m->infer_response->model_version, "");
   assert_int_equal(m->infer_response->n_outputs, 0);
   inference__model_stream_infer_response__free_unpacked(m, NULL);
   free(bytes);

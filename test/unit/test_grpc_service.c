@@ -461,6 +461,48 @@ static void test_text(void **state) {
   arena_free(&a);
 }
 
+/* Which triton_* request parameters gRPC accepts, with tritonserver's texts. */
+static void test_triton_params(void **state) {
+  fixture_t *f = *state;
+  ifd_request_t *req = ifd_request_new(f->s);
+  ifd_param_t *p;
+  ifd_errmsg_t err;
+
+  assert_non_null(req);
+  ifd_errclear(&err);
+  assert_int_equal(check_triton_params(req, &err), 0);
+  p = ifd_request_add_param(req, "mine", 4);
+  assert_non_null(p);
+  p->type = IFD_PARAM_INT;
+  p = ifd_request_add_param(req, "triton_enable_empty_final_response", 34);
+  assert_non_null(p);
+  p->type = IFD_PARAM_BOOL;
+  p->v.b = 1;
+  assert_int_equal(check_triton_params(req, &err), 0);
+  assert_true(wants_final_flag(req));
+  p->v.b = 0;
+  assert_false(wants_final_flag(req));
+  p->type = IFD_PARAM_INT;
+  assert_int_equal(check_triton_params(req, &err), IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "invalid value type for "
+                      "'triton_enable_empty_final_response' parameter, "
+                      "expected bool_param.");
+  assert_false(wants_final_flag(req));
+  p->type = IFD_PARAM_BOOL;
+  p = ifd_request_add_param(req, "triton_", 7);
+  assert_non_null(p);
+  p->type = IFD_PARAM_BOOL;
+  ifd_errclear(&err);
+  assert_int_equal(check_triton_params(req, &err), IFD_EINVAL);
+  assert_non_null(strstr(err.text,
+                         "are reserved for Triton usage. Only the "
+                         "following keys starting with 'triton_' "
+                         "are allowed: "
+                         "triton_enable_empty_final_response"));
+  ifd_request_unref(req);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_metadata),
@@ -469,6 +511,7 @@ int main(void) {
       cmocka_unit_test(test_statistics),
       cmocka_unit_test(test_model_config),
       cmocka_unit_test(test_text),
+      cmocka_unit_test(test_triton_params),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
