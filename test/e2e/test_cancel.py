@@ -216,3 +216,44 @@ def test_server_stop_cancels_in_flight(private_server, tmp_path):
         assert "sleep: request 'at_stop' cancelled after" in srv.log_path.read_text(errors="replace")
     finally:
         c.close()
+
+
+def test_decoupled_stream_closed_stops_backend(private_server, tmp_path, grpc_stubs):  # noqa: F811
+    """A decoupled model's stream closed by the client mid-way: the repeat
+    backend asks TRITONBACKEND_ResponseFactoryIsCancelled before each
+    response and stops. Its request is in flight until then, so a graceful
+    stop (which waits for in-flight requests, --exit-timeout-secs=120) ends
+    quickly only if it stopped: 3,000 responses 20 ms apart would take a
+    minute."""
+    src = h.REPO_ROOT / "test" / "models" / "decoupled_repo" / "repeat_int32"
+    so = h.build_dir() / "test" / "backends" / "repeat" / "libtriton_repeat.so"
+    if not so.is_file():
+        pytest.skip(f"{so} not built")
+    repo = tmp_path / "drepo"
+    shutil.copytree(src, repo / "repeat_int32")
+    shutil.copy2(so, repo / "repeat_int32" / so.name)
+    srv = private_server(repos=[repo], extra=["--exit-timeout-secs=120"], wait_models=("repeat_int32",))
+    client = gh.connect(srv, grpc_stubs)
+    stop = threading.Event()
+    n = 3000
+    req = gh.infer_request(client.pb, "repeat_int32", [
+        ("IN", "INT32", [n], np.arange(n, dtype=np.int32)),
+        ("DELAY", "UINT32", [n], np.full(n, 20, dtype=np.uint32)),
+        ("WAIT", "UINT32", [1], np.array([0], dtype=np.uint32)),
+    ], request_id="long")
+
+    def gen():
+        yield req
+        stop.wait(120)
+
+    try:
+        call = client.model_stream_infer(gen(), timeout=120)
+        first = next(iter(call))
+        assert first.error_message == "", first
+        call.cancel()
+    finally:
+        stop.set()
+        client.close()
+    t0 = time.monotonic()
+    srv.stop(check=True)  # within the helper's stop bound, far below a minute
+    assert time.monotonic() - t0 < 30, srv.log_tail()
