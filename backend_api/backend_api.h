@@ -77,6 +77,16 @@ uint64_t ifd_backend_queued(const ifd_model_t *m);
  */
 ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs);
 
+/**
+ * Takes request `req` back off the shared run queue if no instance has taken
+ * its batch yet (loop thread; a cancelled request). Its batch goes on
+ * without it; *job_gone is set when it was the batch's only request (the
+ * batch is gone). Returns 1 when taken, 0 when not queued there (running,
+ * done, or on a targeted model's per-instance queue, whose batches are a
+ * sequence slot's and stay whole).
+ */
+int ifd_backend_take_request(ifd_model_t *m, ifd_request_t *req, int *job_gone);
+
 /** Monotonic clock in ns, the clock of every TRITONBACKEND_* timestamp. */
 uint64_t ifd_now_ns(void);
 

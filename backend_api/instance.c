@@ -502,3 +502,58 @@ ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs) {
   pthread_mutex_unlock(&bm->feed.mu);
   return all;
 }
+
+int ifd_backend_take_request(ifd_model_t *m, ifd_request_t *req,
+                             int *job_gone) {
+  TRITONBACKEND_Model *bm = m->backend_model;
+  ifd__runq_t *q;
+  ifd_request_t *job, *prev_job = NULL, *r, *prev;
+  uint32_t i;
+  int found = 0;
+
+  *job_gone = 0;
+  if (bm == NULL || bm->targeted) return 0;
+  q = &bm->feed.q;
+  /* A walk of the queue under the lock: cancellation is rare, and the
+   * queue holds what the instances have not reached yet. */
+  pthread_mutex_lock(&bm->feed.mu);
+  for (job = q->head; job != NULL && !found;
+       prev_job = job, job = job->job_next) {
+    for (i = 0, r = job, prev = NULL; i < job->job_n;
+         i++, prev = r, r = r->next) {
+      if (r != req) continue;
+      found = 1;
+      break;
+    }
+    if (!found) continue;
+    if (job->job_n == 1) {
+      /* The batch goes. */
+      if (prev_job != NULL)
+        prev_job->job_next = job->job_next;
+      else
+        q->head = job->job_next;
+      if (q->tail == job) q->tail = prev_job;
+      q->n_jobs--;
+      *job_gone = 1;
+    } else if (prev == NULL) {
+      /* Its first request goes: the next one heads the batch. */
+      ifd_request_t *head = req->next;
+      head->job_n = job->job_n - 1;
+      head->job_next = job->job_next;
+      if (prev_job != NULL)
+        prev_job->job_next = head;
+      else
+        q->head = head;
+      if (q->tail == job) q->tail = head;
+    } else {
+      prev->next = req->next;
+      job->job_n--;
+    }
+    q->n_reqs--;
+    req->next = NULL;
+    req->job_next = NULL;
+    break;
+  }
+  pthread_mutex_unlock(&bm->feed.mu);
+  return found;
+}

@@ -37,7 +37,9 @@ TRITONSERVER_Error *TRITONBACKEND_RequestId(TRITONBACKEND_Request *request,
 TRITONSERVER_Error *TRITONBACKEND_RequestIsCancelled(
     TRITONBACKEND_Request *request, bool *is_cancelled) {
   ARG_CHECK(request != NULL && is_cancelled != NULL);
-  *is_cancelled = false;
+  /* The loop sets the flag when the client goes away (ifd_request_cancel);
+   * any thread may read it. */
+  *is_cancelled = ifd_request_is_cancelled(REQ(request));
   return NULL;
 }
 
@@ -343,7 +345,7 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseFactoryDelete(
 TRITONSERVER_Error *TRITONBACKEND_ResponseFactoryIsCancelled(
     TRITONBACKEND_ResponseFactory *factory, bool *is_cancelled) {
   ARG_CHECK(factory != NULL && is_cancelled != NULL);
-  *is_cancelled = false;
+  *is_cancelled = ifd_request_is_cancelled(((factory_t *)factory)->req);
   return NULL;
 }
 

@@ -485,6 +485,21 @@ void ifd_response_free(ifd_response_t *resp) {
   free(resp);
 }
 
+void ifd_request_cancel(ifd_request_t *req) {
+  const struct ifd_model_ops *ops;
+  if (req == NULL || atomic_exchange(&req->cancelled, 1) != 0) return;
+  if (req->model == NULL || req->server == NULL ||
+      (req->state != IFD_REQ_QUEUED && req->state != IFD_REQ_EXECUTING))
+    return;
+  ops = ops_of(req);
+  if (ops->cancel == NULL) return;
+  /* The scheduler may answer the request at once, which may drop the
+   * protocol's last reference from inside on_response: keep it alive. */
+  req->refs++;
+  ops->cancel(req->model, req);
+  request_put(req);
+}
+
 const ifd_output_t *ifd_response_output(const ifd_response_t *resp,
                                         const char *name) {
   uint32_t i;

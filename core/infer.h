@@ -167,6 +167,9 @@ struct ifd_request {
   uint32_t flags;                 /* IFD_REQUEST_FLAG_* */
   uint32_t priority;              /* 0: the model's default */
   uint64_t timeout_us;            /* 0: none */
+  /* Set once by ifd_request_cancel (loop thread), read by any thread
+   * (TRITONBACKEND_RequestIsCancelled): the client went away or gave up. */
+  atomic_int cancelled;
 
   ifd_input_t *inputs; /* borrowed: pool */
   uint32_t n_inputs;
@@ -387,6 +390,27 @@ void ifd_request_release(ifd_request_t *req, uint32_t flags);
  * response is delivered. Loop thread only.
  */
 void ifd_request_release_now(ifd_request_t *req, uint32_t flags);
+
+/**
+ * Cancels `req` (loop thread): the client closed its connection or stream,
+ * reset its call, or its deadline passed, or the server is stopping. Sets
+ * req->cancelled, which the backend reads through
+ * TRITONBACKEND_RequestIsCancelled, and asks the model's scheduler
+ * (ifd_model_ops_t.cancel) to drop the request if no instance has taken it
+ * yet: a dropped request is answered once with a FINAL IFD_ECANCELLED error
+ * (through on_response, possibly before this returns) and counted as a
+ * failure. A request already executing runs on until its backend notices
+ * or finishes. Idempotent; a request that is not with a scheduler (not yet
+ * submitted, or released) only gets the flag. The caller keeps its
+ * reference.
+ */
+void ifd_request_cancel(ifd_request_t *req);
+
+/** Whether `req` was cancelled (any thread). */
+static inline int ifd_request_is_cancelled(const ifd_request_t *req) {
+  return atomic_load_explicit(&((ifd_request_t *)req)->cancelled,
+                              memory_order_relaxed) != 0;
+}
 
 /** Finds the output of a response by name; NULL when absent. */
 const ifd_output_t *ifd_response_output(const ifd_response_t *resp,

@@ -51,6 +51,11 @@ typedef struct ifd_model_ops {
    *  correlation ID? May be NULL. Loop thread (a reload keeps sequences
    *  that began on the old version there until they end). */
   int (*holds_sequence)(const ifd_model_t *m, const ifd_request_t *req);
+  /** `req` (of `m`, state QUEUED or EXECUTING) was just cancelled: drop it
+   *  if it still waits for an instance, answering it with
+   *  ifd_request_abort(IFD_ECANCELLED); leave it if it runs. May be NULL.
+   *  Loop thread (ifd_request_cancel). */
+  void (*cancel)(ifd_model_t *m, ifd_request_t *req);
 } ifd_model_ops_t;
 
 /** --model-control-mode. */

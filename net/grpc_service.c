@@ -682,7 +682,17 @@ static void on_unary_response(ifd_response_t *resp, void *arg) {
     else if (rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
       finish_code(st, rc, err.text);
   }
-  if (final) ifd_gstream_unref(st);
+  if (final) {
+    ifd_gstream_set_data(st, NULL); /* on_unary_cancel has nothing to do */
+    ifd_gstream_unref(st);
+  }
+}
+
+/* The call ended first (RST_STREAM, deadline, connection lost): its request
+ * is cancelled; a queued one is dropped, and its answer freed unsent. */
+static void on_unary_cancel(ifd_gstream_t *st) {
+  ifd_request_t *req = ifd_gstream_data(st);
+  if (req != NULL) ifd_request_cancel(req);
 }
 
 /* tritonserver refuses decoupled models on the unary RPC: their responses
@@ -714,8 +724,11 @@ static void on_model_infer(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   req->on_response = on_unary_response;
   req->cb_arg = st;
   ifd_gstream_ref(st); /* the callback's, dropped with the FINAL response */
+  /* Borrowed until the FINAL response: on_unary_cancel cancels it. */
+  ifd_gstream_set_data(st, req);
   rc = ifd_request_submit(req, &err);
   if (rc != 0) {
+    ifd_gstream_set_data(st, NULL);
     ifd_gstream_unref(st); /* refused up front: no callback follows */
     goto out_fail;
   }
@@ -728,8 +741,31 @@ out_fail:
 
 /* ---- ModelStreamInfer ---------------------------------------------------- */
 
+/* A request of a stream call waiting for its FINAL response: in the
+ * request's pool, linked in its call's `live` ring (the response callback's
+ * argument), so that a call that ends early cancels what it still has. */
+typedef struct stream_req {
+  struct stream_call *c;          /* borrowed: alive while this is linked */
+  ifd_request_t *req;             /* borrowed: holds this in its pool */
+  struct stream_req *prev, *next; /* the ring; never NULL once linked */
+} stream_req_t;
+
+static void sreq_link(stream_req_t *head, stream_req_t *n) {
+  n->prev = head->prev;
+  n->next = head;
+  head->prev->next = n;
+  head->prev = n;
+}
+
+static void sreq_unlink(stream_req_t *n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+  n->prev = n->next = n;
+}
+
 typedef struct stream_call {
   ifd_gstream_t *st;  /* counted reference, dropped when the call is freed */
+  stream_req_t live;  /* ring head: requests whose FINAL has not arrived */
   unsigned pending;   /* requests submitted whose FINAL has not arrived */
   unsigned ended : 1; /* the client half-closed */
   unsigned cancelled : 1; /* on_cancel ran: nothing more is sent */
@@ -743,6 +779,7 @@ static stream_call_t *stream_call(ifd_gstream_t *st) {
   c = calloc(1, sizeof(*c));
   if (c == NULL) return NULL;
   c->st = st;
+  c->live.prev = c->live.next = &c->live;
   ifd_gstream_ref(st);
   ifd_gstream_set_data(st, c);
   return c;
@@ -791,7 +828,8 @@ static int wants_final_flag(const ifd_request_t *req) {
  * request set triton_enable_empty_final_response; other flags-only
  * responses are not messages. */
 static void on_stream_response(ifd_response_t *resp, void *arg) {
-  stream_call_t *c = arg; /* alive while c->pending counts this request */
+  stream_req_t *sr = arg;
+  stream_call_t *c = sr->c; /* alive while c->pending counts this request */
   ifd_request_t *req = resp->req;
   int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
   ifd_request_t *own = final ? req : NULL; /* the protocol's reference */
@@ -816,6 +854,7 @@ static void on_stream_response(ifd_response_t *resp, void *arg) {
       stream_error(c, NULL, rc, err.text);
   }
   if (final) {
+    sreq_unlink(sr);
     c->pending--;
     stream_settle(c);
   }
@@ -823,6 +862,7 @@ static void on_stream_response(ifd_response_t *resp, void *arg) {
 
 static void on_stream_message(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   stream_call_t *c;
+  stream_req_t *sr;
   ifd_request_t *req;
   ifd_errmsg_t err;
   int rc;
@@ -841,11 +881,20 @@ static void on_stream_message(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   rc = build_request(st, msg, len, &req, &err);
   if (rc == 0) rc = check_triton_params(req, &err);
   if (rc != 0) goto out_fail;
+  sr = ifd_pool_alloc(&req->pool, sizeof(*sr));
+  if (sr == NULL) {
+    rc = ifd_errf(&err, IFD_ENOMEM, "out of memory");
+    goto out_fail;
+  }
+  sr->c = c;
+  sr->req = req;
   req->on_response = on_stream_response;
-  req->cb_arg = c;
+  req->cb_arg = sr;
+  sreq_link(&c->live, sr);
   c->pending++; /* before submit: a response may come at once */
   rc = ifd_request_submit(req, &err);
   if (rc != 0) {
+    sreq_unlink(sr);
     c->pending--; /* refused up front: no callback follows */
     goto out_fail;
   }
@@ -870,9 +919,31 @@ static void on_stream_end(ifd_gstream_t *st) {
 
 static void on_stream_cancel(ifd_gstream_t *st) {
   stream_call_t *c = ifd_gstream_data(st);
+  stream_req_t todo, *sr;
 
   if (c == NULL) return;
   c->cancelled = 1; /* outstanding responses are dropped as they come */
+  /* The client went away: its requests are cancelled. Cancelling one may
+   * answer it (and others held behind it) at once, which unlinks them from
+   * whichever ring they are in; so the ring moves to `todo` first, and each
+   * request goes back to c->live just before its cancel. The extra pending
+   * count keeps `c` alive meanwhile. */
+  c->pending++;
+  todo.prev = todo.next = &todo;
+  if (c->live.next != &c->live) {
+    todo.next = c->live.next;
+    todo.prev = c->live.prev;
+    todo.next->prev = &todo;
+    todo.prev->next = &todo;
+    c->live.prev = c->live.next = &c->live;
+  }
+  while (todo.next != &todo) {
+    sr = todo.next;
+    sreq_unlink(sr);
+    sreq_link(&c->live, sr);
+    ifd_request_cancel(sr->req);
+  }
+  c->pending--;
   stream_settle(c);
 }
 
@@ -888,7 +959,7 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     UNARY(ModelReady, on_model_ready),
     UNARY(ServerMetadata, on_server_metadata),
     UNARY(ModelMetadata, on_model_metadata),
-    UNARY(ModelInfer, on_model_infer),
+    {SVC "ModelInfer", 0, on_model_infer, NULL, on_unary_cancel},
     {SVC "ModelStreamInfer", 1, on_stream_message, on_stream_end,
      on_stream_cancel},
     UNARY(ModelConfig, on_model_config),

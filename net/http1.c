@@ -97,7 +97,6 @@ struct ifd_http_conn {
   unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
 
   unsigned no_more : 1;     /* parse no further requests */
-  unsigned eof : 1;         /* the client half-closed */
   unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
   unsigned read_paused : 1; /* stopped reading for backpressure */
   unsigned error_sent : 1;  /* an error slot ends the FIFO */
@@ -640,13 +639,11 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
   if (nread == 0) return;
   if (nread < 0) {
-    /* A client that half-closes after its requests still gets answers. */
-    if (nread == UV_EOF && c->head != NULL) {
-      c->eof = 1;
-      c->no_more = 1;
-      stop_reading(c);
-      return;
-    }
+    /* End of input while requests are in flight: HTTP/1.1 cannot tell a
+     * client that half-closed from one that left, and one that left is the
+     * case that matters (a client's timeout): like Go's net/http, the
+     * client is taken as gone. The connection closes, and on_free cancels
+     * its submitted requests; their responses are never written. */
     close_conn(c, 0);
     return;
   }
@@ -695,7 +692,7 @@ static void on_write(uv_write_t *w, int status) {
     close_conn(c, 0);
     return;
   }
-  if (close_after || (c->head == NULL && (c->eof || c->stopping))) {
+  if (close_after || (c->head == NULL && c->stopping)) {
     close_conn(c, 1);
     return;
   }
@@ -829,7 +826,13 @@ static void on_free(ifd_conn_t *base) {
     if (s->req != NULL && !s->answered) {
       s->conn = NULL; /* an orphan: its response callback frees it */
       s->next = NULL;
-      if (s->job != NULL) ifd__http_infer_cancel(s);
+      if (s->job != NULL)
+        ifd__http_infer_cancel(s);
+      else
+        /* Submitted: the client will never read its answer, so the
+         * request is cancelled (a queued one is dropped and answered at
+         * once, which frees the orphan: `s` is not touched again). */
+        ifd_request_cancel(s->req);
     } else {
       ifd__http_slot_free(s);
     }

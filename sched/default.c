@@ -54,6 +54,19 @@ void ifd__sched_refuse_queued(ifd__sched_t *s) {
   }
 }
 
+int ifd__sched_take_cancelled(ifd__sched_t *s, ifd_request_t *req) {
+  int job_gone;
+  if (req->state != IFD_REQ_EXECUTING || s->back->take_request == NULL ||
+      !s->back->take_request(s->model, req, &job_gone))
+    return 0;
+  s->executing--;
+  if (job_gone) s->jobs_out--;
+  ifd_request_abort(req, IFD_ECANCELLED, IFD__CANCELLED_MSG);
+  /* A batch fewer on the run queue: a batcher may send its next one. */
+  if (job_gone && s->model != NULL) s->kind->idle(s, 0);
+  return 1;
+}
+
 void ifd__sched_detach(ifd__sched_t *s) {
   if (s->model == NULL) return;
   s->model->sched = NULL;
@@ -105,8 +118,13 @@ static void default_destroy(ifd__sched_t *s) {
   ifd__sched_free_base(s);
 }
 
+static void default_cancel(ifd__sched_t *s, ifd_request_t *req) {
+  ifd__sched_take_cancelled(s, req);
+}
+
 static const ifd__sched_kind_t default_kind = {default_submit, default_idle,
-                                               default_stop, default_destroy};
+                                               default_stop, default_destroy,
+                                               default_cancel};
 
 /* ---- model operations -----------------------------------------------------
  */
@@ -115,7 +133,7 @@ static const ifd__sched_backend_t backend_api = {
     ifd_backend_model_load,     ifd_backend_model_unload,
     ifd_backend_instance_count, ifd_backend_enqueue,
     ifd_backend_queued,         ifd_backend_take_queued,
-    ifd_backend_enqueue_to,
+    ifd_backend_enqueue_to,     ifd_backend_take_request,
 };
 
 int ifd__sched_load(ifd_model_t *m, const ifd__sched_backend_t *back,
@@ -214,7 +232,13 @@ static int sched_holds_sequence(const ifd_model_t *m,
   return ifd__sequence_holds(s, req);
 }
 
+static void sched_cancel(ifd_model_t *m, ifd_request_t *req) {
+  ifd__sched_t *s = m->sched;
+  if (s != NULL && s->kind->cancel != NULL) s->kind->cancel(s, req);
+}
+
 static const ifd_model_ops_t ops = {
+    .cancel = sched_cancel,
     .queued = sched_queued,
     .load = sched_load,
     .unload = sched_unload,

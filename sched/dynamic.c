@@ -554,5 +554,23 @@ static void dyn_destroy(ifd__sched_t *s) {
     free_dyn(d);
 }
 
+/* A cancelled request still in a level leaves it unanswered by a batch;
+ * one already dispatched may still be on the run queue. */
+static void dyn_cancel(ifd__sched_t *s, ifd_request_t *req) {
+  dyn_t *d = s->impl;
+  level_t *l;
+  if (req->state != IFD_REQ_QUEUED) {
+    ifd__sched_take_cancelled(s, req);
+    return;
+  }
+  l = &d->levels[dr(req)->level];
+  level_remove(l, req);
+  if (dr(req)->heap_ix != 0) heap_remove(d, req);
+  dr(req)->deadline = 0;
+  l->count--;
+  s->queued--;
+  ifd_request_abort(req, IFD_ECANCELLED, IFD__CANCELLED_MSG);
+}
+
 const ifd__sched_kind_t ifd__dynamic_kind = {dyn_submit, dyn_idle, dyn_stop,
-                                             dyn_destroy};
+                                             dyn_destroy, dyn_cancel};

@@ -95,6 +95,8 @@ typedef struct ens_exec ens_exec_t;
 
 typedef struct ens_run {
   ens_exec_t *x;        /* borrowed: its execution */
+  ifd_request_t *child; /* borrowed: its request, from submit to release
+                           (cancelled with the ensemble's); NULL else */
   ifd_response_t *resp; /* owned: the response holding the outputs */
   uint32_t idx;
   uint32_t missing; /* inputs not known yet */
@@ -447,6 +449,10 @@ static void start(ens_exec_t *x, uint32_t i) {
   int rc;
 
   r->started = 1;
+  if (ifd_request_is_cancelled(p)) {
+    fail_exec(x, IFD_ECANCELLED, IFD__CANCELLED_MSG);
+    return;
+  }
   if (!x->e->g.batching) {
     /* Its composing models may batch (a batching ensemble's all do: the
      * config checks see to it), so shapes may need Triton's reshape. A
@@ -511,9 +517,11 @@ static void start(ens_exec_t *x, uint32_t i) {
   x->running++;
   x->refs++; /* the child's, dropped at its release */
   ifd_errclear(&err);
+  r->child = c;
   rc = ifd_request_submit(c, &err);
   r->batch = c->batch_size; /* set by the submit's validation */
-  ifd_request_unref(c);     /* the backend's reference keeps it from here */
+  if (rc < 0) r->child = NULL;
+  ifd_request_unref(c); /* the backend's reference keeps it from here */
   if (rc < 0) {
     /* Refused up front: no callback follows. */
     x->live--;
@@ -628,6 +636,7 @@ static void on_child_response(ifd_response_t *resp, void *arg) {
 static void on_child_release(ifd_request_t *req, int success, void *arg) {
   ens_run_t *r = arg;
   ens_exec_t *x = r->x;
+  r->child = NULL;
   /* Triton adds the composing models' compute durations of this request to
    * the ensemble's (its secondary statistics aggregator): successes only. */
   if (success) {
@@ -662,6 +671,7 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   x = exec_get(e);
   if (x == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   x->parent = req;
+  req->sched_area.p[0] = x;
   x->t_start = uv_hrtime();
   for (i = 0; i < g->n_tensors; i++) x->vals[i].from = -1;
   for (i = 0; i < g->n_inputs; i++) x->vals[i].state = VAL_ABSENT;
@@ -753,8 +763,22 @@ static void ens_destroy(ifd__sched_t *s) {
   ens_free(s);
 }
 
+/* An ensemble request cancelled cancels its steps' requests: each one still
+ * queued is dropped (its CANCELLED answer fails the ensemble request), each
+ * one running sees the flag, and no further step starts (start()). */
+static void ens_cancel(ifd__sched_t *s, ifd_request_t *req) {
+  ens_exec_t *x = req->sched_area.p[0];
+  uint32_t i;
+  (void)s;
+  if (x == NULL || x->parent != req || x->released) return;
+  x->refs++; /* a child's answer may end the execution meanwhile */
+  for (i = 0; i < x->e->g.n_steps; i++)
+    if (x->runs[i].child != NULL) ifd_request_cancel(x->runs[i].child);
+  exec_put(x);
+}
+
 const ifd__sched_kind_t ifd__ensemble_kind = {ens_submit, ens_idle, ens_stop,
-                                              ens_destroy};
+                                              ens_destroy, ens_cancel};
 
 /* ---- what stands in for backend_api ---------------------------------------
  */
@@ -816,7 +840,7 @@ static void eb_enqueue_to(ifd_model_t *m, uint32_t instance,
 
 static const ifd__sched_backend_t ensemble_backend = {
     eb_load,   eb_unload,      eb_instances,  eb_enqueue,
-    eb_queued, eb_take_queued, eb_enqueue_to,
+    eb_queued, eb_take_queued, eb_enqueue_to, NULL,
 };
 
 int ifd__ensemble_init(ifd__sched_t *s, ifd_errmsg_t *err) {

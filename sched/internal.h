@@ -30,6 +30,7 @@ typedef struct ifd__sched_backend {
   ifd_request_t *(*take_queued)(ifd_model_t *m, uint64_t *jobs);
   void (*enqueue_to)(ifd_model_t *m, uint32_t instance, ifd_request_t **reqs,
                      uint32_t n);
+  int (*take_request)(ifd_model_t *m, ifd_request_t *req, int *job_gone);
 } ifd__sched_backend_t;
 
 /** One scheduler kind. Every function runs on the loop thread. */
@@ -43,6 +44,10 @@ typedef struct ifd__sched_kind {
   void (*stop)(ifd__sched_t *s);
   /** Frees the kind's state, then calls ifd__sched_free_base(s). */
   void (*destroy)(ifd__sched_t *s);
+  /** `req` (QUEUED or EXECUTING) was cancelled: drop it if it still waits
+   *  (answered with IFD_ECANCELLED, counted as a failure), else leave it to
+   *  its backend. */
+  void (*cancel)(ifd__sched_t *s, ifd_request_t *req);
 } ifd__sched_kind_t;
 
 struct ifd__sched {
@@ -85,6 +90,16 @@ void ifd__sched_dispatch(ifd__sched_t *s, ifd_request_t **reqs, uint32_t n);
  */
 void ifd__sched_dispatch_to(ifd__sched_t *s, uint32_t instance,
                             ifd_request_t **reqs, uint32_t n);
+
+/**
+ * Takes cancelled request `req` (EXECUTING) back off the run queue if no
+ * instance has taken it yet and answers it with IFD_ECANCELLED. Returns 1
+ * when it did, 0 when the request runs (or ran) already.
+ */
+int ifd__sched_take_cancelled(ifd__sched_t *s, ifd_request_t *req);
+
+/** The message a cancelled request is answered with. */
+#define IFD__CANCELLED_MSG "Request was cancelled"
 
 /** Takes back the batches still on the run queue and refuses their
  *  requests (model unloading). */

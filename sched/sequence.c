@@ -760,8 +760,11 @@ static void seq_destroy(ifd__sched_t *s) {
   uv_close((uv_handle_t *)&b->wait_timer, on_timer_closed);
 }
 
+/* A cancelled request of a sequence is not dropped: its sequence's later
+ * requests (and its END, which frees the slot) depend on the order the
+ * sequence runs in, so it runs, and its backend sees it cancelled. */
 const ifd__sched_kind_t ifd__sequence_kind = {seq_submit, seq_idle, seq_stop,
-                                              seq_destroy};
+                                              seq_destroy, NULL};
 
 int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req) {
   sb_t *b = s->impl;

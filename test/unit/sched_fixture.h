@@ -146,9 +146,39 @@ static ifd_request_t *fake_take_queued(ifd_model_t *m, uint64_t *jobs) {
   return NULL;
 }
 
+/* A test that sets fake_runq_waits keeps the batches "on the run queue"
+ * (no instance took them yet): a cancelled request can be taken back out
+ * of its batch, which the fake then records without it. */
+static int fake_runq_waits;
+static int fake_taken_back;
+
+static int fake_take_request(ifd_model_t *m, ifd_request_t *req,
+                             int *job_gone) {
+  int i;
+  uint32_t k;
+  *job_gone = 0;
+  if (!fake_runq_waits) return 0;
+  for (i = 0; i < n_batches; i++) {
+    batch_t *b = &batches[i];
+    if (b->m != m || b->done) continue;
+    for (k = 0; k < b->n; k++) {
+      if (b->reqs[k] != req) continue;
+      memmove(&b->reqs[k], &b->reqs[k + 1], (b->n - k - 1) * sizeof(req));
+      b->n--;
+      if (b->n == 0) {
+        b->done = 1;
+        *job_gone = 1;
+      }
+      fake_taken_back++;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static const ifd__sched_backend_t fake_backend = {
     fake_load,   fake_unload,      fake_instances,  fake_enqueue,
-    fake_queued, fake_take_queued, fake_enqueue_to,
+    fake_queued, fake_take_queued, fake_enqueue_to, fake_take_request,
 };
 
 static int test_load(ifd_model_t *m, ifd_errmsg_t *err) {

@@ -809,6 +809,49 @@ static void test_many(void **state) {
 /* The ensemble unloads while a request runs: the scheduler stays until
  * that request ends (its steps still read the graph), then goes; the
  * request is answered and the server stops cleanly. */
+/* An ensemble request cancelled cancels its steps: a running step's
+ * backend sees the flag, and no further step starts after it; the
+ * ensemble is answered CANCELLED once and counted as a failure. */
+static void test_cancel_running_step(void **state) {
+  ifd_request_t *r;
+  ifd_model_t *ens;
+  (void)state;
+  r = ens_submit_req("ens", "k0", 0, 7, 1, NULL, NULL);
+  assert_non_null(r);
+  assert_int_equal(n_batches, 1);
+  ifd_request_cancel(r);
+  assert_true(ifd_request_is_cancelled(batches[0].reqs[0]));
+  assert_int_equal(n_ens_answers, 0); /* the step runs on */
+  run_batch(0, NULL);
+  assert_int_equal(n_batches, 1); /* "b" never started */
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, IFD_ECANCELLED);
+  ens = find("ens");
+  assert_int_equal(ens->stats.fail.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(ens), 0);
+}
+
+/* A step still queued when its ensemble request is cancelled is dropped:
+ * its CANCELLED answer fails the ensemble request at once. */
+static void test_cancel_queued_step(void **state) {
+  ifd_request_t *r;
+  ifd_model_t *ens;
+  (void)state;
+  fake_runq_waits = 1;
+  r = ens_submit_req("ens", "k1", 0, 7, 1, NULL, NULL);
+  assert_non_null(r);
+  assert_int_equal(n_batches, 1);
+  ifd_request_cancel(r);
+  fake_runq_waits = 0;
+  assert_true(batches[0].done); /* taken back before it ran */
+  assert_int_equal(n_ens_answers, 1);
+  assert_int_equal(ens_answers[0].error, IFD_ECANCELLED);
+  ens = find("ens");
+  assert_int_equal(ens->stats.fail.count, 1);
+  assert_int_equal(find("a")->stats.fail.count, 1);
+  assert_int_equal(ifd_sched_model_ops()->pending(ens), 0);
+}
+
 static void test_unload_in_flight(void **state) {
   ifd_request_t *r;
   ifd_model_t *ens = find("ens");
@@ -896,6 +939,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_decoupled_step, ens_setup, teardown),
       cmocka_unit_test_setup_teardown(test_reshape_unbatched_ensemble,
                                       ens_setup_nb, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_running_step, ens_setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_queued_step, ens_setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, ens_setup,
                                       teardown),
   };

@@ -250,6 +250,35 @@ static void test_take_back_queued(void **state) {
   assert_int_equal(fake.n_seen, 2);
 }
 
+/* A cancelled request is taken out of its batch while no instance took it:
+ * the first of a batch, one in the middle, and a batch's only request
+ * (the batch goes); a batch being run is not touched. */
+static void test_take_one_request(void **state) {
+  fixture_t *f = *state;
+  int gone = -1;
+  enqueue(f, 0, 2); /* taken by an instance below */
+  enqueue(f, 2, 3);
+  enqueue(f, 5, 1);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
+  assert_int_equal(ifd_backend_take_request(&f->model, &f->reqs[0], &gone), 0);
+  assert_int_equal(ifd_backend_take_request(&f->model, &f->reqs[2], &gone), 1);
+  assert_int_equal(gone, 0);
+  assert_int_equal(ifd_backend_take_request(&f->model, &f->reqs[5], &gone), 1);
+  assert_int_equal(gone, 1);
+  assert_int_equal(ifd_backend_queued(&f->model), 2);
+  assert_int_equal(ifd_backend_take_request(&f->model, &f->reqs[4], &gone), 1);
+  assert_int_equal(gone, 0);
+  assert_int_equal(ifd_backend_take_request(&f->model, &f->reqs[4], &gone), 0);
+  /* What is left of the batch runs: request 3 alone. */
+  assert_int_equal(ifd__instance_step(&f->bm->instances[1]), 1);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 0);
+  assert_int_equal(fake.n_batches, 2);
+  assert_int_equal(fake.batch[1], 1);
+  assert_int_equal(fake.n_seen, 3);
+  assert_ptr_equal(fake.seen[2], &f->reqs[3]);
+  assert_int_equal(ifd_backend_queued(&f->model), 0);
+}
+
 static void test_no_idle_report_while_unloading(void **state) {
   fixture_t *f = *state;
   enqueue(f, 0, 1);
@@ -300,6 +329,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fifo_across_instances, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_take_back_queued, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_take_one_request, setup, teardown),
       cmocka_unit_test_setup_teardown(test_report_with_requests_only, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_no_idle_report_while_unloading,

@@ -319,6 +319,68 @@ static void on_stopped_free(ifd_server_t *s, void *arg) {
  * timer is still closing then must not touch its model (ASan reported a
  * use-after-free in free_dyn when it did, about one run in four of the e2e
  * queue-policy test, depending on the order of two wake-ups). */
+/* ---- cancellation ---------------------------------------------------------
+ */
+
+/* The dynamic batcher drops a cancelled request that waits in its queue:
+ * answered CANCELLED at once, counted as a failure, never in a batch. A
+ * request already executing only gets the flag (its backend reads it) and
+ * is answered by its backend, once. */
+static void test_cancel_dynamic(void **state) {
+  ifd_request_t *a0, *a1, *a2;
+  ifd_model_t *m;
+  (void)state;
+  a0 = submit("dyn", "a0", 1, 4, 0, 0, NULL); /* runs */
+  a1 = submit("dyn", "a1", 1, 4, 0, 0, NULL); /* queued */
+  a2 = submit("dyn", "a2", 1, 4, 0, 0, NULL); /* queued */
+  assert_non_null(a0);
+  assert_non_null(a1);
+  assert_non_null(a2);
+  m = a0->model;
+  assert_int_equal(n_batches, 1);
+  ifd_request_cancel(a1);
+  assert_int_equal(n_answers, 1);
+  assert_answer(0, "a1", IFD_ECANCELLED, IFD__CANCELLED_MSG);
+  assert_int_equal(m->stats.fail.count, 1);
+  ifd_request_cancel(a0); /* executing: flag only */
+  assert_true(ifd_request_is_cancelled(a0));
+  assert_int_equal(n_answers, 1);
+  ifd_request_cancel(a0); /* idempotent */
+  assert_int_equal(n_answers, 1);
+  complete(0);
+  assert_answer(1, "a0", 0, NULL);
+  BATCH(1, "a2"); /* a1 never reaches a batch */
+  complete(1);
+  assert_int_equal(n_answers, 3);
+  assert_answer(2, "a2", 0, NULL);
+  assert_int_equal(m->stats.fail.count, 1);
+}
+
+/* The default scheduler's requests wait on the run queue until an instance
+ * takes them: a cancelled one still there is taken back and answered
+ * CANCELLED; its batch goes, the others run. */
+static void test_cancel_run_queue(void **state) {
+  ifd_request_t *d1;
+  (void)state;
+  fake_runq_waits = 1;
+  fake_taken_back = 0;
+  submit("def", "d0", 1, 4, 0, 0, NULL);
+  d1 = submit("def", "d1", 1, 4, 0, 0, NULL);
+  submit("def", "d2", 1, 4, 0, 0, NULL);
+  assert_int_equal(n_batches, 3);
+  ifd_request_cancel(d1);
+  assert_int_equal(fake_taken_back, 1);
+  assert_int_equal(n_answers, 1);
+  assert_answer(0, "d1", IFD_ECANCELLED, IFD__CANCELLED_MSG);
+  assert_true(batches[1].done); /* its batch is gone */
+  complete(0);
+  complete(2);
+  assert_int_equal(n_answers, 3);
+  assert_answer(1, "d0", 0, NULL);
+  assert_answer(2, "d2", 0, NULL);
+  fake_runq_waits = 0;
+}
+
 static void test_free_in_stop_callback(void **state) {
   int k;
   (void)state;
@@ -348,6 +410,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_queue_no_override, setup, teardown),
       cmocka_unit_test_setup_teardown(test_queue_delay, setup, teardown),
       cmocka_unit_test_setup_teardown(test_preserve_ordering, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_dynamic, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_run_queue, setup, teardown),
       cmocka_unit_test_setup_teardown(test_timeout_churn, setup, teardown),
       cmocka_unit_test_setup_teardown(test_free_in_stop_callback, setup,
                                       teardown),

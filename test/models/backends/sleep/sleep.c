@@ -10,6 +10,12 @@
  * A model parameter "load_delay_ms" (string_value, milliseconds) makes
  * TRITONBACKEND_ModelInitialize sleep that long: a slow load, to show that
  * loading a model does not stall the others.
+ *
+ * A model parameter "poll_cancel" (string_value "1") makes the sleep poll
+ * TRITONBACKEND_RequestIsCancelled every 5 ms, after logging "sleep: request
+ * '<id>' sleeping <n> ms": a cancelled request stops sleeping at once, logs
+ * "sleep: request '<id>' cancelled after <n> ms" (at error level, so it is
+ * always printed) and is answered with a CANCELLED error.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -50,9 +56,46 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   return NULL;
 }
 
+static void log_error_msg(const char *msg) {
+  TRITONSERVER_ErrorDelete(
+      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, msg));
+}
+
+/* Sleeps `ms` in 5 ms steps, polling the request's cancellation flag.
+ * Returns a CANCELLED error when the request was cancelled meanwhile. */
+static TRITONSERVER_Error *sleep_polling(TRITONBACKEND_Request *request,
+                                         int32_t ms) {
+  uint64_t start = now_ns(), end = start + (uint64_t)ms * 1000000u;
+  const char *rid = "";
+  char buf[256];
+  TRITONSERVER_ErrorDelete(TRITONBACKEND_RequestId(request, &rid));
+  snprintf(buf, sizeof(buf), "sleep: request '%s' sleeping %d ms",
+           rid != NULL ? rid : "", (int)ms);
+  log_error_msg(buf);
+  for (;;) {
+    bool cancelled = false;
+    const char *id = "";
+    TRITONSERVER_Error *err =
+        TRITONBACKEND_RequestIsCancelled(request, &cancelled);
+    if (err != NULL) return err;
+    if (cancelled) {
+      TRITONSERVER_ErrorDelete(TRITONBACKEND_RequestId(request, &id));
+      snprintf(buf, sizeof(buf), "sleep: request '%s' cancelled after %llu ms",
+               id != NULL ? id : "",
+               (unsigned long long)((now_ns() - start) / 1000000u));
+      log_error_msg(buf);
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_CANCELLED, buf + 7);
+    }
+    if (now_ns() >= end) return NULL;
+    struct timespec d = {0, 5000000L};
+    nanosleep(&d, NULL);
+  }
+}
+
 /* Gathers IN into a malloc'd buffer, sleeps max(IN) ms, writes OUT. */
 static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
-                                   TRITONBACKEND_Response *response) {
+                                   TRITONBACKEND_Response *response,
+                                   int poll_cancel) {
   TRITONBACKEND_Input *input = NULL;
   TRITONBACKEND_Output *output = NULL;
   TRITONSERVER_DataType dtype;
@@ -93,8 +136,13 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
   /* 0 ms is no sleep at all: even a zero nanosleep costs the timer slack
    * (50 us or more), and tests use 0 for cheap requests. */
   struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (ms > 0 && nanosleep(&d, &d) != 0)
-    ;
+  if (poll_cancel) {
+    err = sleep_polling(request, ms);
+    if (err != NULL) goto out_free_vals;
+  } else {
+    while (ms > 0 && nanosleep(&d, &d) != 0)
+      ;
+  }
 
   void *dst = NULL;
   TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
@@ -131,6 +179,10 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
       (p = strstr(p, "\"string_value\"")) != NULL &&
       (p = strchr(p + 14, '"')) != NULL)
     ms = strtol(p + 1, NULL, 10);
+  if (err == NULL && (p = strstr(json, "\"poll_cancel\"")) != NULL &&
+      (p = strstr(p, "\"string_value\"")) != NULL &&
+      (p = strchr(p + 14, '"')) != NULL && p[1] == '1')
+    err = TRITONBACKEND_ModelSetState(model, (void *)1);
   TRITONSERVER_MessageDelete(msg);
   if (err != NULL) return err;
   if (ms > 0 && ms < 60000) sleep_ms(ms);
@@ -141,6 +193,10 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
     const uint32_t request_count) {
   uint64_t exec_start = now_ns();
+  TRITONBACKEND_Model *model = NULL;
+  void *state = NULL;
+  if (TRITONBACKEND_ModelInstanceModel(instance, &model) == NULL)
+    TRITONSERVER_ErrorDelete(TRITONBACKEND_ModelState(model, &state));
   for (uint32_t r = 0; r < request_count; r++) {
     TRITONBACKEND_Response *response = NULL;
     bool ok = false;
@@ -149,7 +205,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     if (err != NULL) {
       log_if_error(err, "cannot create response");
     } else {
-      err = process(requests[r], response);
+      err = process(requests[r], response, state != NULL);
       ok = (err == NULL);
       log_if_error(TRITONBACKEND_ResponseSend(
                        response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
