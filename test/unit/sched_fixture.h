@@ -382,15 +382,23 @@ static void on_wait_timer(uv_timer_t *t) {
   *(int *)t->data = 1;
 }
 
-/* Runs the loop for at least `ms` milliseconds. */
+static void free_handle(uv_handle_t *h) {
+  free(h);
+}
+
+/* Runs the loop for at least `ms` milliseconds. Each call has a timer of
+ * its own, freed when its close completes: a stack timer reused by the
+ * next call while its close was still pending corrupted the loop's handle
+ * list (seen as a rare hang in epoll_wait with no timer armed). */
 static __attribute__((unused)) void wait_ms(uint64_t ms) {
-  uv_timer_t t;
+  uv_timer_t *t = malloc(sizeof(*t));
   int fired = 0;
-  uv_timer_init(&loop, &t);
-  t.data = &fired;
-  uv_timer_start(&t, on_wait_timer, ms, 0);
+  assert_non_null(t);
+  uv_timer_init(&loop, t);
+  t->data = &fired;
+  uv_timer_start(t, on_wait_timer, ms, 0);
   while (!fired) uv_run(&loop, UV_RUN_ONCE);
-  uv_close((uv_handle_t *)&t, NULL);
+  uv_close((uv_handle_t *)t, free_handle);
   pump();
 }
 
