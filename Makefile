@@ -61,7 +61,9 @@ LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC)
 MAIN_OBJ := $(BUILD)/obj/net/main.o
 
 BACKENDS := $(notdir $(wildcard backend_api/backends/*))
-TEST_BACKENDS := $(notdir $(wildcard test/models/backends/*))
+# Every folder with sources is a test backend (common/ holds their shared
+# header only).
+TEST_BACKENDS := $(filter-out common,$(notdir $(wildcard test/models/backends/*)))
 BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 
@@ -143,7 +145,7 @@ $(PERF): $(PERF_OBJ) $(LLHTTP_OBJ) $(PROTO_C:%.c=%.o)
 
 # ---- backends (built exactly as a third-party backend would be) ---------------
 define backend_rule
-$(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
+$(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard $(3)/common/*.h) $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
 	@mkdir -p $$(dir $$@)
 	$$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $$(OPT) $$(filter -fsanitize%,$$(CFLAGS)) \
 	  -Ibackend_api/include -shared -o $$@ $(wildcard $(3)/$(2)/*.c) \

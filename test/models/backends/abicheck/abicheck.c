@@ -23,6 +23,9 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#define TESTBE_NAME "abicheck"
+#include "../common/testbe.h"
+
 /* What the model config and the test's request imply. */
 #define EXPECT_NAME "abicheck"
 #define EXPECT_REQUEST_ID "abi-1"
@@ -88,22 +91,6 @@ typedef struct model_state {
 typedef struct instance_state {
   TRITONBACKEND_ModelInstance *self; /* borrowed: the instance */
 } instance_state_t;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "abicheck: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
-  TRITONSERVER_ErrorDelete(err);
-}
 
 /* True when the call succeeded; a failure is logged and its error freed. */
 static int ok(TRITONSERVER_Error *err, const char *what) {

@@ -30,16 +30,13 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#define TESTBE_NAME "batchcost"
+#include "../common/testbe.h"
+
 typedef struct model_state {
   long batch_cost_ms; /* fixed cost of one execute */
   int max_batch_size; /* 0: the model does not batch */
 } model_state_t;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* A small but real gap: returns a time strictly after `after`. */
 static uint64_t later_than(uint64_t after) {
@@ -56,22 +53,6 @@ static void sleep_ms(long ms) {
   struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&d, &d) != 0)
     ;
-}
-
-static void log_text(TRITONSERVER_LogLevel level, int line, const char *text) {
-  if (TRITONSERVER_LogIsEnabled(level))
-    TRITONSERVER_ErrorDelete(
-        TRITONSERVER_LogMessage(level, __FILE__, line, text));
-}
-
-/* Logs and frees err when it is an error. */
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "batchcost: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  log_text(TRITONSERVER_LOG_ERROR, __LINE__, buf);
-  TRITONSERVER_ErrorDelete(err);
 }
 
 /*
@@ -102,16 +83,8 @@ static long config_int(const char *json, size_t len, const char *key,
 }
 
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
-  uint32_t major = 0, minor = 0;
   (void)backend;
-  TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL) return err;
-  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
-      minor < TRITONBACKEND_API_VERSION_MINOR)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_UNSUPPORTED,
-        "triton backend API version does not support this backend");
-  return NULL;
+  return testbe_check_api();
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {

@@ -25,6 +25,9 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#define TESTBE_NAME "idmetrics"
+#include "../common/testbe.h"
+
 #define GAUGE_NOTE "q\"uote back\\slash new\nline"
 
 typedef struct backend_state {
@@ -38,16 +41,6 @@ typedef struct model_state {
   TRITONSERVER_Metric *hist;  /* owned */
   TRITONSERVER_Metric *last;  /* owned */
 } model_state_t;
-
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "idmetrics: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
-  TRITONSERVER_ErrorDelete(err);
-}
 
 static void backend_state_free(backend_state_t *st) {
   log_if_error(TRITONSERVER_MetricFamilyDelete(st->bytes), "delete family");

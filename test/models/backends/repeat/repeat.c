@@ -33,6 +33,9 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#define TESTBE_NAME "repeat"
+#include "../common/testbe.h"
+
 typedef struct instance {
   pthread_mutex_t mu;
   pthread_cond_t idle; /* signalled when running drops to 0 */
@@ -49,39 +52,15 @@ typedef struct job {
   uint32_t wait_ms;
 } job_t;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ms(uint32_t ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (ms > 0 && nanosleep(&ts, &ts) != 0) {
   }
 }
 
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "repeat: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
-  TRITONSERVER_ErrorDelete(err);
-}
-
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
-  uint32_t major = 0, minor = 0;
   (void)backend;
-  TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL) return err;
-  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
-      minor < TRITONBACKEND_API_VERSION_MINOR)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_UNSUPPORTED,
-        "triton backend API version does not support this backend");
-  return NULL;
+  return testbe_check_api();
 }
 
 /* Copies input `name` (of type `want`, 4-byte elements) into a malloc'd

@@ -52,6 +52,9 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#define TESTBE_NAME "seqacc"
+#include "../common/testbe.h"
+
 #define NAME_MAX_LEN 64
 #define CORRID_MAX_LEN 256
 
@@ -100,27 +103,11 @@ typedef struct seen {
   uint32_t dims;
 } seen_t;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ms(long ms) {
   if (ms <= 0) return;
   struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&d, &d) != 0)
     ;
-}
-
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "seqacc: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
-  TRITONSERVER_ErrorDelete(err);
 }
 
 static TRITONSERVER_Error *errorf(TRITONSERVER_Error_Code code, const char *fmt,
@@ -275,16 +262,8 @@ static TRITONSERVER_Error *parse_config(const char *json, model_state_t *st) {
 /* ---- lifecycle ----------------------------------------------------------- */
 
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
-  uint32_t major = 0, minor = 0;
   (void)backend;
-  TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL) return err;
-  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
-      minor < TRITONBACKEND_API_VERSION_MINOR)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_UNSUPPORTED,
-        "triton backend API version does not support this backend");
-  return NULL;
+  return testbe_check_api();
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {

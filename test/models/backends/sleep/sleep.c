@@ -27,33 +27,12 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void log_if_error(TRITONSERVER_Error *err, const char *what) {
-  char buf[512];
-  if (err == NULL) return;
-  snprintf(buf, sizeof(buf), "sleep: %s: %s", what,
-           TRITONSERVER_ErrorMessage(err));
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_ERROR, __FILE__, __LINE__, buf));
-  TRITONSERVER_ErrorDelete(err);
-}
+#define TESTBE_NAME "sleep"
+#include "../common/testbe.h"
 
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
-  uint32_t major = 0, minor = 0;
   (void)backend;
-  TRITONSERVER_Error *err = TRITONBACKEND_ApiVersion(&major, &minor);
-  if (err != NULL) return err;
-  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
-      minor < TRITONBACKEND_API_VERSION_MINOR)
-    return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_UNSUPPORTED,
-        "triton backend API version does not support this backend");
-  return NULL;
+  return testbe_check_api();
 }
 
 static void log_error_msg(const char *msg) {
