@@ -19,7 +19,9 @@
 #                     every protocol, h2load, wrk, profiles), batched, idle,
 #                     nginx, seq (issue 9: the sequence batcher), ensemble and
 #                     reload (issue 10: a 2-step ensemble, and latency while
-#                     another model reloads); default all
+#                     another model reloads), decoupled (issue 11: a decoupled
+#                     model's 100 responses per request against unary identity
+#                     requests); default all
 #   BENCH_RELOAD_PAUSE_MS=N  reload section: the paced loop's pause after each
 #                     unload (default 100; the other loop runs back to back)
 #   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
@@ -436,6 +438,40 @@ if section reload; then
     kill -TERM "$loop_pid" 2>/dev/null || true
     wait "$loop_pid" 2>/dev/null || true
     echo "$pause" >"$dir/pause_ms"
+  done
+  stop_pid "$INFERD_PID"
+fi
+
+# ---- issue 11: a decoupled model ---------------------------------------------------------
+# repeat_int32 (test/models/decoupled_repo, the repeat test backend) answering
+# each request with 100 responses (IN of 100 zeros, no delay) over gRPC
+# ModelStreamInfer, inferd-perf --streaming counting every response up to the
+# final flag, against identity_fp32 (as in bench/models) over gRPC unary
+# ModelInfer, same server and client: server CPU per response at concurrency
+# 16 (the server core saturates) against one identity request's, and the
+# latency to the first response at concurrency 1 against an identity
+# request's latency. The server counts requests: report.py divides by 100.
+DEC_RESPONSES=100
+if section decoupled; then
+  DEC_MODELS=$RES/models_decoupled
+  mkdir -p "$DEC_MODELS"
+  cp -r "$MODELS/identity_fp32" "$DEC_MODELS/"
+  cp -r "$ROOT/test/models/decoupled_repo/repeat_int32" "$DEC_MODELS/"
+  cp "$BUILD/test/backends/repeat/libtriton_repeat.so" "$DEC_MODELS/repeat_int32/"
+  echo "$DEC_RESPONSES" >"$RES/decoupled_responses"
+  INFERD_REPO=$DEC_MODELS start_inferd inferd_decoupled
+  for c in 1 16; do
+    run_perf "dec_identity_grpc_c$c" "inferd:identity_fp32" "$INFERD_PID" -- "$PERF" \
+      -m identity_fp32 -x 1 -b 1 -u "127.0.0.1:$GRPC_PORT" -i grpc \
+      --shape INPUT0:16 --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+    run_perf "dec_repeat${DEC_RESPONSES}_grpc-stream_c$c" "inferd:repeat_int32" "$INFERD_PID" -- \
+      "$PERF" -m repeat_int32 -x 1 -b 1 -u "127.0.0.1:$GRPC_PORT" -i grpc --streaming \
+      --shape "IN:$DEC_RESPONSES" --shape "DELAY:$DEC_RESPONSES" --input-data zero \
+      --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
   done
   stop_pid "$INFERD_PID"
 fi

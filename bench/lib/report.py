@@ -38,6 +38,10 @@ TARGETS9 = {"seq_cpu_ratio": 1.25, "idle_seq_added_pct": 1.0}
 # one identity request's; p99 of model A while model B reloads in a loop /
 # its p99 without, same run.
 TARGETS10 = {"ensemble_cpu_ratio": 1.3, "reload_p99_ratio": 1.2}
+# Issue 11's targets: server CPU per response of a decoupled model sending
+# 100 responses per request / one unary identity request's; latency to the
+# first response at concurrency 1 / a unary identity request's latency.
+TARGETS11 = {"dec_cpu_ratio": 1.5, "dec_first_ratio": 1.2}
 TARGETS = {
     "http_json_us": 12.0,  # inferd HTTP/1.1 JSON, server CPU us per request
     "grpc_us": 16.0,  # inferd gRPC unary
@@ -153,7 +157,11 @@ def perf_summary(path):
     rps = pick(step, "throughput", "throughput_infer_per_sec", "infer_per_sec", "rps")
     avg = pick(step, "avg_latency_us", "avg_us") or pick(lat, "avg", "mean")
     p99 = pick(step, "p99_latency_us", "p99_us") or pick(lat, "p99", "99")
+    first = step.get("first_response") or {}
     return {
+        "responses": step.get("responses"),
+        "first_avg_us": first.get("avg_latency_us"),
+        "first_p99_us": first.get("p99_latency_us"),
         "tool_rps": float(rps) if rps is not None else None,
         "avg_us": float(avg) if avg is not None else None,
         "p99_us": float(p99) if p99 is not None else None,
@@ -336,6 +344,45 @@ def issue10(p, get, res):
         p("")
 
 
+def issue11(p, get, res):
+    try:
+        with open(os.path.join(res, "decoupled_responses")) as f:
+            n = int(f.read().strip())
+    except (OSError, ValueError):
+        n = 100
+    dec = "dec_repeat%d_grpc-stream" % n
+    p("## Issue 11 targets")
+    p("")
+    p("| figure | inferd | baseline | ratio | target | verdict |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    dv = get(dec + "_c16", "us_per_req")
+    iv = get("dec_identity_grpc_c16", "us_per_req")
+    per = dv / n if dv is not None else None
+    cr = per / iv if per is not None and iv else None
+    p("| repeat_int32, %d responses per request (gRPC stream), concurrency 16, server CPU us "
+      "per response | %s (%s per request) | %s (one identity_fp32 request, gRPC unary) | %s "
+      "| <= %.1fx | %s |" % (n, fmt(per, 3), fmt(dv, 1), fmt(iv, 2), fmt(cr, 2),
+                             TARGETS11["dec_cpu_ratio"], verdict(cr, TARGETS11["dec_cpu_ratio"])))
+    for key, label in (("first_avg_us", "avg"), ("first_p99_us", "p99")):
+        fv = get(dec + "_c1", key)
+        bv = get("dec_identity_grpc_c1", "avg_us" if label == "avg" else "p99_us")
+        fr = fv / bv if fv is not None and bv else None
+        p("| repeat_int32, concurrency 1, %s latency to the first response | %s us (complete: %s "
+          "us) | %s us (identity_fp32 request, gRPC unary) | %s | <= %.1fx | %s |" % (
+              label, fmt(fv, 0),
+              fmt(get(dec + "_c1", "avg_us" if label == "avg" else "p99_us"), 0),
+              fmt(bv, 0), fmt(fr, 2), TARGETS11["dec_first_ratio"],
+              verdict(fr, TARGETS11["dec_first_ratio"])))
+    p("")
+    for c in (1, 16):
+        r = get(dec + "_c%d" % c, "responses")
+        q = get(dec + "_c%d" % c, "requests")
+        if r is not None:
+            p("%s_c%d: inferd-perf counted %s responses in its window; the server %s requests "
+              "in its own." % (dec, c, fmt_int(r), fmt_int(q)))
+    p("")
+
+
 def main():
     res = sys.argv[1]
     partial = "--partial" in sys.argv
@@ -490,6 +537,9 @@ def main():
 
     if any(sc.startswith(("ens_", "reload_")) for sc in rows):
         issue10(p, get, res)
+
+    if any(sc.startswith("dec_") for sc in rows):
+        issue11(p, get, res)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")

@@ -5,9 +5,11 @@
  * opens one ModelInfer stream per request; a streaming slot puts its
  * requests on a ModelStreamInfer stream (its own in the closed loop, one per
  * connection shared in order by every slot in the open loop) and matches
- * responses to requests in order. Each request's DATA is copied from the
- * slot's request (slot->req): run->payload, the 5-byte-prefixed
- * ModelInferRequest packed once, or the slot's sequence copy (seq.c).
+ * responses to requests in order (a decoupled model's request ends with
+ * the response flagged triton_final_response, see dec.c). Each request's DATA
+ * is copied from the slot's request (slot->req): run->payload, the
+ * 5-byte-prefixed ModelInferRequest packed once, or the slot's sequence copy
+ * (seq.c).
  *
  * nghttp2 is used sans-I/O: reads go to nghttp2_session_mem_recv() from one
  * shared buffer; a uv_prepare handle, which runs once per loop iteration
@@ -254,6 +256,14 @@ static void stream_message(gstream_t *st) {
   int ok = !(st->first_len >= 2 && st->first[0] == 0x0a && st->first[1]);
   if (st->count == 0) return; /* a response to nothing: ignore it */
   slot = st->fifo[st->head];
+  if (ok && st->conn->run->decoupled) {
+    /* Every response of the request, up to the final flag, is counted;
+     * a flags-only final message is not a response. */
+    int final, has_output;
+    ifd__perf_dec_parse(st->first, st->first_len, &final, &has_output);
+    if (!final || has_output) ifd__perf_run_response(slot);
+    if (!final) return;
+  }
   st->head = (st->head + 1) % st->cap;
   st->count--;
   if (ok) {

@@ -144,6 +144,16 @@ int main(int argc, char **argv) {
       goto out_model;
     }
     run.sequence = model.sequence;
+    run.decoupled = model.decoupled;
+    if (run.decoupled &&
+        (!opts.grpc || !opts.streaming || opts.open_loop || run.sequence)) {
+      fprintf(stderr,
+              "error: '%s' is decoupled: use -i grpc --streaming with "
+              "--concurrency-range (closed loop, no sequence batching)\n",
+              model.name);
+      rc = 2;
+      goto out_model;
+    }
     if (run.sequence && !opts.grpc && ifd__perf_seq_locate(&run) < 0) {
       fprintf(stderr, "error: no sequence parameters in the request\n");
       goto out_model;
@@ -195,6 +205,10 @@ int main(int argc, char **argv) {
       printf("  Using uniform distribution on request generation\n");
     else
       printf("  Using synchronous calls for inference\n");
+    if (run.decoupled)
+      printf(
+          "  Decoupled model: responses counted up to "
+          "triton_final_response\n");
     if (run.sequence) {
       printf("  Sequence model: length %llu +/- %g%%, ids from %llu",
              (unsigned long long)opts.seq_length, opts.seq_variation,
@@ -262,6 +276,7 @@ out_loop:
   ifd__perf_buf_free(&run.payload);
   free(run.slots);
   free(run.lat);
+  free(run.lat_first);
   free(steps);
   return rc;
 }

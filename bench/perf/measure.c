@@ -78,6 +78,8 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     if (rc < 0) return rc;
   }
   run->nlat = 0;
+  run->nlat_first = 0;
+  run->responses = 0;
   run->errors = 0;
   run->delayed = 0;
   run->have_err = 0;
@@ -131,6 +133,24 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   r->p95 = pct(run->lat, run->nlat, 95);
   r->p99 = pct(run->lat, run->nlat, 99);
   if (o->percentile > 0) r->pn = pct(run->lat, run->nlat, o->percentile);
+  if (run->decoupled) {
+    r->decoupled = 1;
+    r->responses = run->responses;
+    r->first_count = run->nlat_first;
+    r->resp_throughput = (double)r->responses / r->secs;
+    sum = 0;
+    for (i = 0; i < run->nlat_first; i++) sum += run->lat_first[i];
+    r->f_avg = run->nlat_first
+                   ? floor((double)sum / (double)run->nlat_first / 1000)
+                   : 0;
+    qsort(run->lat_first, run->nlat_first, sizeof *run->lat_first, cmp_u64);
+    r->f_p50 = pct(run->lat_first, run->nlat_first, 50);
+    r->f_p90 = pct(run->lat_first, run->nlat_first, 90);
+    r->f_p95 = pct(run->lat_first, run->nlat_first, 95);
+    r->f_p99 = pct(run->lat_first, run->nlat_first, 99);
+    if (o->percentile > 0)
+      r->f_pn = pct(run->lat_first, run->nlat_first, o->percentile);
+  }
   if (r->have_server && r->d.success_count) {
     double n = (double)r->d.success_count;
     r->s_req = floor((double)r->d.success_ns / n / 1000);
@@ -174,6 +194,24 @@ void ifd__perf_measure_print(const ifd_perf_opts_t *o,
   if (o->percentile > 0 && o->percentile != 50 && o->percentile != 90 &&
       o->percentile != 95 && o->percentile != 99)
     printf("    p%d latency: %.0f usec\n", o->percentile, r->pn);
+  if (r->decoupled) {
+    printf(
+        "    (latencies above: request complete, up to its final response)"
+        "\n");
+    printf("    Response count: %llu\n", (unsigned long long)r->responses);
+    printf("    Response throughput: %g responses/sec\n", r->resp_throughput);
+    printf("    First response count: %llu\n",
+           (unsigned long long)r->first_count);
+    printf("    First response avg latency: %.0f usec\n", r->f_avg);
+    printf("    First response p50 latency: %.0f usec\n", r->f_p50);
+    printf("    First response p90 latency: %.0f usec\n", r->f_p90);
+    printf("    First response p95 latency: %.0f usec\n", r->f_p95);
+    printf("    First response p99 latency: %.0f usec\n", r->f_p99);
+    if (o->percentile > 0 && o->percentile != 50 && o->percentile != 90 &&
+        o->percentile != 95 && o->percentile != 99)
+      printf("    First response p%d latency: %.0f usec\n", o->percentile,
+             r->f_pn);
+  }
   if (r->delayed)
     printf("    Delayed request count: %llu\n", (unsigned long long)r->delayed);
   if (r->errors || r->first_err[0]) {
@@ -206,15 +244,24 @@ int ifd__perf_measure_write_csv(const ifd_perf_opts_t *o,
           "%s,Inferences/Second,Client Send,Network+Server Send/Recv,"
           "Server Queue,Server Compute Input,Server Compute Infer,"
           "Server Compute Output,Client Recv,p50 latency,p90 latency,"
-          "p95 latency,p99 latency\n",
-          o->open_loop ? "Request Rate" : "Concurrency");
+          "p95 latency,p99 latency%s\n",
+          o->open_loop ? "Request Rate" : "Concurrency",
+          n > 0 && st[0].decoupled
+              ? ",Responses/Second,First Response p50 latency,First Response "
+                "p90 latency,First Response p95 latency,First Response p99 "
+                "latency"
+              : "");
   for (i = 0; i < n; i++) {
     const ifd_perf_step_t *r = &st[i];
     double server = r->s_queue + r->s_cin + r->s_cinfer + r->s_cout;
     double net = r->avg_us - server;
-    fprintf(f, "%g,%.1f,0,%.0f,%.0f,%.0f,%.0f,%.0f,0,%.0f,%.0f,%.0f,%.0f\n",
+    fprintf(f, "%g,%.1f,0,%.0f,%.0f,%.0f,%.0f,%.0f,0,%.0f,%.0f,%.0f,%.0f",
             r->value, r->throughput, net > 0 ? net : 0, r->s_queue, r->s_cin,
             r->s_cinfer, r->s_cout, r->p50, r->p90, r->p95, r->p99);
+    if (r->decoupled)
+      fprintf(f, ",%.1f,%.0f,%.0f,%.0f,%.0f", r->resp_throughput, r->f_p50,
+              r->f_p90, r->f_p95, r->f_p99);
+    fprintf(f, "\n");
   }
   return fclose(f) ? -errno : 0;
 }
@@ -247,6 +294,19 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
             (unsigned long long)r->delayed);
     if (o->percentile > 0)
       fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->pn);
+    if (r->decoupled) {
+      fprintf(f,
+              ",\"responses\":%llu,\"response_throughput\":%.3f,"
+              "\"first_response\":{\"count\":%llu,\"avg_latency_us\":%.0f,"
+              "\"p50_latency_us\":%.0f,\"p90_latency_us\":%.0f,"
+              "\"p95_latency_us\":%.0f,\"p99_latency_us\":%.0f",
+              (unsigned long long)r->responses, r->resp_throughput,
+              (unsigned long long)r->first_count, r->f_avg, r->f_p50, r->f_p90,
+              r->f_p95, r->f_p99);
+      if (o->percentile > 0)
+        fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->f_pn);
+      fprintf(f, "}");
+    }
     if (r->have_server)
       fprintf(f,
               ",\"server\":{\"inference_count\":%llu,\"execution_count\":"

@@ -132,6 +132,8 @@ static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
   m->max_batch =
       (int)json_integer_value(json_object_get(cfg, "max_batch_size"));
   m->sequence = json_is_object(json_object_get(cfg, "sequence_batching"));
+  m->decoupled = json_is_true(json_object_get(
+      json_object_get(cfg, "model_transaction_policy"), "decoupled"));
   arr = json_object_get(meta, "inputs");
   json_array_foreach(arr, i, t) {
     const char *name = json_string_value(json_object_get(t, "name"));
@@ -224,6 +226,8 @@ static int grpc_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
       cfg->config &&
       cfg->config->scheduling_choice_case ==
           INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_SEQUENCE_BATCHING;
+  m->decoupled = cfg->config && cfg->config->model_transaction_policy &&
+                 cfg->config->model_transaction_policy->decoupled;
   for (i = 0; i < meta->n_inputs; i++) {
     Inference__ModelMetadataResponse__TensorMetadata *t = meta->inputs[i];
     rc = add_input(m, t->name, t->datatype, t->shape, (int)t->n_shape, err,

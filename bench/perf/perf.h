@@ -4,7 +4,8 @@
  * inferd-perf is a perf_analyzer-style load generator: one libuv loop drives
  * keep-alive HTTP/1.1 connections (http.c) or nghttp2 client sessions
  * (grpc.c), each carrying a request serialized once (model.c; rewritten per
- * request for sequence models by seq.c). main.c reads the command line
+ * request for sequence models by seq.c, for decoupled models by dec.c).
+ * main.c reads the command line
  * (options.c) and runs the measurement steps (measure.c), which prints
  * perf_analyzer's report, with the server-side split read from the
  * statistics extension (stats.c).
@@ -108,7 +109,8 @@ typedef struct ifd_perf_model {
   int ninputs;
   char **outputs; /* owned, each owned */
   int noutputs;
-  int sequence; /* the config has sequence_batching */
+  int sequence;  /* the config has sequence_batching */
+  int decoupled; /* model_transaction_policy.decoupled */
 } ifd_perf_model_t;
 
 /* Cumulative server statistics of one model (all versions summed when no
@@ -148,6 +150,7 @@ struct ifd_perf_slot {
   ifd_perf_buf_t seq_req; /* owned: empty unless run->sequence */
   uint64_t seq_id;        /* the slot's sequence; 0: none yet */
   uint64_t seq_left;      /* requests left in it; 0: the next one STARTs */
+  int got_first;          /* decoupled: a response of this request is in */
 };
 
 typedef struct ifd_perf_http ifd_perf_http_t;
@@ -170,6 +173,15 @@ struct ifd_perf_run {
   uint64_t seq_starts;    /* sequences started (reported) */
   int seq_idle_phase;     /* --idle-sequences: 1 STARTs, 2 ENDs; 0 otherwise */
   uint64_t seq_idle_left; /* --idle-sequences: requests still to send */
+
+  /* Decoupled models (gRPC streaming, closed loop): each request carries a
+   * unique id and triton_enable_empty_final_response; every response is
+   * counted and the first one's latency kept (dec.c). */
+  int decoupled;       /* the model is decoupled */
+  uint64_t dec_next;   /* request ids handed out */
+  uint64_t responses;  /* responses of measured requests in the window */
+  uint64_t *lat_first; /* owned: ns to the first response, per request */
+  size_t nlat_first, caplat_first;
 
   ifd_perf_http_t *http; /* owned: NULL unless -i http */
   ifd_perf_grpc_t *grpc; /* owned: NULL unless -i grpc */
@@ -214,6 +226,11 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o);
 void ifd__perf_run_done(ifd_perf_slot_t *s, int ok, const char *err,
                         size_t errlen);
 
+/* Decoupled models: one response of the slot's request is in (a final
+ * flags-only message is not a response). Counts it, and records the
+ * latency of the request's first one. */
+void ifd__perf_run_response(ifd_perf_slot_t *s);
+
 /* Marks the run broken with a message; the current step stops issuing. */
 void ifd__perf_run_fail(ifd_perf_run_t *run, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -256,6 +273,11 @@ typedef struct ifd_perf_step {
   double secs, throughput;
   double avg_us, std_us;
   double p50, p90, p95, p99, pn; /* usec */
+  /* Decoupled models: responses, and latency to a request's first one. */
+  int decoupled;
+  uint64_t responses, first_count;
+  double resp_throughput;                         /* responses per second */
+  double f_avg, f_p50, f_p90, f_p95, f_p99, f_pn; /* usec */
   int have_server;
   ifd_perf_stats_t d;                                     /* server deltas */
   double s_req, s_over, s_queue, s_cin, s_cinfer, s_cout; /* usec */
@@ -353,6 +375,22 @@ void ifd__perf_seq_next(ifd_perf_run_t *run, ifd_perf_slot_t *s);
  * UV_EINVAL when the payload has none. */
 int ifd__perf_seq_locate(ifd_perf_run_t *run);
 void ifd__perf_seq_slot_free(ifd_perf_slot_t *s);
+
+/* ---- dec.c ---- */
+
+/* A decoupled model's slot: its own copy of the gRPC request with the
+ * parameter triton_enable_empty_final_response appended and a fixed-width
+ * id field. Returns 0 or UV_ENOMEM. */
+int ifd__perf_dec_slot_init(ifd_perf_run_t *run, ifd_perf_slot_t *s);
+/* Before each send: writes the next unique id into the slot's request. */
+void ifd__perf_dec_next(ifd_perf_run_t *run, ifd_perf_slot_t *s);
+/**
+ * Reads the first bytes (len of them, maybe truncated) of one
+ * ModelStreamInferResponse: *final is set when the response carries the
+ * parameter triton_final_response true, *has_output when it has outputs.
+ */
+void ifd__perf_dec_parse(const uint8_t *p, size_t len, int *final,
+                         int *has_output);
 
 /* ---- stats.c ---- */
 

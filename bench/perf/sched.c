@@ -98,6 +98,7 @@ static void issue(ifd_perf_run_t *run, ifd_perf_slot_t *s, uint64_t now) {
   s->busy = 1;
   run->inflight++;
   if (run->sequence) ifd__perf_seq_next(run, s);
+  if (run->decoupled) ifd__perf_dec_next(run, s);
   if (run->seq_idle_phase) run->seq_idle_left--;
   rc = s->vt->send(s);
   if (rc < 0) {
@@ -118,6 +119,24 @@ static void lat_push(ifd_perf_run_t *run, uint64_t ns) {
     run->caplat = cap;
   }
   run->lat[run->nlat++] = ns;
+}
+
+void ifd__perf_run_response(ifd_perf_slot_t *s) {
+  ifd_perf_run_t *run = s->run;
+  int first = !s->got_first;
+
+  s->got_first = 1;
+  if (!s->measured) return;
+  run->responses++;
+  if (!first) return;
+  if (run->nlat_first == run->caplat_first) {
+    size_t cap = run->caplat_first ? run->caplat_first * 2 : 1 << 16;
+    void *p = realloc(run->lat_first, cap * sizeof *run->lat_first);
+    if (!p) return; /* the sample is lost, the count is not */
+    run->lat_first = p;
+    run->caplat_first = cap;
+  }
+  run->lat_first[run->nlat_first++] = uv_hrtime() - s->t_send;
 }
 
 void ifd__perf_run_done(ifd_perf_slot_t *s, int ok, const char *err,

@@ -51,6 +51,7 @@ int ifd__perf_seq_locate(ifd_perf_run_t *run) {
 int ifd__perf_seq_slot_init(ifd_perf_run_t *run, ifd_perf_slot_t *s) {
   s->req = run->payload.data;
   s->req_len = run->payload.len;
+  if (run->decoupled) return ifd__perf_dec_slot_init(run, s);
   if (!run->sequence) return 0;
   /* Room for the gRPC parameters: 3 entries of at most 32 bytes. */
   if (ifd__perf_buf_append(&s->seq_req, run->payload.data, run->payload.len) <
