@@ -404,3 +404,41 @@ def test_slow_reader_is_cut_off(capped, grpc_stubs):  # noqa: F811
         msgs, code, _ = stream(gc2, [repeat_req(gc2.pb, "ok", list(range(100)))])
         assert code == grpc.StatusCode.OK
         check_repeat(msgs, "ok", list(range(100)))
+
+
+def test_server_stop_with_streams_open(tmp_path, grpc_stubs):  # noqa: F811
+    """SIGTERM while ModelStreamInfer streams wait on a slow decoupled model:
+    the calls end early (no hang) and the server exits 0
+    (bounded waits only, nothing timed)."""
+    import signal
+    import time
+    repo = copy_repo(tmp_path / "repo")
+    srv = h.start_server(tmp_path / "srv", [repo], extra=["--exit-timeout-secs=2"], wait_models=MODELS)
+    c = gh.connect(srv, grpc_stubs)
+    pb = grpc_stubs.pb
+    ended = []
+
+    def run(i):
+        # 50 responses, 200 ms apart: 10 s, far past the exit timeout.
+        req = repeat_req(pb, f"stop-{i}", list(range(50)), delay=[200] * 50)
+        call = c.model_stream_infer(iter([req]), timeout=HANG_S)
+        got = 0
+        try:
+            for _ in call:
+                got += 1
+        except grpc.RpcError:
+            pass
+        ended.append(got)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.6)  # the streams are running (first responses come at 200 ms)
+    srv.proc.send_signal(signal.SIGTERM)
+    rc = srv.proc.wait(timeout=20)
+    for t in threads:
+        t.join(timeout=20)
+    c.close()
+    assert rc == 0, srv.log_tail()
+    assert len(ended) == 4
+    assert all(n < 50 for n in ended), ended  # cut short, not run to the end
