@@ -94,10 +94,6 @@ static void on_retire_timer(uv_timer_t *t);
 /* ---- small helpers ----------------------------------------------------------
  */
 
-static char *xstrdup(const char *s) {
-  return s ? strdup(s) : NULL;
-}
-
 /* Triton's prefix of a status in a reason: the name of its error class. */
 static const char *status_name(int code) {
   switch (code) {
@@ -133,7 +129,7 @@ static char *status_text(int code, const char *text) {
 
 static void set_str(char **slot, const char *val) {
   free(*slot);
-  *slot = xstrdup(val);
+  *slot = ifd_strdup_null(val);
 }
 
 static int is_ensemble(const ifd_model_config_t *c) {
@@ -155,8 +151,8 @@ static model_entry_t *entry_add(ifd_server_t *s, const char *name,
   model_entry_t **arr;
   if (e == NULL) return NULL;
   e->name = strdup(name);
-  e->path = xstrdup(path);
-  e->repo = xstrdup(repo);
+  e->path = ifd_strdup_null(path);
+  e->repo = ifd_strdup_null(repo);
   arr = realloc(s->entries, (s->n_entries + 1) * sizeof(*arr));
   if (e->name == NULL || arr == NULL ||
       ifd_strmap_put(&s->by_name, e->name, strlen(e->name), e) < 0) {
@@ -790,11 +786,9 @@ static void prepare_after(uv_work_t *w, int status) {
   }
   e->fp = op->fp;
   if (op->n_versions == 0) {
-    load_refused(
-        op, "no version is available for the version policy",
-        (snprintf(msg, sizeof(msg),
-                  "failed to load '%s', no version is available", e->name),
-         msg));
+    snprintf(msg, sizeof(msg), "failed to load '%s', no version is available",
+             e->name);
+    load_refused(op, "no version is available for the version policy", msg);
     job_end(s, j);
     return;
   }
@@ -1006,7 +1000,7 @@ static void op_start(reg_op_t *op) {
   j = job_new(s, op, NULL);
   if (j != NULL) {
     j->name = strdup(e->name);
-    j->path = xstrdup(e->path);
+    j->path = ifd_strdup_null(e->path);
   }
   if (j == NULL || j->name == NULL || (e->path != NULL && j->path == NULL) ||
       job_queue(j, prepare_work, prepare_after) < 0) {

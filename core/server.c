@@ -27,10 +27,6 @@
 /* ---- small helpers ----------------------------------------------------------
  */
 
-static char *xstrdup(const char *s) {
-  return s ? strdup(s) : NULL;
-}
-
 uv_loop_t *ifd_server_loop(ifd_server_t *s) {
   return s->loop;
 }
@@ -112,7 +108,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
     if (s->repos[i] == NULL) goto out_nomem;
   }
   s->opts.repos = (const char *const *)s->repos;
-  s->backend_dir = xstrdup(opts->backend_dir);
+  s->backend_dir = ifd_strdup_null(opts->backend_dir);
   s->opts.backend_dir = s->backend_dir;
   s->load_models =
       calloc(opts->n_load_models ? opts->n_load_models : 1, sizeof(char *));
