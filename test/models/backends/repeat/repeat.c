@@ -27,7 +27,7 @@
  *
  * Bad inputs (missing, wrong type) become one error response with the FINAL
  * flag, sent from execute. TRITONBACKEND_ModelInstanceFinalize stops and
- * waits for the instance's threads, so an unload never unmaps code a thread
+ * joins the instance's threads, so an unload never unmaps code a thread
  * still runs.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -49,12 +49,14 @@ typedef struct job job_t;
 typedef struct instance {
   pthread_mutex_t mu;
   pthread_cond_t work; /* signalled when a job is queued or stopping set */
-  pthread_cond_t gone; /* signalled when threads drops to 0 */
   job_t *head, *tail;  /* owned: jobs no thread has taken yet */
   unsigned queued;     /* jobs in head..tail */
   unsigned parked;     /* threads waiting on work */
-  unsigned threads;    /* threads started and not yet exited */
-  int stopping;        /* finalize: threads exit once the queue is empty */
+  pthread_t *tids;     /* owned: every thread started, joined at finalize
+                          (a thread still returning must not outlive the
+                          library's code) */
+  unsigned threads, cap_threads;
+  int stopping; /* finalize: threads exit once the queue is empty */
 } instance_t;
 
 struct job {
@@ -240,7 +242,6 @@ static void *thread_main(void *arg) {
     run_job(j);
     pthread_mutex_lock(&inst->mu);
   }
-  if (--inst->threads == 0) pthread_cond_broadcast(&inst->gone);
   pthread_mutex_unlock(&inst->mu);
   return NULL;
 }
@@ -253,9 +254,17 @@ static int submit(instance_t *inst, job_t *j) {
   pthread_mutex_lock(&inst->mu);
   if (inst->queued + 1 > inst->parked) {
     pthread_t tid;
-    if (pthread_create(&tid, NULL, thread_main, inst) == 0) {
-      pthread_detach(tid);
-      inst->threads++;
+    if (inst->threads == inst->cap_threads) {
+      unsigned cap = inst->cap_threads ? 2 * inst->cap_threads : 4;
+      pthread_t *t = realloc(inst->tids, cap * sizeof(*t));
+      if (t != NULL) {
+        inst->tids = t;
+        inst->cap_threads = cap;
+      }
+    }
+    if (inst->threads < inst->cap_threads &&
+        pthread_create(&tid, NULL, thread_main, inst) == 0) {
+      inst->tids[inst->threads++] = tid;
     } else if (inst->threads == 0) {
       rc = -1;
     }
@@ -282,10 +291,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   pthread_mutex_init(&inst->mu, NULL);
   pthread_cond_init(&inst->work, NULL);
-  pthread_cond_init(&inst->gone, NULL);
   TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceSetState(instance, inst);
   if (err != NULL) {
-    pthread_cond_destroy(&inst->gone);
     pthread_cond_destroy(&inst->work);
     pthread_mutex_destroy(&inst->mu);
     free(inst);
@@ -302,9 +309,11 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
   pthread_mutex_lock(&inst->mu);
   inst->stopping = 1;
   pthread_cond_broadcast(&inst->work);
-  while (inst->threads > 0) pthread_cond_wait(&inst->gone, &inst->mu);
   pthread_mutex_unlock(&inst->mu);
-  pthread_cond_destroy(&inst->gone);
+  /* No thread starts any more (execute is over for this instance). */
+  for (unsigned i = 0; i < inst->threads; i++)
+    pthread_join(inst->tids[i], NULL);
+  free(inst->tids);
   pthread_cond_destroy(&inst->work);
   pthread_mutex_destroy(&inst->mu);
   free(inst);
