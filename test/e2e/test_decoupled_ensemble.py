@@ -4,7 +4,8 @@ is an ensemble response; the request ends with the FINAL flag).
 
 Models: test/models/decoupled_ens_repo (ens_square: square_int32 then
 identity_int32; ens_repeat: repeat_int32, then identity_int32 on its OUT, its
-IDX straight out) over the composing models of test/models/decoupled_repo.
+IDX straight out; ens_square2: square_int32 twice, a decoupled step below
+another) over the composing models of test/models/decoupled_repo.
 """
 
 import concurrent.futures as cf
@@ -23,7 +24,7 @@ from test_decoupled import (DECOUPLED_HTTP, DECOUPLED_UNARY, HANG_S, copy_repo, 
                             final_flag, set_params, stream)
 
 ENS_SRC = h.REPO_ROOT / "test" / "models" / "decoupled_ens_repo"
-ENSEMBLES = ("ens_square", "ens_repeat")
+ENSEMBLES = ("ens_square", "ens_repeat", "ens_square2")
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +113,15 @@ def test_square_zero_and_empty_final(gc):
     for m in msgs[:2]:
         assert data(m, "s2f", "ens_square")["OUT"].tolist() == [2]
     empty_final(msgs[2], "s2f", "ens_square")
+
+
+def test_nested_decoupled_steps(gc):
+    for n in (0, 1, 3):
+        req = gh.infer_request(gc.pb, "ens_square2", [("IN", "INT32", [1], np.array([n], dtype=np.int32))],
+                               request_id=f"n{n}")
+        msgs, code, _ = stream(gc, [req])
+        assert code == grpc.StatusCode.OK, code
+        assert [data(m, f"n{n}", "ens_square2")["OUT"].tolist() for m in msgs] == [[n]] * (n * n)
 
 
 def test_repeat_one_response_per_step_response(gc):
@@ -206,3 +216,17 @@ def test_statistics_and_first_response_metric(srv, gc):
     assert 'nv_inference_first_response_histogram_ms_count{model="ens_square",version="1"}' in text
     assert 'nv_inference_first_response_histogram_ms_count{model="square_int32",version="1"}' in text
     assert 'nv_inference_first_response_histogram_ms_count{model="identity_int32"' not in text
+
+
+def test_http_generate_stream(srv):
+    # Ensemble responses carry sequence parameters (features.md, read first
+    # 6); generate maps response parameters to fields.
+    seq = ',"sequence_id":0,"sequence_start":false,"sequence_end":false'
+    r = srv.post("/v2/models/ens_square/generate_stream", json={"IN": 2}, timeout=HANG_S)
+    assert r.status_code == 200, r.text
+    events = [e for e in r.text.split("\n\n") if e.strip()]
+    assert events == ['data: {"OUT":2,"model_name":"ens_square","model_version":"1"' + seq + '}'] * 2, r.text
+    r = srv.post("/v2/models/ens_square/generate", json={"IN": 1}, timeout=HANG_S)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"OUT": 1, "model_name": "ens_square", "model_version": "1", "sequence_id": 0,
+                        "sequence_start": False, "sequence_end": False}, r.text
