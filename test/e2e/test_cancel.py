@@ -15,6 +15,7 @@ import time
 import grpc
 import numpy as np
 import pytest
+import requests
 
 import e2e_helpers as h
 import grpc_helpers as gh
@@ -84,6 +85,20 @@ def wait_stats(srv, pred, timeout=WAIT_S):
             return st
         if time.monotonic() > deadline:
             raise AssertionError(f"statistics never got there: {st}\n{srv.log_tail()}")
+        time.sleep(0.05)
+
+
+def wait_pending(srv, n, model="sleep_poll", timeout=WAIT_S):
+    """Until the model has n requests waiting for an instance (Triton's
+    pending gauge: executing ones are not counted)."""
+    key = f'nv_inference_pending_request_count{{model="{model}",version="1"}} {n}'
+    deadline = time.monotonic() + timeout
+    while True:
+        text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=WAIT_S).text
+        if key in text.splitlines():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never {n} pending\n{text}")
         time.sleep(0.05)
 
 
@@ -191,6 +206,9 @@ def test_grpc_stream_closed_cancels(srv, grpc_stubs):  # noqa: F811
 
         call = client.model_stream_infer(gen(), timeout=120)
         wait_log(srv, "sleep: request 'streamed' sleeping")
+        # The second request reached the server too (it waits for the one
+        # instance) before the client goes.
+        wait_pending(srv, 1)
         call.cancel()
         wait_log(srv, "sleep: request 'streamed' cancelled after")
         st = wait_stats(srv, lambda s: s["inference_stats"]["fail"]["count"] == 2)
