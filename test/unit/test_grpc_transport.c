@@ -189,14 +189,14 @@ static void huge_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 }
 
 const ifd_grpc_method_t ifd__grpc_methods[] = {
-    {"/test.Echo/Huge", 0, huge_msg, NULL, echo_cancel},
-    {"/test.Echo/Unary", 0, unary_msg, NULL, echo_cancel},
-    {"/test.Echo/Bidi", 1, bidi_msg, bidi_end, echo_cancel},
-    {"/test.Echo/Delayed", 0, delayed_msg, NULL, NULL},
-    {"/test.Echo/Never", 0, never_msg, NULL, never_cancel},
-    {"/test.Echo/Fail", 0, fail_method, NULL, NULL},
-    {"/test.Echo/Timeout", 0, timeout_msg, NULL, NULL},
-    {NULL, 0, NULL, NULL, NULL},
+    {"/test.Echo/Huge", 0, huge_msg, NULL, echo_cancel, 0},
+    {"/test.Echo/Unary", 0, unary_msg, NULL, echo_cancel, 0},
+    {"/test.Echo/Bidi", 1, bidi_msg, bidi_end, echo_cancel, 0},
+    {"/test.Echo/Delayed", 0, delayed_msg, NULL, NULL, 0},
+    {"/test.Echo/Never", 0, never_msg, NULL, never_cancel, 0},
+    {"/test.Echo/Fail", 0, fail_method, NULL, NULL, 0},
+    {"/test.Echo/Timeout", 0, timeout_msg, NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0},
 };
 
 /* ---- the client ------------------------------------------------------------
