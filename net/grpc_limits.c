@@ -35,6 +35,9 @@
 /* While no call is open and PINGs without calls are not permitted, gRPC
  * core accepts one client PING per two hours. */
 #define NO_CALL_PING_INTERVAL_MS ((uint64_t)7200000)
+/* After our GOAWAY, the longest the connection may take to write it (a
+ * client that does not read): then it is closed anyway. */
+#define GOAWAY_LINGER_MS 5000u
 
 static uint64_t min_u64(uint64_t a, uint64_t b) {
   return a < b ? a : b;
@@ -159,6 +162,10 @@ void ifd__gconn_on_timer(gconn_t *c) {
   uint64_t now;
 
   c->timer_due = 0;
+  if (c->goaway_close) {
+    ifd__conn_close(&c->base, 0); /* the GOAWAY could not be written */
+    return;
+  }
   ifd__gconn_on_deadline(c);
   if (c->base.closing || c->goaway_close) return;
   now = uv_now(c->g->loop);
@@ -256,5 +263,6 @@ void ifd__gconn_goaway(gconn_t *c, uint32_t code, const char *debug,
     ifd__conn_close(&c->base, 0);
     return;
   }
+  ifd__conn_timer_start(&c->base, GOAWAY_LINGER_MS);
   ifd__conn_mark_dirty(&c->base);
 }
