@@ -20,8 +20,8 @@ import pytest
 
 import grpc_helpers as g
 from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
-from grpc_helpers import (CONTINUATION, DATA, FLAG_ACK, FLAG_END_HEADERS, FLAG_END_STREAM, GOAWAY,
-                          HEADERS, PING, RST_STREAM, SETTINGS, frame)
+from grpc_helpers import (CONTINUATION, FLAG_ACK, FLAG_END_HEADERS, FLAG_END_STREAM, GOAWAY, HEADERS,
+                          PING, RST_STREAM, SETTINGS, WINDOW_UPDATE, frame)
 
 SC = grpc.StatusCode
 INFER_PATH = f"/{g.SERVICE}/ModelInfer"
@@ -445,5 +445,48 @@ def test_connection_buffer_cap(private_server, grpc_stubs):
         assert res1.ended and res1.rst is None, res1
         assert res1.grpc_messages(), (res1, res1.headers())
         resp = grpc_stubs.pb.ModelInferResponse.FromString(res1.grpc_messages()[0])
+        np.testing.assert_array_equal(g.outputs_of(resp)["OUTPUT0"], x)
+    _serving(srv, grpc_stubs)
+
+
+def test_connection_buffer_cap_responses(private_server, grpc_stubs):
+    """The same for responses queued for a client that does not read (its
+    flow-control window stays 0): the call whose response would pass the
+    cap gets RESOURCE_EXHAUSTED; once the client reads, the first one's
+    response arrives whole."""
+    srv = private_server(models=["identity_fp32"], extra=["--grpc-max-connection-buffer-bytes=1048576"])
+    with g.Client(grpc_stubs, g.grpc_target(srv)) as gc:
+        big, x = _request(gc.pb, 4, request_id="q" * 700000)
+    msg = g.grpc_message(big.SerializeToString())
+    c = g.H2Conn(srv.grpc_port)
+    c.start(settings=[(4, 0)])  # SETTINGS_INITIAL_WINDOW_SIZE = 0
+    with c:
+        c.sock.settimeout(20)
+        while True:
+            ftype, flags, _, _ = c.read_frame()
+            if ftype == SETTINGS and not flags & FLAG_ACK:
+                c.send(frame(SETTINGS, FLAG_ACK, 0))
+                break
+        for sid in (1, 3):
+            c.send_headers(sid, INFER_PATH)
+            for off in range(0, len(msg), 16000):
+                c.send_data(sid, msg[off:off + 16000], end_stream=off + 16000 >= len(msg))
+            if sid == 1:
+                # Stream 1's response is queued (its HEADERS come, no DATA).
+                deadline = time.monotonic() + 20
+                while not c._stream(1).header_blocks and time.monotonic() < deadline:
+                    c.sock.settimeout(max(0.1, deadline - time.monotonic()))
+                    c._handle(*c.read_frame())
+        res3 = c.collect(3)
+        assert res3.ended and res3.data == b"", res3
+        if res3.headers() is not None:
+            assert _status(res3) == 8, res3
+            assert "queued on the connection" in res3.header("grpc-message"), res3
+        c.send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)) +
+               frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1 << 30)))
+        res1 = c.collect(1)
+        assert res1.ended and res1.rst is None and _status(res1) in (None, 0), res1
+        resp = grpc_stubs.pb.ModelInferResponse.FromString(res1.grpc_messages()[0])
+        assert resp.id == "q" * 700000
         np.testing.assert_array_equal(g.outputs_of(resp)["OUTPUT0"], x)
     _serving(srv, grpc_stubs)
