@@ -147,10 +147,12 @@ void ifd__gconn_arm(gconn_t *c) {
     due = now + (d > t ? (d - t + 999999) / 1000000 : 0);
   }
   if (idle_wanted(c)) due = min_u64(due, c->idle_since + l->idle_timeout_ms);
-  if (c->ping_out)
-    due = min_u64(due, c->ping_sent + l->keepalive_timeout_ms);
-  else if (keepalive_wanted(c))
+  if (c->ping_out) {
+    if (l->keepalive_timeout_ms != 0)
+      due = min_u64(due, c->ping_sent + l->keepalive_timeout_ms);
+  } else if (keepalive_wanted(c)) {
     due = min_u64(due, keepalive_due(c));
+  }
   if (due == UINT64_MAX) return;
   if (c->timer_due != 0 && c->timer_due <= due) return;
   c->timer_due = due;
@@ -169,7 +171,8 @@ void ifd__gconn_on_timer(gconn_t *c) {
   ifd__gconn_on_deadline(c);
   if (c->base.closing || c->goaway_close) return;
   now = uv_now(c->g->loop);
-  if (c->ping_out && now >= c->ping_sent + l->keepalive_timeout_ms) {
+  if (c->ping_out && l->keepalive_timeout_ms != 0 &&
+      now >= c->ping_sent + l->keepalive_timeout_ms) {
     IFD_VERBOSE(
         "gRPC connection closed: keepalive PING not acknowledged "
         "within %llu ms",
