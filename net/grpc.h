@@ -23,12 +23,50 @@ typedef struct ifd_grpc_opts {
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */
   uint64_t stream_buffer_bytes;
+  /* HTTP/2 limits and keepalive (README, "gRPC connection limits"). Used
+   * only when `limits_set` (ifd_grpc_opts_defaults fills them in); a
+   * zeroed struct gets every default. 0 turns off the ones marked (0). */
+  int limits_set;
+  unsigned max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
+  unsigned max_header_list_size;   /* SETTINGS_MAX_HEADER_LIST_SIZE, bytes */
+  uint64_t idle_timeout_ms;        /* (0) GOAWAY after this long idle */
+  unsigned max_resets_per_second;  /* (0) client RST_STREAMs per second
+                                      before GOAWAY(ENHANCE_YOUR_CALM) */
+  /* Most bytes one connection may hold for its calls: partial request
+   * messages plus queued responses (one message always fits). */
+  uint64_t max_connection_buffer;
+  /* Triton's keepalive flags (gRPC core's channel arguments). */
+  uint64_t keepalive_time_ms;    /* (0) server PING interval */
+  uint64_t keepalive_timeout_ms; /* close when its ACK takes longer */
+  int keepalive_permit_without_calls;
+  unsigned max_pings_without_data; /* (0) */
+  uint64_t min_recv_ping_interval_ms;
+  unsigned max_ping_strikes; /* (0) */
+  /* Triton's --grpc-restricted-protocol (borrowed: outlives the front end;
+   * NULL: nothing restricted). */
+  const struct ifd_restrict *restrict_api;
 } ifd_grpc_opts_t;
+
+/* Defaults of the HTTP/2 limits. */
+#define IFD_GRPC_DEFAULT_MAX_STREAMS 1024u
+#define IFD_GRPC_DEFAULT_MAX_HEADER_LIST (16u << 10)
+#define IFD_GRPC_DEFAULT_IDLE_TIMEOUT_MS ((uint64_t)300000)
+#define IFD_GRPC_DEFAULT_MAX_RESETS 200u
+#define IFD_GRPC_DEFAULT_CONN_BUFFER ((uint64_t)1 << 30)
+/* Triton's (gRPC core's) keepalive defaults. */
+#define IFD_GRPC_DEFAULT_KEEPALIVE_TIME_MS ((uint64_t)7200000)
+#define IFD_GRPC_DEFAULT_KEEPALIVE_TIMEOUT_MS ((uint64_t)20000)
+#define IFD_GRPC_DEFAULT_MAX_PINGS_WITHOUT_DATA 2u
+#define IFD_GRPC_DEFAULT_MIN_RECV_PING_MS ((uint64_t)300000)
+#define IFD_GRPC_DEFAULT_MAX_PING_STRIKES 2u
 
 /* tritonserver accepts messages up to INT32_MAX bytes. */
 #define IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE ((uint64_t)INT32_MAX)
 /* Default per-call cap on queued response bytes (64 MiB). */
 #define IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES ((uint64_t)64 << 20)
+
+/** Zeroes `o` and fills in every default (limits_set = 1). */
+void ifd_grpc_opts_defaults(ifd_grpc_opts_t *o);
 
 /**
  * Binds, listens and serves on `loop`. `server` is borrowed and must outlive

@@ -16,6 +16,7 @@
 #include "net/conn.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
+#include "net/restrict.h"
 
 #define READ_BUF_SIZE (256 * 1024)
 #define NO_HEAP ((unsigned)-1)
@@ -59,7 +60,10 @@ struct ifd_grpc {
   mslot_t *mtab;                  /* owned: path -> method, open addressing */
   size_t mtab_mask;
   uint64_t max_message;
-  uint64_t max_queued; /* per call: see ifd_grpc_opts_t.stream_buffer_bytes */
+  uint64_t max_queued;   /* per call: see ifd_grpc_opts_t.stream_buffer_bytes */
+  ifd_grpc_opts_t lim;   /* the HTTP/2 limits and keepalive, defaults filled */
+  nghttp2_option *h2opt; /* owned */
+  const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
@@ -79,7 +83,21 @@ typedef struct gconn {
   unsigned writing : 1;
   unsigned read_paused : 1;
   unsigned stopping : 1;
-  unsigned terminated : 1; /* the final GOAWAY is submitted */
+  unsigned terminated : 1;   /* the final GOAWAY is submitted */
+  unsigned ping_out : 1;     /* our keepalive PING awaits its ACK */
+  unsigned goaway_close : 1; /* our GOAWAY is out: close once written */
+  /* Limits and keepalive (grpc_transport.c), uv_now() ms. */
+  uint64_t timer_due;  /* when the timer fires; 0: not armed */
+  uint64_t idle_since; /* the last call ended (or the connection opened) */
+  uint64_t last_read;  /* bytes last arrived */
+  uint64_t ping_sent;  /* our last keepalive PING */
+  uint64_t ping_recv;  /* the client's last PING; 0: none yet */
+  uint64_t rst_window; /* start of the current second of RST_STREAMs */
+  unsigned rst_count;  /* client RST_STREAMs in it */
+  unsigned pings_unanswered_data; /* our PINGs since we last sent data */
+  unsigned ping_strikes;
+  uint64_t in_bytes;  /* partial and held request messages of every call */
+  uint64_t out_bytes; /* queued response bytes of every call */
 } gconn_t;
 
 enum { ENC_NONE = 0, ENC_IDENTITY, ENC_OTHER };
@@ -108,6 +126,9 @@ struct ifd_gstream {
   uint8_t *unary; /* owned: the unary request, until END_STREAM */
   size_t unary_len;
   unsigned n_in;
+  uint64_t held;        /* this call's share of conn->in_bytes */
+  uint32_t hdr_bytes;   /* header list size so far (RFC 9113 6.5.2 counting) */
+  uint16_t restrict_ok; /* restricted groups whose metadata matched */
   /* Outbound queue, oldest first; the head may be partly sent. */
   qmsg_t *out_head, *out_tail; /* owned */
   int out_piece;               /* -1: in the prefix; else iov index */
@@ -124,6 +145,7 @@ struct ifd_gstream {
   unsigned method_finished : 1; /* ... by the method itself */
   unsigned cancel_sent : 1;     /* on_cancel ran (or must not) */
   unsigned deferred : 1;        /* the data provider returned DEFERRED */
+  unsigned hdr_over : 1;        /* the header list exceeded the limit */
 };
 
 /* ---- grpc_transport.c ------------------------------------------------- */
@@ -148,5 +170,28 @@ void ifd__gstream_detach(ifd_gstream_t *st);
 void ifd__gconn_on_deadline(gconn_t *c);
 /** Server stop: finishes every call still open on `c` with UNAVAILABLE. */
 void ifd__gconn_end_calls(gconn_t *c);
+
+/* ---- grpc_limits.c --------------------------------------------------- */
+
+/** Adds a call with a deadline to the heap. Returns 0 or IFD_ENOMEM. */
+int ifd__gheap_add(gconn_t *c, ifd_gstream_t *st);
+/** Removes a call from the heap (no effect when it is not there). */
+void ifd__gheap_del(gconn_t *c, ifd_gstream_t *st);
+/** The connection's timer fired: deadlines, idle timeout, keepalive. */
+void ifd__gconn_on_timer(gconn_t *c);
+
+/** (Re)arms the connection's timer for the earliest of its deadlines, idle
+ *  timeout and keepalive events, unless it already fires earlier. */
+void ifd__gconn_arm(gconn_t *c);
+/** A client PING or RST_STREAM arrived (counted against the limits). */
+void ifd__gconn_on_control(gconn_t *c, const nghttp2_frame *frame);
+/** We sent HEADERS or DATA: ping strikes and unanswered pings reset. */
+void ifd__gconn_on_data_sent(gconn_t *c);
+/** The last call closed: the idle timeout starts. */
+void ifd__gconn_on_idle(gconn_t *c);
+/** Ends the connection: GOAWAY(`code`, debug data `debug` or NULL), input
+ *  ignored from now on, closed once written; logs `why`. */
+void ifd__gconn_goaway(gconn_t *c, uint32_t code, const char *debug,
+                       const char *why);
 
 #endif

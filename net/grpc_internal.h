@@ -72,6 +72,9 @@ typedef struct ifd_grpc_method {
   /** The call ended without the method finishing it (RST_STREAM, deadline,
    *  connection closed, server stop). May be NULL. */
   void (*on_cancel)(ifd_gstream_t *st);
+  /** Triton's API group (ifd_api_group_t, net/restrict.h) for
+   *  --grpc-restricted-protocol; 0 is "health". */
+  int group;
 } ifd_grpc_method_t;
 
 /** The methods the service layer serves (net/grpc_service.c); NULL-path

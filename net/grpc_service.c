@@ -37,6 +37,7 @@
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
 #include "net/repo_control.h"
+#include "net/restrict.h"
 #include "net/status.h"
 #include "net/utf8.h"
 #include "proto/grpc_service.pb-c.h"
@@ -950,32 +951,38 @@ static void on_stream_cancel(ifd_gstream_t *st) {
 /* ---- the method table ---------------------------------------------------- */
 
 #define SVC "/inference.GRPCInferenceService/"
-#define UNARY(rpc, fn) \
-  { SVC #rpc, 0, fn, NULL, NULL }
+#define UNARY(rpc, grp, fn) \
+  { SVC #rpc, 0, fn, NULL, NULL, IFD_API_##grp }
 
+/* The groups are Triton's (--grpc-restricted-protocol). */
 const ifd_grpc_method_t ifd__grpc_methods[] = {
-    UNARY(ServerLive, on_server_live),
-    UNARY(ServerReady, on_server_ready),
-    UNARY(ModelReady, on_model_ready),
-    UNARY(ServerMetadata, on_server_metadata),
-    UNARY(ModelMetadata, on_model_metadata),
-    {SVC "ModelInfer", 0, on_model_infer, NULL, on_unary_cancel},
+    UNARY(ServerLive, HEALTH, on_server_live),
+    UNARY(ServerReady, HEALTH, on_server_ready),
+    UNARY(ModelReady, HEALTH, on_model_ready),
+    UNARY(ServerMetadata, METADATA, on_server_metadata),
+    UNARY(ModelMetadata, METADATA, on_model_metadata),
+    {SVC "ModelInfer", 0, on_model_infer, NULL, on_unary_cancel,
+     IFD_API_INFERENCE},
     {SVC "ModelStreamInfer", 1, on_stream_message, on_stream_end,
-     on_stream_cancel},
-    UNARY(ModelConfig, on_model_config),
-    UNARY(ModelStatistics, on_model_statistics),
-    UNARY(RepositoryIndex, on_repository_index),
+     on_stream_cancel, IFD_API_INFERENCE},
+    UNARY(ModelConfig, MODEL_CONFIG, on_model_config),
+    UNARY(ModelStatistics, STATISTICS, on_model_statistics),
+    UNARY(RepositoryIndex, MODEL_REPOSITORY, on_repository_index),
     {SVC "RepositoryModelLoad", 0, on_repository_model_load, NULL,
-     on_load_cancel},
-    UNARY(RepositoryModelUnload, on_repository_model_unload),
-    UNARY(SystemSharedMemoryStatus, on_SystemSharedMemoryStatus),
-    UNARY(SystemSharedMemoryRegister, on_SystemSharedMemoryRegister),
-    UNARY(SystemSharedMemoryUnregister, on_SystemSharedMemoryUnregister),
-    UNARY(CudaSharedMemoryStatus, on_CudaSharedMemoryStatus),
-    UNARY(CudaSharedMemoryRegister, on_CudaSharedMemoryRegister),
-    UNARY(CudaSharedMemoryUnregister, on_CudaSharedMemoryUnregister),
-    UNARY(TraceSetting, on_TraceSetting),
-    UNARY(LogSettings, on_LogSettings),
-    {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL},
-    {NULL, 0, NULL, NULL, NULL},
+     on_load_cancel, IFD_API_MODEL_REPOSITORY},
+    UNARY(RepositoryModelUnload, MODEL_REPOSITORY, on_repository_model_unload),
+    UNARY(SystemSharedMemoryStatus, SHARED_MEMORY, on_SystemSharedMemoryStatus),
+    UNARY(SystemSharedMemoryRegister, SHARED_MEMORY,
+          on_SystemSharedMemoryRegister),
+    UNARY(SystemSharedMemoryUnregister, SHARED_MEMORY,
+          on_SystemSharedMemoryUnregister),
+    UNARY(CudaSharedMemoryStatus, SHARED_MEMORY, on_CudaSharedMemoryStatus),
+    UNARY(CudaSharedMemoryRegister, SHARED_MEMORY, on_CudaSharedMemoryRegister),
+    UNARY(CudaSharedMemoryUnregister, SHARED_MEMORY,
+          on_CudaSharedMemoryUnregister),
+    UNARY(TraceSetting, TRACE, on_TraceSetting),
+    UNARY(LogSettings, LOGGING, on_LogSettings),
+    {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL,
+     IFD_API_HEALTH},
+    {NULL, 0, NULL, NULL, NULL, 0},
 };

@@ -19,9 +19,15 @@
  * reader) are capped at --grpc-stream-buffer-bytes: a send past the cap
  * ends the call with RESOURCE_EXHAUSTED instead of buffering without bound.
  *
- * Deadlines. Each connection has one timer (net/conn.c) and a binary
- * min-heap of its streams' deadlines (grpc-timeout): O(log n) per stream, one
- * timer armed for the earliest.
+ * Deadlines. Each connection has a binary min-heap of its streams'
+ * deadlines (grpc-timeout), O(log n) per stream, and one timer armed for
+ * the earliest of them and of the connection's other events (see
+ * net/grpc_limits.c).
+ *
+ * Limits. A header list past --grpc-max-header-list-size refuses its call
+ * (RESOURCE_EXHAUSTED); --grpc-max-connection-buffer-bytes bounds what all
+ * calls of a connection hold of request and response messages together;
+ * --grpc-restricted-protocol calls without their metadata get UNAVAILABLE.
  *
  * Lifetime. A stream (ifd_gstream_t) is counted: the transport's reference
  * is dropped when the HTTP/2 stream closes or the connection goes; a method
@@ -40,6 +46,13 @@
 #define MAX_PREALLOC ((size_t)64 << 10)
 /* Expire deadlines this close to now (timers run in whole ms). */
 #define DEADLINE_SLACK_NS 1000000u
+/* A header block this many times the header list limit (and at least
+ * HARD_HEADER_MIN bytes) ends the connection. */
+#define HARD_HEADER_FACTOR 4u
+#define HARD_HEADER_MIN ((uint64_t)64 << 10)
+/* What --grpc-restricted-protocol's metadata keys begin with. */
+#define RESTRICT_PREFIX "triton-grpc-protocol-"
+#define RESTRICT_PREFIX_LEN (sizeof(RESTRICT_PREFIX) - 1)
 
 static void finish_call(ifd_gstream_t *st, int status, const char *msg,
                         int by_method);
@@ -136,85 +149,14 @@ void ifd_gstream_unref(ifd_gstream_t *st) {
   free(st);
 }
 
-/* ---- deadline heap ---------------------------------------------------- */
-
-static void heap_set(gconn_t *c, unsigned i, ifd_gstream_t *st) {
-  c->heap[i] = st;
-  st->heap_idx = i;
-}
-
-static void heap_up(gconn_t *c, unsigned i) {
-  ifd_gstream_t *st = c->heap[i];
-
-  while (i > 0) {
-    unsigned p = (i - 1) / 2;
-    if (c->heap[p]->deadline <= st->deadline) break;
-    heap_set(c, i, c->heap[p]);
-    i = p;
-  }
-  heap_set(c, i, st);
-}
-
-static void heap_down(gconn_t *c, unsigned i) {
-  ifd_gstream_t *st = c->heap[i];
-
-  for (;;) {
-    unsigned l = 2 * i + 1, m = i;
-    uint64_t best = st->deadline;
-    if (l < c->heap_n && c->heap[l]->deadline < best) {
-      m = l;
-      best = c->heap[l]->deadline;
-    }
-    if (l + 1 < c->heap_n && c->heap[l + 1]->deadline < best) m = l + 1;
-    if (m == i) break;
-    heap_set(c, i, c->heap[m]);
-    i = m;
-  }
-  heap_set(c, i, st);
-}
-
-static void arm_timer(gconn_t *c);
-
-static int heap_add(gconn_t *c, ifd_gstream_t *st) {
-  if (c->heap_n == c->heap_cap) {
-    unsigned cap = c->heap_cap != 0 ? c->heap_cap * 2 : 16;
-    ifd_gstream_t **h = realloc(c->heap, cap * sizeof(*h));
-    if (h == NULL) return IFD_ENOMEM;
-    c->heap = h;
-    c->heap_cap = cap;
-  }
-  c->heap[c->heap_n] = st;
-  heap_up(c, c->heap_n++);
-  if (st->heap_idx == 0) arm_timer(c);
-  return 0;
-}
-
-static void heap_del(gconn_t *c, ifd_gstream_t *st) {
-  unsigned i = st->heap_idx;
-  ifd_gstream_t *last;
-
-  if (i == NO_HEAP) return;
-  st->heap_idx = NO_HEAP;
-  last = c->heap[--c->heap_n];
-  if (last != st) {
-    heap_set(c, i, last);
-    heap_up(c, i);
-    heap_down(c, last->heap_idx);
-  }
-  if (c->heap_n == 0) {
-    ifd__conn_timer_stop(&c->base);
-    free(c->heap); /* idle connections keep no buffers */
-    c->heap = NULL;
-    c->heap_cap = 0;
-  }
-}
+/* ---- deadlines ---------------------------------------------------------- */
 
 void ifd__gconn_on_deadline(gconn_t *c) {
   uint64_t now = uv_hrtime();
 
   while (c->heap_n > 0 && c->heap[0]->deadline <= now + DEADLINE_SLACK_NS) {
     ifd_gstream_t *st = c->heap[0];
-    heap_del(c, st);
+    ifd__gheap_del(c, st);
     IFD_VERBOSE("gRPC stream %d: deadline exceeded", (int)st->id);
     ifd_gstream_ref(st);
     finish_call(st, IFD_GRPC_DEADLINE_EXCEEDED, "deadline exceeded", 0);
@@ -225,18 +167,6 @@ void ifd__gconn_on_deadline(gconn_t *c) {
     }
     ifd_gstream_unref(st);
   }
-  arm_timer(c);
-}
-
-static void arm_timer(gconn_t *c) {
-  uint64_t now, ms;
-
-  if (c->heap_n == 0 || c->base.closing) return;
-  now = uv_hrtime();
-  ms = c->heap[0]->deadline > now
-           ? (c->heap[0]->deadline - now + 999999) / 1000000
-           : 0;
-  ifd__conn_timer_start(&c->base, ms);
 }
 
 /* ---- finishing calls ---------------------------------------------------- */
@@ -321,7 +251,7 @@ static void finish_with_http(ifd_gstream_t *st, const char *http_status,
   st->cancel_sent = 1; /* the method never saw the call */
   st->status = status;
   st->message = percent_encode(msg);
-  heap_del(st->conn, st);
+  ifd__gheap_del(st->conn, st);
   submit_trailers_only(st, http_status);
 }
 
@@ -340,7 +270,7 @@ static void finish_call(ifd_gstream_t *st, int status, const char *msg,
   st->method_finished = by_method != 0;
   st->status = status;
   st->message = percent_encode(msg);
-  heap_del(c, st);
+  ifd__gheap_del(c, st);
   if (c->base.closing) return;
   if (!st->headers_sent) {
     submit_trailers_only(st, "200");
@@ -430,6 +360,7 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
   if (ifd__gbatch_copy(&c->nb, framehd, 9) != 0)
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   st->out_unsent -= length;
+  c->out_bytes -= length;
   while (length > 0) {
     qmsg_t *q = st->out_head;
     size_t k;
@@ -488,6 +419,18 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
     finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
     return IFD_ETOOBIG;
   }
+  /* The same for the whole connection: many calls, each under its own
+   * cap, must not add up without bound. */
+  if (c->out_bytes != 0 &&
+      c->out_bytes + 5 + total > c->g->lim.max_connection_buffer) {
+    if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
+    snprintf(text, sizeof(text),
+             "the client reads too slowly: more than %llu response bytes "
+             "queued on the connection",
+             (unsigned long long)c->g->lim.max_connection_buffer);
+    finish_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text, 0);
+    return IFD_ETOOBIG;
+  }
   q = malloc(sizeof(*q));
   if (q == NULL) {
     if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
@@ -527,6 +470,7 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
     st->out_head = q;
   st->out_tail = q;
   st->out_unsent += 5 + total;
+  c->out_bytes += 5 + total;
   mark_dirty(c);
   return 0;
 }
@@ -540,16 +484,19 @@ void ifd__gstream_detach(ifd_gstream_t *st) {
   gconn_t *c = st->conn;
 
   if (c == NULL) return;
-  heap_del(c, st);
+  ifd__gheap_del(c, st);
   while (st->out_head != NULL) {
     qmsg_t *q = st->out_head;
     st->out_head = q->next;
     ifd__gbatch_release_later(&c->nb, q);
   }
   st->out_tail = NULL;
+  c->out_bytes -= st->out_unsent;
   st->out_unsent = 0;
+  c->in_bytes -= st->held;
+  st->held = 0;
   ifd__link_del(&st->link);
-  c->n_streams--;
+  if (--c->n_streams == 0) ifd__gconn_on_idle(c);
   st->conn = NULL;
   free(st->in);
   st->in = NULL;
@@ -599,7 +546,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
   st->max_message = c->g->max_message;
   st->out_piece = -1;
   ifd__link_add(&c->streams, &st->link);
-  c->n_streams++;
+  if (c->n_streams++ == 0) ifd__gconn_arm(c); /* keepalive with calls */
   nghttp2_session_set_stream_user_data(s, st->id, st);
   return 0;
 }
@@ -648,16 +595,32 @@ static int hdr_is(const uint8_t *name, size_t n, const char *want) {
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      const uint8_t *name, size_t namelen, const uint8_t *value,
                      size_t valuelen, uint8_t flags, void *user) {
+  gconn_t *c = user;
+  const ifd_restrict_t *rs = c->g->restrict_api;
   ifd_gstream_t *st;
-  uint64_t ns;
+  uint64_t ns, size, limit = c->g->lim.max_header_list_size;
 
   (void)flags;
-  (void)user;
-  if (frame->hd.type != NGHTTP2_HEADERS ||
-      frame->headers.cat != NGHTTP2_HCAT_REQUEST)
-    return 0;
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
   st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
   if (st == NULL) return 0;
+  /* The header list size as SETTINGS_MAX_HEADER_LIST_SIZE counts it
+   * (RFC 9113 6.5.2): decoded bytes, so an HPACK block of tiny references
+   * to one big table entry counts in full. Past the limit the call is
+   * refused; far past it (a peer ignoring our SETTINGS, or an HPACK bomb)
+   * the connection ends. */
+  size = (uint64_t)st->hdr_bytes + namelen + valuelen + 32;
+  st->hdr_bytes = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+  if (size > HARD_HEADER_FACTOR * limit && size > HARD_HEADER_MIN) {
+    ifd__gconn_goaway(c, NGHTTP2_ENHANCE_YOUR_CALM, NULL,
+                      "a header block far beyond the header list limit");
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (size > limit) st->hdr_over = 1;
+  if (st->hdr_over || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (rs != NULL && rs->n_rules != 0 && namelen > RESTRICT_PREFIX_LEN &&
+      memcmp(name, RESTRICT_PREFIX, RESTRICT_PREFIX_LEN) == 0)
+    st->restrict_ok |= ifd_restrict_match(rs, name, namelen, value, valuelen);
   if (hdr_is(name, namelen, ":method")) {
     st->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
   } else if (hdr_is(name, namelen, ":path")) {
@@ -695,9 +658,18 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
 
 /* The request HEADERS are complete: validate and route. */
 static void start_call(ifd_gstream_t *st) {
-  char text[160];
+  const ifd_restrict_t *rs = st->conn->g->restrict_api;
+  char text[200];
 
   st->started = 1;
+  if (st->hdr_over) {
+    snprintf(text, sizeof(text),
+             "header list of more than %u bytes (the server's "
+             "SETTINGS_MAX_HEADER_LIST_SIZE)",
+             st->conn->g->lim.max_header_list_size);
+    finish_with_http(st, "200", IFD_GRPC_RESOURCE_EXHAUSTED, text);
+    return;
+  }
   if (!st->is_post) {
     finish_with_http(st, "405", IFD_GRPC_INTERNAL,
                      "gRPC requires the POST method");
@@ -716,12 +688,48 @@ static void start_call(ifd_gstream_t *st) {
     return;
   }
   IFD_VERBOSE("gRPC stream %d: %s", (int)st->id, st->method->path);
+  if (ifd_restrict_on(rs, (ifd_api_group_t)st->method->group) &&
+      !((st->restrict_ok >> st->method->group) & 1u)) {
+    snprintf(text, sizeof(text),
+             "This protocol is restricted, expecting header '%s'",
+             ifd_restrict_header(rs, (ifd_api_group_t)st->method->group));
+    finish_with_http(st, "200", IFD_GRPC_UNAVAILABLE, text);
+    return;
+  }
   if (st->timeout_bad) {
     fail_call(st, IFD_GRPC_INTERNAL, "malformed grpc-timeout");
     return;
   }
-  if (st->deadline != 0 && heap_add(st->conn, st) != 0)
+  if (st->deadline != 0 && ifd__gheap_add(st->conn, st) != 0)
     fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+}
+
+/* Keeps conn->in_bytes equal to what the calls hold of request messages:
+ * the one being reassembled and a unary request waiting for END_STREAM. */
+static void set_held(ifd_gstream_t *st) {
+  gconn_t *c = st->conn;
+  uint64_t now = st->in_cap + (st->unary != NULL ? st->unary_len : 0);
+
+  c->in_bytes = c->in_bytes - st->held + now;
+  st->held = now;
+}
+
+/* Whether this call may hold `want` bytes of request messages without the
+ * connection passing --grpc-max-connection-buffer-bytes; fails the call
+ * when not. A call alone on its connection always may (its messages are
+ * bounded by the maximum message size). Returns 0 or -1. */
+static int room_for(ifd_gstream_t *st, uint64_t want) {
+  gconn_t *c = st->conn;
+  uint64_t others = c->in_bytes - st->held;
+  char text[160];
+
+  if (others == 0 || others + want <= c->g->lim.max_connection_buffer) return 0;
+  snprintf(text, sizeof(text),
+           "more than %llu bytes of request messages buffered on the "
+           "connection",
+           (unsigned long long)c->g->lim.max_connection_buffer);
+  fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED, text);
+  return -1;
 }
 
 /* A whole request message: to the method (streaming) or kept until
@@ -742,6 +750,7 @@ static void deliver(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   }
   st->unary = msg;
   st->unary_len = len;
+  set_held(st);
 }
 
 /* Reads the 5-byte prefix just completed and prepares the buffer. Returns
@@ -776,6 +785,8 @@ static int begin_message(ifd_gstream_t *st) {
     return -1;
   }
   cap = need < MAX_PREALLOC ? (size_t)need : MAX_PREALLOC;
+  if (room_for(st, cap + (st->unary != NULL ? st->unary_len : 0)) != 0)
+    return -1;
   st->in = malloc(cap != 0 ? cap : 1);
   if (st->in == NULL) {
     fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED,
@@ -785,6 +796,7 @@ static int begin_message(ifd_gstream_t *st) {
   st->in_len = 0;
   st->in_cap = cap;
   st->in_need = (size_t)need;
+  set_held(st);
   return 0;
 }
 
@@ -795,6 +807,7 @@ static void message_done(ifd_gstream_t *st) {
   st->in = NULL;
   st->in_len = st->in_cap = st->in_need = 0;
   st->prefix_len = 0;
+  set_held(st);
   deliver(st, msg, len);
 }
 
@@ -827,6 +840,8 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
       uint8_t *p;
       if (cap < st->in_len + k) cap = st->in_len + k;
       if (cap > st->in_need) cap = st->in_need;
+      if (room_for(st, cap + (st->unary != NULL ? st->unary_len : 0)) != 0)
+        break;
       p = realloc(st->in, cap);
       if (p == NULL) {
         fail_call(st, IFD_GRPC_RESOURCE_EXHAUSTED,
@@ -835,6 +850,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
       }
       st->in = p;
       st->in_cap = cap;
+      set_held(st);
     }
     memcpy(st->in + st->in_len, data, k);
     st->in_len += k;
@@ -877,6 +893,7 @@ static void remote_end(ifd_gstream_t *st) {
   }
   msg = st->unary;
   st->unary = NULL;
+  set_held(st);
   ifd_gstream_ref(st);
   st->method->on_message(st, msg, st->unary_len);
   ifd_gstream_unref(st);
@@ -886,7 +903,10 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user) {
   ifd_gstream_t *st;
 
-  (void)user;
+  if (frame->hd.type == NGHTTP2_PING || frame->hd.type == NGHTTP2_RST_STREAM) {
+    ifd__gconn_on_control(user, frame);
+    return 0;
+  }
   if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
     return 0;
   st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
@@ -906,7 +926,8 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
                          void *user) {
   ifd_gstream_t *st;
 
-  (void)user;
+  if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)
+    ifd__gconn_on_data_sent(user);
   if (frame->hd.type != NGHTTP2_HEADERS ||
       !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
     return 0;

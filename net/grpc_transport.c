@@ -24,7 +24,15 @@
  * kernel, the connection stops reading (no new calls, no new input) until
  * the write completes. Bytes that HTTP/2 flow control holds back stay in the
  * streams' queues and do not pause reading: the peer's WINDOW_UPDATEs must
- * still be read. Those are bounded by MAX_CONCURRENT_STREAMS calls.
+ * still be read. Those are bounded per call by --grpc-stream-buffer-bytes
+ * and per connection by --grpc-max-connection-buffer-bytes.
+ *
+ * Limits. SETTINGS carry --grpc-max-concurrent-streams (nghttp2 refuses the
+ * streams past it) and --grpc-max-header-list-size; nghttp2 bounds
+ * CONTINUATION frames per header block and its own RST_STREAM rate. The
+ * timer-driven limits (idle timeout, keepalive, rapid reset) are
+ * net/grpc_limits.c's; after a GOAWAY of ours the input is ignored and the
+ * connection closes once the GOAWAY is written.
  *
  * Shutdown. Draining sends GOAWAY(2^31-1) so the client opens no new call;
  * calls in flight go on. Once the core has nothing left in flight, the calls
@@ -45,8 +53,9 @@
 
 #define STREAM_WINDOW (16 << 20)
 #define CONN_WINDOW (16 << 20)
-#define MAX_CONCURRENT_STREAMS 1024
-#define MAX_HEADER_LIST (64 * 1024)
+/* CONTINUATION frames after one HEADERS (CVE-2024-28182): a request's
+ * headers fit in one or two frames; nghttp2 ends the connection past it. */
+#define MAX_CONTINUATIONS 8
 #define MAX_BATCH_BYTES ((size_t)32 << 20)
 #define OUT_HIGH_WATER ((size_t)16 << 20)
 #define BLOCK_SIZE 16384
@@ -151,7 +160,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     close_conn(c, 0);
     return;
   }
-  if (c->base.closing) return;
+  if (c->base.closing || c->goaway_close) return;
+  c->last_read = uv_now(c->g->loop);
   rc = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base,
                                 (size_t)nread);
   if (rc < 0) {
@@ -246,8 +256,8 @@ static void flush(gconn_t *c) {
     }
     if (c->nb.n_iov == 0) {
       batch_reset(&c->nb); /* releases only: nothing references them now */
-      if (!nghttp2_session_want_read(c->session) &&
-          !nghttp2_session_want_write(c->session))
+      if (c->goaway_close || (!nghttp2_session_want_read(c->session) &&
+                              !nghttp2_session_want_write(c->session)))
         close_conn(c, 1);
       return;
     }
@@ -271,7 +281,7 @@ static void on_flush(ifd_conn_t *base) {
  */
 
 static void on_timer(ifd_conn_t *base) {
-  ifd__gconn_on_deadline((gconn_t *)base);
+  ifd__gconn_on_timer((gconn_t *)base);
 }
 
 /* Every attached stream is cancelled before the handles close. */
@@ -303,12 +313,14 @@ static void close_conn(gconn_t *c, int graceful) {
 
 static int start_session(gconn_t *c) {
   nghttp2_settings_entry iv[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+       c->g->lim.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, c->g->lim.max_header_list_size},
   };
 
-  if (nghttp2_session_server_new(&c->session, c->g->cbs, c) != 0) {
+  if (nghttp2_session_server_new2(&c->session, c->g->cbs, c, c->g->h2opt) !=
+      0) {
     c->session = NULL;
     return IFD_ENOMEM;
   }
@@ -325,10 +337,12 @@ static int on_open(ifd_conn_t *base) {
 
   c->g = ifd_container_of(base->set, ifd_grpc_t, set);
   ifd__link_init(&c->streams);
+  c->idle_since = c->last_read = uv_now(c->g->loop);
   if (start_session(c) != 0 ||
       ifd__conn_read_start(base, on_alloc, on_read) != 0)
     return -1;
   mark_dirty(c); /* our SETTINGS go first */
+  ifd__gconn_arm(c);
   return 0;
 }
 
@@ -366,6 +380,7 @@ static const ifd_conn_proto_t grpc_proto = {
 
 static void free_grpc(ifd_grpc_t *g) {
   if (g->cbs != NULL) nghttp2_session_callbacks_del(g->cbs);
+  if (g->h2opt != NULL) nghttp2_option_del(g->h2opt);
   free(g->mtab);
   free(g);
 }
@@ -377,6 +392,38 @@ static void on_set_closed(ifd_conn_set_t *set) {
 
   free_grpc(g);
   if (done != NULL) done(arg);
+}
+
+void ifd_grpc_opts_defaults(ifd_grpc_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->limits_set = 1;
+  o->max_concurrent_streams = IFD_GRPC_DEFAULT_MAX_STREAMS;
+  o->max_header_list_size = IFD_GRPC_DEFAULT_MAX_HEADER_LIST;
+  o->idle_timeout_ms = IFD_GRPC_DEFAULT_IDLE_TIMEOUT_MS;
+  o->max_resets_per_second = IFD_GRPC_DEFAULT_MAX_RESETS;
+  o->max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
+  o->keepalive_time_ms = IFD_GRPC_DEFAULT_KEEPALIVE_TIME_MS;
+  o->keepalive_timeout_ms = IFD_GRPC_DEFAULT_KEEPALIVE_TIMEOUT_MS;
+  o->max_pings_without_data = IFD_GRPC_DEFAULT_MAX_PINGS_WITHOUT_DATA;
+  o->min_recv_ping_interval_ms = IFD_GRPC_DEFAULT_MIN_RECV_PING_MS;
+  o->max_ping_strikes = IFD_GRPC_DEFAULT_MAX_PING_STRIKES;
+}
+
+/* nghttp2's own guards, set from the limits: its RST_STREAM rate limit is
+ * kept looser than ours (which logs and says why), and CONTINUATION frames
+ * are bounded. */
+static int h2_options(ifd_grpc_t *g) {
+  uint64_t r = g->lim.max_resets_per_second;
+
+  if (nghttp2_option_new(&g->h2opt) != 0) return IFD_ENOMEM;
+  nghttp2_option_set_max_continuations(g->h2opt, MAX_CONTINUATIONS);
+  if (r == 0)
+    nghttp2_option_set_stream_reset_rate_limit(g->h2opt, UINT64_MAX / 2,
+                                               UINT64_MAX / 2);
+  else
+    nghttp2_option_set_stream_reset_rate_limit(
+        g->h2opt, 2 * r > 1000 ? 2 * r : 1000, r > 33 ? r : 33);
+  return 0;
 }
 
 int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
@@ -396,7 +443,21 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
   g->max_queued = opts->stream_buffer_bytes != 0
                       ? opts->stream_buffer_bytes
                       : IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
-  if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0) {
+  if (opts->limits_set) {
+    g->lim = *opts;
+  } else {
+    ifd_grpc_opts_defaults(&g->lim);
+    g->lim.restrict_api = opts->restrict_api;
+  }
+  if (g->lim.max_concurrent_streams == 0)
+    g->lim.max_concurrent_streams = IFD_GRPC_DEFAULT_MAX_STREAMS;
+  if (g->lim.max_header_list_size == 0)
+    g->lim.max_header_list_size = IFD_GRPC_DEFAULT_MAX_HEADER_LIST;
+  if (g->lim.max_connection_buffer == 0)
+    g->lim.max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
+  g->restrict_api = g->lim.restrict_api;
+  if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0 ||
+      h2_options(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }

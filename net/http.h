@@ -30,6 +30,9 @@ typedef struct ifd_http_opts {
   /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
    * encoded on the libuv thread pool; 0 = default 256 KiB. */
   uint64_t json_offload_bytes;
+  /* Triton's --http-restricted-api (borrowed: outlives the front end; NULL
+   * or empty: nothing restricted). */
+  const struct ifd_restrict *restrict_api;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)

@@ -46,6 +46,7 @@
 #include "core/util.h"
 #include "net/conn.h"
 #include "net/internal.h"
+#include "net/restrict.h"
 #include "net/status.h"
 
 #define READ_BUF_SIZE 65536
@@ -66,7 +67,9 @@ struct ifd_http {
   uint64_t max_input_size;
   uint64_t json_offload_bytes; /* copied into every slot (http_infer.c) */
   int metrics_only;
-  const struct ifd_metrics *metrics; /* borrowed: outlives the front end */
+  const struct ifd_metrics *metrics;  /* borrowed: outlives the front end */
+  const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end;
+                                         NULL when nothing is restricted */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
@@ -95,6 +98,7 @@ struct ifd_http_conn {
   size_t body_need; /* Content-Length; 0 for none or chunked */
   uint64_t t_begin;
   unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
+  ifd_restrict_scan_t rscan; /* --http-restricted-api headers seen */
 
   unsigned no_more : 1;     /* parse no further requests */
   unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
@@ -110,6 +114,10 @@ static const char oom_response[] =
 static const char continue_response[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void close_conn(ifd_http_conn_t *c, int graceful);
+
+const struct ifd_restrict *ifd__http_restrict(const ifd_http_t *h) {
+  return h->restrict_api;
+}
 
 ifd_server_t *ifd__http_server(const ifd_http_t *h) {
   return h->server;
@@ -418,6 +426,7 @@ static void reset_msg(ifd_http_conn_t *c) {
   c->hname_len = c->hval_len = 0;
   c->header_len = 0;
   c->has_header_len = c->expect_continue = c->chunked = 0;
+  ifd_restrict_scan_reset(&c->rscan);
 }
 
 static int on_message_begin(llhttp_t *p) {
@@ -448,6 +457,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
   size_t i;
 
+  if (c->h->restrict_api != NULL)
+    ifd_restrict_scan_name(c->h->restrict_api, &c->rscan, at, n);
   /* Only short names interest us; a longer one is marked and skipped. */
   if (c->hname_len > sizeof(c->hname) || n > sizeof(c->hname) - c->hname_len) {
     c->hname_len = sizeof(c->hname) + 1;
@@ -472,6 +483,8 @@ static int wanted_header(const ifd_http_conn_t *c) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
+  if (c->h->restrict_api != NULL)
+    ifd_restrict_scan_value(c->h->restrict_api, &c->rscan, at, n);
   if (wanted_header(c) == 0) return 0;
   if (c->hval_len > sizeof(c->hval) || n > sizeof(c->hval) - c->hval_len) {
     c->hval_len = sizeof(c->hval) + 1;
@@ -488,6 +501,8 @@ static int on_header_value_complete(llhttp_t *p) {
   size_t i, n = c->hval_len;
   uint64_t v = 0;
 
+  if (c->h->restrict_api != NULL)
+    ifd_restrict_scan_done(c->h->restrict_api, &c->rscan);
   c->hname_len = 0;
   c->hval_len = 0;
   if (which == 1) {
@@ -602,6 +617,7 @@ static int on_message_complete(llhttp_t *p) {
   msg.header_len = c->header_len;
   msg.has_header_len = c->has_header_len;
   msg.t_received = c->t_begin;
+  msg.restrict_ok = c->rscan.ok;
   c->body = NULL; /* the dispatch owns it now */
   c->body_len = c->body_cap = c->body_need = 0;
   ifd__http_dispatch(c->h, s, &msg);
@@ -912,6 +928,10 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->server = server;
   h->metrics_only = opts->metrics_only;
   h->metrics = opts->metrics;
+  h->restrict_api =
+      opts->restrict_api != NULL && opts->restrict_api->n_rules != 0
+          ? opts->restrict_api
+          : NULL;
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;

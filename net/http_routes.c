@@ -8,6 +8,7 @@
  * once the load has ended for a model load. Status codes come from
  * net/status.c only.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "core/metrics.h"
 #include "net/internal.h"
 #include "net/repo_control.h"
+#include "net/restrict.h"
 #include "net/status.h"
 
 /* ---- matching ------------------------------------------------------------ */
@@ -27,8 +29,11 @@ static int seg_is(const char *s, size_t n, const char *lit) {
   return n == l && memcmp(s, lit, l) == 0;
 }
 
-static ifd_http_route_t want(ifd_http_method_t got, ifd_http_method_t need,
-                             ifd_http_route_t r) {
+/* Returns `r`, or IFD_ROUTE_BAD_METHOD; m->route keeps `r` either way. */
+#define want(got, need, r) want_(m, got, need, r)
+static ifd_http_route_t want_(ifd_route_match_t *m, ifd_http_method_t got,
+                              ifd_http_method_t need, ifd_http_route_t r) {
+  m->route = r;
   return got == need ? r : IFD_ROUTE_BAD_METHOD;
 }
 
@@ -498,6 +503,61 @@ static void route_generate(ifd_server_t *srv, ifd_http_slot_t *s,
   if (req != NULL) ifd__http_generate_start(s, req, body_len, stream);
 }
 
+/* ---- restricted APIs ---------------------------------------------------- */
+
+/* Triton's API group of each route (--http-restricted-api). */
+static ifd_api_group_t route_group(ifd_http_route_t r) {
+  switch (r) {
+    case IFD_ROUTE_LIVE:
+    case IFD_ROUTE_READY:
+    case IFD_ROUTE_MODEL_READY:
+      return IFD_API_HEALTH;
+    case IFD_ROUTE_SERVER_META:
+    case IFD_ROUTE_MODEL_META:
+      return IFD_API_METADATA;
+    case IFD_ROUTE_MODEL_CONFIG:
+      return IFD_API_MODEL_CONFIG;
+    case IFD_ROUTE_INFER:
+    case IFD_ROUTE_GENERATE:
+    case IFD_ROUTE_GENERATE_STREAM:
+      return IFD_API_INFERENCE;
+    case IFD_ROUTE_REPO_INDEX:
+    case IFD_ROUTE_REPO_LOAD:
+    case IFD_ROUTE_REPO_UNLOAD:
+      return IFD_API_MODEL_REPOSITORY;
+    case IFD_ROUTE_ALL_STATS:
+    case IFD_ROUTE_MODEL_STATS:
+      return IFD_API_STATISTICS;
+    case IFD_ROUTE_NOT_FOUND:
+    case IFD_ROUTE_BAD_METHOD:
+      break;
+  }
+  return IFD_API_NONE;
+}
+
+/* Answers 403 when the route's group is restricted and the request lacks
+ * its header: Triton's answer, a JSON error sent as text/plain. Returns 1
+ * when it answered. As in Triton, this comes before the method check. */
+static int refuse_restricted(ifd_http_t *h, ifd_http_slot_t *s,
+                             const ifd_http_msg_t *msg,
+                             const ifd_route_match_t *m) {
+  const ifd_restrict_t *rs = ifd__http_restrict(h);
+  ifd_api_group_t g = route_group(m->route);
+  char text[300];
+  ifd_hbuf_t b;
+
+  if (!ifd_restrict_on(rs, g) || ((msg->restrict_ok >> g) & 1u)) return 0;
+  snprintf(text, sizeof(text),
+           "This API is restricted, expecting header '%.200s'",
+           ifd_restrict_header(rs, g));
+  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd__hbuf_puts(&b, "{\"error\":");
+  ifd__json_str(&b, text, strlen(text));
+  ifd__hbuf_puts(&b, "}");
+  ifd__http_slot_finish(s, 403, "text/plain", &b, NULL, 0, -1);
+  return 1;
+}
+
 /* ---- dispatch
  * ---------------------------------------------------------------- */
 
@@ -519,6 +579,11 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
     }
   }
   r = ifd__http_route(msg->method, msg->path, msg->path_len, &m);
+  if (refuse_restricted(h, s, msg, &m)) {
+    free(msg->body);
+    msg->body = NULL;
+    return;
+  }
   switch (r) {
     case IFD_ROUTE_NOT_FOUND:
       ifd__http_slot_error(s, 404, "Not Found");

@@ -176,7 +176,9 @@ typedef enum ifd_http_method {
 
 /** Pieces a route matched; both point into the path (not decoded). */
 typedef struct ifd_route_match {
-  const char *model; /* borrowed: path; NULL when the route has none */
+  ifd_http_route_t route; /* the path's route, also when the method is
+                             wrong (IFD_ROUTE_BAD_METHOD returned) */
+  const char *model;      /* borrowed: path; NULL when the route has none */
   size_t model_len;
   const char *version; /* borrowed: path; NULL when no /versions/v */
   size_t version_len;
@@ -255,7 +257,8 @@ typedef struct ifd_http_msg {
   size_t body_len;
   uint64_t header_len; /* Inference-Header-Content-Length */
   int has_header_len;
-  uint64_t t_received; /* uv_hrtime() when the message began */
+  uint64_t t_received;  /* uv_hrtime() when the message began */
+  uint16_t restrict_ok; /* restricted API groups whose header matched */
 } ifd_http_msg_t;
 
 /** Routes and answers one message (http_routes.c): takes msg->body (frees
@@ -263,6 +266,9 @@ typedef struct ifd_http_msg {
  *  or later from a response callback. */
 void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *slot,
                         ifd_http_msg_t *msg);
+
+/** The --http-restricted-api rules of a front end, or NULL (http1.c). */
+const struct ifd_restrict *ifd__http_restrict(const ifd_http_t *h);
 
 /** The core server the front end serves (http1.c). */
 /** The metrics settings of a front end (metrics listener or not). */

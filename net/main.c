@@ -23,6 +23,7 @@
 #include "cuda/gpu.h"
 #include "net/grpc.h"
 #include "net/http.h"
+#include "net/restrict.h"
 #include "sched/sched.h"
 
 #define MAX_REPOS 64
@@ -48,6 +49,9 @@ typedef struct options {
   int allow_grpc;
   uint64_t grpc_max_message_size;
   uint64_t grpc_stream_buffer_bytes;
+  ifd_grpc_opts_t grpc_lim;     /* HTTP/2 limits and keepalive (grpc.h) */
+  ifd_restrict_t http_restrict; /* owned: --http-restricted-api */
+  ifd_restrict_t grpc_restrict; /* owned: --grpc-restricted-protocol */
   const char *metrics_address;
   int metrics_port;
   int allow_metrics;
@@ -123,6 +127,55 @@ static void usage(FILE *f) {
       "                             slow reader before it ends with "
       "RESOURCE_EXHAUSTED\n"
       "                             (default 67108864)\n"
+      "  --grpc-max-concurrent-streams=N  calls open at once on one gRPC "
+      "connection;\n"
+      "                             more are refused with REFUSED_STREAM "
+      "(default 1024)\n"
+      "  --grpc-max-header-list-size=N  largest request header list in "
+      "bytes (default\n"
+      "                             16384; a call past it gets "
+      "RESOURCE_EXHAUSTED)\n"
+      "  --grpc-idle-timeout-secs=N  GOAWAY to a gRPC connection without a "
+      "call for N s\n"
+      "                             (default 300; 0: never)\n"
+      "  --grpc-max-resets-per-second=N  client RST_STREAMs per second "
+      "before\n"
+      "                             GOAWAY(ENHANCE_YOUR_CALM) (rapid reset; "
+      "default 200;\n"
+      "                             0: no limit)\n"
+      "  --grpc-max-connection-buffer-bytes=N  request and response bytes "
+      "one gRPC\n"
+      "                             connection may hold for its calls "
+      "(default 1073741824)\n"
+      "  --grpc-keepalive-time=MS   server PING after MS of client silence "
+      "(default 7200000)\n"
+      "  --grpc-keepalive-timeout=MS  close when the PING ACK takes longer "
+      "(default 20000;\n"
+      "                             0: never)\n"
+      "  --grpc-keepalive-permit-without-calls=BOOL  PINGs also without "
+      "calls (default false)\n"
+      "  --grpc-http2-max-pings-without-data=N  server PINGs until data is "
+      "sent (default 2;\n"
+      "                             0: no limit)\n"
+      "  --grpc-http2-min-recv-ping-interval-without-data=MS  client PINGs "
+      "closer are\n"
+      "                             strikes (default 300000)\n"
+      "  --grpc-http2-max-ping-strikes=N  strikes before "
+      "GOAWAY(ENHANCE_YOUR_CALM) (default 2;\n"
+      "                             0: no limit)\n"
+      "  --http-restricted-api=<api-list>:<key>=<value>  serve the APIs "
+      "of the list (health,\n"
+      "                             metadata, inference, shared-memory, "
+      "model-config,\n"
+      "                             model-repository, statistics, trace, "
+      "logging) only to\n"
+      "                             requests with header <key>: <value>; "
+      "others get 403\n"
+      "                             (repeatable; a group in one rule only)\n"
+      "  --grpc-restricted-protocol=<api-list>:<key>=<value>  the same for "
+      "gRPC, with the\n"
+      "                             metadata triton-grpc-protocol-<key>; "
+      "others get UNAVAILABLE\n"
       "  --metrics-port=PORT        Prometheus metrics port (default 8002)\n"
       "  --metrics-address=ADDR     metrics bind address (default: the "
       "HTTP address)\n"
@@ -199,7 +252,11 @@ enum kind {
   K_MODE,
   K_LOAD,
   K_METRICS_CONFIG,
-  K_NOTYET
+  K_NOTYET,
+  K_UINT,     /* unsigned, 0 allowed */
+  K_U64Z,     /* uint64_t, 0 allowed */
+  K_SECS_MS,  /* seconds into a uint64_t of ms, 0 allowed */
+  K_RESTRICT, /* ifd_restrict_t rule (HTTP or gRPC by the name) */
 };
 
 typedef struct flag {
@@ -226,6 +283,24 @@ static const flag_t flags[] = {
     {"allow-grpc", K_BOOL, OFF(allow_grpc)},
     {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size)},
     {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes)},
+    {"grpc-max-concurrent-streams", K_UINT,
+     OFF(grpc_lim.max_concurrent_streams)},
+    {"grpc-max-header-list-size", K_UINT, OFF(grpc_lim.max_header_list_size)},
+    {"grpc-idle-timeout-secs", K_SECS_MS, OFF(grpc_lim.idle_timeout_ms)},
+    {"grpc-max-resets-per-second", K_UINT, OFF(grpc_lim.max_resets_per_second)},
+    {"grpc-max-connection-buffer-bytes", K_U64,
+     OFF(grpc_lim.max_connection_buffer)},
+    {"grpc-keepalive-time", K_U64Z, OFF(grpc_lim.keepalive_time_ms)},
+    {"grpc-keepalive-timeout", K_U64Z, OFF(grpc_lim.keepalive_timeout_ms)},
+    {"grpc-keepalive-permit-without-calls", K_BOOL,
+     OFF(grpc_lim.keepalive_permit_without_calls)},
+    {"grpc-http2-max-pings-without-data", K_UINT,
+     OFF(grpc_lim.max_pings_without_data)},
+    {"grpc-http2-min-recv-ping-interval-without-data", K_U64Z,
+     OFF(grpc_lim.min_recv_ping_interval_ms)},
+    {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes)},
+    {"http-restricted-api", K_RESTRICT, OFF(http_restrict)},
+    {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict)},
     {"metrics-port", K_PORT, OFF(metrics_port)},
     {"metrics-address", K_STR, OFF(metrics_address)},
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
@@ -414,6 +489,31 @@ static int parse_args(int argc, char **argv, options_t *o) {
           return -1;
         }
         break;
+      case K_UINT:
+        if (parse_int(value, 0, UINT_MAX, &n) < 0)
+          return bad(f->name, value, "expected a non-negative integer");
+        *(unsigned *)((char *)o + f->off) = (unsigned)n;
+        break;
+      case K_U64Z:
+        if (parse_int(value, 0, LLONG_MAX, &n) < 0)
+          return bad(f->name, value, "expected a non-negative integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
+        break;
+      case K_SECS_MS:
+        if (parse_int(value, 0, LLONG_MAX / 1000, &n) < 0)
+          return bad(f->name, value, "expected a non-negative integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n * 1000u;
+        break;
+      case K_RESTRICT: {
+        int grpc = strncmp(f->name, "grpc", 4) == 0;
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (ifd_restrict_add((ifd_restrict_t *)((char *)o + f->off), value,
+                             grpc ? "triton-grpc-protocol-" : "",
+                             grpc ? "protocol" : "API", &e) != 0)
+          return bad(f->name, value, e.text);
+        break;
+      }
       case K_NOTYET:
         IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
                  strcmp(f->name, "http-thread-count") == 0
@@ -601,6 +701,7 @@ int main(int argc, char **argv) {
   a->opt.grpc_address = "0.0.0.0";
   a->opt.grpc_max_message_size = IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
   a->opt.grpc_stream_buffer_bytes = IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
+  ifd_grpc_opts_defaults(&a->opt.grpc_lim);
   a->opt.metrics_port = 8002;
   a->opt.allow_metrics = 1;
   a->opt.metrics_interval_ms = 2000;
@@ -663,6 +764,7 @@ int main(int argc, char **argv) {
     ho.port = a->opt.http_port;
     ho.max_input_size = a->opt.http_max_input_size;
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
+    ho.restrict_api = &a->opt.http_restrict;
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
       a->http = NULL;
@@ -673,8 +775,8 @@ int main(int argc, char **argv) {
     }
   }
   if (a->opt.allow_grpc && a->exit_code == 0) {
-    ifd_grpc_opts_t go;
-    memset(&go, 0, sizeof(go));
+    ifd_grpc_opts_t go = a->opt.grpc_lim;
+    go.restrict_api = &a->opt.grpc_restrict;
     go.host = a->opt.grpc_address;
     go.port = a->opt.grpc_port;
     go.max_message_size = a->opt.grpc_max_message_size;
@@ -723,6 +825,8 @@ int main(int argc, char **argv) {
   rc = uv_loop_close(&a->loop);
   if (rc != 0)
     IFD_WARN("event loop closed with handles open: %s", uv_strerror(rc));
+  ifd_restrict_free(&a->opt.http_restrict);
+  ifd_restrict_free(&a->opt.grpc_restrict);
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }

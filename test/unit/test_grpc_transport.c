@@ -30,6 +30,7 @@
 
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
+#include "net/restrict.h"
 
 #define MAX_CALLS 64
 
@@ -189,14 +190,14 @@ static void huge_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 }
 
 const ifd_grpc_method_t ifd__grpc_methods[] = {
-    {"/test.Echo/Huge", 0, huge_msg, NULL, echo_cancel},
-    {"/test.Echo/Unary", 0, unary_msg, NULL, echo_cancel},
-    {"/test.Echo/Bidi", 1, bidi_msg, bidi_end, echo_cancel},
-    {"/test.Echo/Delayed", 0, delayed_msg, NULL, NULL},
-    {"/test.Echo/Never", 0, never_msg, NULL, never_cancel},
-    {"/test.Echo/Fail", 0, fail_method, NULL, NULL},
-    {"/test.Echo/Timeout", 0, timeout_msg, NULL, NULL},
-    {NULL, 0, NULL, NULL, NULL},
+    {"/test.Echo/Huge", 0, huge_msg, NULL, echo_cancel, 0},
+    {"/test.Echo/Unary", 0, unary_msg, NULL, echo_cancel, 0},
+    {"/test.Echo/Bidi", 1, bidi_msg, bidi_end, echo_cancel, 0},
+    {"/test.Echo/Delayed", 0, delayed_msg, NULL, NULL, 0},
+    {"/test.Echo/Never", 0, never_msg, NULL, never_cancel, 0},
+    {"/test.Echo/Fail", 0, fail_method, NULL, NULL, 0},
+    {"/test.Echo/Timeout", 0, timeout_msg, NULL, NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0},
 };
 
 /* ---- the client ------------------------------------------------------------
@@ -1048,6 +1049,94 @@ static void test_max_connections(void **state) {
   assert_true(run_until(is_set, &done2, 5));
 }
 
+/* --grpc-restricted-protocol: the test methods are all of group 0
+ * (health); restricting it asks every call for the metadata. */
+static void test_restricted(void **state) {
+  static const char *const wrong[] = {"triton-grpc-protocol-k", "w", NULL};
+  static const char *const bare[] = {"k", "v", NULL};
+  static const char *const right[] = {"triton-grpc-protocol-k", "v", NULL};
+  ifd_restrict_t r;
+  ifd_grpc_opts_t o;
+  ifd_errmsg_t err;
+  ifd_grpc_t *g2;
+  int saved = port, done2 = 0;
+  tclient_t *cl;
+  tcall_t *t;
+
+  (void)state;
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(ifd_restrict_add(&r, "health,inference:k=v",
+                                    "triton-grpc-protocol-", "protocol", &err),
+                   0);
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  o.restrict_api = &r;
+  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &g2, &err), 0);
+  port = ifd_grpc_port(g2);
+  cl = client_new(NULL);
+  t = call_start(cl, "/test.Echo/Unary", NULL, 1);
+  call_msg(t, "a", 1, 1);
+  expect_status(t, IFD_GRPC_UNAVAILABLE,
+                "This protocol is restricted, expecting header "
+                "'triton-grpc-protocol-k'");
+  t = call_start(cl, "/test.Echo/Unary", wrong, 1);
+  call_msg(t, "a", 1, 1);
+  expect_status(t, IFD_GRPC_UNAVAILABLE, NULL);
+  t = call_start(cl, "/test.Echo/Unary", bare, 1);
+  call_msg(t, "a", 1, 1);
+  expect_status(t, IFD_GRPC_UNAVAILABLE, NULL);
+  assert_int_equal(n_echo_cancels, 0); /* the method never saw them */
+  t = call_start(cl, "/test.Echo/Unary", right, 1);
+  call_msg(t, "ok", 2, 1);
+  wait_closed(t, 5);
+  check_echo(t, (const uint8_t *)"ok", 2);
+  client_free(cl);
+  port = saved;
+  ifd_grpc_stop(g2, 0, on_stopped, &done2);
+  assert_true(run_until(is_set, &done2, 5));
+  ifd_restrict_free(&r);
+}
+
+/* --grpc-max-header-list-size: a call past it is refused, the connection
+ * serves the next one. */
+static void test_header_list_limit(void **state) {
+  static char big[3000];
+  static const char *hdrs[] = {"x-big", big, NULL};
+  ifd_grpc_opts_t o;
+  ifd_errmsg_t err;
+  ifd_grpc_t *g2;
+  int saved = port, done2 = 0;
+  tclient_t *cl;
+  tcall_t *t;
+
+  (void)state;
+  memset(big, 'v', sizeof(big) - 1);
+  ifd_grpc_opts_defaults(&o);
+  o.host = "127.0.0.1";
+  o.max_header_list_size = 2048;
+  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &g2, &err), 0);
+  port = ifd_grpc_port(g2);
+  cl = client_new(NULL);
+  t = call_start(cl, "/test.Echo/Unary", NULL, 1);
+  call_msg(t, "a", 1, 1);
+  wait_closed(t, 5);
+  check_echo(t, (const uint8_t *)"a", 1);
+  t = call_start(cl, "/test.Echo/Unary", hdrs, 1);
+  call_msg(t, "a", 1, 1);
+  expect_status(t, IFD_GRPC_RESOURCE_EXHAUSTED,
+                "header list of more than 2048 bytes (the server's "
+                "SETTINGS_MAX_HEADER_LIST_SIZE)");
+  t = call_start(cl, "/test.Echo/Unary", NULL, 1);
+  call_msg(t, "ok", 2, 1);
+  wait_closed(t, 5);
+  check_echo(t, (const uint8_t *)"ok", 2);
+  assert_false(cl->eof);
+  client_free(cl);
+  port = saved;
+  ifd_grpc_stop(g2, 0, on_stopped, &done2);
+  assert_true(run_until(is_set, &done2, 5));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_unary_small, setup, teardown),
@@ -1064,6 +1153,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_idle_stream, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_deadline, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_restricted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_header_list_limit, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
