@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/server.h"
+#include "net/tls.h"
 
 typedef struct ifd_grpc ifd_grpc_t;
 
@@ -23,6 +24,9 @@ typedef struct ifd_grpc_opts {
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */
   uint64_t stream_buffer_bytes;
+  /* gRPC over TLS (ALPN h2): every connection speaks TLS with this context
+   * (borrowed: outlives the front end); NULL: prior-knowledge h2c. */
+  ifd_tls_ctx_t *tls;
 } ifd_grpc_opts_t;
 
 /* tritonserver accepts messages up to INT32_MAX bytes. */

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/server.h"
+#include "net/tls.h"
 
 typedef struct ifd_http ifd_http_t;
 
@@ -30,6 +31,9 @@ typedef struct ifd_http_opts {
   /* --http-json-offload-bytes: JSON infer bodies this large are decoded and
    * encoded on the libuv thread pool; 0 = default 256 KiB. */
   uint64_t json_offload_bytes;
+  /* HTTPS: every connection speaks TLS with this context (borrowed:
+   * outlives the front end); NULL: plain HTTP. */
+  ifd_tls_ctx_t *tls;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
