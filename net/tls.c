@@ -33,7 +33,9 @@
  */
 #include "net/tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
@@ -222,9 +224,20 @@ static void fail(ifd_tls_conn_t *t, const char *what) {
   unsigned long e = ERR_peek_last_error();
   char reason[256] = "";
 
+  char peer[INET6_ADDRSTRLEN + 8] = "?";
+  struct sockaddr_storage ss;
+  int len = sizeof(ss);
+
   if (e != 0) ERR_error_string_n(e, reason, sizeof(reason));
   ERR_clear_error();
-  IFD_INFO("%s: %s: %s", t->conn->set->proto->name, what,
+  if (uv_tcp_getpeername(&t->conn->tcp, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET6) {
+      uv_ip6_name((struct sockaddr_in6 *)&ss, peer, sizeof(peer));
+    } else {
+      uv_ip4_name((struct sockaddr_in *)&ss, peer, sizeof(peer));
+    }
+  }
+  IFD_INFO("%s: %s (client %s): %s", t->conn->set->proto->name, what, peer,
            reason[0] != '\0' ? reason : "connection error");
   t->failed = 1;
   (void)send_out(t, 0);
@@ -543,6 +556,16 @@ int ifd__tls_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
 
 void ifd__tls_prepare(ifd_conn_t *c) {
   ifd_tls_conn_t *t = c->tls;
+
+  /* Shutting down: a connection still in its handshake has no request to
+   * finish, and what the protocol queued (gRPC's SETTINGS and GOAWAY) could
+   * only go out once the client finishes it. Closed now, it does not hold
+   * the shutdown until the deadline. */
+  if (c->stopping && !t->hs_done) {
+    t->closed = 1;
+    ifd__conn_close(c, 0);
+    return;
+  }
 
   if (t->complete) {
     t->complete = 0;

@@ -89,7 +89,8 @@ int ifd__tls_write(struct ifd_conn *c, uv_write_t *req, const uv_buf_t *bufs,
 
 /** From the connection set's flusher, before the protocol's on_flush:
  *  delivers decrypted input that waited while the protocol was not
- *  reading. */
+ *  reading; closes a connection still in its handshake once a shutdown
+ *  phase reached it (c->stopping). */
 void ifd__tls_prepare(struct ifd_conn *c);
 
 /** ifd__conn_close began: with `graceful`, queues close_notify when no

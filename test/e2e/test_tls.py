@@ -18,6 +18,7 @@ certificate, half of the HTTPS pair) end the process at start with a clear messa
 """
 
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -392,6 +393,26 @@ def test_https_keep_alive_and_pipelined_requests(tls_server):
     assert got.count(b"HTTP/1.1 200") == 2, got[:400]
 
 
+def test_https_deep_pipeline(tls_server):
+    """More pipelined requests than a connection parses before it pauses reading: the
+    decrypted bytes it has not taken yet wait in the TLS layer and are delivered when
+    reading resumes, with no new bytes from the client to wake it."""
+    n = 300
+    ctx = ssl.create_default_context(cafile=str(tls_server.ca))
+    req = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+    last = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", tls_server.http_port), timeout=30) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(req * (n - 1) + last)
+            got = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+    assert got.count(b"HTTP/1.1 200") == n
+
+
 def test_https_alpn(tls_server):
     ctx = ssl.create_default_context(cafile=str(tls_server.ca))
     ctx.set_alpn_protocols(["h2", "http/1.1"])
@@ -457,6 +478,50 @@ def test_https_many_connections(tls_server):
 def test_metrics_port_stays_plaintext(tls_server):
     r = requests.get(f"http://127.0.0.1:{tls_server.metrics_port}/metrics", timeout=h.HTTP_TIMEOUT_S)
     assert r.status_code == 200
+
+
+def test_shutdown_with_idle_and_stalled_tls_connections(tmp_path, certs, grpc_stubs):  # noqa: F811
+    """SIGTERM with idle TLS connections (after their handshake) and connections whose
+    client never finishes (or starts) its handshake: all close and the server exits 0,
+    long before --exit-timeout-secs (a stalled handshake does not hold the shutdown)."""
+    h.require_binary()
+    srv = start_tls_server(tmp_path / "srv", [
+        f"--http-ssl-cert={certs.server_crt}", f"--http-ssl-key={certs.server_key}",
+        "--grpc-use-ssl=true", f"--grpc-server-cert={certs.server_crt}",
+        f"--grpc-server-key={certs.server_key}", "--exit-timeout-secs=120",
+    ], https_ca=certs.ca_crt)
+    socks, sessions, clients = [], [], []
+    try:
+        for _ in range(3):
+            s = session_for(srv)
+            assert s.get(srv.url("/v2/health/live"), timeout=h.HTTP_TIMEOUT_S).status_code == 200
+            sessions.append(s)
+            c = tls_client(srv, grpc_stubs, creds(certs))
+            grpc_infer_identity(c)
+            clients.append(c)
+        for port in (srv.http_port, srv.grpc_port):
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))  # says nothing
+            half = socket.create_connection(("127.0.0.1", port), timeout=10)
+            half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's start
+            socks.append(half)
+        time.sleep(0.2)  # the server has accepted them (not asserted on)
+        srv.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = srv.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            srv.proc.kill()
+            srv.proc.wait()
+            raise AssertionError("inferd still running 60 s after SIGTERM (exit timeout 120 s): "
+                                 f"a TLS connection held the shutdown\n{srv.log_tail()}")
+        assert rc == 0, srv.log_tail()
+    finally:
+        for s in socks:
+            s.close()
+        for s in sessions:
+            s.close()
+        for c in clients:
+            c.close()
+        srv.stop(check=False)
 
 
 # ------------------------------------------------------------- bad flags ---
