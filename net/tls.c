@@ -418,7 +418,12 @@ static void pump(ifd_tls_conn_t *t) {
   if (!c->closing && send_out(t, 1) != 0) {
     t->closed = 1;
     ifd__conn_close(c, 0);
+    return;
   }
+  /* Nothing buffered: the record buffers go (SSL_MODE_RELEASE_BUFFERS
+   * frees them only after a read, not after the handshake). */
+  if (t->in_len == 0 && !SSL_has_pending(t->ssl))
+    (void)SSL_free_buffers(t->ssl);
 }
 
 static void on_tcp_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
