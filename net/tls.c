@@ -223,7 +223,6 @@ static int send_out(ifd_tls_conn_t *t, int may_try) {
 static void fail(ifd_tls_conn_t *t, const char *what) {
   unsigned long e = ERR_peek_last_error();
   char reason[256] = "";
-
   char peer[INET6_ADDRSTRLEN + 8] = "?";
   struct sockaddr_storage ss;
   int len = sizeof(ss);

@@ -455,6 +455,26 @@ def test_https_large_tensor(tls_server):
     https_infer_identity(tls_server)
 
 
+def test_https_client_leaves_mid_response(tls_server):
+    """Clients that send a 4 MB infer and leave without reading the answer: the server
+    drops those connections (the TLS write in progress is cancelled) and serves on."""
+    n = 1 << 20
+    data = np.arange(n, dtype=np.int32).reshape(1, n)
+    body, hlen = h.build_binary_request([("INPUT0", "INT32", [1, n], data)],
+                                        outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": True}}])
+    head = (f"POST /v2/models/identity_int32/infer HTTP/1.1\r\nHost: x\r\n"
+            f"Inference-Header-Content-Length: {hlen}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    ctx = ssl.create_default_context(cafile=str(tls_server.ca))
+    for i in range(5):
+        with socket.create_connection(("127.0.0.1", tls_server.http_port), timeout=30) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                s.sendall(head + body)
+                if i % 2:
+                    s.recv(1000)  # the first bytes of the answer, then leave
+    https_infer_identity(tls_server, n=n, model="identity_int32", datatype="INT32", dtype=np.int32)
+    assert tls_server.get("/v2/health/live").status_code == 200
+
+
 def test_https_many_connections(tls_server):
     errors = []
 
