@@ -374,6 +374,29 @@ def test_https_health_and_infer(tls_server):
     assert r.json()["outputs"][0]["data"] == list(range(16))
 
 
+def test_https_curl(tls_server, tmp_path):
+    """curl offers h2 and http/1.1 through ALPN (when built with HTTP/2): the server picks
+    http/1.1; and an infer with a JSON body."""
+    if shutil.which("curl") is None:
+        pytest.fail("curl is missing (Debian package curl: bash third_party/install-deps.sh)")
+    base = ["curl", "-sS", "--cacert", str(tls_server.ca), "--max-time", "30"]
+    r = subprocess.run(base + ["-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                               tls_server.url("/v2/health/ready")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["200", "1.1"], r.stdout
+    body = tmp_path / "body.json"
+    body.write_text('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[%s]}]}'
+                    % ",".join(str(i) for i in range(16)))
+    r = subprocess.run(base + ["--data-binary", f"@{body}", tls_server.url("/v2/models/identity_fp32/infer")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert '"name":"OUTPUT0"' in r.stdout.replace(" ", ""), r.stdout[:300]
+    # A client that does not trust the server's CA is refused by curl itself.
+    r = subprocess.run(["curl", "-sS", "--max-time", "30", "--cacert", str(tls_server.ca).replace("ca.crt", "other_ca.crt"),
+                        tls_server.url("/v2/health/ready")], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+
+
 def test_https_keep_alive_and_pipelined_requests(tls_server):
     """Several requests on one keep-alive TLS connection, then two pipelined in one write."""
     with session_for(tls_server) as s:
