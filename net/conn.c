@@ -77,6 +77,11 @@ int ifd__conn_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
   return uv_write(req, (uv_stream_t *)&c->tcp, bufs, n, cb);
 }
 
+size_t ifd__conn_write_queue_size(const ifd_conn_t *c) {
+  return c->tcp.write_queue_size +
+         (c->tls != NULL ? ifd__tls_queued_bytes(c) : 0);
+}
+
 static void on_timer(uv_timer_t *t) {
   ifd_conn_t *c = ifd_container_of(t, ifd_conn_t, timer);
 

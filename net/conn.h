@@ -172,6 +172,9 @@ void ifd__conn_read_stop(ifd_conn_t *c);
 int ifd__conn_try_write(ifd_conn_t *c, const uv_buf_t *bufs, unsigned n);
 int ifd__conn_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
                     unsigned n, uv_write_cb cb);
+/** Bytes written to `c` that the kernel has not taken yet (libuv's
+ *  write_queue_size, plus what TLS still holds, plaintext or not). */
+size_t ifd__conn_write_queue_size(const ifd_conn_t *c);
 
 /** Arms c's one timer (re-arms when running); on_timer runs after `ms`. */
 void ifd__conn_timer_start(ifd_conn_t *c, uint64_t ms);

@@ -257,7 +257,7 @@ static void flush(gconn_t *c) {
     if (write_batch(c) != 1) break;
   }
   if (c->writing && !c->read_paused &&
-      c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
+      ifd__conn_write_queue_size(&c->base) > OUT_HIGH_WATER) {
     c->read_paused = 1;
     ifd__conn_read_stop(&c->base);
   }

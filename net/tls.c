@@ -558,6 +558,18 @@ int ifd__tls_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
   return 0;
 }
 
+size_t ifd__tls_queued_bytes(const ifd_conn_t *c) {
+  const ifd_tls_conn_t *t = c->tls;
+  size_t n = t->out_len;
+  unsigned i;
+
+  if (t->preq != NULL) {
+    for (i = t->pi; i < t->pn; i++) n += t->pbufs[i].len;
+    n -= t->poff;
+  }
+  return n;
+}
+
 void ifd__tls_prepare(ifd_conn_t *c) {
   ifd_tls_conn_t *t = c->tls;
 

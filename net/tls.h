@@ -87,6 +87,10 @@ int ifd__tls_try_write(struct ifd_conn *c, const uv_buf_t *bufs, unsigned n);
 int ifd__tls_write(struct ifd_conn *c, uv_write_t *req, const uv_buf_t *bufs,
                    unsigned n, uv_write_cb cb);
 
+/** Bytes the TLS layer holds for the socket: ciphertext not yet handed to
+ *  libuv and the protocol's plaintext not yet encrypted. */
+size_t ifd__tls_queued_bytes(const struct ifd_conn *c);
+
 /** From the connection set's flusher, before the protocol's on_flush:
  *  delivers decrypted input that waited while the protocol was not
  *  reading; closes a connection still in its handshake once a shutdown

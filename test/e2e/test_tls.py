@@ -333,6 +333,15 @@ def test_grpc_tls_large_tensor(tls_server, grpc_stubs, certs):  # noqa: F811
         grpc_infer_identity(c)
 
 
+def test_grpc_tls_response_past_high_water(tls_server, grpc_stubs, certs):  # noqa: F811
+    """A 20 MB answer: more than the transport lets wait for the socket before it stops
+    reading (16 MiB, counted with what TLS still holds); reading resumes once it is out."""
+    n = 5 << 20  # 20 MiB of INT32 each way
+    with tls_client(tls_server, grpc_stubs, creds(certs)) as c:
+        grpc_infer_identity(c, n=n, model="identity_int32", datatype="INT32", dtype=np.int32)
+        grpc_infer_identity(c)
+
+
 def test_grpc_tls_many_connections(tls_server, grpc_stubs, certs):  # noqa: F811
     clients = [tls_client(tls_server, grpc_stubs, creds(certs)) for _ in range(50)]
     errors = []
