@@ -675,7 +675,7 @@ static int check_file(const char *flag, const char *path, ifd_errmsg_t *err) {
   FILE *f;
 
   if (path == NULL || path[0] == '\0')
-    return ifd_errf(err, IFD_EINVAL, "%s must name a PEM file", flag);
+    return ifd_errf(err, IFD_EINVAL, "%s is required (a PEM file)", flag);
   f = fopen(path, "r");
   if (f == NULL)
     return ifd_errf(err, IFD_EINVAL, "cannot read %s file '%s': %s", flag, path,
