@@ -41,7 +41,9 @@ FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(CUDA_LIBS)
 $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || echo '$(FLAGS_TEXT)' > $(FLAGS_STAMP))
 
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
-EXE_DEPS := -lnghttp2 $(LIB_DEPS)
+# TLS (net/tls.c): OpenSSL from Debian's libssl-dev.
+TLS_LIBS := -lssl -lcrypto
+EXE_DEPS := -lnghttp2 $(TLS_LIBS) $(LIB_DEPS)
 
 # ---- sources -------------------------------------------------------------
 # Core reads model configurations, so model_config.proto's code is part of the
@@ -172,7 +174,7 @@ $(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
-	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 -lcmocka
+	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lcmocka
 
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done

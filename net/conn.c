@@ -44,7 +44,8 @@ static void on_prepare(uv_prepare_t *p) {
   while (!ifd__link_empty(&set->dirty)) {
     ifd_conn_t *c = ifd_container_of(set->dirty.next, ifd_conn_t, dirty);
     ifd__link_del(&c->dirty);
-    set->proto->on_flush(c);
+    if (c->tls != NULL) ifd__tls_prepare(c);
+    if (!c->closing) set->proto->on_flush(c);
   }
   uv_prepare_stop(p);
 }
@@ -53,11 +54,32 @@ static void on_prepare(uv_prepare_t *p) {
 
 int ifd__conn_read_start(ifd_conn_t *c, uv_alloc_cb alloc, uv_read_cb cb) {
   if (c->closing) return UV_EINVAL;
+  if (c->tls != NULL) return ifd__tls_read_start(c, alloc, cb);
   return uv_read_start((uv_stream_t *)&c->tcp, alloc, cb);
 }
 
 void ifd__conn_read_stop(ifd_conn_t *c) {
+  if (c->tls != NULL) {
+    ifd__tls_read_stop(c);
+    return;
+  }
   uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+int ifd__conn_try_write(ifd_conn_t *c, const uv_buf_t *bufs, unsigned n) {
+  if (c->tls != NULL) return ifd__tls_try_write(c, bufs, n);
+  return uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+}
+
+int ifd__conn_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
+                    unsigned n, uv_write_cb cb) {
+  if (c->tls != NULL) return ifd__tls_write(c, req, bufs, n, cb);
+  return uv_write(req, (uv_stream_t *)&c->tcp, bufs, n, cb);
+}
+
+size_t ifd__conn_write_queue_size(const ifd_conn_t *c) {
+  return c->tcp.write_queue_size +
+         (c->tls != NULL ? ifd__tls_queued_bytes(c) : 0);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -87,6 +109,7 @@ static void on_conn_handle_close(uv_handle_t *hd) {
   ifd_conn_set_t *set = c->set;
 
   if (--c->open_handles != 0) return;
+  ifd__tls_free(c); /* cancels a TLS write first: its callback runs */
   set->proto->on_free(c);
   ifd__link_del(&c->link);
   set->n_conns--;
@@ -107,6 +130,7 @@ void ifd__conn_close(ifd_conn_t *c, int graceful) {
   ifd__link_del(&c->dirty);
   uv_read_stop((uv_stream_t *)&c->tcp);
   c->set->proto->on_closing(c);
+  if (c->tls != NULL) ifd__tls_close(c, graceful); /* close_notify */
   if (c->timer_init) uv_close((uv_handle_t *)&c->timer, on_conn_handle_close);
   if (graceful && c->opened &&
       uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
@@ -174,7 +198,8 @@ static void on_connection(uv_stream_t *l, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  if (set->proto->on_open(c) != 0) {
+  if ((set->tls != NULL && ifd__tls_attach(c, set->tls) != 0) ||
+      set->proto->on_open(c) != 0) {
     ifd__conn_close(c, 0);
     return;
   }

@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "core/error.h"
+#include "net/tls.h"
 
 /** An intrusive doubly linked list node (a list head is a node too). */
 typedef struct ifd_link {
@@ -93,6 +94,7 @@ struct ifd_conn {
   ifd_conn_set_t *set; /* borrowed: outlives the connection */
   ifd_link_t link;     /* in set->conns */
   ifd_link_t dirty;    /* in set->dirty while a flush is wanted */
+  ifd_tls_conn_t *tls; /* owned: NULL unless the set serves TLS */
   unsigned open_handles;
   unsigned opened : 1;     /* on_open succeeded */
   unsigned closing : 1;    /* ifd__conn_close was called */
@@ -121,6 +123,9 @@ struct ifd_conn_set {
   unsigned accept_owed : 1; /* a connection waits for uv_accept */
   unsigned finished : 1;    /* the closing of the set's handles began */
   void (*closed)(ifd_conn_set_t *set); /* runs once every handle is closed */
+  /* borrowed: outlives the set; NULL: plain TCP. Set by the front end
+   * before the loop runs (see net/tls.h). */
+  ifd_tls_ctx_t *tls;
 };
 
 /**
@@ -157,6 +162,19 @@ void ifd__conn_mark_dirty(ifd_conn_t *c);
 /** Starts reading with the protocol's callbacks. Returns 0 or a libuv code. */
 int ifd__conn_read_start(ifd_conn_t *c, uv_alloc_cb alloc, uv_read_cb cb);
 void ifd__conn_read_stop(ifd_conn_t *c);
+
+/**
+ * uv_try_write and uv_write on c's socket, through TLS when the set serves
+ * it (see net/tls.h: same contracts; one ifd__conn_write in flight, whose
+ * callback runs with UV_ECANCELED when the connection closes first). A
+ * protocol writes only through these.
+ */
+int ifd__conn_try_write(ifd_conn_t *c, const uv_buf_t *bufs, unsigned n);
+int ifd__conn_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
+                    unsigned n, uv_write_cb cb);
+/** Bytes written to `c` that the kernel has not taken yet (libuv's
+ *  write_queue_size, plus what TLS still holds, plaintext or not). */
+size_t ifd__conn_write_queue_size(const ifd_conn_t *c);
 
 /** Arms c's one timer (re-arms when running); on_timer runs after `ms`. */
 void ifd__conn_timer_start(ifd_conn_t *c, uint64_t ms);

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/server.h"
+#include "net/tls.h"
 
 typedef struct ifd_grpc ifd_grpc_t;
 
@@ -45,6 +46,9 @@ typedef struct ifd_grpc_opts {
   /* Triton's --grpc-restricted-protocol (borrowed: outlives the front end;
    * NULL: nothing restricted). */
   const struct ifd_restrict *restrict_api;
+  /* gRPC over TLS (ALPN h2): every connection speaks TLS with this context
+   * (borrowed: outlives the front end); NULL: prior-knowledge h2c. */
+  ifd_tls_ctx_t *tls;
 } ifd_grpc_opts_t;
 
 /* Defaults of the HTTP/2 limits. */

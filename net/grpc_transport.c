@@ -203,7 +203,7 @@ static int write_batch(gconn_t *c) {
   int w;
 
   c->writing = 1;
-  w = uv_try_write((uv_stream_t *)&c->base.tcp, b->iov, (unsigned)b->n_iov);
+  w = ifd__conn_try_write(&c->base, b->iov, (unsigned)b->n_iov);
   if (w < 0 && w != UV_EAGAIN) {
     c->writing = 0;
     batch_reset(b);
@@ -222,8 +222,8 @@ static int write_batch(gconn_t *c) {
    * uv_buf_t array, so adjusting it here is safe. */
   b->iov[first].base += done;
   b->iov[first].len -= done;
-  if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, b->iov + first,
-               (unsigned)(b->n_iov - first), on_write) != 0) {
+  if (ifd__conn_write(&c->base, &c->wreq, b->iov + first,
+                      (unsigned)(b->n_iov - first), on_write) != 0) {
     c->writing = 0;
     batch_reset(b);
     close_conn(c, 0);
@@ -267,7 +267,7 @@ static void flush(gconn_t *c) {
     if (write_batch(c) != 1) break;
   }
   if (c->writing && !c->read_paused &&
-      c->base.tcp.write_queue_size > OUT_HIGH_WATER) {
+      ifd__conn_write_queue_size(&c->base) > OUT_HIGH_WATER) {
     c->read_paused = 1;
     ifd__conn_read_stop(&c->base);
   }
@@ -461,6 +461,7 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
+  g->set.tls = opts->tls; /* before any accept: the loop is not running */
   rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port, 0,
                            opts->max_connections != 0 ? opts->max_connections
                                                       : DEFAULT_MAX_CONNECTIONS,

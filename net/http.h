@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/server.h"
+#include "net/tls.h"
 
 typedef struct ifd_http ifd_http_t;
 
@@ -33,6 +34,9 @@ typedef struct ifd_http_opts {
   /* Triton's --http-restricted-api (borrowed: outlives the front end; NULL
    * or empty: nothing restricted). */
   const struct ifd_restrict *restrict_api;
+  /* HTTPS: every connection speaks TLS with this context (borrowed:
+   * outlives the front end); NULL: plain HTTP. */
+  ifd_tls_ctx_t *tls;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)

@@ -791,7 +791,7 @@ static void flush(ifd_http_conn_t *c) {
    * writability afterwards; only what the kernel did not take goes through
    * uv_write. */
   {
-    int w = uv_try_write((uv_stream_t *)&c->base.tcp, bufs, n);
+    int w = ifd__conn_try_write(&c->base, bufs, n);
     unsigned first = 0;
     size_t done = w > 0 ? (size_t)w : 0;
     if (w < 0 && w != UV_EAGAIN) {
@@ -810,8 +810,8 @@ static void flush(ifd_http_conn_t *c) {
     bufs[first].base += done;
     bufs[first].len -= done;
     /* uv_write copies the uv_buf_t array, so bufs may go at once. */
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, bufs + first, n - first,
-                 on_write) != 0) {
+    if (ifd__conn_write(&c->base, &c->wreq, bufs + first, n - first,
+                        on_write) != 0) {
       c->n_writing = 0;
       if (part != NULL) part->n_pieces_writing = 0;
       close_conn(c, 0);
@@ -948,6 +948,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_body = on_body;
   h->settings.on_message_complete = on_message_complete;
 
+  h->set.tls = opts->tls; /* before any accept: the loop is not running */
   rc = ifd__conn_set_start(
       &h->set, loop, &http_proto, host, opts->port, opts->reuse_port,
       opts->max_connections != 0 ? opts->max_connections

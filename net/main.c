@@ -52,6 +52,9 @@ typedef struct options {
   ifd_grpc_opts_t grpc_lim;     /* HTTP/2 limits and keepalive (grpc.h) */
   ifd_restrict_t http_restrict; /* owned: --http-restricted-api */
   ifd_restrict_t grpc_restrict; /* owned: --grpc-restricted-protocol */
+  int grpc_use_ssl, grpc_use_ssl_mutual; /* mutual: -1 when not given */
+  const char *grpc_server_cert, *grpc_server_key, *grpc_root_cert;
+  const char *http_ssl_cert, *http_ssl_key;
   const char *metrics_address;
   int metrics_port;
   int allow_metrics;
@@ -79,6 +82,8 @@ typedef struct app {
   ifd_grpc_t *grpc;         /* owned until ifd_grpc_stop's done */
   ifd_http_t *metrics_http; /* owned until ifd_http_stop's done */
   ifd_metrics_t *metrics;   /* owned until ifd_metrics_stop's done */
+  ifd_tls_ctx_t *http_tls;  /* owned: freed once the loop has ended */
+  ifd_tls_ctx_t *grpc_tls;  /* owned: freed once the loop has ended */
   int fronts_stopping;      /* front ends still stopping */
   uv_signal_t sigint;       /* embedded */
   uv_signal_t sigterm;      /* embedded */
@@ -176,6 +181,25 @@ static void usage(FILE *f) {
       "gRPC, with the\n"
       "                             metadata triton-grpc-protocol-<key>; "
       "others get UNAVAILABLE\n"
+      "  --grpc-use-ssl=BOOL        serve gRPC over TLS (ALPN h2) with "
+      "--grpc-server-cert\n"
+      "                             and --grpc-server-key (default false)\n"
+      "  --grpc-use-ssl-mutual=BOOL also require a client certificate "
+      "signed by\n"
+      "                             --grpc-root-cert; like tritonserver, "
+      "giving it at all\n"
+      "                             turns --grpc-use-ssl on (default false)\n"
+      "  --grpc-server-cert=FILE    PEM server certificate (chain) for gRPC "
+      "TLS\n"
+      "  --grpc-server-key=FILE     PEM private key of --grpc-server-cert\n"
+      "  --grpc-root-cert=FILE      PEM root certificate(s) for client "
+      "certificates\n"
+      "                             (used with --grpc-use-ssl-mutual)\n"
+      "  --http-ssl-cert=FILE       serve HTTPS on the HTTP port with this "
+      "PEM certificate\n"
+      "                             (chain); needs --http-ssl-key "
+      "(inferd's own flags)\n"
+      "  --http-ssl-key=FILE        PEM private key of --http-ssl-cert\n"
       "  --metrics-port=PORT        Prometheus metrics port (default 8002)\n"
       "  --metrics-address=ADDR     metrics bind address (default: the "
       "HTTP address)\n"
@@ -301,6 +325,13 @@ static const flag_t flags[] = {
     {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes)},
     {"http-restricted-api", K_RESTRICT, OFF(http_restrict)},
     {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict)},
+    {"grpc-use-ssl", K_BOOL, OFF(grpc_use_ssl)},
+    {"grpc-use-ssl-mutual", K_BOOL, OFF(grpc_use_ssl_mutual)},
+    {"grpc-server-cert", K_STR, OFF(grpc_server_cert)},
+    {"grpc-server-key", K_STR, OFF(grpc_server_key)},
+    {"grpc-root-cert", K_STR, OFF(grpc_root_cert)},
+    {"http-ssl-cert", K_STR, OFF(http_ssl_cert)},
+    {"http-ssl-key", K_STR, OFF(http_ssl_key)},
     {"metrics-port", K_PORT, OFF(metrics_port)},
     {"metrics-address", K_STR, OFF(metrics_address)},
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
@@ -393,6 +424,52 @@ static int check_control(options_t *o) {
             "greater than 0 with --model-control-mode=poll\n",
             o->poll_secs);
     return -1;
+  }
+  return 0;
+}
+
+/* The TLS flags: builds each listener's context now (the files are read
+ * here, before the loop runs). tritonserver turns gRPC TLS on whenever
+ * --grpc-use-ssl-mutual is given; the HTTPS pair goes together. Returns 0
+ * or -1 after printing why. */
+static int build_tls(app_t *a) {
+  options_t *o = &a->opt;
+  ifd_tls_opts_t t;
+  ifd_errmsg_t err;
+
+  ifd_errclear(&err);
+  if (o->grpc_use_ssl_mutual != -1) o->grpc_use_ssl = 1;
+  if (o->grpc_use_ssl && o->allow_grpc) {
+    memset(&t, 0, sizeof(t));
+    t.cert_file = o->grpc_server_cert;
+    t.key_file = o->grpc_server_key;
+    t.ca_file = o->grpc_root_cert;
+    t.verify_client = o->grpc_use_ssl_mutual == 1;
+    t.alpn = IFD_TLS_ALPN_H2;
+    t.cert_flag = "--grpc-server-cert";
+    t.key_flag = "--grpc-server-key";
+    t.ca_flag = "--grpc-root-cert";
+    if (ifd_tls_ctx_new(&t, &a->grpc_tls, &err) != 0) {
+      fprintf(stderr, "inferd: gRPC TLS (--grpc-use-ssl): %s\n", err.text);
+      return -1;
+    }
+  }
+  if ((o->http_ssl_cert != NULL) != (o->http_ssl_key != NULL)) {
+    fprintf(stderr,
+            "inferd: HTTPS needs both --http-ssl-cert and --http-ssl-key\n");
+    return -1;
+  }
+  if (o->http_ssl_cert != NULL && o->allow_http) {
+    memset(&t, 0, sizeof(t));
+    t.cert_file = o->http_ssl_cert;
+    t.key_file = o->http_ssl_key;
+    t.alpn = IFD_TLS_ALPN_HTTP1;
+    t.cert_flag = "--http-ssl-cert";
+    t.key_flag = "--http-ssl-key";
+    if (ifd_tls_ctx_new(&t, &a->http_tls, &err) != 0) {
+      fprintf(stderr, "inferd: HTTPS: %s\n", err.text);
+      return -1;
+    }
   }
   return 0;
 }
@@ -702,6 +779,7 @@ int main(int argc, char **argv) {
   a->opt.grpc_max_message_size = IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
   a->opt.grpc_stream_buffer_bytes = IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
   ifd_grpc_opts_defaults(&a->opt.grpc_lim);
+  a->opt.grpc_use_ssl_mutual = -1;
   a->opt.metrics_port = 8002;
   a->opt.allow_metrics = 1;
   a->opt.metrics_interval_ms = 2000;
@@ -722,6 +800,11 @@ int main(int argc, char **argv) {
   ifd_log_set_enabled(IFD_LOG_WARN, a->opt.log_warning);
   ifd_log_set_enabled(IFD_LOG_ERROR, a->opt.log_error);
   signal(SIGPIPE, SIG_IGN);
+  if (build_tls(a) != 0) {
+    ifd_tls_ctx_free(a->http_tls);
+    ifd_tls_ctx_free(a->grpc_tls);
+    return 1;
+  }
 
   if (uv_loop_init(&a->loop) != 0) {
     fprintf(stderr, "inferd: cannot create the event loop\n");
@@ -765,13 +848,14 @@ int main(int argc, char **argv) {
     ho.max_input_size = a->opt.http_max_input_size;
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     ho.restrict_api = &a->opt.http_restrict;
+    ho.tls = a->http_tls;
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
       a->http = NULL;
       a->exit_code = 1;
     } else {
-      IFD_INFO("started HTTPService at %s:%d", a->opt.http_address,
-               ifd_http_port(a->http));
+      IFD_INFO("started HTTPService at %s:%d%s", a->opt.http_address,
+               ifd_http_port(a->http), a->http_tls != NULL ? " (HTTPS)" : "");
     }
   }
   if (a->opt.allow_grpc && a->exit_code == 0) {
@@ -781,13 +865,17 @@ int main(int argc, char **argv) {
     go.port = a->opt.grpc_port;
     go.max_message_size = a->opt.grpc_max_message_size;
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
+    go.tls = a->grpc_tls;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
       IFD_ERROR("failed to start the GRPC service: %s", err.text);
       a->grpc = NULL;
       a->exit_code = 1;
     } else {
-      IFD_INFO("started GRPCInferenceService at %s:%d", a->opt.grpc_address,
-               ifd_grpc_port(a->grpc));
+      IFD_INFO("started GRPCInferenceService at %s:%d%s", a->opt.grpc_address,
+               ifd_grpc_port(a->grpc),
+               a->grpc_tls == NULL               ? ""
+               : a->opt.grpc_use_ssl_mutual == 1 ? " (TLS, mutual)"
+                                                 : " (TLS)");
     }
   }
   if (a->opt.allow_metrics && a->exit_code == 0) {
@@ -827,6 +915,9 @@ int main(int argc, char **argv) {
     IFD_WARN("event loop closed with handles open: %s", uv_strerror(rc));
   ifd_restrict_free(&a->opt.http_restrict);
   ifd_restrict_free(&a->opt.grpc_restrict);
+  /* Every connection is closed: nothing uses the TLS contexts any more. */
+  ifd_tls_ctx_free(a->http_tls);
+  ifd_tls_ctx_free(a->grpc_tls);
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }
