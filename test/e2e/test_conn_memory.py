@@ -9,7 +9,8 @@ growth per connection must stay under a generous bound (HTTP_BOUND,
 GRPC_BOUND: the test must not flake; about 1.2 KiB per HTTP and 15 KiB per
 gRPC connection were measured here, bench/run.sh records the figures). The
 server must still answer a new client with all of them open, and exit 0
-after they are closed.
+after they are closed. Under an ASan build the connections are made and
+the figures printed, but the bounds are not asserted.
 
 Both processes need N_HTTP + N_GRPC descriptors and some: the test raises
 its soft RLIMIT_NOFILE to the hard limit before starting the server (which
@@ -43,6 +44,12 @@ def vm_rss(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise AssertionError("no VmRSS")
+
+
+def sanitized(pid):
+    """True when the server runs under AddressSanitizer (an ASan build)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
 
 
 def raise_nofile(need):
@@ -138,6 +145,8 @@ def test_idle_connection_memory(private_server):
         with h.RawConn(srv.http_port) as c:
             c.send(h.http_request("GET", "/v2/health/ready"))
             assert c.read_response().status == 200
+        if sanitized(pid):
+            return  # redzones and quarantine: the connections ran, the bounds mean nothing
         assert per_http < HTTP_BOUND, f"{per_http:.0f} B per idle HTTP connection"
         assert per_grpc < GRPC_BOUND, f"{per_grpc:.0f} B per idle gRPC connection"
     finally:
