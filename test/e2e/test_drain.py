@@ -369,3 +369,38 @@ def test_drain_under_load(private_server, tmp_path, grpc_stubs):  # noqa: F811
     assert not bad, bad
     assert sum(v for (p, k), v in counts.items() if p == "http" and k.startswith("ok")) > 0
     assert sum(v for (p, k), v in counts.items() if p == "grpc" and k == "ok") > 0
+
+
+def test_request_behind_last_response(private_server):
+    """A client sends another request on a connection the drain has stopped
+    reading, before it has read the big response in flight (pipelining): the
+    server reads and drops that request after its FIN (a lingering close)
+    instead of closing with it unread, which makes the kernel answer RST and
+    throw away the response bytes still queued. The response arrives whole;
+    the second request gets no answer, only the close."""
+    srv = private_server(models=["identity_int32"], extra=[f"--exit-timeout-secs={WAIT_S}"],
+                         wait_models=("identity_int32",))
+    n = 4 << 20  # 16 MiB back: more than the socket buffers hold
+    data = np.arange(n, dtype=np.int32)
+    body, hdr_len = h.build_binary_request(
+        [("INPUT0", "INT32", [1, n], data)],
+        outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": True}}])
+    with h.RawConn(srv.http_port, timeout=WAIT_S) as c:
+        c.send((f"POST /v2/models/identity_int32/infer HTTP/1.1\r\nHost: x\r\n"
+                f"Content-Type: application/octet-stream\r\n"
+                f"Inference-Header-Content-Length: {hdr_len}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+        assert c.sock.recv(1, socket.MSG_PEEK) == b"H"  # the answer has begun
+        srv.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + WAIT_S
+        while not refused(srv.http_port):  # the drain has begun
+            assert time.monotonic() < deadline, "the listener still accepts after SIGTERM"
+            time.sleep(0.02)
+        c.send(h.http_request("GET", "/v2/health/live"))
+        time.sleep(0.3)  # let the server finish writing with that request unread
+        r = c.read_response()
+        assert r.status == 200, r
+        hdr = int(r.headers["inference-header-content-length"])
+        assert np.array_equal(np.frombuffer(r.body[hdr:], dtype=np.int32), data)
+        assert c.wait_closed(timeout=WAIT_S) is True
+    assert srv.proc.wait(timeout=WAIT_S) == 0, srv.log_tail()
