@@ -21,7 +21,13 @@
 #                     reload (issue 10: a 2-step ensemble, and latency while
 #                     another model reloads), decoupled (issue 11: a decoupled
 #                     model's 100 responses per request against unary identity
-#                     requests); default all
+#                     requests), conns and slowloris (issue 12: idle gRPC
+#                     connections, health latency with ~19,000 open, a
+#                     slowloris crowd); default all
+#   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
+#                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
+#   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
+#                     seconds between two header bytes of one (3)
 #   BENCH_RELOAD_PAUSE_MS=N  reload section: the paced loop's pause after each
 #                     unload (default 100; the other loop runs back to back)
 #   BENCH_PROFILE=0|1|auto  perf-record inferd where it misses a target (default auto)
@@ -473,6 +479,151 @@ if section decoupled; then
       --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
       --json-summary "$RAW/__SC__/summary.json"
   done
+  stop_pid "$INFERD_PID"
+fi
+
+# ---- issue 12: many connections --------------------------------------------------------
+# conns (a fresh server): 1,000 idle gRPC connections (lib/connhold.py grpc-idle:
+# preface, SETTINGS and one ServerLive call each): VmRSS per connection. Then
+# GET /v2/health/ready at concurrency 1 (inferd-perf --raw-get) with no other
+# connection, and again while CONNS_N idle HTTP keep-alive connections are open
+# (inferd-perf --idle-connections: one GET each; default NOFILE - 1,000, i.e.
+# 19,000 under this machine's hard limit of 20,000), all on the one loop: p99
+# latency, VmRSS per connection, and the kernel's side (/proc/net/sockstat TCP
+# buffer pages and /proc/meminfo Slab, both ends of every loopback connection,
+# machine-wide: approximate).
+CONNS_N=${BENCH_CONNS:-$((NOFILE - 1000))}
+if [ -z "${BENCH_CONNS:-}" ] && ((CONNS_N > 19000)); then CONNS_N=19000; fi
+CONNS_GRPC=${BENCH_CONNS_GRPC:-1000}
+# hold_until FILE TEXT SECONDS PID: waits until FILE contains TEXT (or PID ends).
+hold_until() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    kill -0 "$4" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+kmem() { # sockstat TCP mem pages, Slab KiB
+  echo "tcp_mem_pages $(awk '$1 == "TCP:" { for (i = 2; i < NF; i++) if ($i == "mem") print $(i + 1) }' /proc/net/sockstat)"
+  echo "slab_kib $(awk '$1 == "Slab:" { print $2 }' /proc/meminfo)"
+}
+health_p99() { # NAME: GET /v2/health/ready, concurrency 1, one window
+  local dir=$RAW/conns
+  local cmd=("$PERF" -u "127.0.0.1:$HTTP_PORT" -i http --raw-get /v2/health/ready
+    --concurrency-range 1:1:1 --warmup $((WARM * 1000)) --measurement-interval $((WINDOW * 1000))
+    --percentile 99 --json-summary "$dir/$1.json")
+  printf '%q ' taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/$1.cmd"
+  log "conns $1: ${cmd[*]}"
+  taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/$1.out" 2>&1 || log "conns $1: inferd-perf failed (see $dir/$1.out)"
+}
+warm_identity() { # 20 JSON inferences: one-time allocations are not per connection
+  local i
+  for ((i = 0; i < 20; i++)); do
+    curl -fsS -o /dev/null -X POST "http://127.0.0.1:$HTTP_PORT/v2/models/$ID/infer" \
+      -d '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]}]}'
+  done
+}
+if section conns; then
+  # gRPC and HTTP each on a fresh server: memory one set freed would be
+  # reused by the other and hide its cost.
+  start_inferd inferd_conns_grpc
+  dir=$RAW/conns
+  mkdir -p "$dir"
+  warm_identity
+  taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/connhold.py" grpc-idle "127.0.0.1:$GRPC_PORT" 20 2 \
+    "$dir/grpc_warm.json" >/dev/null 2>&1 || true
+  sleep 0.5
+  {
+    echo "grpc_target $CONNS_GRPC"
+    echo "grpc_fds_before $(nfds "$INFERD_PID")"
+    echo "grpc_vmrss_before_kib $(vm_kib "$INFERD_PID" VmRSS)"
+  } >"$dir/conns.txt"
+  taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/connhold.py" grpc-idle "127.0.0.1:$GRPC_PORT" \
+    "$CONNS_GRPC" 120 "$dir/grpc_hold.json" >"$dir/grpc_hold.out" 2>&1 &
+  hold=$!
+  BENCH_PIDS+=("$hold")
+  hold_until "$dir/grpc_hold.out" holding 100 "$hold" || log "conns: the gRPC connections were not all held (see $dir/grpc_hold.out)"
+  sleep 1
+  {
+    echo "grpc_fds_with $(nfds "$INFERD_PID")"
+    echo "grpc_vmrss_with_kib $(vm_kib "$INFERD_PID" VmRSS)"
+  } >>"$dir/conns.txt"
+  kill -TERM "$hold" 2>/dev/null || true
+  wait "$hold" 2>/dev/null || true
+  stop_pid "$INFERD_PID"
+  start_inferd inferd_conns
+  warm_identity
+  health_p99 health_base
+  {
+    echo "http_target $CONNS_N"
+    echo "nofile $NOFILE"
+    echo "port_range $(tr -s '\t ' ' ' </proc/sys/net/ipv4/ip_local_port_range)"
+    echo "http_fds_before $(nfds "$INFERD_PID")"
+    echo "http_vmrss_before_kib $(vm_kib "$INFERD_PID" VmRSS)"
+    kmem | sed 's/^/before_/'
+  } >>"$dir/conns.txt"
+  hold_s=$((WARM + WINDOW + 120))
+  cmd=("$PERF" -u "127.0.0.1:$HTTP_PORT" -i http --idle-connections "$CONNS_N" --idle-seconds "$hold_s")
+  printf '%q ' taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/http_hold.cmd"
+  log "conns: ${cmd[*]}"
+  t0=$(date +%s%N)
+  taskset -c "$LOAD_CORE" "${cmd[@]}" >"$dir/http_hold.out" 2>&1 &
+  hold=$!
+  BENCH_PIDS+=("$hold")
+  hold_until "$dir/http_hold.out" "idle connections: [0-9]* open" 100 "$hold" ||
+    log "conns: inferd-perf did not report its connections open (see $dir/http_hold.out)"
+  echo "http_open_ms $((($(date +%s%N) - t0) / 1000000))" >>"$dir/conns.txt"
+  sleep 1
+  {
+    echo "http_fds_with $(nfds "$INFERD_PID")"
+    echo "http_vmrss_with_kib $(vm_kib "$INFERD_PID" VmRSS)"
+    kmem | sed 's/^/with_/'
+  } >>"$dir/conns.txt"
+  health_p99 health_held
+  echo "http_fds_after_health $(nfds "$INFERD_PID")" >>"$dir/conns.txt"
+  stop_pid "$hold"
+  wait "$hold" 2>/dev/null || true
+  stop_pid "$INFERD_PID"
+fi
+
+# slowloris (a fresh server): identity_fp32 over HTTP binary (inferd-perf,
+# concurrency 1 and 16) alone, then while lib/connhold.py slowloris holds
+# BENCH_SLOW_N (default 5,000) connections that each send one header byte
+# every BENCH_SLOW_INTERVAL (default 3) seconds without ever ending the header
+# (a connection the server closes is opened again). The slowloris client runs
+# on the load core beside inferd-perf (one byte per connection per interval:
+# about 1,700 sends/s).
+SLOW_N=${BENCH_SLOW_N:-5000}
+SLOW_INTERVAL=${BENCH_SLOW_INTERVAL:-3}
+if section slowloris; then
+  start_inferd inferd_slowloris
+  slow_perf() { # SCENARIO CONC
+    run_perf "$1" "inferd:$ID" "$INFERD_PID" -- "$PERF" \
+      -m "$ID" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+      --shape INPUT0:16 --concurrency-range "$2:$2:1" --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --json-summary "$RAW/__SC__/summary.json"
+  }
+  for c in 1 16; do
+    slow_perf "slowloris-base_c$c" "$c"
+  done
+  dir=$RAW/slowloris
+  mkdir -p "$dir"
+  echo "$SLOW_N $SLOW_INTERVAL" >"$dir/params"
+  taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/connhold.py" slowloris "127.0.0.1:$HTTP_PORT" "$SLOW_N" \
+    $((2 * (RUN_S + TAIL_MAX) + 120)) "$dir/status.json" "$SLOW_INTERVAL" >"$dir/hold.out" 2>&1 &
+  hold=$!
+  BENCH_PIDS+=("$hold")
+  hold_until "$dir/hold.out" holding 100 "$hold" || log "slowloris: not all connections open (see $dir/hold.out)"
+  echo "fds_with $(nfds "$INFERD_PID")" >"$dir/server.txt"
+  for c in 1 16; do
+    slow_perf "slowloris_c$c" "$c"
+  done
+  echo "fds_after $(nfds "$INFERD_PID")" >>"$dir/server.txt"
+  kill -TERM "$hold" 2>/dev/null || true
+  wait "$hold" 2>/dev/null || true
   stop_pid "$INFERD_PID"
 fi
 

@@ -14,7 +14,8 @@
  *
  * Lifetime. A connection is freed in the close callback of its last handle
  * (the socket, and the timer once used); the set is done once its listener,
- * reject, flusher and deadline handles and every connection are closed.
+ * reject, flusher, deadline and linger timer handles and every connection
+ * are closed. A graceful close lingers first (see "lingering close").
  */
 #include "net/conn.h"
 
@@ -117,10 +118,60 @@ static void on_conn_handle_close(uv_handle_t *hd) {
   maybe_finish(set);
 }
 
+/* ---- lingering close ------------------------------------------------------
+ * After a graceful close's FIN the socket is still read, and what comes is
+ * dropped, until the peer's FIN (or an error): close(2) with unread bytes
+ * would make the kernel send RST and drop the response bytes still queued
+ * (an HTTP client that pipelined a request behind the last response, say).
+ * No per-connection timer: lingering connections wait in two lists of the
+ * set, and one set-wide timer ticking every IFD_CONN_LINGER_MS / 2 closes
+ * the older list and makes the newer one the older. */
+
+static void linger_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
+  static char sink[4096]; /* loop thread only; the bytes are dropped */
+
+  (void)hd;
+  (void)suggested;
+  *buf = uv_buf_init(sink, sizeof(sink));
+}
+
+static void linger_end(ifd_conn_t *c) {
+  ifd__link_del(&c->dirty);
+  c->lingering = 0;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_close);
+}
+
+static void linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  if (nread < 0) linger_end(s->data); /* the peer's FIN, or an error */
+}
+
+static void on_linger_tick(uv_timer_t *t) {
+  ifd_conn_set_t *set = ifd_container_of(t, ifd_conn_set_t, linger_timer);
+
+  while (!ifd__link_empty(&set->linger_old))
+    linger_end(ifd_container_of(set->linger_old.next, ifd_conn_t, dirty));
+  while (!ifd__link_empty(&set->linger_new)) {
+    ifd_link_t *l = set->linger_new.next;
+    ifd__link_del(l);
+    ifd__link_add(&set->linger_old, l);
+  }
+  if (ifd__link_empty(&set->linger_old)) uv_timer_stop(t);
+}
+
 static void on_shutdown(uv_shutdown_t *r, int status) {
   ifd_conn_t *c = ifd_container_of(r, ifd_conn_t, sreq);
+  ifd_conn_set_t *set = c->set;
 
-  (void)status;
+  if (status == 0 && !set->aborted &&
+      uv_read_start((uv_stream_t *)&c->tcp, linger_alloc, linger_read) == 0) {
+    c->lingering = 1;
+    ifd__link_add(&set->linger_new, &c->dirty);
+    if (!uv_is_active((uv_handle_t *)&set->linger_timer))
+      uv_timer_start(&set->linger_timer, on_linger_tick, IFD_CONN_LINGER_MS / 2,
+                     IFD_CONN_LINGER_MS / 2);
+    return;
+  }
   uv_close((uv_handle_t *)&c->tcp, on_conn_handle_close);
 }
 
@@ -222,6 +273,7 @@ static void maybe_finish(ifd_conn_set_t *set) {
   set->finished = 1;
   uv_close((uv_handle_t *)&set->flusher, on_set_handle_close);
   uv_close((uv_handle_t *)&set->deadline, on_set_handle_close);
+  uv_close((uv_handle_t *)&set->linger_timer, on_set_handle_close);
 }
 
 int ifd__conn_set_start(ifd_conn_set_t *set, uv_loop_t *loop,
@@ -235,11 +287,15 @@ int ifd__conn_set_start(ifd_conn_set_t *set, uv_loop_t *loop,
   set->max_connections = max_connections;
   ifd__link_init(&set->conns);
   ifd__link_init(&set->dirty);
+  ifd__link_init(&set->linger_new);
+  ifd__link_init(&set->linger_old);
   uv_prepare_init(loop, &set->flusher);
   uv_timer_init(loop, &set->deadline);
+  uv_timer_init(loop, &set->linger_timer);
   set->flusher.data = set;
   set->deadline.data = set;
-  set->open_handles = 2;
+  set->linger_timer.data = set;
+  set->open_handles = 3;
   rc = ifd__net_listen(loop, &set->listener, proto->name, host, port,
                        reuse_port, on_connection, &set->port, &open, err);
   if (open) {
@@ -302,9 +358,13 @@ void ifd__conn_set_close(ifd_conn_set_t *set) {
 void ifd__conn_set_abort(ifd_conn_set_t *set) {
   ifd_link_t *l, *next;
 
+  set->aborted = 1;
   for (l = set->conns.next; l != &set->conns; l = next) {
     ifd_conn_t *c = ifd_container_of(l, ifd_conn_t, link);
     next = l->next;
-    ifd__conn_close(c, 0);
+    if (c->lingering)
+      linger_end(c);
+    else
+      ifd__conn_close(c, 0);
   }
 }

@@ -57,6 +57,10 @@ static inline void ifd__link_del(ifd_link_t *l) {
 typedef struct ifd_conn ifd_conn_t;
 typedef struct ifd_conn_set ifd_conn_set_t;
 
+/** A graceful close waits this long at most for the peer's FIN (between
+ *  half of it and all of it: one set-wide timer ticks every half). */
+#define IFD_CONN_LINGER_MS 5000
+
 /** Shutdown phases handed to ifd_conn_proto_t.on_stop. */
 typedef enum ifd_conn_phase {
   /* Stop taking new requests; let those in flight finish; close when idle. */
@@ -100,6 +104,8 @@ struct ifd_conn {
   unsigned closing : 1;    /* ifd__conn_close was called */
   unsigned stopping : 1;   /* a shutdown phase reached it */
   unsigned timer_init : 1; /* `timer` is initialized */
+  unsigned lingering : 1;  /* after its FIN: reading to the peer's (in the
+                              set's linger lists through `dirty`) */
 };
 
 struct ifd_conn_set {
@@ -108,11 +114,15 @@ struct ifd_conn_set {
                                     memory */
   uv_prepare_t flusher;          /* embedded: flushes dirty connections */
   uv_timer_t deadline;           /* embedded: the shutdown deadline */
+  uv_timer_t linger_timer;       /* embedded: ends lingering closes */
   uv_loop_t *loop;               /* borrowed */
   const ifd_conn_proto_t *proto; /* borrowed: static */
   ifd_conn_t *spare;             /* owned: allocated ahead for an accept */
   ifd_link_t conns;              /* every open connection (ifd_conn.link) */
   ifd_link_t dirty;              /* connections to flush (ifd_conn.dirty) */
+  ifd_link_t linger_new;         /* lingering since the last linger tick */
+  ifd_link_t linger_old;         /* lingering since the tick before: the next
+                                    tick closes them */
   unsigned n_conns;
   unsigned max_connections;
   int port;
@@ -122,6 +132,7 @@ struct ifd_conn_set {
   unsigned reject_busy : 1; /* `reject` is closing */
   unsigned accept_owed : 1; /* a connection waits for uv_accept */
   unsigned finished : 1;    /* the closing of the set's handles began */
+  unsigned aborted : 1;     /* ifd__conn_set_abort ran: no more lingering */
   void (*closed)(ifd_conn_set_t *set); /* runs once every handle is closed */
   /* borrowed: outlives the set; NULL: plain TCP. Set by the front end
    * before the loop runs (see net/tls.h). */
@@ -153,7 +164,8 @@ void ifd__conn_set_stop(ifd_conn_set_t *set, uint64_t deadline_ms,
 /** Sends IFD_CONN_CLOSE to every connection (after ifd__conn_set_stop). */
 void ifd__conn_set_close(ifd_conn_set_t *set);
 
-/** Closes every connection now (after ifd__conn_set_stop). */
+/** Closes every connection now, lingering ones included (after
+ *  ifd__conn_set_stop). */
 void ifd__conn_set_abort(ifd_conn_set_t *set);
 
 /** Asks for c's on_flush before the loop next blocks (once per iteration). */
@@ -182,9 +194,13 @@ void ifd__conn_timer_stop(ifd_conn_t *c);
 
 /**
  * Closes `c`: with `graceful`, after a FIN once the bytes already handed to
- * the kernel are out (the caller has no write in flight); otherwise at once.
- * Calls on_closing now and on_free when every handle is closed, then frees
- * `c`. Safe to call again (no effect).
+ * the kernel are out (the caller has no write in flight), and then lingers:
+ * reads and drops what the peer still sends until it closes too, for
+ * IFD_CONN_LINGER_MS at most (otherwise a request the peer sent meanwhile,
+ * unread at close(2), makes the kernel answer RST and drop the response
+ * bytes still queued); without `graceful`, at once. Calls on_closing now and
+ * on_free when every handle is closed, then frees `c`. Safe to call again
+ * (no effect).
  */
 void ifd__conn_close(ifd_conn_t *c, int graceful);
 

@@ -879,9 +879,12 @@ static int on_open(ifd_conn_t *base) {
 }
 
 /* Shutdown: no further requests; idle connections close now, busy ones once
- * their last response is written (on_write). A request read only in part is
- * dropped. Nothing more to do when the core is drained: the responses
- * already came; at the deadline net/conn.c closes what is left. */
+ * their last response is written (on_write). That last response says
+ * `Connection: close` when its head is not built yet (it is built when the
+ * core answers), so the client knows not to send another request. A request
+ * read only in part is dropped. Nothing more to do when the core is drained:
+ * the responses already came; at the deadline net/conn.c closes what is
+ * left. */
 static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
   ifd_http_conn_t *c = (ifd_http_conn_t *)base;
 
@@ -889,7 +892,11 @@ static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
   c->stopping = 1;
   c->no_more = 1;
   stop_reading(c);
-  if (c->head == NULL) close_conn(c, 0);
+  if (c->head == NULL) {
+    close_conn(c, 0);
+    return;
+  }
+  if (!c->tail->ready && !c->tail->streaming) c->tail->close_after = 1;
 }
 
 static const ifd_conn_proto_t http_proto = {

@@ -23,6 +23,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report12  # noqa: E402  (issue 12's tables)
+
 # Issue 8's targets: latency at concurrency 1 as a ratio to nginx (same
 # client), and server CPU per request at 64 connections (wrk / h2load).
 TARGETS8 = {
@@ -389,8 +392,8 @@ def main():
     raw = os.path.join(res, "raw")
     rows = {}
     for sc in sorted(os.listdir(raw)) if os.path.isdir(raw) else []:
-        if sc.startswith("idle_"):
-            continue
+        if sc.startswith("idle_") or not os.path.exists(os.path.join(raw, sc, "kind")):
+            continue  # not a measure() scenario (idle, conns, slowloris: own tables)
         try:
             rows[sc] = scenario(res, sc)
         except (OSError, ValueError, KeyError, IndexError, json.JSONDecodeError) as e:
@@ -540,6 +543,8 @@ def main():
 
     if any(sc.startswith("dec_") for sc in rows):
         issue11(p, get, res)
+
+    report12.issue12(p, get, res, idles.get("inferd"), perf_summary, fmt, fmt_int, verdict)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")

@@ -11,6 +11,8 @@
  *    accepted socket is never taken);
  *  - the shutdown phases reach every connection, and at the deadline a
  *    connection that does not close by itself is closed;
+ *  - a graceful close lingers until the client's FIN (what the client still
+ *    sends is dropped), ended by the deadline or the linger timer;
  *  - an HTTP request's declared Content-Length allocates nothing by itself:
  *    the body buffer grows with the bytes that arrive.
  * Every case ends with uv_loop_close() == 0.
@@ -328,10 +330,64 @@ static void test_stop_closes_at_once(void **state) {
   close_on_stop = 1;
   a = client_new(set.port);
   assert_true(run_until(greeted, a, 5));
-  /* A deadline far away: the set closes as soon as its connection did. */
+  /* A deadline far away: the set closes as soon as its connection did (the
+   * graceful close lingers until the client's FIN). */
   ifd__conn_set_stop(&set, uv_now(&loop) + 3600 * 1000, on_set_closed);
-  assert_true(run_until(is_set, &set_closed, 5));
   assert_true(run_until(got_eof, a, 5));
+  client_free(a);
+  assert_true(run_until(is_set, &set_closed, 5));
+  teardown_loop();
+}
+
+/* A graceful close lingers: what the client still sends after the server's
+ * FIN is read and dropped (no RST), and the connection ends with the
+ * client's FIN; one that never closes ends at the deadline, or at the latest
+ * IFD_CONN_LINGER_MS after its FIN. */
+static void client_send(client_t *c, const char *text) {
+  uv_buf_t b = uv_buf_init((char *)text, (unsigned)strlen(text));
+  assert_int_equal(uv_try_write((uv_stream_t *)&c->tcp, &b, 1),
+                   (int)strlen(text));
+}
+
+static void test_graceful_close_lingers(void **state) {
+  client_t *a;
+  uint64_t t0;
+
+  (void)state;
+  setup_loop();
+  /* Closed by the client: the set closes at once after it. */
+  start_set();
+  close_on_stop = 1;
+  a = client_new(set.port);
+  assert_true(run_until(greeted, a, 5));
+  ifd__conn_set_stop(&set, uv_now(&loop) + 3600 * 1000, on_set_closed);
+  assert_true(run_until(got_eof, a, 5));
+  client_send(a, "a request sent after the server's FIN");
+  assert_false(run_until(is_set, &set_closed, 0.2));
+  assert_int_equal(n_free, 0);
+  client_free(a);
+  assert_true(run_until(is_set, &set_closed, 5));
+
+  /* The client never closes: the deadline ends the lingering. */
+  start_set();
+  close_on_stop = 1;
+  a = client_new(set.port);
+  assert_true(run_until(greeted, a, 5));
+  ifd__conn_set_stop(&set, uv_now(&loop) + 100, on_set_closed);
+  assert_true(run_until(got_eof, a, 5));
+  assert_true(run_until(is_set, &set_closed, 5));
+  client_free(a);
+
+  /* No deadline either: the linger timer ends it. */
+  start_set();
+  close_on_stop = 1;
+  a = client_new(set.port);
+  assert_true(run_until(greeted, a, 5));
+  t0 = uv_hrtime();
+  ifd__conn_set_stop(&set, 0, on_set_closed);
+  assert_true(run_until(got_eof, a, 5));
+  assert_true(run_until(is_set, &set_closed, IFD_CONN_LINGER_MS / 1000.0 + 5));
+  assert_true(uv_hrtime() - t0 >= (uint64_t)IFD_CONN_LINGER_MS / 2 * 1000000);
   client_free(a);
   teardown_loop();
 }
@@ -403,6 +459,7 @@ int main(void) {
       cmocka_unit_test(test_accept_out_of_memory),
       cmocka_unit_test(test_stop_phases_and_deadline),
       cmocka_unit_test(test_stop_closes_at_once),
+      cmocka_unit_test(test_graceful_close_lingers),
       cmocka_unit_test(test_http_body_allocated_as_it_arrives),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
