@@ -9,11 +9,22 @@
  * front end embeds an ifd_conn_set_t, which owns the listening socket and
  * every connection accepted on it. Everything runs on the loop thread.
  *
- * Accept never stalls: a spare connection is allocated ahead of time, and
- * when neither the spare nor a fresh allocation is available the socket is
- * still accepted, into a handle kept for that purpose, and closed at once.
- * (libuv stops watching the listener until uv_accept takes the connection
- * it already accepted, so skipping uv_accept would stop accepting for good.)
+ * Accept never stalls: the set accepts itself (accept4 on the listening
+ * socket, watched by a uv_poll_t) and admits each socket into a connection
+ * object allocated ahead of time (or fresh); a socket beyond
+ * --max-connections, or with no memory for its connection, is closed at
+ * once and counted, so the listen backlog never fills with clients nobody
+ * serves. When the process runs out of file descriptors (EMFILE/ENFILE)
+ * accepting pauses for IFD_CONN_FD_PAUSE_MS instead of spinning (libuv's own
+ * accept would close such clients silently), logs once per pause and counts
+ * it; the waiting clients stay in the backlog until descriptors free up.
+ *
+ * Timeouts (header, body, idle: anything per connection) cost no handle per
+ * connection: a set has a few timeout queues, each with one duration, and a
+ * connection sits on at most one of them. Arming puts it at the tail with
+ * deadline now + duration, so every queue stays sorted by deadline for free;
+ * one coarse timer per set (IFD_CONN_SWEEP_MS granularity) wakes at the
+ * earliest head and expires what is due (proto->on_expire).
  *
  * Shutdown has one deadline: ifd__conn_set_stop() closes the listener and
  * asks every connection to drain (no new requests, finish those in flight);
@@ -84,7 +95,47 @@ typedef struct ifd_conn_proto {
   void (*on_closing)(ifd_conn_t *c);
   /** Every handle is closed: free what the protocol part owns (not `c`). */
   void (*on_free)(ifd_conn_t *c);
+  /** c's deadline on timeout queue `q` passed; c is off every queue now
+   *  (may be NULL when no timeout queue is used). */
+  void (*on_expire)(ifd_conn_t *c, unsigned q);
+  /** The `protocol` label of the set's metrics ("http", "grpc"); NULL: the
+   *  name. */
+  const char *label;
 } ifd_conn_proto_t;
+
+/* Timeout queues per set (see the top of this file). */
+#define IFD_CONN_NQUEUES 4
+/* Granularity of the sweep timer: deadlines fire up to this much late. */
+#define IFD_CONN_SWEEP_MS 250
+/* How long accepting pauses when the process is out of file descriptors. */
+#define IFD_CONN_FD_PAUSE_MS 100
+
+/** Why a protocol closed a connection on a limit (for metrics). */
+typedef enum ifd_conn_limit {
+  IFD_CONN_LIMIT_HEADER_SIZE,    /* 431: request line and headers too large */
+  IFD_CONN_LIMIT_HEADER_COUNT,   /* 431: too many header fields */
+  IFD_CONN_LIMIT_HEADER_TIMEOUT, /* 408: headers not complete in time */
+  IFD_CONN_LIMIT_BODY_TIMEOUT,   /* 408: body stalled */
+  IFD_CONN_LIMIT_IDLE_TIMEOUT,   /* idle keep-alive connection closed */
+  IFD_CONN_LIMIT_N
+} ifd_conn_limit_t;
+
+/** Counters of one protocol label, for /metrics. Loop thread only. */
+typedef struct ifd_conn_stats {
+  const char *label;       /* borrowed: static (proto->label or name) */
+  uint64_t open;           /* connections open now */
+  uint64_t accepted;       /* connections admitted */
+  uint64_t rejected_max;   /* closed at accept: --max-connections */
+  uint64_t rejected_nomem; /* closed at accept: no memory */
+  uint64_t fd_pauses;      /* accepting paused: EMFILE/ENFILE */
+  uint64_t closed[IFD_CONN_LIMIT_N]; /* closed on a protocol limit */
+} ifd_conn_stats_t;
+
+/** A timeout queue: connections in deadline order (same duration each). */
+typedef struct ifd_conn_tq {
+  ifd_link_t conns; /* ifd_conn.tq_link, earliest deadline first */
+  uint64_t ms;      /* the duration; 0: the queue is off */
+} ifd_conn_tq_t;
 
 struct ifd_conn {
   uv_tcp_t tcp;        /* embedded: the socket */
@@ -93,6 +144,9 @@ struct ifd_conn {
   ifd_conn_set_t *set; /* borrowed: outlives the connection */
   ifd_link_t link;     /* in set->conns */
   ifd_link_t dirty;    /* in set->dirty while a flush is wanted */
+  ifd_link_t tq_link;  /* in set->tq[tq - 1].conns while tq != 0 */
+  uint64_t tq_due;     /* deadline on that queue (uv_now() time) */
+  unsigned char tq;    /* 1 + the timeout queue it is on; 0: none */
   unsigned open_handles;
   unsigned opened : 1;     /* on_open succeeded */
   unsigned closing : 1;    /* ifd__conn_close was called */
@@ -101,25 +155,27 @@ struct ifd_conn {
 };
 
 struct ifd_conn_set {
-  uv_tcp_t listener;             /* embedded */
-  uv_tcp_t reject;               /* embedded: accepts and closes when out of
-                                    memory */
+  uv_poll_t listener;            /* embedded: watches listen_fd */
+  uv_timer_t pause;              /* embedded: resumes accepting after EMFILE */
   uv_prepare_t flusher;          /* embedded: flushes dirty connections */
   uv_timer_t deadline;           /* embedded: the shutdown deadline */
+  uv_timer_t sweeper;            /* embedded: expires timeout queues */
   uv_loop_t *loop;               /* borrowed */
   const ifd_conn_proto_t *proto; /* borrowed: static */
+  ifd_conn_stats_t *stats;       /* borrowed: static (process-wide table) */
   ifd_conn_t *spare;             /* owned: allocated ahead for an accept */
   ifd_link_t conns;              /* every open connection (ifd_conn.link) */
   ifd_link_t dirty;              /* connections to flush (ifd_conn.dirty) */
+  ifd_conn_tq_t tq[IFD_CONN_NQUEUES]; /* timeout queues */
+  uint64_t sweep_due;                 /* when `sweeper` fires; 0: idle */
+  int listen_fd;                      /* owned: closed with `listener` */
   unsigned n_conns;
   unsigned max_connections;
   int port;
   unsigned open_handles; /* set handles until their close callbacks */
   unsigned listening : 1;
   unsigned stopping : 1;
-  unsigned reject_busy : 1; /* `reject` is closing */
-  unsigned accept_owed : 1; /* a connection waits for uv_accept */
-  unsigned finished : 1;    /* the closing of the set's handles began */
+  unsigned finished : 1; /* the closing of the set's handles began */
   void (*closed)(ifd_conn_set_t *set); /* runs once every handle is closed */
 };
 
@@ -157,6 +213,35 @@ void ifd__conn_mark_dirty(ifd_conn_t *c);
 /** Starts reading with the protocol's callbacks. Returns 0 or a libuv code. */
 int ifd__conn_read_start(ifd_conn_t *c, uv_alloc_cb alloc, uv_read_cb cb);
 void ifd__conn_read_stop(ifd_conn_t *c);
+
+/**
+ * Sets the duration of timeout queue `q` (< IFD_CONN_NQUEUES) to `ms`; 0
+ * turns the queue off (arming it then takes the connection off every
+ * queue). Call before connections use it: those already on `q` keep their
+ * deadlines.
+ */
+void ifd__conn_set_timeout(ifd_conn_set_t *set, unsigned q, uint64_t ms);
+
+/** (Re)starts c's deadline on queue `q`: now + the queue's duration. A
+ *  connection is on one queue at most: this takes it off any other. */
+void ifd__conn_deadline(ifd_conn_t *c, unsigned q);
+
+/** Restarts c's deadline on the queue it is on (activity); none: nothing. */
+void ifd__conn_touch(ifd_conn_t *c);
+
+/** Takes c off its timeout queue. */
+void ifd__conn_deadline_clear(ifd_conn_t *c);
+
+/** Expires every deadline at or before `now` (the sweeper calls it with
+ *  uv_now(); exposed for tests) and re-arms the sweeper. */
+void ifd__conn_sweep(ifd_conn_set_t *set, uint64_t now);
+
+/** Counts a connection closed on a protocol limit (metrics). */
+void ifd__conn_count_limit(ifd_conn_t *c, ifd_conn_limit_t why);
+
+/** The process-wide counters, one entry per protocol label that started a
+ *  set; *n entries. Loop thread. */
+const ifd_conn_stats_t *ifd__conn_stats(size_t *n);
 
 /** Arms c's one timer (re-arms when running); on_timer runs after `ms`. */
 void ifd__conn_timer_start(ifd_conn_t *c, uint64_t ms);
