@@ -221,11 +221,27 @@ static void on_conn_handle_close(uv_handle_t *hd) {
   maybe_finish(set);
 }
 
+static void close_tcp(ifd_conn_t *c) {
+  if (c->tcp_closing) return;
+  c->tcp_closing = 1;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_close);
+}
+
 static void on_shutdown(uv_shutdown_t *r, int status) {
   ifd_conn_t *c = ifd_container_of(r, ifd_conn_t, sreq);
 
   (void)status;
-  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_close);
+  c->shut_done = 1;
+  if (c->closing) close_tcp(c); /* else a lingering close reads on */
+}
+
+int ifd__conn_shutdown(ifd_conn_t *c) {
+  int rc;
+
+  if (c->closing || c->shut) return UV_EINVAL;
+  rc = uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown);
+  if (rc == 0) c->shut = 1;
+  return rc;
 }
 
 void ifd__conn_close(ifd_conn_t *c, int graceful) {
@@ -236,10 +252,13 @@ void ifd__conn_close(ifd_conn_t *c, int graceful) {
   uv_read_stop((uv_stream_t *)&c->tcp);
   c->set->proto->on_closing(c);
   if (c->timer_init) uv_close((uv_handle_t *)&c->timer, on_conn_handle_close);
-  if (graceful && c->opened &&
-      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0)
+  if (graceful && c->shut && !c->shut_done) return; /* on_shutdown closes */
+  if (graceful && c->opened && !c->shut &&
+      uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) == 0) {
+    c->shut = 1;
     return;
-  uv_close((uv_handle_t *)&c->tcp, on_conn_handle_close);
+  }
+  close_tcp(c);
 }
 
 /* ---- accepting ----------------------------------------------------------- */

@@ -148,10 +148,13 @@ struct ifd_conn {
   uint64_t tq_due;     /* deadline on that queue (uv_now() time) */
   unsigned char tq;    /* 1 + the timeout queue it is on; 0: none */
   unsigned open_handles;
-  unsigned opened : 1;     /* on_open succeeded */
-  unsigned closing : 1;    /* ifd__conn_close was called */
-  unsigned stopping : 1;   /* a shutdown phase reached it */
-  unsigned timer_init : 1; /* `timer` is initialized */
+  unsigned opened : 1;      /* on_open succeeded */
+  unsigned closing : 1;     /* ifd__conn_close was called */
+  unsigned stopping : 1;    /* a shutdown phase reached it */
+  unsigned timer_init : 1;  /* `timer` is initialized */
+  unsigned shut : 1;        /* a shutdown (FIN) was asked for */
+  unsigned shut_done : 1;   /* ... and its callback ran */
+  unsigned tcp_closing : 1; /* uv_close was called on `tcp` */
 };
 
 struct ifd_conn_set {
@@ -246,6 +249,14 @@ const ifd_conn_stats_t *ifd__conn_stats(size_t *n);
 /** Arms c's one timer (re-arms when running); on_timer runs after `ms`. */
 void ifd__conn_timer_start(ifd_conn_t *c, uint64_t ms);
 void ifd__conn_timer_stop(ifd_conn_t *c);
+
+/**
+ * Sends a FIN once the bytes already handed to the kernel are out, and keeps
+ * `c` open: reading goes on (a lingering close: a client still sending gets
+ * the answer before a reset). Close it later with ifd__conn_close. Returns 0
+ * or a libuv code (closing, or already shut).
+ */
+int ifd__conn_shutdown(ifd_conn_t *c);
 
 /**
  * Closes `c`: with `graceful`, after a FIN once the bytes already handed to

@@ -36,6 +36,8 @@
  * on none. Pipelining is bounded by max_pipeline: llhttp pauses after that
  * many queued requests, the unparsed rest of the read is kept (at most one
  * read, READ_BUF_SIZE) and reading stops until half the answers are out.
+ * An error answered before the request's end closes lingering: FIN, then
+ * what the client still sends is read and dropped for up to LINGER_MS.
  *
  * Lifetime. Accept, the connection list, closing and the shutdown deadline
  * are net/conn.c's; a connection's memory is freed only in its close
@@ -66,7 +68,11 @@
 #define BODY_PROGRESS ((size_t)1 << 20)
 
 /* The set's timeout queues (net/conn.h). */
-enum { TQ_HEADER = 0, TQ_BODY = 1, TQ_IDLE = 2 };
+enum { TQ_HEADER = 0, TQ_BODY = 1, TQ_IDLE = 2, TQ_LINGER = 3 };
+/* How long a connection answered with an error mid-request reads on (and
+ * discards) after its FIN, so that a client still sending reads the answer
+ * rather than a reset. */
+#define LINGER_MS 2000
 /* A body read goes straight into the body buffer when this much is left. */
 #define DIRECT_READ_MIN 4096
 #define MAX_WRITE_IOV 1024
@@ -699,7 +705,7 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   /* Inside a Content-Length body the next bytes are body bytes: read them
    * into place. */
-  if (!c->chunked && c->body_need > c->body_len &&
+  if (!c->no_more && !c->chunked && c->body_need > c->body_len &&
       c->body_need - c->body_len >= DIRECT_READ_MIN &&
       body_reserve(c, DIRECT_READ_MIN, c->body_need) == 0) {
     left = c->body_cap - c->body_len;
@@ -830,6 +836,14 @@ static void on_write(uv_write_t *w, int status) {
   if (c->base.closing) return;
   if (status < 0) {
     close_conn(c, 0);
+    return;
+  }
+  if (close_after && c->error_sent && !c->stopping && c->head == NULL &&
+      ifd__conn_shutdown(&c->base) == 0) {
+    /* An error ended the request early: the client may still be sending.
+     * Read and discard (on_read: no_more) until it closes or LINGER_MS. */
+    ifd__conn_deadline(&c->base, TQ_LINGER);
+    ifd__conn_read_start(&c->base, on_alloc, on_read);
     return;
   }
   if (close_after || (c->head == NULL && c->stopping)) {
@@ -1027,6 +1041,10 @@ static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
 static void on_expire(ifd_conn_t *base, unsigned q) {
   ifd_http_conn_t *c = (ifd_http_conn_t *)base;
 
+  if (q == TQ_LINGER) {
+    close_conn(c, 0);
+    return;
+  }
   if (q == TQ_IDLE) {
     ifd__conn_count_limit(base, IFD_CONN_LIMIT_IDLE_TIMEOUT);
     close_conn(c, 1);
@@ -1129,6 +1147,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   ifd__conn_set_timeout(&h->set, TQ_HEADER, opts->header_timeout_ms);
   ifd__conn_set_timeout(&h->set, TQ_BODY, opts->body_timeout_ms);
   ifd__conn_set_timeout(&h->set, TQ_IDLE, opts->idle_timeout_ms);
+  ifd__conn_set_timeout(&h->set, TQ_LINGER, LINGER_MS);
   if (rc != 0) {
     ifd__conn_set_stop(&h->set, 0, on_set_closed);
     return rc;

@@ -87,6 +87,17 @@ def test_oversize_header_431_and_close(limited):
     assert limited.get("/v2/health/live").status_code == 200
 
 
+def test_431_reaches_a_client_that_sends_on(limited):
+    # The client writes all of its 2 MB header before reading: the server
+    # answers, sends its FIN and reads on (discarding), so the write
+    # completes and the answer is there rather than a reset.
+    with h.RawConn(limited.port) as c:
+        c.send(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (2 << 20) + b"\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 431, r
+        closed_by_server(c)
+
+
 def test_header_just_under_the_limit_is_served(limited):
     with h.RawConn(limited.port) as c:
         c.send(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 7000 + b"\r\n\r\n")
