@@ -206,6 +206,53 @@ static void on_sweep(uv_timer_t *t) {
   ifd__conn_sweep(set, uv_now(set->loop));
 }
 
+/* ---- deferred work ---------------------------------------------------------
+ */
+
+static void on_defer_timer(uv_timer_t *t) {
+  ifd_conn_set_t *set = ifd_container_of(t, ifd_conn_set_t, defer_timer);
+  unsigned i;
+
+  /* Callbacks may defer again: those go to the next round. Indexes hold
+   * while the array only grows at its end. */
+  for (i = 0; i < set->n_deferred; i++) {
+    ifd_conn_t *c = set->deferred[i];
+    if (c == NULL) continue;
+    set->deferred[i] = NULL;
+    c->deferred = 0;
+    if (set->proto->on_deferred != NULL) set->proto->on_deferred(c);
+  }
+  set->n_deferred = 0;
+}
+
+int ifd__conn_defer(ifd_conn_t *c) {
+  ifd_conn_set_t *set = c->set;
+
+  if (c->deferred || c->closing || set->finished) return 0;
+  if (set->n_deferred == set->cap_deferred) {
+    unsigned cap = set->cap_deferred != 0 ? set->cap_deferred * 2 : 16;
+    ifd_conn_t **a = realloc(set->deferred, cap * sizeof(*a));
+    if (a == NULL) return IFD_ENOMEM;
+    set->deferred = a;
+    set->cap_deferred = cap;
+  }
+  set->deferred[set->n_deferred++] = c;
+  c->deferred = 1;
+  if (!uv_is_active((uv_handle_t *)&set->defer_timer))
+    uv_timer_start(&set->defer_timer, on_defer_timer, 0, 0);
+  return 0;
+}
+
+/* A closing connection leaves the deferred array (rare: a scan). */
+static void undefer(ifd_conn_t *c) {
+  ifd_conn_set_t *set = c->set;
+  unsigned i;
+
+  for (i = 0; i < set->n_deferred; i++)
+    if (set->deferred[i] == c) set->deferred[i] = NULL;
+  c->deferred = 0;
+}
+
 /* ---- closing ------------------------------------------------------------- */
 
 static void on_conn_handle_close(uv_handle_t *hd) {
@@ -249,6 +296,7 @@ void ifd__conn_close(ifd_conn_t *c, int graceful) {
   c->closing = 1;
   ifd__link_del(&c->dirty);
   ifd__conn_deadline_clear(c);
+  if (c->deferred) undefer(c);
   uv_read_stop((uv_stream_t *)&c->tcp);
   c->set->proto->on_closing(c);
   if (c->timer_init) uv_close((uv_handle_t *)&c->timer, on_conn_handle_close);
@@ -381,6 +429,10 @@ static void maybe_finish(ifd_conn_set_t *set) {
   uv_close((uv_handle_t *)&set->deadline, on_set_handle_close);
   uv_close((uv_handle_t *)&set->sweeper, on_set_handle_close);
   uv_close((uv_handle_t *)&set->pause, on_set_handle_close);
+  uv_close((uv_handle_t *)&set->defer_timer, on_set_handle_close);
+  free(set->deferred);
+  set->deferred = NULL;
+  set->n_deferred = set->cap_deferred = 0;
 }
 
 /* The listening socket goes with its poll handle. */
@@ -411,11 +463,13 @@ int ifd__conn_set_start(ifd_conn_set_t *set, uv_loop_t *loop,
   uv_timer_init(loop, &set->deadline);
   uv_timer_init(loop, &set->sweeper);
   uv_timer_init(loop, &set->pause);
+  uv_timer_init(loop, &set->defer_timer);
   set->flusher.data = set;
   set->deadline.data = set;
   set->sweeper.data = set;
   set->pause.data = set;
-  set->open_handles = 4;
+  set->defer_timer.data = set;
+  set->open_handles = 5;
   rc = ifd__net_listen(proto->name, host, port, reuse_port, &set->listen_fd,
                        &set->port, err);
   if (rc != 0) return rc;

@@ -98,6 +98,8 @@ typedef struct ifd_conn_proto {
   /** c's deadline on timeout queue `q` passed; c is off every queue now
    *  (may be NULL when no timeout queue is used). */
   void (*on_expire)(ifd_conn_t *c, unsigned q);
+  /** ifd__conn_defer asked for it (may be NULL when never asked). */
+  void (*on_deferred)(ifd_conn_t *c);
   /** The `protocol` label of the set's metrics ("http", "grpc"); NULL: the
    *  name. */
   const char *label;
@@ -155,6 +157,7 @@ struct ifd_conn {
   unsigned shut : 1;        /* a shutdown (FIN) was asked for */
   unsigned shut_done : 1;   /* ... and its callback ran */
   unsigned tcp_closing : 1; /* uv_close was called on `tcp` */
+  unsigned deferred : 1;    /* in set->deferred */
 };
 
 struct ifd_conn_set {
@@ -163,6 +166,7 @@ struct ifd_conn_set {
   uv_prepare_t flusher;          /* embedded: flushes dirty connections */
   uv_timer_t deadline;           /* embedded: the shutdown deadline */
   uv_timer_t sweeper;            /* embedded: expires timeout queues */
+  uv_timer_t defer_timer;        /* embedded: runs on_deferred */
   uv_loop_t *loop;               /* borrowed */
   const ifd_conn_proto_t *proto; /* borrowed: static */
   ifd_conn_stats_t *stats;       /* borrowed: static (process-wide table) */
@@ -171,7 +175,9 @@ struct ifd_conn_set {
   ifd_link_t dirty;              /* connections to flush (ifd_conn.dirty) */
   ifd_conn_tq_t tq[IFD_CONN_NQUEUES]; /* timeout queues */
   uint64_t sweep_due;                 /* when `sweeper` fires; 0: idle */
-  int listen_fd;                      /* owned: closed with `listener` */
+  ifd_conn_t **deferred; /* owned array of borrowed: NULL once closed */
+  unsigned n_deferred, cap_deferred;
+  int listen_fd; /* owned: closed with `listener` */
   unsigned n_conns;
   unsigned max_connections;
   int port;
@@ -238,6 +244,15 @@ void ifd__conn_deadline_clear(ifd_conn_t *c);
 /** Expires every deadline at or before `now` (the sweeper calls it with
  *  uv_now(); exposed for tests) and re-arms the sweeper. */
 void ifd__conn_sweep(ifd_conn_set_t *set, uint64_t now);
+
+/**
+ * Runs proto->on_deferred(c) early in the next loop iteration (its timers
+ * phase), once however often asked before. For work that must not run where
+ * the caller is: the flusher runs just before the loop blocks, where a
+ * request submitted to the core would wait for the next wake-up (the core
+ * starts its end-of-iteration hand-off then). Returns 0 or IFD_ENOMEM.
+ */
+int ifd__conn_defer(ifd_conn_t *c);
 
 /** Counts a connection closed on a protocol limit (metrics). */
 void ifd__conn_count_limit(ifd_conn_t *c, ifd_conn_limit_t why);

@@ -791,12 +791,14 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   feed(c, buf->base, (size_t)nread);
 }
 
-/* Half the pipelined answers are out: parse what was kept, then read again
- * (unless that paused once more). */
-static void resume_reading(ifd_http_conn_t *c) {
+/* Half the pipelined answers are out (deferred from on_write): parse what
+ * was kept, then read again (unless that paused once more). */
+static void resume_reading(ifd_conn_t *base) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
   char *p = c->pending;
   size_t n = c->pending_len;
 
+  if (!c->read_paused || c->no_more) return;
   c->read_paused = 0;
   c->pending = NULL;
   c->pending_len = 0;
@@ -809,6 +811,8 @@ static void resume_reading(ifd_http_conn_t *c) {
     ifd__conn_deadline(&c->base, TQ_HEADER);
   else if (c->in_body)
     ifd__conn_deadline(&c->base, TQ_BODY);
+  else if (c->head == NULL)
+    ifd__conn_deadline(&c->base, TQ_IDLE);
   ifd__conn_read_start(&c->base, on_alloc, on_read);
 }
 
@@ -850,9 +854,12 @@ static void on_write(uv_write_t *w, int status) {
     close_conn(c, 1);
     return;
   }
-  if (c->read_paused && c->n_slots <= c->h->max_pipeline / 2) {
-    resume_reading(c);
-    if (c->base.closing) return;
+  /* Not here: this may run in the flusher, where requests parsed now would
+   * wait for the loop's next wake-up (ifd__conn_defer). */
+  if (c->read_paused && c->n_slots <= c->h->max_pipeline / 2 &&
+      ifd__conn_defer(&c->base) != 0) {
+    close_conn(c, 0);
+    return;
   }
   /* Nothing in flight and no request begun: idle from now. */
   if (c->head == NULL && !c->in_headers && !c->in_body && !c->no_more &&
@@ -1073,6 +1080,7 @@ static const ifd_conn_proto_t http_proto = {
     .on_closing = on_closing,
     .on_free = on_free,
     .on_expire = on_expire,
+    .on_deferred = resume_reading,
 };
 
 /* The metrics listener: the same connections, counted apart. */
@@ -1087,6 +1095,7 @@ static const ifd_conn_proto_t metrics_proto = {
     .on_closing = on_closing,
     .on_free = on_free,
     .on_expire = on_expire,
+    .on_deferred = resume_reading,
 };
 
 /* ---- start and stop --------------------------------------------------------
