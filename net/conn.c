@@ -40,6 +40,8 @@
 /* Sockets accepted per readable event, so that a connect storm does not
  * hold the loop. */
 #define ACCEPT_BATCH 64
+/* At most one warning this often while out of descriptors. */
+#define FD_LOG_INTERVAL_MS 1000
 /* Protocol labels in the process-wide counters. */
 #define MAX_LABELS 8
 
@@ -320,13 +322,22 @@ static void on_pause_end(uv_timer_t *t) {
 }
 
 /* Out of descriptors (or kernel memory): stop accepting for a while rather
- * than spin on a listener that stays readable. */
+ * than spin on a listener that stays readable. One warning per
+ * FD_LOG_INTERVAL_MS at most, counting the pauses since the last one. */
 static void pause_accepting(ifd_conn_set_t *set, int err) {
+  uint64_t now = uv_now(set->loop);
+
   set->stats->fd_pauses++;
-  IFD_WARN(
-      "%s: cannot accept a connection: %s (%u open): pausing accepting for "
-      "%d ms",
-      set->proto->name, strerror(err), set->n_conns, IFD_CONN_FD_PAUSE_MS);
+  set->fd_unlogged++;
+  if (set->fd_logged_at == 0 || now - set->fd_logged_at >= FD_LOG_INTERVAL_MS) {
+    IFD_WARN(
+        "%s: cannot accept a connection: %s (%u open): pausing accepting "
+        "for %d ms (%u pause(s) since the last warning)",
+        set->proto->name, strerror(err), set->n_conns, IFD_CONN_FD_PAUSE_MS,
+        set->fd_unlogged);
+    set->fd_logged_at = now != 0 ? now : 1;
+    set->fd_unlogged = 0;
+  }
   uv_poll_stop(&set->listener);
   uv_timer_start(&set->pause, on_pause_end, IFD_CONN_FD_PAUSE_MS, 0);
 }

@@ -16,8 +16,9 @@
  * once and counted, so the listen backlog never fills with clients nobody
  * serves. When the process runs out of file descriptors (EMFILE/ENFILE)
  * accepting pauses for IFD_CONN_FD_PAUSE_MS instead of spinning (libuv's own
- * accept would close such clients silently), logs once per pause and counts
- * it; the waiting clients stay in the backlog until descriptors free up.
+ * accept would close such clients silently), warns at most once a second
+ * and counts every pause; the waiting clients stay in the backlog until
+ * descriptors free up.
  *
  * Timeouts (header, body, idle: anything per connection) cost no handle per
  * connection: a set has a few timeout queues, each with one duration, and a
@@ -177,7 +178,9 @@ struct ifd_conn_set {
   uint64_t sweep_due;                 /* when `sweeper` fires; 0: idle */
   ifd_conn_t **deferred; /* owned array of borrowed: NULL once closed */
   unsigned n_deferred, cap_deferred;
-  int listen_fd; /* owned: closed with `listener` */
+  int listen_fd;         /* owned: closed with `listener` */
+  uint64_t fd_logged_at; /* uv_now() of the last out-of-descriptors warning */
+  unsigned fd_unlogged;  /* pauses since that warning */
   unsigned n_conns;
   unsigned max_connections;
   int port;

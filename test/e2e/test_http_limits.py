@@ -276,35 +276,59 @@ def test_max_connections_accept_and_close(private_server):
             c.close()
 
 
-def test_fd_exhaustion_pauses_accepting(tmp_path):
-    """With a low descriptor limit, more clients than descriptors: accepting
-    pauses (logged, counted); the waiting clients are served once others
-    close."""
+def start_with_nofile(tmp_path, soft, hard, extra=()):
+    """inferd started with RLIMIT_NOFILE (soft, hard); waits for identity_fp32."""
     h.require_binary()
     repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
     http_port, grpc_port, metrics_port = h.free_ports(3)
-    args = h.server_args([repo], http_port, grpc_port, metrics_port, extra=["--allow-grpc=false"])
+    args = h.server_args([repo], http_port, grpc_port, metrics_port, extra=list(extra))
     log_path = tmp_path / "inferd.log"
-    limit = 48
 
-    def low_fds():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
     with open(log_path, "wb") as logf:
         proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=low_fds, cwd=str(h.REPO_ROOT))
+                                preexec_fn=set_limit, cwd=str(h.REPO_ROOT))
     srv = h.Server(proc, http_port, grpc_port, metrics_port, log_path, [repo], args)
+    deadline = time.monotonic() + h.START_TIMEOUT_S
     try:
-        deadline = time.monotonic() + h.START_TIMEOUT_S
         while True:
             assert proc.poll() is None, srv.log_tail()
             try:
                 if requests.get(srv.url("/v2/models/identity_fp32/ready"), timeout=2).status_code == 200:
-                    break
+                    return srv
             except requests.RequestException:
                 pass
             assert time.monotonic() < deadline, srv.log_tail()
             time.sleep(0.05)
+    except BaseException:
+        srv.stop(check=False)
+        raise
+
+
+def test_nofile_soft_limit_raised_to_hard(tmp_path):
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard <= 256:
+        pytest.skip(f"hard RLIMIT_NOFILE is {hard}")
+    srv = start_with_nofile(tmp_path, 256, hard, extra=["--log-verbose=1"])
+    try:
+        with open(f"/proc/{srv.proc.pid}/limits") as f:
+            line = next(ln for ln in f if ln.startswith("Max open files"))
+        assert line.split()[3] == str(hard), line
+        assert f"open file limit: {hard} (hard {hard})" in srv.log_tail(1 << 20)
+    finally:
+        srv.stop(check=True)
+
+
+def test_fd_exhaustion_pauses_accepting(tmp_path):
+    """With a low descriptor limit, more clients than descriptors: accepting
+    pauses (logged, counted); the waiting clients are served once others
+    close."""
+    limit = 48
+    srv = start_with_nofile(tmp_path, limit, limit, extra=["--allow-grpc=false"])
+    proc, http_port = srv.proc, srv.http_port
+    try:
         n = limit + 20  # more clients than the server has descriptors
         conns = [socket.create_connection(("127.0.0.1", http_port), timeout=h.HTTP_TIMEOUT_S) for _ in range(n)]
         req = h.http_request("GET", "/v2/health/live")
@@ -325,9 +349,10 @@ def test_fd_exhaustion_pauses_accepting(tmp_path):
             assert r.status == 200, (i, r)
             s.close()
         log = srv.log_tail(1 << 20)
-        pauses = len(re.findall(r"pausing accepting", log))
-        assert pauses >= 1
-        assert metric(srv, "inferd_accept_paused_total", protocol="http") >= 1
+        # Warnings are rate-limited (one a second at most), pauses counted.
+        warnings = len(re.findall(r"pausing accepting", log))
+        assert warnings >= 1
+        assert metric(srv, "inferd_accept_paused_total", protocol="http") >= warnings
         assert srv.get("/v2/health/live").status_code == 200
     finally:
         srv.stop(check=True)
