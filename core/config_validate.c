@@ -574,6 +574,15 @@ static int validate_metrics(const Inference__ModelMetrics *mm,
     if (c->histogram_options->n_buckets == 0)
       return ifd_errf(err, IFD_EINVAL,
                       "histogram options must specify non-empty 'buckets'");
+    /* Prometheus needs strictly increasing bucket bounds (Triton's client
+     * library throws on others). */
+    for (size_t b = 1; b < c->histogram_options->n_buckets; b++)
+      if (!(c->histogram_options->buckets[b] >
+            c->histogram_options->buckets[b - 1]))
+        return ifd_errf(err, IFD_EINVAL,
+                        "histogram options of metric family '%s' must "
+                        "specify 'buckets' in strictly increasing order",
+                        c->metric_identifier->family);
   }
   return 0;
 }

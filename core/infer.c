@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/model.h"
 #include "core/objcache.h"
 #include "core/server.h"
@@ -256,6 +257,25 @@ static void release_done(ifd_request_t *req) {
   request_put(req);
 }
 
+/* A request's first response (not a flags-only FINAL) reached the loop:
+ * Triton's first-response histogram counts it for decoupled models, in
+ * whole milliseconds since the request arrived. */
+static void first_response(ifd_request_t *req) {
+  ifd_model_t *m = req->model;
+  const double *bounds;
+  size_t n;
+  if (m == NULL || req->null_req || req->t_received == 0 ||
+      !ifd_server_opts(req->server)->histogram_latencies ||
+      !ifd_metrics_decoupled(m))
+    return;
+  bounds = ifd_metrics_histogram_bounds(m, IFD_METRIC_FIRST_RESPONSE, &n);
+  if (ifd_histogram_observe(
+          &m->stats.first_response, bounds, n,
+          (double)((uv_hrtime() - req->t_received) / 1000000u)) != 0)
+    IFD_WARN("out of memory: model '%s' first-response histogram skipped",
+             m->name);
+}
+
 static void deliver_now(ifd_response_t *resp) {
   ifd_request_t *req = resp->req;
   int counted = resp->counted;
@@ -277,6 +297,7 @@ static void deliver_now(ifd_response_t *resp) {
       req->final_delivered = 1;
       req->final_error = resp->error;
     }
+    if (req->responses == 0 && !resp->empty) first_response(req);
     req->responses++;
     if (req->on_response != NULL)
       req->on_response(resp, req->cb_arg);

@@ -218,10 +218,14 @@ static void put_label(out_t *o, const char *v) {
   }
 }
 
+/* family_t.flags */
+#define F_SEQ 1 /* only models with a sequence batcher have a sample */
+#define F_LAT 2 /* a latency counter: left out with counter_latencies=false */
+
 typedef struct family {
   const char *name, *help, *type;
   uint64_t (*get)(const ifd_model_t *m);
-  int seq_only; /* only models with a sequence batcher have a sample */
+  int flags; /* F_* */
 } family_t;
 
 static uint64_t g_success(const ifd_model_t *m) {
@@ -290,34 +294,34 @@ static const family_t families[] = {
     {"nv_inference_request_duration_us",
      "Cumulative inference request duration in microseconds (includes cached "
      "requests)",
-     "counter", g_req_us, 0},
+     "counter", g_req_us, F_LAT},
     {"nv_inference_queue_duration_us",
      "Cumulative inference queuing duration in microseconds (includes cached "
      "requests)",
-     "counter", g_queue_us, 0},
+     "counter", g_queue_us, F_LAT},
     {"nv_inference_compute_input_duration_us",
      "Cumulative compute input duration in microseconds (does not include "
      "cached requests)",
-     "counter", g_in_us, 0},
+     "counter", g_in_us, F_LAT},
     {"nv_inference_compute_infer_duration_us",
      "Cumulative compute inference duration in microseconds (does not include "
      "cached requests)",
-     "counter", g_infer_us, 0},
+     "counter", g_infer_us, F_LAT},
     {"nv_inference_compute_output_duration_us",
      "Cumulative inference compute output duration in microseconds (does not "
      "include cached requests)",
-     "counter", g_out_us, 0},
+     "counter", g_out_us, F_LAT},
     {"nv_inference_pending_request_count",
      "Instantaneous number of pending requests awaiting execution per-model.",
      "gauge", g_pending, 0},
     {"inferd_sequence_active",
      "Instantaneous number of sequences holding a sequence batcher slot "
      "per-model.",
-     "gauge", g_seq_active, 1},
+     "gauge", g_seq_active, F_SEQ},
     {"inferd_sequence_backlog",
      "Instantaneous number of sequences waiting for a sequence batcher slot "
      "per-model.",
-     "gauge", g_seq_backlog, 1},
+     "gauge", g_seq_backlog, F_SEQ},
 };
 
 typedef struct fam_ctx {
@@ -333,11 +337,75 @@ static void any_seq(ifd_model_t *m, void *arg) {
 static void put_model(ifd_model_t *m, void *arg) {
   fam_ctx_t *c = arg;
   uint64_t a, b;
-  if (c->f->seq_only && seq_counts(m, &a, &b) < 0) return;
+  if ((c->f->flags & F_SEQ) && seq_counts(m, &a, &b) < 0) return;
   put(c->o, "%s{model=\"", c->f->name);
   put_label(c->o, m->name);
   put(c->o, "\",version=\"%" PRId64 "\"} %" PRIu64 "\n", m->version,
       c->f->get(m));
+}
+
+static const double first_response_default[] = {100, 500, 2000, 5000};
+
+int ifd_metrics_decoupled(const ifd_model_t *m) {
+  return m->config != NULL && m->config->model_transaction_policy != NULL &&
+         m->config->model_transaction_policy->decoupled;
+}
+
+const double *ifd_metrics_histogram_bounds(const ifd_model_t *m,
+                                           const char *family, size_t *n) {
+  const Inference__ModelMetrics *mm =
+      m->config != NULL ? m->config->model_metrics : NULL;
+  for (size_t i = 0; mm != NULL && i < mm->n_metric_control; i++) {
+    const Inference__ModelMetrics__MetricControl *c = mm->metric_control[i];
+    if (c->metric_identifier != NULL &&
+        strcmp(c->metric_identifier->family, family) == 0 &&
+        c->metric_options_case ==
+            INFERENCE__MODEL_METRICS__METRIC_CONTROL__METRIC_OPTIONS_HISTOGRAM_OPTIONS &&
+        c->histogram_options->n_buckets > 0) {
+      *n = c->histogram_options->n_buckets;
+      return c->histogram_options->buckets;
+    }
+  }
+  *n = IFD_ARRAY_SIZE(first_response_default);
+  return first_response_default;
+}
+
+/* A bucket bound as Prometheus clients print it: the shortest decimal that
+ * reads back as the same double ("100", "2.5", "-1"). */
+static void put_bound(out_t *o, double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.15g", v);
+  if (strtod(buf, NULL) != v) snprintf(buf, sizeof(buf), "%.17g", v);
+  put(o, "%s", buf);
+}
+
+/* One model's first-response histogram, in the order Triton's client
+ * library prints it: _count, _sum, then the cumulative buckets. */
+static void put_first_response(ifd_model_t *m, void *arg) {
+  out_t *o = arg;
+  const ifd_histogram_t *h = &m->stats.first_response;
+  size_t n, i;
+  const double *b;
+  uint64_t cum = 0;
+  if (!ifd_metrics_decoupled(m)) return;
+  b = ifd_metrics_histogram_bounds(m, IFD_METRIC_FIRST_RESPONSE, &n);
+  put(o, "%s_count{model=\"", IFD_METRIC_FIRST_RESPONSE);
+  put_label(o, m->name);
+  put(o, "\",version=\"%" PRId64 "\"} %" PRIu64 "\n", m->version, h->count);
+  put(o, "%s_sum{model=\"", IFD_METRIC_FIRST_RESPONSE);
+  put_label(o, m->name);
+  put(o, "\",version=\"%" PRId64 "\"} %.17g\n", m->version, h->sum);
+  for (i = 0; i <= n; i++) {
+    if (h->counts != NULL) cum += h->counts[i];
+    put(o, "%s_bucket{model=\"", IFD_METRIC_FIRST_RESPONSE);
+    put_label(o, m->name);
+    put(o, "\",version=\"%" PRId64 "\",le=\"", m->version);
+    if (i < n)
+      put_bound(o, b[i]);
+    else
+      put(o, "+Inf");
+    put(o, "\"} %" PRIu64 "\n", cum);
+  }
 }
 
 /* The families the sampled gauges add (see ifd_metrics_text). */
@@ -362,10 +430,12 @@ int ifd_metrics_reserved_name(const char *name) {
     if (strcmp(name, families[i].name) == 0) return 1;
   for (i = 0; i < IFD_ARRAY_SIZE(gauge_names); i++)
     if (strcmp(name, gauge_names[i]) == 0) return 1;
+  if (strcmp(name, IFD_METRIC_FIRST_RESPONSE) == 0) return 1;
   return 0;
 }
 
 char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
+  const ifd_server_opts_t *opts = ifd_server_opts(s);
   out_t o = {NULL, 0, 0, 0};
   ifd_metrics_ext_fn ext = atomic_load(&extension);
   size_t i;
@@ -375,10 +445,17 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
   ifd_server_foreach_ready(s, any_seq, &have_seq);
   for (i = 0; i < IFD_ARRAY_SIZE(families); i++) {
     fam_ctx_t c = {&o, &families[i]};
-    if (families[i].seq_only && !have_seq) continue;
+    if ((families[i].flags & F_SEQ) && !have_seq) continue;
+    if ((families[i].flags & F_LAT) && opts->no_counter_latencies) continue;
     put(&o, "# HELP %s %s\n# TYPE %s %s\n", families[i].name, families[i].help,
         families[i].name, families[i].type);
     ifd_server_foreach_ready(s, put_model, &c);
+  }
+  if (opts->histogram_latencies) {
+    put(&o, "# HELP %s %s\n# TYPE %s histogram\n", IFD_METRIC_FIRST_RESPONSE,
+        "Duration from request to first response in milliseconds",
+        IFD_METRIC_FIRST_RESPONSE);
+    ifd_server_foreach_ready(s, put_first_response, &o);
   }
   if (m != NULL && m->last.ok) {
     long tick = sysconf(_SC_CLK_TCK);

@@ -19,6 +19,18 @@
 
 typedef struct ifd_metrics ifd_metrics_t;
 
+/** Triton's first-response histogram family (decoupled models). */
+#define IFD_METRIC_FIRST_RESPONSE "nv_inference_first_response_histogram_ms"
+
+/** Whether `m` is decoupled (model_transaction_policy.decoupled). */
+int ifd_metrics_decoupled(const ifd_model_t *m);
+
+/** The bucket bounds of histogram `family` for `m`: its config's
+ *  model_metrics override, else Triton's default (100, 500, 2000, 5000).
+ *  Borrowed from the config or static; *n bounds, ascending. Any thread. */
+const double *ifd_metrics_histogram_bounds(const ifd_model_t *m,
+                                           const char *family, size_t *n);
+
 /** Starts sampling gauges every `interval_ms` (>= 1). Returns 0 or
  *  IFD_ENOMEM. Loop thread. */
 int ifd_metrics_start(ifd_server_t *s, uint64_t interval_ms,

@@ -884,6 +884,10 @@ static void op_continue(reg_op_t *op) {
       free(r);
       return;
     }
+    /* As Triton: an ensemble streams when a composing model does. */
+    if (op->cfg->model_transaction_policy != NULL &&
+        ifd_ensemble_decoupled(op->cfg, lookup, s))
+      op->cfg->model_transaction_policy->decoupled = 1;
   }
   op->loading = 1; /* held while the loads are queued */
   for (i = 0; i < op->n_versions; i++) {

@@ -72,12 +72,17 @@ typedef struct ifd_server_opts {
   const char *const *load_models;  /* borrowed: --load-model names ("*":
                                       every model); explicit mode only */
   size_t n_load_models;
-  int poll_secs;              /* --repository-poll-secs (poll mode; > 0) */
-  const char *backend_dir;    /* borrowed: --backend-directory */
-  int strict_config;          /* --strict-model-config */
-  int exit_on_error;          /* --exit-on-error */
-  int strict_readiness;       /* --strict-readiness */
-  int exit_timeout_secs;      /* --exit-timeout-secs */
+  int poll_secs;           /* --repository-poll-secs (poll mode; > 0) */
+  const char *backend_dir; /* borrowed: --backend-directory */
+  int strict_config;       /* --strict-model-config */
+  int exit_on_error;       /* --exit-on-error */
+  int strict_readiness;    /* --strict-readiness */
+  int exit_timeout_secs;   /* --exit-timeout-secs */
+  /* --metrics-config histogram_latencies=true: first-response histograms
+   * of decoupled models. */
+  int histogram_latencies;
+  /* --metrics-config counter_latencies=false: no latency counters. */
+  int no_counter_latencies;
   int gpu_count;              /* GPUs found at start */
   const ifd_model_ops_t *ops; /* borrowed: static table */
 } ifd_server_opts_t;

@@ -99,7 +99,23 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
                             span(compute_end, exec_end));
 }
 
+int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
+                          double v) {
+  size_t i = 0;
+  if (h->counts == NULL) {
+    h->counts = calloc(n + 1, sizeof(*h->counts));
+    if (h->counts == NULL) return IFD_ENOMEM;
+  }
+  /* Few bounds (4 by default): a linear scan is the cheapest search. */
+  while (i < n && v > bounds[i]) i++;
+  h->counts[i]++;
+  h->count++;
+  h->sum += v;
+  return 0;
+}
+
 void ifd_stats_free(ifd_model_stats_t *st) {
+  free(st->first_response.counts);
   free(st->batches);
   memset(st, 0, sizeof(*st));
 }

@@ -24,6 +24,18 @@ typedef struct ifd_batch_stats {
   ifd_duration_t compute_input, compute_infer, compute_output;
 } ifd_batch_stats_t;
 
+/**
+ * A Prometheus histogram: counts[i] observations <= bounds[i] (not
+ * cumulative; the renderer sums them), counts[n_bounds] those above every
+ * bound (+Inf). The bounds belong to whoever observes (the model's config or
+ * a static default) and must be the same on every call.
+ */
+typedef struct ifd_histogram {
+  uint64_t *counts; /* owned: n_bounds + 1; NULL before the first observation */
+  uint64_t count;
+  double sum;
+} ifd_histogram_t;
+
 typedef struct ifd_model_stats {
   uint64_t last_inference_ms; /* wall clock, ms since the epoch; 0 never */
   uint64_t inference_count;   /* batch elements of successful requests */
@@ -32,6 +44,10 @@ typedef struct ifd_model_stats {
       compute_output, cache_hit, cache_miss;
   ifd_batch_stats_t *batches; /* owned; ascending batch_size */
   size_t n_batches, cap_batches;
+  /* nv_inference_first_response_histogram_ms (decoupled models, with
+   * --metrics-config histogram_latencies=true): whole milliseconds from a
+   * request's arrival to its first response. */
+  ifd_histogram_t first_response;
 } ifd_model_stats_t;
 
 /** Timestamps of one request, ns on CLOCK_MONOTONIC (0: unknown). */
@@ -70,6 +86,11 @@ int ifd_stats_batch_ns(ifd_model_stats_t *st, uint64_t batch_size,
 int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
                     uint64_t exec_start, uint64_t compute_start,
                     uint64_t compute_end, uint64_t exec_end);
+
+/** Adds `v` to `h`, whose bounds are the `n` ascending `bounds`. Returns 0,
+ *  or IFD_ENOMEM on the first observation (then nothing is counted). */
+int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
+                          double v);
 
 void ifd_stats_free(ifd_model_stats_t *st);
 

@@ -64,6 +64,8 @@ typedef struct options {
   int strict_config;
   int exit_on_error;
   int strict_readiness;
+  int histogram_latencies;  /* --metrics-config histogram_latencies */
+  int no_counter_latencies; /* --metrics-config counter_latencies=false */
   int exit_timeout_secs;
   ifd_control_mode_t control_mode;
   const char *load_models[MAX_LOAD_MODELS];
@@ -160,6 +162,13 @@ static void usage(FILE *f) {
       "  --allow-metrics=BOOL       serve metrics (default true)\n"
       "  --metrics-interval-ms=N    how often CPU and memory gauges are "
       "sampled (default 2000)\n"
+      "  --metrics-config=K=V       counter_latencies=BOOL (default true): "
+      "the\n"
+      "                             latency counters; "
+      "histogram_latencies=BOOL\n"
+      "                             (default false): first-response "
+      "histograms\n"
+      "                             of decoupled models (repeatable)\n"
       "  --model-control-mode=MODE  none (default): load every model at "
       "start, no changes;\n"
       "                             explicit: load only --load-model at "
@@ -223,6 +232,7 @@ enum kind {
   K_U64,
   K_MODE,
   K_LOAD,
+  K_METRICS_CONFIG,
   K_NOTYET
 };
 
@@ -230,7 +240,7 @@ typedef struct flag {
   const char *name;
   enum kind kind;
   size_t off; /* offset in options_t; unused for K_REPO/K_MODE/K_LOAD/
-                 K_NOTYET */
+                 K_METRICS_CONFIG/K_NOTYET */
 } flag_t;
 
 #define OFF(f) offsetof(options_t, f)
@@ -261,6 +271,7 @@ static const flag_t flags[] = {
     {"metrics-address", K_STR, OFF(metrics_address)},
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
     {"metrics-interval-ms", K_INT, OFF(metrics_interval_ms)},
+    {"metrics-config", K_METRICS_CONFIG, 0},
     {"model-control-mode", K_MODE, 0},
     {"load-model", K_LOAD, 0},
     {"repository-poll-secs", K_INT, OFF(poll_secs)},
@@ -279,6 +290,48 @@ static int bad(const char *name, const char *value, const char *why) {
           why);
   usage(stderr);
   return -1;
+}
+
+/* One --metrics-config <setting>=<value>, as tritonserver reads them:
+ * counter_latencies (default true) and histogram_latencies (default false);
+ * summaries are not built, so asking for them is refused rather than
+ * ignored. Other settings are ignored with a warning (tritonserver keeps
+ * unknown ones without effect). Returns 0, or -1 after printing why. */
+static int parse_metrics_config(const char *value, options_t *o) {
+  const char *eq = strchr(value, '=');
+  size_t klen = eq != NULL ? (size_t)(eq - value) : 0;
+  int b;
+  if (eq == NULL || klen == 0) {
+    fprintf(stderr, "inferd: --metrics-config expects <setting>=<value>\n");
+    return -1;
+  }
+#define KEY_IS(k) (klen == strlen(k) && strncmp(value, k, klen) == 0)
+  if (KEY_IS("counter_latencies") || KEY_IS("histogram_latencies") ||
+      KEY_IS("summary_latencies")) {
+    if (parse_bool(eq + 1, &b) < 0) {
+      fprintf(stderr, "inferd: --metrics-config %.*s expects true or false\n",
+              (int)klen, value);
+      return -1;
+    }
+    if (KEY_IS("counter_latencies")) o->no_counter_latencies = !b;
+    if (KEY_IS("histogram_latencies")) o->histogram_latencies = b;
+    if (KEY_IS("summary_latencies") && b) {
+      fprintf(stderr,
+              "inferd: --metrics-config summary_latencies=true: latency "
+              "summaries are not supported (counters and the first-response "
+              "histogram are)\n");
+      return -1;
+    }
+  } else if (KEY_IS("summary_quantiles")) {
+    fprintf(stderr,
+            "inferd: --metrics-config summary_quantiles: latency summaries "
+            "are not supported\n");
+    return -1;
+  } else {
+    IFD_WARN("--metrics-config %s: unknown setting, ignored", value);
+  }
+#undef KEY_IS
+  return 0;
 }
 
 /* The model control flags together, as tritonserver takes them: '*' must
@@ -400,6 +453,12 @@ static int parse_args(int argc, char **argv, options_t *o) {
         if (o->n_load_models == MAX_LOAD_MODELS)
           return bad(f->name, value, "too many models");
         o->load_models[o->n_load_models++] = value;
+        break;
+      case K_METRICS_CONFIG:
+        if (parse_metrics_config(value, o) < 0) {
+          usage(stderr);
+          return -1;
+        }
         break;
       case K_NOTYET:
         IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
@@ -663,6 +722,8 @@ int main(int argc, char **argv) {
   so.strict_config = a->opt.strict_config;
   so.exit_on_error = a->opt.exit_on_error;
   so.strict_readiness = a->opt.strict_readiness;
+  so.histogram_latencies = a->opt.histogram_latencies;
+  so.no_counter_latencies = a->opt.no_counter_latencies;
   so.exit_timeout_secs = a->opt.exit_timeout_secs;
   so.gpu_count = ifd_gpu_count();
   so.ops = ifd_sched_model_ops();

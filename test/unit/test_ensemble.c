@@ -22,7 +22,10 @@
 #include "sched_fixture.h"
 
 /* The unit under test, for its executor's internals (ens_run_t). */
+#include <inttypes.h>
+
 #include "../../sched/ensemble.c"
+#include "../../sched/ensemble_exec.c"
 
 static void write_config(const char *name, const char *text) {
   char path[512];
@@ -777,7 +780,8 @@ static void test_decoupled_step(void **state) {
   assert_int_equal(n_batches, 3);
   assert_int_equal(n_ens_answers, 2);
   assert_int_equal(ens_answers[1].error, IFD_EUNSUPPORTED);
-  assert_non_null(strstr(ens_answers[1].msg, "not supported in ensembles yet"));
+  assert_non_null(
+      strstr(ens_answers[1].msg, "to an ensemble that is not decoupled"));
   assert_int_equal(find("ens")->stats.fail.count, 1);
   assert_int_equal(ifd_sched_model_ops()->pending(find("ens")), 0);
 }

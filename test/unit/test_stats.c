@@ -63,6 +63,24 @@ static void test_batches_sorted(void **state) {
   ifd_stats_free(&st);
 }
 
+/* Bounds are inclusive upper limits (Prometheus `le`); above the last one
+ * goes to +Inf; bounds may be negative or zero (a config override). */
+static void test_histogram(void **state) {
+  static const double b[] = {-1, 0, 1, 2.5};
+  ifd_histogram_t h = {NULL, 0, 0};
+  double v[] = {-3, -1, 0, 0.5, 1, 2.5, 2.6, 1000};
+  uint64_t want[] = {2, 1, 2, 1, 2};
+  size_t i;
+  (void)state;
+  for (i = 0; i < IFD_ARRAY_SIZE(v); i++)
+    assert_int_equal(ifd_histogram_observe(&h, b, 4, v[i]), 0);
+  assert_non_null(h.counts);
+  for (i = 0; i < 5; i++) assert_int_equal(h.counts[i], want[i]);
+  assert_int_equal(h.count, 8);
+  assert_true(h.sum > 1002.59 && h.sum < 1002.61);
+  free(h.counts);
+}
+
 static void test_label_escaping(void **state) {
   out_t o = {NULL, 0, 0, 0};
   (void)state;
@@ -81,6 +99,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request_split),
       cmocka_unit_test(test_batches_sorted),
+      cmocka_unit_test(test_histogram),
       cmocka_unit_test(test_label_escaping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

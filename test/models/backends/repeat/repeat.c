@@ -18,9 +18,17 @@
  * TRITONBACKEND_ResponseFactoryIsCancelled; once true it stops and sends a
  * CANCELLED error response with the FINAL flag instead.
  *
+ * Threads: each request in flight has a thread of its own (requests with
+ * delays run side by side), and a thread that has finished its request
+ * waits, parked, for the instance's next one instead of exiting, so a
+ * request starts on a warm thread unless every thread is busy (then a new
+ * one is started). Starting a thread per request costs tens of
+ * microseconds before the first response (bench/RESULTS.md, issue 11).
+ *
  * Bad inputs (missing, wrong type) become one error response with the FINAL
- * flag, sent from execute. TRITONBACKEND_ModelInstanceFinalize waits for the
- * instance's threads, so an unload never unmaps code a thread still runs.
+ * flag, sent from execute. TRITONBACKEND_ModelInstanceFinalize stops and
+ * joins the instance's threads, so an unload never unmaps code a thread
+ * still runs.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -36,13 +44,23 @@
 #define TESTBE_NAME "repeat"
 #include "../common/testbe.h"
 
+typedef struct job job_t;
+
 typedef struct instance {
   pthread_mutex_t mu;
-  pthread_cond_t idle; /* signalled when running drops to 0 */
-  unsigned running;    /* threads not yet finished */
+  pthread_cond_t work; /* signalled when a job is queued or stopping set */
+  job_t *head, *tail;  /* owned: jobs no thread has taken yet */
+  unsigned queued;     /* jobs in head..tail */
+  unsigned parked;     /* threads waiting on work */
+  pthread_t *tids;     /* owned: every thread started, joined at finalize
+                          (a thread still returning must not outlive the
+                          library's code) */
+  unsigned threads, cap_threads;
+  int stopping; /* finalize: threads exit once the queue is empty */
 } instance_t;
 
-typedef struct job {
+struct job {
+  job_t *next;                            /* instance queue link */
   instance_t *inst;                       /* borrowed: outlives its threads */
   TRITONBACKEND_Request *request;         /* owned: released by the thread */
   TRITONBACKEND_ResponseFactory *factory; /* owned: deleted by the thread */
@@ -50,7 +68,7 @@ typedef struct job {
   uint32_t *delay;                        /* owned */
   size_t n_in, n_delay;
   uint32_t wait_ms;
-} job_t;
+};
 
 static void sleep_ms(uint32_t ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -157,9 +175,7 @@ static void job_free(job_t *j) {
   free(j);
 }
 
-static void *job_run(void *arg) {
-  job_t *j = arg;
-  instance_t *inst = j->inst;
+static void run_job(job_t *j) {
   int cancelled = 0, failed = 0;
 
   for (size_t i = 0; i < j->n_in; i++) {
@@ -203,11 +219,69 @@ static void *job_run(void *arg) {
   log_if_error(TRITONBACKEND_ResponseFactoryDelete(j->factory),
                "cannot delete the response factory");
   job_free(j);
+}
 
+/* An instance thread: runs queued jobs, parks while there are none, exits
+ * when the instance stops. */
+static void *thread_main(void *arg) {
+  instance_t *inst = arg;
   pthread_mutex_lock(&inst->mu);
-  if (--inst->running == 0) pthread_cond_broadcast(&inst->idle);
+  for (;;) {
+    job_t *j = inst->head;
+    if (j == NULL) {
+      if (inst->stopping) break;
+      inst->parked++;
+      pthread_cond_wait(&inst->work, &inst->mu);
+      inst->parked--;
+      continue;
+    }
+    inst->head = j->next;
+    if (inst->head == NULL) inst->tail = NULL;
+    inst->queued--;
+    pthread_mutex_unlock(&inst->mu);
+    run_job(j);
+    pthread_mutex_lock(&inst->mu);
+  }
   pthread_mutex_unlock(&inst->mu);
   return NULL;
+}
+
+/* Queues `j` for the instance's threads, starting one unless enough are
+ * parked to take every queued job. 0, or -1 when no thread can take it
+ * (then `j` is not queued). */
+static int submit(instance_t *inst, job_t *j) {
+  int rc = 0;
+  pthread_mutex_lock(&inst->mu);
+  if (inst->queued + 1 > inst->parked) {
+    pthread_t tid;
+    if (inst->threads == inst->cap_threads) {
+      unsigned cap = inst->cap_threads ? 2 * inst->cap_threads : 4;
+      pthread_t *t = realloc(inst->tids, cap * sizeof(*t));
+      if (t != NULL) {
+        inst->tids = t;
+        inst->cap_threads = cap;
+      }
+    }
+    if (inst->threads < inst->cap_threads &&
+        pthread_create(&tid, NULL, thread_main, inst) == 0) {
+      inst->tids[inst->threads++] = tid;
+    } else if (inst->threads == 0) {
+      rc = -1;
+    }
+    /* Else a busy thread takes it when its job ends. */
+  }
+  if (rc == 0) {
+    j->next = NULL;
+    if (inst->tail != NULL)
+      inst->tail->next = j;
+    else
+      inst->head = j;
+    inst->tail = j;
+    inst->queued++;
+    if (inst->parked > 0) pthread_cond_signal(&inst->work);
+  }
+  pthread_mutex_unlock(&inst->mu);
+  return rc;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
@@ -216,10 +290,10 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
   if (inst == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   pthread_mutex_init(&inst->mu, NULL);
-  pthread_cond_init(&inst->idle, NULL);
+  pthread_cond_init(&inst->work, NULL);
   TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceSetState(instance, inst);
   if (err != NULL) {
-    pthread_cond_destroy(&inst->idle);
+    pthread_cond_destroy(&inst->work);
     pthread_mutex_destroy(&inst->mu);
     free(inst);
   }
@@ -233,9 +307,14 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
   instance_t *inst = state;
   if (err != NULL || inst == NULL) return err;
   pthread_mutex_lock(&inst->mu);
-  while (inst->running > 0) pthread_cond_wait(&inst->idle, &inst->mu);
+  inst->stopping = 1;
+  pthread_cond_broadcast(&inst->work);
   pthread_mutex_unlock(&inst->mu);
-  pthread_cond_destroy(&inst->idle);
+  /* No thread starts any more (execute is over for this instance). */
+  for (unsigned i = 0; i < inst->threads; i++)
+    pthread_join(inst->tids[i], NULL);
+  free(inst->tids);
+  pthread_cond_destroy(&inst->work);
   pthread_mutex_destroy(&inst->mu);
   free(inst);
   return NULL;
@@ -284,29 +363,17 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
 
   for (uint32_t r = 0; r < request_count; r++) {
     job_t *j = NULL;
-    pthread_t tid;
     uint64_t start = now_ns();
     err = job_new(inst, requests[r], &j);
-    if (err == NULL) {
-      pthread_mutex_lock(&inst->mu);
-      inst->running++;
-      pthread_mutex_unlock(&inst->mu);
-    }
     uint64_t end = now_ns();
-    /* Statistics first: once the thread runs, the request is its own. */
+    /* Statistics first: once a thread runs it, the request is its own. */
     log_if_error(
         TRITONBACKEND_ModelInstanceReportStatistics(
             instance, requests[r], err == NULL, exec_start, start, end, end),
         "cannot report statistics");
-    if (err == NULL && pthread_create(&tid, NULL, job_run, j) == 0) {
-      pthread_detach(tid);
-      continue;
-    }
+    if (err == NULL && submit(inst, j) == 0) continue;
     if (err == NULL) {
       /* No thread: answer from here, as the thread would have failed. */
-      pthread_mutex_lock(&inst->mu);
-      inst->running--;
-      pthread_mutex_unlock(&inst->mu);
       TRITONBACKEND_ResponseFactoryDelete(j->factory);
       job_free(j);
       err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
