@@ -56,6 +56,11 @@ def metric(srv, name, **labels):
     return 0.0
 
 
+def fresh_get(srv, path):
+    """GET on a new connection: a pooled one may meet the short idle timeout."""
+    return requests.get(srv.url(path), timeout=h.HTTP_TIMEOUT_S)
+
+
 def closed_by_server(conn, timeout=15.0):
     got = conn.wait_closed(timeout)
     assert got is True, f"expected the server to close the connection, got {got!r}"
@@ -84,7 +89,7 @@ def test_oversize_header_431_and_close(limited):
         closed_by_server(c)
     after = metric(limited, "inferd_connections_closed_total", protocol="http", reason="header_too_large")
     assert after >= before + 2
-    assert limited.get("/v2/health/live").status_code == 200
+    assert fresh_get(limited, "/v2/health/live").status_code == 200
 
 
 def test_431_reaches_a_client_that_sends_on(limited):
@@ -130,6 +135,24 @@ def test_slowloris_header_timeout_408(limited):
         assert waited >= 0.5, waited  # the header timeout is 1 s
         closed_by_server(c)
     assert metric(limited, "inferd_connections_closed_total", protocol="http", reason="header_timeout") >= before + 1
+
+
+def test_slowloris_many_connections(limited):
+    # 300 connections each with half a request line: every one gets its 408
+    # and is closed; a normal client is served meanwhile.
+    conns = [h.RawConn(limited.port) for _ in range(300)]
+    try:
+        for c in conns:
+            c.send(b"GET /v2/hea")
+        assert fresh_get(limited, "/v2/health/live").status_code == 200
+        for c in conns:
+            r = c.read_response()
+            assert r.status == 408, r
+            closed_by_server(c)
+    finally:
+        for c in conns:
+            c.close()
+    assert fresh_get(limited, "/v2/health/live").status_code == 200
 
 
 def test_idle_keepalive_closes_quietly(limited):
@@ -353,6 +376,6 @@ def test_fd_exhaustion_pauses_accepting(tmp_path):
         warnings = len(re.findall(r"pausing accepting", log))
         assert warnings >= 1
         assert metric(srv, "inferd_accept_paused_total", protocol="http") >= warnings
-        assert srv.get("/v2/health/live").status_code == 200
+        assert fresh_get(srv, "/v2/health/live").status_code == 200
     finally:
         srv.stop(check=True)
