@@ -12,17 +12,21 @@
  * closed at once when the set is full (--max-connections) or out of memory,
  * counted either way. EMFILE/ENFILE (and ENOBUFS/ENOMEM from the kernel)
  * stop the poll for IFD_CONN_FD_PAUSE_MS: pending clients wait in the
- * backlog; one warning per pause.
+ * backlog; one warning a second at most.
  *
  * Timeout queues. See net/conn.h: arming appends at the tail of a queue of
  * one duration, so the head is always the earliest; the sweeper is armed for
  * the earliest head rounded up to IFD_CONN_SWEEP_MS, and a head that left
  * early only makes it wake once for nothing.
  *
+ * Deferred work (ifd__conn_defer): connections wait in an array of the set
+ * (a closing one is cleared from it) for a zero-delay timer, so that no
+ * connection carries a handle or a link for it.
+ *
  * Lifetime. A connection is freed in the close callback of its last handle
  * (the socket, and the timer once used); the set is done once its listener,
- * pause, flusher, deadline and sweeper handles and every connection are
- * closed.
+ * pause, flusher, deadline, sweeper and defer handles and every connection
+ * are closed.
  */
 #include "net/conn.h"
 
