@@ -17,7 +17,9 @@
  *    to the back, a cleared or closed one never expires), both when swept
  *    with a given time and from the set's sweep timer;
  *  - --max-connections: the connection past the limit is closed at once and
- *    counted, and the listener goes on accepting.
+ *    counted, and the listener goes on accepting;
+ *  - deferred work runs once per connection however often asked, in a later
+ *    iteration, and never for a connection closed meanwhile.
  * Every case ends with uv_loop_close() == 0.
  */
 /* clang-format off */
@@ -107,6 +109,8 @@ static int n_open, n_closing, n_free, close_on_stop;
 static ifd_conn_t *expired[8]; /* on_expire order */
 static unsigned expired_q[8];
 static int n_expired;
+static ifd_conn_t *deferred_ran[8];
+static int n_deferred_ran;
 
 static void t_alloc(uv_handle_t *h, size_t n, uv_buf_t *buf) {
   static char b[256];
@@ -153,6 +157,11 @@ static void t_expire(ifd_conn_t *c, unsigned q) {
   expired[n_expired++] = c;
 }
 
+static void t_deferred(ifd_conn_t *c) {
+  assert_true(n_deferred_ran < 8);
+  deferred_ran[n_deferred_ran++] = c;
+}
+
 static const ifd_conn_proto_t tproto = {
     .name = "test",
     .size = sizeof(tconn_t),
@@ -163,6 +172,7 @@ static const ifd_conn_proto_t tproto = {
     .on_closing = t_closing,
     .on_free = t_free,
     .on_expire = t_expire,
+    .on_deferred = t_deferred,
 };
 
 static ifd_conn_set_t set;
@@ -251,6 +261,7 @@ static void start_set(void) {
   memset(&set, 0, sizeof(set));
   set_closed = 0;
   n_open = n_closing = n_free = close_on_stop = n_expired = 0;
+  n_deferred_ran = 0;
   assert_int_equal(
       ifd__conn_set_start(&set, &loop, &tproto, "127.0.0.1", 0, 0, 0, &err), 0);
 }
@@ -524,6 +535,45 @@ static void test_max_connections(void **state) {
   teardown_loop();
 }
 
+static int deferred_n(void *arg) {
+  return n_deferred_ran >= *(int *)arg;
+}
+
+static void test_defer(void **state) {
+  client_t *cl[3];
+  ifd_conn_t *a, *b, *c;
+  int i, two = 2, three = 3;
+
+  (void)state;
+  setup_loop();
+  start_set();
+  for (i = 0; i < 3; i++) {
+    cl[i] = client_new(set.port);
+    assert_true(run_until(greeted, cl[i], 5));
+  }
+  a = nth_conn(0), b = nth_conn(1), c = nth_conn(2);
+  assert_int_equal(ifd__conn_defer(a), 0);
+  assert_int_equal(ifd__conn_defer(b), 0);
+  assert_int_equal(ifd__conn_defer(a), 0); /* once only */
+  assert_int_equal(ifd__conn_defer(c), 0);
+  assert_int_equal(n_deferred_ran, 0); /* not from where it was asked */
+  ifd__conn_close(c, 0);               /* closed meanwhile: never runs */
+  assert_true(run_until(deferred_n, &two, 5));
+  run_until(never, NULL, 0.05);
+  assert_int_equal(n_deferred_ran, 2);
+  assert_ptr_equal(deferred_ran[0], a);
+  assert_ptr_equal(deferred_ran[1], b);
+  assert_int_equal(ifd__conn_defer(b), 0); /* may be asked again */
+  assert_true(run_until(deferred_n, &three, 5));
+  assert_ptr_equal(deferred_ran[2], b);
+
+  for (i = 0; i < 3; i++) client_free(cl[i]);
+  assert_true(run_until(all_freed, &three, 5));
+  ifd__conn_set_stop(&set, 0, on_set_closed);
+  assert_true(run_until(is_set, &set_closed, 5));
+  teardown_loop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_accept_out_of_memory),
@@ -532,6 +582,7 @@ int main(void) {
       cmocka_unit_test(test_http_body_allocated_as_it_arrives),
       cmocka_unit_test(test_timeout_queues),
       cmocka_unit_test(test_max_connections),
+      cmocka_unit_test(test_defer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
