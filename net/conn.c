@@ -217,18 +217,22 @@ static void on_sweep(uv_timer_t *t) {
 
 static void on_defer_timer(uv_timer_t *t) {
   ifd_conn_set_t *set = ifd_container_of(t, ifd_conn_set_t, defer_timer);
-  unsigned i;
+  unsigned i, n = set->n_deferred;
 
-  /* Callbacks may defer again: those go to the next round. Indexes hold
-   * while the array only grows at its end. */
-  for (i = 0; i < set->n_deferred; i++) {
+  /* Connections deferred by these callbacks are appended (the array may
+   * move: indexes only) and wait for the next round, which ifd__conn_defer
+   * armed. */
+  for (i = 0; i < n; i++) {
     ifd_conn_t *c = set->deferred[i];
     if (c == NULL) continue;
     set->deferred[i] = NULL;
     c->deferred = 0;
     if (set->proto->on_deferred != NULL) set->proto->on_deferred(c);
   }
-  set->n_deferred = 0;
+  if (set->deferred == NULL) return; /* the set finished meanwhile */
+  memmove(set->deferred, set->deferred + n,
+          (set->n_deferred - n) * sizeof(*set->deferred));
+  set->n_deferred -= n;
 }
 
 int ifd__conn_defer(ifd_conn_t *c) {
