@@ -348,11 +348,11 @@ def test_fd_exhaustion_pauses_accepting(tmp_path):
     """With a low descriptor limit, more clients than descriptors: accepting
     pauses (logged, counted); the waiting clients are served once others
     close."""
-    limit = 48
+    limit = 128  # room for what start-up opens (a GPU build opens device files)
     srv = start_with_nofile(tmp_path, limit, limit, extra=["--allow-grpc=false"])
     proc, http_port = srv.proc, srv.http_port
     try:
-        n = limit + 20  # more clients than the server has descriptors
+        n = limit + 40  # more clients than the server has descriptors
         conns = [socket.create_connection(("127.0.0.1", http_port), timeout=h.HTTP_TIMEOUT_S) for _ in range(n)]
         req = h.http_request("GET", "/v2/health/live")
         for s in conns:
