@@ -81,6 +81,12 @@ def test_oversize_header_431_and_close(limited):
         r = c.read_response()
         assert r.status == 431, r
         closed_by_server(c)
+    # And whitespace, which no parser callback reports.
+    with h.RawConn(limited.port) as c:
+        c.send(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Pad:" + b" " * 200000)
+        r = c.read_response()
+        assert r.status == 431, r
+        closed_by_server(c)
     # So does an endless request line.
     with h.RawConn(limited.port) as c:
         c.send(b"GET /" + b"a" * 8000 + b"?" + b"b" * 2000)
@@ -88,7 +94,7 @@ def test_oversize_header_431_and_close(limited):
         assert r.status in (400, 431), r  # the URL limit (8 KiB) may answer first
         closed_by_server(c)
     after = metric(limited, "inferd_connections_closed_total", protocol="http", reason="header_too_large")
-    assert after >= before + 2
+    assert after >= before + 3
     assert fresh_get(limited, "/v2/health/live").status_code == 200
 
 
