@@ -9,11 +9,23 @@
  * front end embeds an ifd_conn_set_t, which owns the listening socket and
  * every connection accepted on it. Everything runs on the loop thread.
  *
- * Accept never stalls: a spare connection is allocated ahead of time, and
- * when neither the spare nor a fresh allocation is available the socket is
- * still accepted, into a handle kept for that purpose, and closed at once.
- * (libuv stops watching the listener until uv_accept takes the connection
- * it already accepted, so skipping uv_accept would stop accepting for good.)
+ * Accept never stalls: the set accepts itself (accept4 on the listening
+ * socket, watched by a uv_poll_t) and admits each socket into a connection
+ * object allocated ahead of time (or fresh); a socket beyond
+ * --max-connections, or with no memory for its connection, is closed at
+ * once and counted, so the listen backlog never fills with clients nobody
+ * serves. When the process runs out of file descriptors (EMFILE/ENFILE)
+ * accepting pauses for IFD_CONN_FD_PAUSE_MS instead of spinning (libuv's own
+ * accept would close such clients silently), warns at most once a second
+ * and counts every pause; the waiting clients stay in the backlog until
+ * descriptors free up.
+ *
+ * Timeouts (header, body, idle: anything per connection) cost no handle per
+ * connection: a set has a few timeout queues, each with one duration, and a
+ * connection sits on at most one of them. Arming puts it at the tail with
+ * deadline now + duration, so every queue stays sorted by deadline for free;
+ * one coarse timer per set (IFD_CONN_SWEEP_MS granularity) wakes at the
+ * earliest head and expires what is due (proto->on_expire).
  *
  * Shutdown has one deadline: ifd__conn_set_stop() closes the listener and
  * asks every connection to drain (no new requests, finish those in flight);
@@ -57,10 +69,6 @@ static inline void ifd__link_del(ifd_link_t *l) {
 typedef struct ifd_conn ifd_conn_t;
 typedef struct ifd_conn_set ifd_conn_set_t;
 
-/** A graceful close waits this long at most for the peer's FIN (between
- *  half of it and all of it: one set-wide timer ticks every half). */
-#define IFD_CONN_LINGER_MS 5000
-
 /** Shutdown phases handed to ifd_conn_proto_t.on_stop. */
 typedef enum ifd_conn_phase {
   /* Stop taking new requests; let those in flight finish; close when idle. */
@@ -89,7 +97,55 @@ typedef struct ifd_conn_proto {
   void (*on_closing)(ifd_conn_t *c);
   /** Every handle is closed: free what the protocol part owns (not `c`). */
   void (*on_free)(ifd_conn_t *c);
+  /** c's deadline on timeout queue `q` passed; c is off every queue now
+   *  (may be NULL when no timeout queue is used). */
+  void (*on_expire)(ifd_conn_t *c, unsigned q);
+  /** ifd__conn_defer asked for it (may be NULL when never asked). */
+  void (*on_deferred)(ifd_conn_t *c);
+  /** The `protocol` label of the set's metrics ("http", "grpc"); NULL: the
+   *  name. */
+  const char *label;
 } ifd_conn_proto_t;
+
+/* Timeout queues per set (see the top of this file): the protocol's
+ * 0 .. IFD_CONN_NQUEUES - 2, and the last one the connection layer's own
+ * (lingering closes, IFD_CONN_LINGER_MS). */
+#define IFD_CONN_NQUEUES 5
+#define IFD_CONN_Q_LINGER (IFD_CONN_NQUEUES - 1)
+/* The longest a closed connection is read (and what comes dropped) after
+ * its FIN, waiting for the peer's (see "lingering close" in conn.c). */
+#define IFD_CONN_LINGER_MS 5000
+/* Granularity of the sweep timer: deadlines fire up to this much late. */
+#define IFD_CONN_SWEEP_MS 250
+/* How long accepting pauses when the process is out of file descriptors. */
+#define IFD_CONN_FD_PAUSE_MS 100
+
+/** Why a protocol closed a connection on a limit (for metrics). */
+typedef enum ifd_conn_limit {
+  IFD_CONN_LIMIT_HEADER_SIZE,    /* 431: request line and headers too large */
+  IFD_CONN_LIMIT_HEADER_COUNT,   /* 431: too many header fields */
+  IFD_CONN_LIMIT_HEADER_TIMEOUT, /* 408: headers not complete in time */
+  IFD_CONN_LIMIT_BODY_TIMEOUT,   /* 408: body stalled */
+  IFD_CONN_LIMIT_IDLE_TIMEOUT,   /* idle keep-alive connection closed */
+  IFD_CONN_LIMIT_N
+} ifd_conn_limit_t;
+
+/** Counters of one protocol label, for /metrics. Loop thread only. */
+typedef struct ifd_conn_stats {
+  const char *label;       /* borrowed: static (proto->label or name) */
+  uint64_t open;           /* connections open now */
+  uint64_t accepted;       /* connections admitted */
+  uint64_t rejected_max;   /* closed at accept: --max-connections */
+  uint64_t rejected_nomem; /* closed at accept: no memory */
+  uint64_t fd_pauses;      /* accepting paused: EMFILE/ENFILE */
+  uint64_t closed[IFD_CONN_LIMIT_N]; /* closed on a protocol limit */
+} ifd_conn_stats_t;
+
+/** A timeout queue: connections in deadline order (same duration each). */
+typedef struct ifd_conn_tq {
+  ifd_link_t conns; /* ifd_conn.tq_link, earliest deadline first */
+  uint64_t ms;      /* the duration; 0: the queue is off */
+} ifd_conn_tq_t;
 
 struct ifd_conn {
   uv_tcp_t tcp;        /* embedded: the socket */
@@ -98,41 +154,51 @@ struct ifd_conn {
   ifd_conn_set_t *set; /* borrowed: outlives the connection */
   ifd_link_t link;     /* in set->conns */
   ifd_link_t dirty;    /* in set->dirty while a flush is wanted */
+  ifd_link_t tq_link;  /* in set->tq[tq - 1].conns while tq != 0 */
+  uint64_t tq_due;     /* deadline on that queue (uv_now() time) */
+  unsigned char tq;    /* 1 + the timeout queue it is on; 0: none */
   ifd_tls_conn_t *tls; /* owned: NULL unless the set serves TLS */
   unsigned open_handles;
-  unsigned opened : 1;     /* on_open succeeded */
-  unsigned closing : 1;    /* ifd__conn_close was called */
-  unsigned stopping : 1;   /* a shutdown phase reached it */
-  unsigned timer_init : 1; /* `timer` is initialized */
-  unsigned lingering : 1;  /* after its FIN: reading to the peer's (in the
-                              set's linger lists through `dirty`) */
+  unsigned opened : 1;      /* on_open succeeded */
+  unsigned closing : 1;     /* ifd__conn_close was called */
+  unsigned stopping : 1;    /* a shutdown phase reached it */
+  unsigned timer_init : 1;  /* `timer` is initialized */
+  unsigned shut : 1;        /* a shutdown (FIN) was asked for */
+  unsigned shut_done : 1;   /* ... and its callback ran */
+  unsigned tcp_closing : 1; /* uv_close was called on `tcp` */
+  unsigned deferred : 1;    /* in set->deferred */
+  unsigned lingering : 1;   /* closed, after its FIN: read to the peer's,
+                               on queue IFD_CONN_Q_LINGER */
 };
 
 struct ifd_conn_set {
-  uv_tcp_t listener;             /* embedded */
-  uv_tcp_t reject;               /* embedded: accepts and closes when out of
-                                    memory */
+  uv_poll_t listener;            /* embedded: watches listen_fd */
+  uv_timer_t pause;              /* embedded: resumes accepting after EMFILE */
   uv_prepare_t flusher;          /* embedded: flushes dirty connections */
   uv_timer_t deadline;           /* embedded: the shutdown deadline */
-  uv_timer_t linger_timer;       /* embedded: ends lingering closes */
+  uv_timer_t sweeper;            /* embedded: expires timeout queues */
+  uv_timer_t defer_timer;        /* embedded: runs on_deferred */
   uv_loop_t *loop;               /* borrowed */
   const ifd_conn_proto_t *proto; /* borrowed: static */
+  ifd_conn_stats_t *stats;       /* borrowed: static (process-wide table) */
   ifd_conn_t *spare;             /* owned: allocated ahead for an accept */
   ifd_link_t conns;              /* every open connection (ifd_conn.link) */
   ifd_link_t dirty;              /* connections to flush (ifd_conn.dirty) */
-  ifd_link_t linger_new;         /* lingering since the last linger tick */
-  ifd_link_t linger_old;         /* lingering since the tick before: the next
-                                    tick closes them */
+  ifd_conn_tq_t tq[IFD_CONN_NQUEUES]; /* timeout queues */
+  uint64_t sweep_due;                 /* when `sweeper` fires; 0: idle */
+  ifd_conn_t **deferred; /* owned array of borrowed: NULL once closed */
+  unsigned n_deferred, cap_deferred;
+  int listen_fd;         /* owned: closed with `listener` */
+  uint64_t fd_logged_at; /* uv_now() of the last out-of-descriptors warning */
+  unsigned fd_unlogged;  /* pauses since that warning */
   unsigned n_conns;
   unsigned max_connections;
   int port;
   unsigned open_handles; /* set handles until their close callbacks */
   unsigned listening : 1;
   unsigned stopping : 1;
-  unsigned reject_busy : 1; /* `reject` is closing */
-  unsigned accept_owed : 1; /* a connection waits for uv_accept */
-  unsigned finished : 1;    /* the closing of the set's handles began */
-  unsigned aborted : 1;     /* ifd__conn_set_abort ran: no more lingering */
+  unsigned finished : 1; /* the closing of the set's handles began */
+  unsigned aborted : 1;  /* ifd__conn_set_abort ran: no more lingering */
   void (*closed)(ifd_conn_set_t *set); /* runs once every handle is closed */
   /* borrowed: outlives the set; NULL: plain TCP. Set by the front end
    * before the loop runs (see net/tls.h). */
@@ -188,9 +254,55 @@ int ifd__conn_write(ifd_conn_t *c, uv_write_t *req, const uv_buf_t *bufs,
  *  write_queue_size, plus what TLS still holds, plaintext or not). */
 size_t ifd__conn_write_queue_size(const ifd_conn_t *c);
 
+/**
+ * Sets the duration of timeout queue `q` (< IFD_CONN_Q_LINGER: the last
+ * queue is the connection layer's own) to `ms`; 0 turns the queue off (arming
+ * it then takes the connection off every queue). Call before connections use
+ * it: those already on `q` keep their deadlines.
+ */
+void ifd__conn_set_timeout(ifd_conn_set_t *set, unsigned q, uint64_t ms);
+
+/** (Re)starts c's deadline on queue `q`: now + the queue's duration. A
+ *  connection is on one queue at most: this takes it off any other. */
+void ifd__conn_deadline(ifd_conn_t *c, unsigned q);
+
+/** Restarts c's deadline on the queue it is on (activity); none: nothing. */
+void ifd__conn_touch(ifd_conn_t *c);
+
+/** Takes c off its timeout queue. */
+void ifd__conn_deadline_clear(ifd_conn_t *c);
+
+/** Expires every deadline at or before `now` (the sweeper calls it with
+ *  uv_now(); exposed for tests) and re-arms the sweeper. */
+void ifd__conn_sweep(ifd_conn_set_t *set, uint64_t now);
+
+/**
+ * Runs proto->on_deferred(c) early in the next loop iteration (its timers
+ * phase), once however often asked before. For work that must not run where
+ * the caller is: the flusher runs just before the loop blocks, where a
+ * request submitted to the core would wait for the next wake-up (the core
+ * starts its end-of-iteration hand-off then). Returns 0 or IFD_ENOMEM.
+ */
+int ifd__conn_defer(ifd_conn_t *c);
+
+/** Counts a connection closed on a protocol limit (metrics). */
+void ifd__conn_count_limit(ifd_conn_t *c, ifd_conn_limit_t why);
+
+/** The process-wide counters, one entry per protocol label that started a
+ *  set; *n entries. Loop thread. */
+const ifd_conn_stats_t *ifd__conn_stats(size_t *n);
+
 /** Arms c's one timer (re-arms when running); on_timer runs after `ms`. */
 void ifd__conn_timer_start(ifd_conn_t *c, uint64_t ms);
 void ifd__conn_timer_stop(ifd_conn_t *c);
+
+/**
+ * Sends a FIN once the bytes already handed to the kernel are out, and keeps
+ * `c` open: reading goes on (a lingering close: a client still sending gets
+ * the answer before a reset). Close it later with ifd__conn_close. Returns 0
+ * or a libuv code (closing, or already shut).
+ */
+int ifd__conn_shutdown(ifd_conn_t *c);
 
 /**
  * Closes `c`: with `graceful`, after a FIN once the bytes already handed to

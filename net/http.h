@@ -37,11 +37,31 @@ typedef struct ifd_http_opts {
   /* HTTPS: every connection speaks TLS with this context (borrowed:
    * outlives the front end); NULL: plain HTTP. */
   ifd_tls_ctx_t *tls;
+  /* Limits (README "Connection limits and timeouts (HTTP/1.1)"); 0 takes
+   * the default below. --http-max-header-bytes: request line and headers;
+   * --http-max-headers: header fields per request; --http-max-pipeline:
+   * requests queued on one connection before it stops reading. */
+  uint32_t max_header_bytes;
+  uint32_t max_headers;
+  unsigned max_pipeline;
+  /* Timeouts in ms; 0 turns one off. header: from a request's first byte
+   * to its last header (408); body: without BODY_PROGRESS (1 MiB) more of a
+   * body (408); idle: nothing in flight (closed). */
+  uint64_t header_timeout_ms;
+  uint64_t body_timeout_ms;
+  uint64_t idle_timeout_ms;
 } ifd_http_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
 #define IFD_HTTP_DEFAULT_MAX_CONNECTIONS 65536u
 #define IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES ((uint64_t)256 << 10)
+#define IFD_HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
+#define IFD_HTTP_DEFAULT_MAX_HEADERS 100u
+#define IFD_HTTP_DEFAULT_MAX_PIPELINE 32u
+/* The timeouts inferd's command line sets by default (seconds). */
+#define IFD_HTTP_DEFAULT_HEADER_TIMEOUT_SECS 30
+#define IFD_HTTP_DEFAULT_BODY_TIMEOUT_SECS 60
+#define IFD_HTTP_DEFAULT_IDLE_TIMEOUT_SECS 300
 
 /**
  * Binds, listens and starts accepting on `loop`. `server` is borrowed and

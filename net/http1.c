@@ -25,6 +25,20 @@
  * last piece is written, and the slots behind it wait. Pieces that arrive
  * while a write is in flight leave together in the next one.
  *
+ * Limits. The request line and headers together may take max_header_bytes
+ * (counted from llhttp's callbacks, and exactly for a read that is header
+ * bytes only) and max_headers fields: beyond either, 431 and close. Three
+ * of the set's timeout queues (net/conn.h) hold a connection: HEADER from
+ * the first byte of a request until its headers are complete (408 and
+ * close: slowloris), BODY while a body arrives (408 and close when it
+ * stalls: the clock restarts each BODY_PROGRESS bytes), IDLE while nothing
+ * is in flight (closed quietly). A connection waiting for its answers is
+ * on none. Pipelining is bounded by max_pipeline: llhttp pauses after that
+ * many queued requests, the unparsed rest of the read is kept (at most one
+ * read, READ_BUF_SIZE) and reading stops until half the answers are out.
+ * An error answered before the request's end closes lingering: FIN, then
+ * what the client still sends is read and dropped for up to LINGER_MS.
+ *
  * Lifetime. Accept, the connection list, closing and the shutdown deadline
  * are net/conn.c's; a connection's memory is freed only in its close
  * callback.
@@ -51,8 +65,15 @@
 
 #define READ_BUF_SIZE 65536
 #define MAX_URL 8192
-/* Slots queued on one connection before it stops reading (backpressure). */
-#define MAX_PIPELINE 128
+/* The clock of a body restarts each time this many bytes of it arrived. */
+#define BODY_PROGRESS ((size_t)1 << 20)
+
+/* The set's timeout queues (net/conn.h). */
+enum { TQ_HEADER = 0, TQ_BODY = 1, TQ_IDLE = 2, TQ_LINGER = 3 };
+/* How long a connection answered with an error mid-request reads on (and
+ * discards) after its FIN, so that a client still sending reads the answer
+ * rather than a reset. */
+#define LINGER_MS 2000
 /* A body read goes straight into the body buffer when this much is left. */
 #define DIRECT_READ_MIN 4096
 #define MAX_WRITE_IOV 1024
@@ -67,6 +88,9 @@ struct ifd_http {
   uint64_t max_input_size;
   uint64_t json_offload_bytes; /* copied into every slot (http_infer.c) */
   int metrics_only;
+  uint32_t max_header_bytes;          /* request line and headers */
+  uint32_t max_headers;               /* header fields per request */
+  unsigned max_pipeline;              /* requests queued before reading stops */
   const struct ifd_metrics *metrics;  /* borrowed: outlives the front end */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end;
                                          NULL when nothing is restricted */
@@ -93,7 +117,13 @@ struct ifd_http_conn {
   char hval[24]; /* value of a header we want; hval_len > size: too long */
   size_t hval_len;
   uint64_t header_len; /* Inference-Header-Content-Length */
-  char *body;          /* owned (malloc'd); NULL until body bytes arrive */
+  char *pending;       /* owned: bytes read but not parsed (pipeline pause) */
+  size_t pending_len;
+  size_t body_mark;   /* body_len when the body clock last restarted */
+  uint32_t hdr_bytes; /* request line and header bytes so far */
+  uint32_t n_headers; /* header fields so far */
+  uint32_t msg_seq;   /* messages begun (see feed) */
+  char *body;         /* owned (malloc'd); NULL until body bytes arrive */
   size_t body_len, body_cap;
   size_t body_need; /* Content-Length; 0 for none or chunked */
   uint64_t t_begin;
@@ -104,6 +134,8 @@ struct ifd_http_conn {
   unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
   unsigned read_paused : 1; /* stopped reading for backpressure */
   unsigned error_sent : 1;  /* an error slot ends the FIFO */
+  unsigned in_headers : 1;  /* a message began; its headers are not done */
+  unsigned in_body : 1;     /* its headers are done; its body is not */
   char url_inline[256];
 };
 
@@ -412,6 +444,29 @@ static int fail(ifd_http_conn_t *c, int status, const char *msg) {
   return -1;
 }
 
+/* Answers a limit with `status` (fail) and counts it; reading stops. */
+static int fail_limit(ifd_http_conn_t *c, int status, ifd_conn_limit_t why,
+                      const char *msg) {
+  if (!c->error_sent) {
+    ifd__conn_count_limit(&c->base, why);
+    IFD_VERBOSE("HTTP: %s", msg);
+  }
+  c->in_headers = c->in_body = 0;
+  ifd__conn_deadline_clear(&c->base);
+  return fail(c, status, msg);
+}
+
+/* Counts `n` more request line and header bytes; -1 (431) past the limit. */
+static int count_header_bytes(ifd_http_conn_t *c, size_t n) {
+  if (c->hdr_bytes > c->h->max_header_bytes ||
+      n > c->h->max_header_bytes - c->hdr_bytes)
+    return fail_limit(c, 431, IFD_CONN_LIMIT_HEADER_SIZE,
+                      "request header fields too large "
+                      "(--http-max-header-bytes)");
+  c->hdr_bytes += (uint32_t)n;
+  return 0;
+}
+
 /* ---- llhttp callbacks ---------------------------------------------------- */
 
 static ifd_http_conn_t *conn_of(llhttp_t *p) {
@@ -434,12 +489,19 @@ static int on_message_begin(llhttp_t *p) {
 
   reset_msg(c);
   c->t_begin = uv_hrtime();
+  c->hdr_bytes = 0;
+  c->n_headers = 0;
+  c->msg_seq++;
+  c->in_headers = 1;
+  /* The header clock starts at the request's first byte. */
+  ifd__conn_deadline(&c->base, TQ_HEADER);
   return 0;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
+  if (count_header_bytes(c, n) != 0) return -1;
   if (n > MAX_URL - c->url_len) return fail(c, 400, "request URL too long");
   if (c->url_len + n > c->url_cap) {
     char *u = malloc(MAX_URL);
@@ -457,6 +519,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
   size_t i;
 
+  if (count_header_bytes(c, n) != 0) return -1;
   if (c->h->restrict_api != NULL)
     ifd_restrict_scan_name(c->h->restrict_api, &c->rscan, at, n);
   /* Only short names interest us; a longer one is marked and skipped. */
@@ -483,6 +546,7 @@ static int wanted_header(const ifd_http_conn_t *c) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   ifd_http_conn_t *c = conn_of(p);
 
+  if (count_header_bytes(c, n) != 0) return -1;
   if (c->h->restrict_api != NULL)
     ifd_restrict_scan_value(c->h->restrict_api, &c->rscan, at, n);
   if (wanted_header(c) == 0) return 0;
@@ -505,6 +569,11 @@ static int on_header_value_complete(llhttp_t *p) {
     ifd_restrict_scan_done(c->h->restrict_api, &c->rscan);
   c->hname_len = 0;
   c->hval_len = 0;
+  /* ": " and CRLF, which no callback reports. */
+  if (count_header_bytes(c, 4) != 0) return -1;
+  if (++c->n_headers > c->h->max_headers)
+    return fail_limit(c, 431, IFD_CONN_LIMIT_HEADER_COUNT,
+                      "too many request header fields (--http-max-headers)");
   if (which == 1) {
     c->expect_continue =
         n == 12 && strncasecmp(c->hval, "100-continue", 12) == 0;
@@ -528,6 +597,8 @@ static int on_headers_complete(llhttp_t *p) {
   ifd_http_t *h = c->h;
   char msg[160];
 
+  c->in_headers = 0;
+  ifd__conn_deadline_clear(&c->base);
   if (p->flags & F_CHUNKED) {
     c->chunked = 1;
   } else if (p->content_length > 0) {
@@ -549,7 +620,19 @@ static int on_headers_complete(llhttp_t *p) {
     s->keep_alive = 1;
     slot_static(s, continue_response, sizeof(continue_response) - 1);
   }
+  if (c->chunked || c->body_need > 0) {
+    c->in_body = 1;
+    c->body_mark = 0;
+    ifd__conn_deadline(&c->base, TQ_BODY);
+  }
   return 0;
+}
+
+/* Restarts the body clock once BODY_PROGRESS more bytes arrived. */
+static void body_progress(ifd_http_conn_t *c) {
+  if (c->body_len - c->body_mark < BODY_PROGRESS) return;
+  c->body_mark = c->body_len;
+  ifd__conn_touch(&c->base);
 }
 
 /* Makes room for `n` more body bytes (body_len + n <= limit): the buffer
@@ -578,6 +661,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
   /* Read straight into the body by on_alloc: nothing to copy. */
   if (c->body != NULL && at == c->body + c->body_len) {
     c->body_len += n;
+    body_progress(c);
     return 0;
   }
   if (n > limit - c->body_len) {
@@ -589,6 +673,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
   if (body_reserve(c, n, limit) != 0) return fail(c, 500, "out of memory");
   memcpy(c->body + c->body_len, at, n);
   c->body_len += n;
+  body_progress(c);
   return 0;
 }
 
@@ -598,6 +683,8 @@ static int on_message_complete(llhttp_t *p) {
   ifd_http_msg_t msg;
   char *q;
 
+  c->in_body = 0;
+  ifd__conn_deadline_clear(&c->base);
   if (s == NULL) return fail(c, 500, "out of memory");
   s->keep_alive = llhttp_should_keep_alive(p) != 0;
   s->http10 = p->http_major == 1 && p->http_minor == 0;
@@ -621,7 +708,8 @@ static int on_message_complete(llhttp_t *p) {
   c->body = NULL; /* the dispatch owns it now */
   c->body_len = c->body_cap = c->body_need = 0;
   ifd__http_dispatch(c->h, s, &msg);
-  return c->no_more ? HPE_PAUSED : 0;
+  /* Enough queued (max_pipeline): feed keeps the rest of the bytes. */
+  return c->no_more || c->n_slots >= c->h->max_pipeline ? HPE_PAUSED : 0;
 }
 
 /* ---- reading and writing ------------------------------------------------- */
@@ -633,7 +721,7 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   /* Inside a Content-Length body the next bytes are body bytes: read them
    * into place. */
-  if (!c->chunked && c->body_need > c->body_len &&
+  if (!c->no_more && !c->chunked && c->body_need > c->body_len &&
       c->body_need - c->body_len >= DIRECT_READ_MIN &&
       body_reserve(c, DIRECT_READ_MIN, c->body_need) == 0) {
     left = c->body_cap - c->body_len;
@@ -648,10 +736,62 @@ static void stop_reading(ifd_http_conn_t *c) {
   ifd__conn_read_stop(&c->base);
 }
 
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  ifd_http_conn_t *c = st->data;
+/* Parses `n` bytes. When llhttp pauses for the pipeline bound, the bytes
+ * it did not parse are copied to c->pending (the read buffer is shared) and
+ * reading stops until resume_reading. */
+static void feed(ifd_http_conn_t *c, const char *data, size_t n) {
+  int was_in_headers = c->in_headers;
+  uint32_t seq = c->msg_seq, before = c->hdr_bytes;
   llhttp_errno_t rc;
   char msg[200];
+
+  rc = llhttp_execute(&c->parser, data, n);
+  /* The whole read was header bytes of one message: count it exactly
+   * (whitespace and the like reach no callback). */
+  if (rc == HPE_OK && was_in_headers && c->in_headers && c->msg_seq == seq &&
+      (uint64_t)before + n > c->hdr_bytes)
+    c->hdr_bytes = before + (uint32_t)(n < UINT32_MAX ? n : UINT32_MAX);
+  if (rc == HPE_PAUSED && !c->no_more) {
+    const char *pos = llhttp_get_error_pos(&c->parser);
+    size_t left = pos != NULL && pos >= data && pos <= data + n
+                      ? (size_t)(data + n - pos)
+                      : 0;
+    llhttp_resume(&c->parser);
+    stop_reading(c);
+    c->read_paused = 1;
+    ifd__conn_deadline_clear(&c->base); /* not reading: no clock runs */
+    if (left > 0) {
+      c->pending = malloc(left);
+      if (c->pending == NULL) {
+        close_conn(c, 0);
+        return;
+      }
+      memcpy(c->pending, pos, left);
+      c->pending_len = left;
+    }
+    return;
+  }
+  if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
+    snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
+             llhttp_get_error_reason(&c->parser) != NULL
+                 ? llhttp_get_error_reason(&c->parser)
+                 : llhttp_errno_name(rc));
+    fail(c, 400, msg);
+  } else if (!c->no_more && c->in_headers &&
+             c->hdr_bytes > c->h->max_header_bytes) {
+    fail_limit(c, 431, IFD_CONN_LIMIT_HEADER_SIZE,
+               "request header fields too large (--http-max-header-bytes)");
+  }
+  if (c->no_more) {
+    stop_reading(c);
+    ifd__conn_deadline_clear(&c->base);
+    /* The error slot could not be allocated: nothing left to say. */
+    if (c->head == NULL) close_conn(c, 0);
+  }
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  ifd_http_conn_t *c = st->data;
 
   if (nread == 0) return;
   if (nread < 0) {
@@ -664,22 +804,32 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (c->no_more || c->base.closing) return;
-  rc = llhttp_execute(&c->parser, buf->base, (size_t)nread);
-  if (rc != HPE_OK && !(rc == HPE_PAUSED && c->no_more)) {
-    snprintf(msg, sizeof(msg), "malformed HTTP request: %s",
-             llhttp_get_error_reason(&c->parser) != NULL
-                 ? llhttp_get_error_reason(&c->parser)
-                 : llhttp_errno_name(rc));
-    fail(c, 400, msg);
+  feed(c, buf->base, (size_t)nread);
+}
+
+/* Half the pipelined answers are out (deferred from on_write): parse what
+ * was kept, then read again (unless that paused once more). */
+static void resume_reading(ifd_conn_t *base) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
+  char *p = c->pending;
+  size_t n = c->pending_len;
+
+  if (!c->read_paused || c->no_more) return;
+  c->read_paused = 0;
+  c->pending = NULL;
+  c->pending_len = 0;
+  if (p != NULL) {
+    feed(c, p, n);
+    free(p);
   }
-  if (c->no_more) {
-    stop_reading(c);
-    /* The error slot could not be allocated: nothing left to say. */
-    if (c->head == NULL) close_conn(c, 0);
-  } else if (c->n_slots >= MAX_PIPELINE) {
-    stop_reading(c);
-    c->read_paused = 1;
-  }
+  if (c->read_paused || c->no_more || c->base.closing) return;
+  if (c->in_headers)
+    ifd__conn_deadline(&c->base, TQ_HEADER);
+  else if (c->in_body)
+    ifd__conn_deadline(&c->base, TQ_BODY);
+  else if (c->head == NULL)
+    ifd__conn_deadline(&c->base, TQ_IDLE);
+  ifd__conn_read_start(&c->base, on_alloc, on_read);
 }
 
 static void flush(ifd_http_conn_t *c);
@@ -708,14 +858,29 @@ static void on_write(uv_write_t *w, int status) {
     close_conn(c, 0);
     return;
   }
+  if (close_after && c->error_sent && !c->stopping && c->head == NULL &&
+      ifd__conn_shutdown(&c->base) == 0) {
+    /* An error ended the request early: the client may still be sending.
+     * Read and discard (on_read: no_more) until it closes or LINGER_MS. */
+    ifd__conn_deadline(&c->base, TQ_LINGER);
+    ifd__conn_read_start(&c->base, on_alloc, on_read);
+    return;
+  }
   if (close_after || (c->head == NULL && c->stopping)) {
     close_conn(c, 1);
     return;
   }
-  if (c->read_paused && c->n_slots < MAX_PIPELINE / 2) {
-    c->read_paused = 0;
-    ifd__conn_read_start(&c->base, on_alloc, on_read);
+  /* Not here: this may run in the flusher, where requests parsed now would
+   * wait for the loop's next wake-up (ifd__conn_defer). */
+  if (c->read_paused && c->n_slots <= c->h->max_pipeline / 2 &&
+      ifd__conn_defer(&c->base) != 0) {
+    close_conn(c, 0);
+    return;
   }
+  /* Nothing in flight and no request begun: idle from now. */
+  if (c->head == NULL && !c->in_headers && !c->in_body && !c->no_more &&
+      !c->read_paused)
+    ifd__conn_deadline(&c->base, TQ_IDLE);
   flush(c);
 }
 
@@ -854,6 +1019,7 @@ static void on_free(ifd_conn_t *base) {
     }
   }
   free(c->body);
+  free(c->pending);
   if (c->url != c->url_inline) free(c->url);
 }
 
@@ -875,6 +1041,7 @@ static int on_open(ifd_conn_t *base) {
   c->url_cap = sizeof(c->url_inline);
   llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
   c->parser.data = c;
+  ifd__conn_deadline(base, TQ_IDLE);
   return ifd__conn_read_start(base, on_alloc, on_read);
 }
 
@@ -892,6 +1059,7 @@ static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
   c->stopping = 1;
   c->no_more = 1;
   stop_reading(c);
+  ifd__conn_deadline_clear(base);
   if (c->head == NULL) {
     close_conn(c, 0);
     return;
@@ -899,8 +1067,34 @@ static void on_stop(ifd_conn_t *base, ifd_conn_phase_t phase) {
   if (!c->tail->ready && !c->tail->streaming) c->tail->close_after = 1;
 }
 
+/* A deadline passed (see "Limits" at the top). */
+static void on_expire(ifd_conn_t *base, unsigned q) {
+  ifd_http_conn_t *c = (ifd_http_conn_t *)base;
+
+  if (q == TQ_LINGER) {
+    close_conn(c, 0);
+    return;
+  }
+  if (q == TQ_IDLE) {
+    ifd__conn_count_limit(base, IFD_CONN_LIMIT_IDLE_TIMEOUT);
+    close_conn(c, 1);
+    return;
+  }
+  if (q == TQ_HEADER)
+    fail_limit(c, 408, IFD_CONN_LIMIT_HEADER_TIMEOUT,
+               "timed out waiting for the request headers "
+               "(--http-header-timeout-secs)");
+  else
+    fail_limit(c, 408, IFD_CONN_LIMIT_BODY_TIMEOUT,
+               "timed out waiting for the request body "
+               "(--http-body-timeout-secs)");
+  stop_reading(c);
+  if (c->head == NULL) close_conn(c, 0); /* no memory for the answer */
+}
+
 static const ifd_conn_proto_t http_proto = {
     .name = "HTTP",
+    .label = "http",
     .size = sizeof(ifd_http_conn_t),
     .on_open = on_open,
     .on_flush = on_flush,
@@ -908,6 +1102,23 @@ static const ifd_conn_proto_t http_proto = {
     .on_stop = on_stop,
     .on_closing = on_closing,
     .on_free = on_free,
+    .on_expire = on_expire,
+    .on_deferred = resume_reading,
+};
+
+/* The metrics listener: the same connections, counted apart. */
+static const ifd_conn_proto_t metrics_proto = {
+    .name = "metrics HTTP",
+    .label = "metrics",
+    .size = sizeof(ifd_http_conn_t),
+    .on_open = on_open,
+    .on_flush = on_flush,
+    .on_timer = NULL,
+    .on_stop = on_stop,
+    .on_closing = on_closing,
+    .on_free = on_free,
+    .on_expire = on_expire,
+    .on_deferred = resume_reading,
 };
 
 /* ---- start and stop --------------------------------------------------------
@@ -956,11 +1167,24 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_message_complete = on_message_complete;
 
   h->set.tls = opts->tls; /* before any accept: the loop is not running */
+  h->max_header_bytes = opts->max_header_bytes != 0
+                            ? opts->max_header_bytes
+                            : IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
+  h->max_headers =
+      opts->max_headers != 0 ? opts->max_headers : IFD_HTTP_DEFAULT_MAX_HEADERS;
+  h->max_pipeline = opts->max_pipeline != 0 ? opts->max_pipeline
+                                            : IFD_HTTP_DEFAULT_MAX_PIPELINE;
+
   rc = ifd__conn_set_start(
-      &h->set, loop, &http_proto, host, opts->port, opts->reuse_port,
+      &h->set, loop, opts->metrics_only ? &metrics_proto : &http_proto, host,
+      opts->port, opts->reuse_port,
       opts->max_connections != 0 ? opts->max_connections
                                  : IFD_HTTP_DEFAULT_MAX_CONNECTIONS,
       err);
+  ifd__conn_set_timeout(&h->set, TQ_HEADER, opts->header_timeout_ms);
+  ifd__conn_set_timeout(&h->set, TQ_BODY, opts->body_timeout_ms);
+  ifd__conn_set_timeout(&h->set, TQ_IDLE, opts->idle_timeout_ms);
+  ifd__conn_set_timeout(&h->set, TQ_LINGER, LINGER_MS);
   if (rc != 0) {
     ifd__conn_set_stop(&h->set, 0, on_set_closed);
     return rc;

@@ -9,12 +9,14 @@
  * net/status.c only.
  */
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/model.h"
 #include "core/server.h"
 #include "core/metrics.h"
+#include "net/conn.h"
 #include "net/internal.h"
 #include "net/repo_control.h"
 #include "net/restrict.h"
@@ -368,6 +370,64 @@ static void route_repo_unload(ifd_server_t *srv, ifd_http_slot_t *s,
 /* ---- metrics ----------------------------------------------------------------
  */
 
+/* The connection layer's counters (net/conn.h), by protocol label. */
+static void put_conn_metrics(ifd_hbuf_t *b) {
+  static const char *const limit_names[IFD_CONN_LIMIT_N] = {
+      "header_too_large", "too_many_headers", "header_timeout", "body_timeout",
+      "idle_timeout"};
+  size_t n, i, k;
+  const ifd_conn_stats_t *st = ifd__conn_stats(&n);
+
+  if (n == 0) return;
+  ifd__hbuf_puts(b,
+                 "# HELP inferd_connections_open Connections open now, by "
+                 "listener.\n# TYPE inferd_connections_open gauge\n");
+  for (i = 0; i < n; i++)
+    ifd__hbuf_printf(b,
+                     "inferd_connections_open{protocol=\"%s\"} %" PRIu64 "\n",
+                     st[i].label, st[i].open);
+  ifd__hbuf_puts(b,
+                 "# HELP inferd_connections_accepted_total Connections "
+                 "accepted and served.\n"
+                 "# TYPE inferd_connections_accepted_total counter\n");
+  for (i = 0; i < n; i++)
+    ifd__hbuf_printf(b,
+                     "inferd_connections_accepted_total{protocol=\"%s\"} "
+                     "%" PRIu64 "\n",
+                     st[i].label, st[i].accepted);
+  ifd__hbuf_puts(b,
+                 "# HELP inferd_connections_rejected_total Connections "
+                 "closed as soon as accepted (--max-connections, out of "
+                 "memory).\n"
+                 "# TYPE inferd_connections_rejected_total counter\n");
+  for (i = 0; i < n; i++)
+    ifd__hbuf_printf(
+        b,
+        "inferd_connections_rejected_total{protocol=\"%s\",reason=\"max_"
+        "connections\"} %" PRIu64
+        "\ninferd_connections_rejected_total{protocol=\"%s\",reason=\"out_"
+        "of_memory\"} %" PRIu64 "\n",
+        st[i].label, st[i].rejected_max, st[i].label, st[i].rejected_nomem);
+  ifd__hbuf_puts(b,
+                 "# HELP inferd_accept_paused_total Times accepting paused "
+                 "because the process was out of file descriptors.\n"
+                 "# TYPE inferd_accept_paused_total counter\n");
+  for (i = 0; i < n; i++)
+    ifd__hbuf_printf(
+        b, "inferd_accept_paused_total{protocol=\"%s\"} %" PRIu64 "\n",
+        st[i].label, st[i].fd_pauses);
+  ifd__hbuf_puts(b,
+                 "# HELP inferd_connections_closed_total Connections closed "
+                 "on a limit or timeout.\n"
+                 "# TYPE inferd_connections_closed_total counter\n");
+  for (i = 0; i < n; i++)
+    for (k = 0; k < IFD_CONN_LIMIT_N; k++)
+      ifd__hbuf_printf(b,
+                       "inferd_connections_closed_total{protocol=\"%s\","
+                       "reason=\"%s\"} %" PRIu64 "\n",
+                       st[i].label, limit_names[k], st[i].closed[k]);
+}
+
 /* The metrics listener answers GET /metrics only, in Prometheus' text
  * exposition format. */
 static void route_metrics(ifd_server_t *srv, ifd_http_slot_t *s,
@@ -392,6 +452,7 @@ static void route_metrics(ifd_server_t *srv, ifd_http_slot_t *s,
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__hbuf_put(&b, text, len);
   free(text);
+  put_conn_metrics(&b);
   ifd__http_slot_finish(s, 200, "text/plain; charset=utf-8; version=0.0.4", &b,
                         NULL, 0, -1);
 }

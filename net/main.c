@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -43,6 +44,14 @@ typedef struct options {
   int allow_http;
   uint64_t http_max_input_size;
   uint64_t http_json_offload_bytes;
+  /* Connection limits and timeouts (README, "HTTP/1.1" section). */
+  int http_max_header_bytes;
+  int http_max_headers;
+  int http_max_pipeline;
+  int http_header_timeout_secs;
+  int http_body_timeout_secs;
+  int http_idle_timeout_secs;
+  int max_connections;
   int loop_spin_us;
   const char *grpc_address;
   int grpc_port;
@@ -118,6 +127,30 @@ static void usage(FILE *f) {
       "(default 262144)\n"
       "  --http-thread-count=N      accepted for compatibility: HTTP is "
       "served by one event loop\n"
+      "  --http-max-header-bytes=N  largest request line plus headers; "
+      "beyond: 431, close\n"
+      "                             (default 65536)\n"
+      "  --http-max-headers=N       most header fields per request; "
+      "beyond: 431, close\n"
+      "                             (default 100)\n"
+      "  --http-header-timeout-secs=N  time from a request's first byte to "
+      "its last header;\n"
+      "                             beyond: 408, close (default 30; 0: "
+      "none)\n"
+      "  --http-body-timeout-secs=N  time allowed for a request body, the "
+      "clock restarting\n"
+      "                             each MiB received; beyond: 408, close "
+      "(default 60; 0: none)\n"
+      "  --http-idle-timeout-secs=N  idle keep-alive connections close "
+      "after N s\n"
+      "                             (default 300; 0: none)\n"
+      "  --http-max-pipeline=N      pipelined requests queued per "
+      "connection before it\n"
+      "                             stops reading (default 32)\n"
+      "  --max-connections=N        open connections per listener (HTTP, "
+      "gRPC, metrics);\n"
+      "                             beyond: accepted and closed at once "
+      "(default 65536)\n"
       "  --loop-spin-us=N           longest the loop waits, instead of "
       "sleeping, for a cheap\n"
       "                             model's result; 0 turns it off "
@@ -272,6 +305,7 @@ enum kind {
   K_PORT,
   K_BOOL,
   K_INT,
+  K_POS,
   K_U64,
   K_MODE,
   K_LOAD,
@@ -301,6 +335,13 @@ static const flag_t flags[] = {
     {"http-max-input-size", K_U64, OFF(http_max_input_size)},
     {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes)},
     {"http-thread-count", K_NOTYET, 0},
+    {"http-max-header-bytes", K_POS, OFF(http_max_header_bytes)},
+    {"http-max-headers", K_POS, OFF(http_max_headers)},
+    {"http-max-pipeline", K_POS, OFF(http_max_pipeline)},
+    {"http-header-timeout-secs", K_INT, OFF(http_header_timeout_secs)},
+    {"http-body-timeout-secs", K_INT, OFF(http_body_timeout_secs)},
+    {"http-idle-timeout-secs", K_INT, OFF(http_idle_timeout_secs)},
+    {"max-connections", K_POS, OFF(max_connections)},
     {"loop-spin-us", K_INT, OFF(loop_spin_us)},
     {"grpc-port", K_PORT, OFF(grpc_port)},
     {"grpc-address", K_STR, OFF(grpc_address)},
@@ -534,6 +575,11 @@ static int parse_args(int argc, char **argv, options_t *o) {
           return bad(f->name, value, "expected a non-negative integer");
         *(int *)((char *)o + f->off) = (int)n;
         break;
+      case K_POS:
+        if (parse_int(value, 1, INT_MAX, &n) < 0)
+          return bad(f->name, value, "expected a positive integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
       case K_U64:
         if (parse_int(value, 1, LLONG_MAX, &n) < 0)
           return bad(f->name, value, "expected a positive integer");
@@ -742,6 +788,37 @@ static void on_loaded(ifd_server_t *s, int failed, void *arg) {
   IFD_INFO("inferd %s ready (%s build)", IFD_SERVER_VERSION, ifd_gpu_build());
 }
 
+/* Raises the soft limit on open files to the hard limit: every connection
+ * is a descriptor, and the default soft limit (1024) is far below what one
+ * loop serves. */
+static void raise_nofile(void) {
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlim_t want = rl.rlim_max;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+      IFD_WARN("cannot raise the open file limit to %llu: %s",
+               (unsigned long long)want, strerror(errno));
+      getrlimit(RLIMIT_NOFILE, &rl);
+    }
+  }
+  IFD_VERBOSE("open file limit: %llu (hard %llu)",
+              (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+}
+
+/* The HTTP options both HTTP listeners share. */
+static void http_limits(const options_t *o, ifd_http_opts_t *ho) {
+  ho->max_header_bytes = (uint32_t)o->http_max_header_bytes;
+  ho->max_headers = (uint32_t)o->http_max_headers;
+  ho->max_pipeline = (unsigned)o->http_max_pipeline;
+  ho->header_timeout_ms = (uint64_t)o->http_header_timeout_secs * 1000;
+  ho->body_timeout_ms = (uint64_t)o->http_body_timeout_secs * 1000;
+  ho->idle_timeout_ms = (uint64_t)o->http_idle_timeout_secs * 1000;
+  ho->max_connections = (unsigned)o->max_connections;
+}
+
 static void default_backend_dir(options_t *o, const char *argv0) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -772,6 +849,13 @@ int main(int argc, char **argv) {
   a->opt.http_address = "0.0.0.0";
   a->opt.http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
   a->opt.http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
+  a->opt.http_max_header_bytes = IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
+  a->opt.http_max_headers = IFD_HTTP_DEFAULT_MAX_HEADERS;
+  a->opt.http_max_pipeline = IFD_HTTP_DEFAULT_MAX_PIPELINE;
+  a->opt.http_header_timeout_secs = IFD_HTTP_DEFAULT_HEADER_TIMEOUT_SECS;
+  a->opt.http_body_timeout_secs = IFD_HTTP_DEFAULT_BODY_TIMEOUT_SECS;
+  a->opt.http_idle_timeout_secs = IFD_HTTP_DEFAULT_IDLE_TIMEOUT_SECS;
+  a->opt.max_connections = (int)IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
   a->opt.loop_spin_us = DEFAULT_LOOP_SPIN_US;
   a->opt.grpc_port = 8001;
   a->opt.allow_grpc = 1;
@@ -805,6 +889,7 @@ int main(int argc, char **argv) {
     ifd_tls_ctx_free(a->grpc_tls);
     return 1;
   }
+  raise_nofile();
 
   if (uv_loop_init(&a->loop) != 0) {
     fprintf(stderr, "inferd: cannot create the event loop\n");
@@ -849,6 +934,7 @@ int main(int argc, char **argv) {
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;
+    http_limits(&a->opt, &ho);
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
       a->http = NULL;
@@ -866,6 +952,7 @@ int main(int argc, char **argv) {
     go.max_message_size = a->opt.grpc_max_message_size;
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     go.tls = a->grpc_tls;
+    go.max_connections = (unsigned)a->opt.max_connections;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
       IFD_ERROR("failed to start the GRPC service: %s", err.text);
       a->grpc = NULL;
@@ -889,6 +976,7 @@ int main(int argc, char **argv) {
       a->exit_code = 1;
     }
     memset(&mo, 0, sizeof(mo));
+    http_limits(&a->opt, &mo);
     mo.host = a->opt.metrics_address != NULL ? a->opt.metrics_address
                                              : a->opt.http_address;
     mo.port = a->opt.metrics_port;

@@ -14,7 +14,14 @@
  *  - a graceful close lingers until the client's FIN (what the client still
  *    sends is dropped), ended by the deadline or the linger timer;
  *  - an HTTP request's declared Content-Length allocates nothing by itself:
- *    the body buffer grows with the bytes that arrive.
+ *    the body buffer grows with the bytes that arrive;
+ *  - timeout queues expire connections in deadline order (a touch moves one
+ *    to the back, a cleared or closed one never expires), both when swept
+ *    with a given time and from the set's sweep timer;
+ *  - --max-connections: the connection past the limit is closed at once and
+ *    counted, and the listener goes on accepting;
+ *  - deferred work runs once per connection however often asked, in a later
+ *    iteration, and never for a connection closed meanwhile.
  * Every case ends with uv_loop_close() == 0.
  */
 /* clang-format off */
@@ -101,6 +108,11 @@ typedef struct tconn {
 } tconn_t;
 
 static int n_open, n_closing, n_free, close_on_stop;
+static ifd_conn_t *expired[8]; /* on_expire order */
+static unsigned expired_q[8];
+static int n_expired;
+static ifd_conn_t *deferred_ran[8];
+static int n_deferred_ran;
 
 static void t_alloc(uv_handle_t *h, size_t n, uv_buf_t *buf) {
   static char b[256];
@@ -140,6 +152,18 @@ static void t_free(ifd_conn_t *c) {
   n_free++;
 }
 
+static void t_expire(ifd_conn_t *c, unsigned q) {
+  assert_int_equal(c->tq, 0); /* off its queue already */
+  assert_true(n_expired < 8);
+  expired_q[n_expired] = q;
+  expired[n_expired++] = c;
+}
+
+static void t_deferred(ifd_conn_t *c) {
+  assert_true(n_deferred_ran < 8);
+  deferred_ran[n_deferred_ran++] = c;
+}
+
 static const ifd_conn_proto_t tproto = {
     .name = "test",
     .size = sizeof(tconn_t),
@@ -149,6 +173,8 @@ static const ifd_conn_proto_t tproto = {
     .on_stop = t_stop,
     .on_closing = t_closing,
     .on_free = t_free,
+    .on_expire = t_expire,
+    .on_deferred = t_deferred,
 };
 
 static ifd_conn_set_t set;
@@ -236,7 +262,8 @@ static void start_set(void) {
 
   memset(&set, 0, sizeof(set));
   set_closed = 0;
-  n_open = n_closing = n_free = close_on_stop = 0;
+  n_open = n_closing = n_free = close_on_stop = n_expired = 0;
+  n_deferred_ran = 0;
   assert_int_equal(
       ifd__conn_set_start(&set, &loop, &tproto, "127.0.0.1", 0, 0, 0, &err), 0);
 }
@@ -454,6 +481,155 @@ static void test_http_body_allocated_as_it_arrives(void **state) {
   teardown_loop();
 }
 
+/* ---- timeout queues ------------------------------------------------------ */
+
+static ifd_conn_t *nth_conn(int i) {
+  ifd_link_t *l = set.conns.next;
+  while (i-- > 0) l = l->next;
+  return ifd_container_of(l, ifd_conn_t, link);
+}
+
+static int expired_n(void *arg) {
+  return n_expired >= *(int *)arg;
+}
+
+static void test_timeout_queues(void **state) {
+  client_t *cl[4];
+  ifd_conn_t *a, *b, *c, *d;
+  uint64_t now;
+  int i, four = 4;
+
+  (void)state;
+  setup_loop();
+  start_set();
+  for (i = 0; i < 4; i++) {
+    cl[i] = client_new(set.port);
+    assert_true(run_until(greeted, cl[i], 5));
+  }
+  a = nth_conn(0), b = nth_conn(1), c = nth_conn(2), d = nth_conn(3);
+  ifd__conn_set_timeout(&set, 0, 300000);
+  ifd__conn_set_timeout(&set, 1, 100000);
+  ifd__conn_set_timeout(&set, 2, 0); /* off */
+
+  now = uv_now(&loop);
+  ifd__conn_deadline(a, 0);
+  ifd__conn_deadline(b, 0);
+  ifd__conn_deadline(c, 1);
+  ifd__conn_deadline(d, 1);
+  ifd__conn_touch(a);          /* a goes behind b */
+  ifd__conn_deadline_clear(d); /* d never expires */
+  ifd__conn_deadline(b, 2);    /* an off queue: b is on none */
+  assert_int_equal(b->tq, 0);
+  ifd__conn_deadline(b, 0); /* back, behind a now */
+
+  ifd__conn_sweep(&set, now + 50000);
+  assert_int_equal(n_expired, 0);
+  ifd__conn_sweep(&set, now + 200000);
+  assert_int_equal(n_expired, 1);
+  assert_ptr_equal(expired[0], c);
+  assert_int_equal(expired_q[0], 1);
+  ifd__conn_sweep(&set, now + 10000000);
+  assert_int_equal(n_expired, 3);
+  assert_ptr_equal(expired[1], a);
+  assert_ptr_equal(expired[2], b);
+  ifd__conn_sweep(&set, now + 20000000);
+  assert_int_equal(n_expired, 3);
+
+  /* From the sweeper itself; a connection that closes leaves its queue. */
+  ifd__conn_set_timeout(&set, 1, 30);
+  ifd__conn_deadline(d, 1);
+  ifd__conn_deadline(a, 1);
+  ifd__conn_close(a, 0);
+  now = uv_now(&loop);
+  assert_true(run_until(expired_n, &four, 5));
+  assert_ptr_equal(expired[3], d);
+  assert_true(uv_now(&loop) >= now + 30);
+  run_until(never, NULL, 0.4);
+  assert_int_equal(n_expired, 4);
+
+  for (i = 0; i < 4; i++) client_free(cl[i]);
+  assert_true(run_until(all_freed, &four, 5));
+  ifd__conn_set_stop(&set, 0, on_set_closed);
+  assert_true(run_until(is_set, &set_closed, 5));
+  teardown_loop();
+}
+
+static void test_max_connections(void **state) {
+  client_t *a, *b, *c, *d;
+  const ifd_conn_stats_t *st;
+  size_t n, i;
+  uint64_t rejected = 0;
+  int three = 3; /* a, b, d: c never had a connection object */
+
+  (void)state;
+  setup_loop();
+  start_set();
+  set.max_connections = 2;
+  a = client_new(set.port);
+  b = client_new(set.port);
+  assert_true(run_until(greeted, a, 5));
+  assert_true(run_until(greeted, b, 5));
+  st = ifd__conn_stats(&n);
+  for (i = 0; i < n; i++)
+    if (strcmp(st[i].label, "test") == 0) rejected = st[i].rejected_max;
+  c = client_new(set.port); /* over the limit: closed at once */
+  assert_true(run_until(got_eof, c, 5));
+  assert_int_equal(c->n, 0);
+  for (i = 0; i < n; i++)
+    if (strcmp(st[i].label, "test") == 0)
+      assert_int_equal(st[i].rejected_max, rejected + 1);
+  client_free(a);
+  assert_true(run_until(is_set, &n_free, 5));
+  d = client_new(set.port); /* room again */
+  assert_true(run_until(greeted, d, 5));
+  client_free(b);
+  client_free(c);
+  client_free(d);
+  assert_true(run_until(all_freed, &three, 5));
+  ifd__conn_set_stop(&set, 0, on_set_closed);
+  assert_true(run_until(is_set, &set_closed, 5));
+  teardown_loop();
+}
+
+static int deferred_n(void *arg) {
+  return n_deferred_ran >= *(int *)arg;
+}
+
+static void test_defer(void **state) {
+  client_t *cl[3];
+  ifd_conn_t *a, *b, *c;
+  int i, two = 2, three = 3;
+
+  (void)state;
+  setup_loop();
+  start_set();
+  for (i = 0; i < 3; i++) {
+    cl[i] = client_new(set.port);
+    assert_true(run_until(greeted, cl[i], 5));
+  }
+  a = nth_conn(0), b = nth_conn(1), c = nth_conn(2);
+  assert_int_equal(ifd__conn_defer(a), 0);
+  assert_int_equal(ifd__conn_defer(b), 0);
+  assert_int_equal(ifd__conn_defer(a), 0); /* once only */
+  assert_int_equal(ifd__conn_defer(c), 0);
+  assert_int_equal(n_deferred_ran, 0); /* not from where it was asked */
+  ifd__conn_close(c, 0);               /* closed meanwhile: never runs */
+  assert_true(run_until(deferred_n, &two, 5));
+  run_until(never, NULL, 0.05);
+  assert_int_equal(n_deferred_ran, 2);
+  assert_ptr_equal(deferred_ran[0], a);
+  assert_ptr_equal(deferred_ran[1], b);
+  assert_int_equal(ifd__conn_defer(b), 0); /* may be asked again */
+  assert_true(run_until(deferred_n, &three, 5));
+  assert_ptr_equal(deferred_ran[2], b);
+
+  for (i = 0; i < 3; i++) client_free(cl[i]);
+  assert_true(run_until(all_freed, &three, 5));
+  ifd__conn_set_stop(&set, 0, on_set_closed);
+  assert_true(run_until(is_set, &set_closed, 5));
+  teardown_loop();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_accept_out_of_memory),
@@ -461,6 +637,9 @@ int main(void) {
       cmocka_unit_test(test_stop_closes_at_once),
       cmocka_unit_test(test_graceful_close_lingers),
       cmocka_unit_test(test_http_body_allocated_as_it_arrives),
+      cmocka_unit_test(test_timeout_queues),
+      cmocka_unit_test(test_max_connections),
+      cmocka_unit_test(test_defer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
