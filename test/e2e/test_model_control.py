@@ -62,6 +62,12 @@ def start(tmp_path):
         srv = h.start_server(tmp_path / f"srv{n}", [repo],
                              extra=[f"--model-control-mode={mode}", *extra], wait_models=wait)
         started.append(srv)
+        # Live comes before the start-up scan of the repository has ended
+        # (the index is empty until then): wait for its end.
+        deadline = time.monotonic() + SETTLE_S
+        while "model loading finished" not in srv.log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline and srv.alive(), srv.log_tail()
+            time.sleep(0.02)
         return srv
 
     yield run
