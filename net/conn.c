@@ -183,6 +183,36 @@ static void on_connection(uv_stream_t *l, int status) {
   set->spare = calloc(1, set->proto->size);
 }
 
+/* A test seam (the fuzz targets under test/fuzz/): the same steps as
+ * on_connection with an already connected socket in place of uv_accept, so
+ * a test feeds a protocol bytes through one end of a socketpair. Kept apart
+ * from on_connection, which it must stay in step with. */
+int ifd__conn_set_adopt(ifd_conn_set_t *set, uv_os_sock_t fd) {
+  ifd_conn_t *c;
+
+  if (set->stopping) return IFD_EINVAL;
+  c = calloc(1, set->proto->size);
+  if (c == NULL) return IFD_ENOMEM;
+  c->set = set;
+  ifd__link_init(&c->dirty);
+  uv_tcp_init(set->loop, &c->tcp);
+  c->tcp.data = c;
+  c->timer.data = c;
+  c->open_handles = 1;
+  ifd__link_add(&set->conns, &c->link);
+  set->n_conns++;
+  if (uv_tcp_open(&c->tcp, fd) != 0) {
+    ifd__conn_close(c, 0);
+    return IFD_EIO;
+  }
+  if (set->proto->on_open(c) != 0) {
+    ifd__conn_close(c, 0);
+    return 0;
+  }
+  c->opened = 1;
+  return 0;
+}
+
 /* ---- the set ------------------------------------------------------------- */
 
 static void on_set_handle_close(uv_handle_t *hd) {
