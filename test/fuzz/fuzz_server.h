@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "core/infer.h"
+#include "core/log.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "net/conn.h"
@@ -123,6 +124,13 @@ static inline void fz_server_init(void) {
 
   if (fz_server != NULL) return;
   fz_echo = getenv("IFD_FUZZ_ECHO") != NULL;
+  /* A line per refused input would slow fuzzing down and bury its output;
+   * IFD_FUZZ_ECHO shows them. */
+  if (!fz_echo) {
+    ifd_log_set_enabled(IFD_LOG_ERROR, 0);
+    ifd_log_set_enabled(IFD_LOG_WARN, 0);
+    ifd_log_set_enabled(IFD_LOG_INFO, 0);
+  }
   repos[0] = getenv("IFD_FUZZ_REPO");
   if (repos[0] == NULL) repos[0] = "test/models/repo";
   memset(&o, 0, sizeof(o));
