@@ -206,7 +206,8 @@ test-unit: $(UNIT_BIN) $(REPLAY_BIN)
 # ---- fuzzing (docs/fuzzing.md) ------------------------------------------------
 # `make fuzz` builds the targets with clang in $(FUZZ_BUILD); with
 # FUZZ_SECONDS=N it runs each for N seconds, one after the other, starting
-# from its seeds (test/fuzz/corpus/<name>, test/fuzz/regress/<name>). New
+# from its seeds (test/fuzz/corpus/<name>, test/fuzz/regress/<name>; and
+# test/fuzz/<name>.dict, a libFuzzer dictionary, where there is one). New
 # inputs go to $(FUZZ_BUILD)/corpus/<name>, a crash, leak or timeout to
 # $(FUZZ_BUILD)/crashes/<name>/ and fails the run.
 FUZZ_BUILD ?= build-fuzz
@@ -228,7 +229,8 @@ ifneq ($(FUZZ_SECONDS),)
 	  echo "== fuzz $$t for $(FUZZ_SECONDS)s"; seeds=; \
 	  for d in test/fuzz/corpus/$$t test/fuzz/regress/$$t; do \
 	    if [ -d $$d ]; then seeds="$$seeds $$d"; fi; done; \
-	  $(FUZZ_BUILD)/test/fuzz/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+	  dict=; if [ -f test/fuzz/$$t.dict ]; then dict=-dict=test/fuzz/$$t.dict; fi; \
+	  $(FUZZ_BUILD)/test/fuzz/fuzz_$$t $(FUZZ_FLAGS) $$dict -max_total_time=$(FUZZ_SECONDS) \
 	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t/ \
 	    $(FUZZ_BUILD)/corpus/$$t $$seeds \
 	    2>$(FUZZ_BUILD)/fuzz-$$t.log || { tail -n 60 $(FUZZ_BUILD)/fuzz-$$t.log; exit 1; }; \

@@ -179,11 +179,16 @@ typedef struct fz_client {
   int eof, closed, written, expired;
   size_t n_read;
   char head[64]; /* the first bytes the server sent */
+  char *all;     /* owned: everything it sent, when fz_capture */
+  size_t all_cap;
   char buf[65536];
 } fz_client_t;
 
 /* The last connection's client side (read its head and n_read). */
 static fz_client_t fz_last;
+/* Keep everything the server sends in fz_last.all (up to 16 MiB; the
+ * client allocates, so not under allocation-failure injection). */
+static int fz_capture;
 /* Unit tests: give up on a connection after this many ms (0: never). */
 static uint64_t fz_guard_ms;
 
@@ -200,6 +205,16 @@ static inline void fz_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
       size_t k = sizeof(cl->head) - 1 - cl->n_read;
       if (k > (size_t)n) k = (size_t)n;
       memcpy(cl->head + cl->n_read, b->base, k);
+    }
+    if (fz_capture && cl->n_read + (size_t)n <= ((size_t)16 << 20)) {
+      if (cl->n_read + (size_t)n > cl->all_cap) {
+        size_t cap = cl->all_cap != 0 ? cl->all_cap : 65536;
+        while (cap < cl->n_read + (size_t)n) cap *= 2;
+        cl->all = realloc(cl->all, cap);
+        if (cl->all == NULL) abort();
+        cl->all_cap = cap;
+      }
+      memcpy(cl->all + cl->n_read, b->base, (size_t)n);
     }
     cl->n_read += (size_t)n;
     /* IFD_FUZZ_ECHO=1: show the answers (to check a seed by hand). */
@@ -243,6 +258,7 @@ static inline int fz_serve(ifd_conn_set_t *set, const char *prefix,
   unsigned nb = 0;
   int sv[2], idle, turns, rc;
 
+  free(cl->all);
   memset(cl, 0, sizeof(*cl));
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) abort();
   rc = ifd__conn_set_adopt(set, sv[0]);
