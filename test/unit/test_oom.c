@@ -581,11 +581,13 @@ typedef struct tcp_client {
   uv_tcp_t tcp;
   uv_connect_t creq;
   uv_write_t wreq;
+  uv_shutdown_t sreq;
   char buf[4096];
   char head[64];
   size_t n_read;
-  int eof, closed;
+  int eof, closed, half_close;
   const char *req;
+  size_t req_len;
 } tcp_client_t;
 
 static void tc_alloc(uv_handle_t *h, size_t sugg, uv_buf_t *b) {
@@ -613,27 +615,38 @@ static void tc_written(uv_write_t *w, int status) {
   (void)status;
 }
 
+static void tc_shut(uv_shutdown_t *r, int status) {
+  (void)r;
+  (void)status;
+}
+
 static void tc_connected(uv_connect_t *r, int status) {
   tcp_client_t *c = r->handle->data;
-  uv_buf_t b = uv_buf_init((char *)c->req, (unsigned)strlen(c->req));
+  uv_buf_t b = uv_buf_init((char *)c->req, (unsigned)c->req_len);
   if (status < 0) {
     c->eof = 1;
     return;
   }
   uv_read_start((uv_stream_t *)&c->tcp, tc_alloc, tc_read);
   uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, tc_written);
+  if (c->half_close) uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, tc_shut);
 }
 
 static void tc_closed(uv_handle_t *h) {
   ((tcp_client_t *)h->data)->closed = 1;
 }
 
-/* Connects to the port, sends `req`, reads until the server closes. */
-static void tcp_exchange(int port, const char *req, tcp_client_t *c) {
+/* Connects to the port, sends `req` (then half-closes when `half_close`:
+ * an HTTP/2 connection stays open otherwise), reads until the server
+ * closes. */
+static void tcp_exchange(int port, const void *req, size_t len, int half_close,
+                         tcp_client_t *c) {
   struct sockaddr_in a;
 
   memset(c, 0, sizeof(*c));
   c->req = req;
+  c->req_len = len;
+  c->half_close = half_close;
   uv_ip4_addr("127.0.0.1", port, &a);
   assert_int_equal(uv_tcp_init(&fz_loop, &c->tcp), 0);
   c->tcp.data = c;
@@ -663,15 +676,51 @@ static void test_accept_oom(void **state) {
   o.host = "127.0.0.1";
   assert_int_equal(ifd_http_start(&fz_loop, fz_server, &o, &h, &err), 0);
   fail_all = 1;
-  tcp_exchange(ifd_http_port(h), req, &c);
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
   if (c.n_read != 0) assert_memory_equal(c.head, "HTTP/1.1 ", 9);
-  tcp_exchange(ifd_http_port(h), req, &c);
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
   assert_int_equal(c.n_read, 0);
   fail_all = 0;
-  tcp_exchange(ifd_http_port(h), req, &c);
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
   assert_memory_equal(c.head, "HTTP/1.1 200 OK\r\n", 17);
   ifd_http_stop(h, 0, fz_on_front_done, NULL);
   assert_int_equal(fz_server_fini(), 0);
+}
+
+/* The same for gRPC: the client sends the preface and a ServerLive call,
+ * then half-closes; a served connection answers with the server's
+ * SETTINGS frame first. */
+static void test_grpc_accept_oom(void **state) {
+  static tcp_client_t c;
+  uint8_t *seed, *req;
+  size_t n, len;
+  ifd_grpc_t *g;
+  ifd_grpc_opts_t o;
+  ifd_errmsg_t err;
+  (void)state;
+
+  n = read_seed("grpc/live_ready", &seed);
+  len = strlen(h2_preface) + n;
+  req = __real_malloc(len);
+  assert_non_null(req);
+  memcpy(req, h2_preface, strlen(h2_preface));
+  memcpy(req + strlen(h2_preface), seed, n);
+  fz_server_init();
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  assert_int_equal(ifd_grpc_start(&fz_loop, fz_server, &o, &g, &err), 0);
+  fail_all = 1;
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  assert_int_equal(c.n_read, 0);
+  fail_all = 0;
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  assert_true(c.n_read >= 9);
+  assert_int_equal(c.head[3], 4); /* SETTINGS */
+  ifd_grpc_stop(g, 0, fz_on_front_done, NULL);
+  assert_int_equal(fz_server_fini(), 0);
+  free(req);
+  free(seed);
 }
 
 int main(void) {
@@ -690,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_http_transport_oom),
       cmocka_unit_test(test_grpc_transport_oom),
       cmocka_unit_test(test_accept_oom),
+      cmocka_unit_test(test_grpc_accept_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
