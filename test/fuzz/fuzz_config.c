@@ -3,10 +3,14 @@
  * the file's text: the protobuf text-format parser (proto/pbtext.c), then,
  * when it parses, core's normalization and validation
  * (core/config_defaults.c, core/config_validate.c) and the JSON rendering
- * the config route serves (core/config_json.c).
+ * the config route serves (core/config_json.c), which must read back
+ * (ifd_config_from_json, as a load request's "config" would) into the same
+ * config. The input's size picks the options (--strict-model-config, GPUs
+ * present), so every seed runs under each over time.
  */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ifd_model_config_t *cfg = NULL;
-  ifd_config_opts_t o = {0, 0};
+  ifd_config_opts_t o = {(int)(size & 1), (int)(size >> 1 & 1) * 2};
   ifd_errmsg_t err;
   char *text;
   int rc;
@@ -30,9 +34,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc == 0) rc = ifd_config_normalize(cfg, &o, &err);
   if (rc == 0) rc = ifd_config_validate(cfg, &o, &err);
   if (rc == 0) {
-    json_t *j = ifd_config_to_json(cfg);
-    if (j != NULL) free(json_dumps(j, JSON_COMPACT));
+    json_t *j = ifd_config_to_json(cfg), *j2 = NULL;
+    ifd_model_config_t *back = NULL;
+
+    if (j == NULL) abort();
+    free(json_dumps(j, JSON_COMPACT));
+    if (ifd_config_from_json(j, &back, &err) != 0) {
+      fprintf(stderr,
+              "fuzz_config: the JSON rendering does not read back: %s\n",
+              err.text);
+      abort();
+    }
+    j2 = ifd_config_to_json(back);
+    if (j2 == NULL || !json_equal(j, j2)) {
+      fprintf(stderr, "fuzz_config: the JSON read back renders otherwise\n");
+      abort();
+    }
+    json_decref(j2);
     json_decref(j);
+    ifd_config_free(back);
   } else if (err.text[0] == '\0') {
     abort();
   }
