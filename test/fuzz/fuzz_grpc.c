@@ -11,6 +11,10 @@
  * whole HTTP/2 frames, connection-level frames on stream 0 and stream
  * frames off it, and no stream may get a HEADERS or DATA frame after the
  * one that ended it (no call answered twice).
+ *
+ * Inputs of odd size go to a second front end with small limits (4 KiB
+ * messages, 1 KiB of queued response bytes per call), so the refusals run
+ * too.
  */
 #include <stdint.h>
 
@@ -19,7 +23,7 @@
 
 #define MAX_ENDED 4096
 
-static ifd_grpc_t *grpc;
+static ifd_grpc_t *grpc, *grpc_small;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -82,10 +86,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&o, 0, sizeof(o));
     o.host = "127.0.0.1";
     if (ifd_grpc_start(&fz_loop, fz_server, &o, &grpc, &err) != 0) abort();
+    o.max_message_size = 4096;
+    o.stream_buffer_bytes = 1024;
+    if (ifd_grpc_start(&fz_loop, fz_server, &o, &grpc_small, &err) != 0)
+      abort();
   }
   /* ifd_grpc_t embeds its connection set as its first member. */
-  fz_serve((ifd_conn_set_t *)(void *)grpc, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-           data, size);
+  fz_serve((ifd_conn_set_t *)(void *)(size & 1 ? grpc_small : grpc),
+           "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", data, size);
   check_answer();
   free(fz_last.all);
   fz_last.all = NULL;

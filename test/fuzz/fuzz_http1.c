@@ -12,6 +12,10 @@
  * one for an error that ends the connection (no request answered twice).
  * Inputs with a HEAD request skip the check (the response parser cannot
  * know that those responses have no body).
+ *
+ * Inputs of odd size go to a second front end with small limits (a 2 KiB
+ * --http-max-input-size, JSON offloaded to the thread pool from 256
+ * bytes), so the refusals and the offload run too.
  */
 #include <llhttp.h>
 #include <stdint.h>
@@ -19,7 +23,7 @@
 #include "net/http.h"
 #include "test/fuzz/fuzz_server.h"
 
-static ifd_http_t *http;
+static ifd_http_t *http, *http_small;
 static unsigned n_requests, n_final;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -90,9 +94,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&o, 0, sizeof(o));
     o.host = "127.0.0.1";
     if (ifd_http_start(&fz_loop, fz_server, &o, &http, &err) != 0) abort();
+    o.max_input_size = 2048;
+    o.json_offload_bytes = 256;
+    if (ifd_http_start(&fz_loop, fz_server, &o, &http_small, &err) != 0)
+      abort();
   }
   /* ifd_http_t embeds its connection set as its first member. */
-  fz_serve((ifd_conn_set_t *)(void *)http, NULL, data, size);
+  fz_serve((ifd_conn_set_t *)(void *)(size & 1 ? http_small : http), NULL, data,
+           size);
   check_answer(data, size);
   free(fz_last.all);
   fz_last.all = NULL;
