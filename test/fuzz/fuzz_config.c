@@ -47,7 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     j2 = ifd_config_to_json(back);
     if (j2 == NULL || !json_equal(j, j2)) {
-      fprintf(stderr, "fuzz_config: the JSON read back renders otherwise\n");
+      char *a = json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(1));
+      char *b =
+          j2 != NULL ? json_dumps(j2, JSON_SORT_KEYS | JSON_INDENT(1)) : NULL;
+      fprintf(stderr,
+              "fuzz_config: the JSON read back renders otherwise\n%s\n--\n"
+              "%s\n",
+              a, b != NULL ? b : "(none)");
       abort();
     }
     json_decref(j2);
