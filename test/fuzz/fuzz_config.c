@@ -7,6 +7,10 @@
  * (ifd_config_from_json, as a load request's "config" would) into the same
  * config. The input's size picks the options (--strict-model-config, GPUs
  * present), so every seed runs under each over time.
+ *
+ * An input that starts with '{' is a config in JSON instead (a load
+ * request's "config" parameter, TRITONBACKEND_ModelSetConfig): jansson,
+ * then the protobuf JSON reader (proto/pbjson.c), then the same steps.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -30,7 +34,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (text == NULL) return 0;
   if (size != 0) memcpy(text, data, size);
   ifd_errclear(&err);
-  rc = ifd_config_parse(text, size, "config.pbtxt", "m", &cfg, &err);
+  if (size != 0 && text[0] == '{') {
+    json_error_t jerr;
+    json_t *in = json_loadb(text, size, 0, &jerr);
+    if (in == NULL) {
+      free(text);
+      return 0; /* jansson's to refuse, not ours */
+    }
+    rc = ifd_config_from_json(in, &cfg, &err);
+    json_decref(in);
+  } else {
+    rc = ifd_config_parse(text, size, "config.pbtxt", "m", &cfg, &err);
+  }
   if (rc == 0) rc = ifd_config_normalize(cfg, &o, &err);
   if (rc == 0) rc = ifd_config_validate(cfg, &o, &err);
   if (rc == 0) {

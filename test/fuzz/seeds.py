@@ -349,8 +349,26 @@ def main():
             put("grpc_infer", k, v)
     finally:
         shutil.rmtree(tmp)
-    for k, v in config_seeds().items():
+    cs = config_seeds()
+    for k, v in cs.items():
         put("config", k, v)
+    # The same configs in JSON (the "config" of a load request), where
+    # Python's protobuf reads the text.
+    tmp, pb, hpb = load_pb()
+    try:
+        from google.protobuf import json_format, text_format
+        from proto import model_config_pb2
+        n = 0
+        for k, v in sorted(cs.items()):
+            try:
+                m = text_format.Parse(v if isinstance(v, str) else v.decode(), model_config_pb2.ModelConfig())
+            except Exception:  # noqa: BLE001 - broken on purpose
+                continue
+            if n % 3 == 0:
+                put("config", "json_" + k, json_format.MessageToJson(m, preserving_proto_field_name=True))
+            n += 1
+    finally:
+        shutil.rmtree(tmp)
     for t in sorted(os.listdir(CORPUS)):
         print(t, len(os.listdir(os.path.join(CORPUS, t))))
 
