@@ -7,15 +7,18 @@
  *
  * The driver adopts one end of the pair as an accepted connection
  * (ifd__conn_set_adopt, the seam in net/conn.c), opens the other end as a
- * libuv pipe, writes the input there, shuts down the write side and runs
- * the loop until the server has closed the connection, reading and
- * discarding every answer (so a large answer never stalls the server). A
- * connection that stays open after the client's EOF with nothing in
- * flight hangs the target, which libFuzzer reports as a timeout.
+ * libuv pipe, writes the input there, runs the loop until the answers stop
+ * coming, then shuts down the write side and runs the loop until the
+ * server has closed the connection. It reads every answer (so a large one
+ * never stalls the server), keeping the first bytes, or all of them when
+ * fz_capture is set. A connection that stays open after the client's EOF
+ * hangs the target, which libFuzzer reports as a timeout (a unit test sets
+ * fz_guard_ms instead).
  *
- * Included by exactly one .c per fuzz target (everything is static). The
- * repository path is $IFD_FUZZ_REPO, or test/models/repo from the
- * repository root (where `make fuzz` and the unit tests run).
+ * Included by the transport fuzz targets and test/unit/test_oom.c
+ * (everything is static). The repository path is $IFD_FUZZ_REPO, or
+ * test/models/repo from the repository root (where `make fuzz` and the
+ * unit tests run).
  */
 #ifndef IFD_TEST_FUZZ_SERVER_H
 #define IFD_TEST_FUZZ_SERVER_H
