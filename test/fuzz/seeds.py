@@ -6,7 +6,8 @@ recorded Triton conformance cases when /work/shared/conformance is there.
 
     /usr/bin/python3 test/fuzz/seeds.py      (from the repository root)
 
-The files are committed; run this again after changing it. The gRPC seeds
+The files are committed; run this again after changing it (it keeps the
+found-* files, inputs a fuzzer found). The gRPC seeds
 are built by hand (HTTP/2 frames with HPACK literals, no Huffman coding)
 around messages that protoc's Python code packs.
 """
@@ -323,8 +324,13 @@ def config_seeds():
 
 
 def main():
+    # Files named found-* are inputs a fuzzer found (a -merge=1 of a long
+    # run's corpus, docs/fuzzing.md): kept. The rest is rewritten.
     if os.path.isdir(CORPUS):
-        shutil.rmtree(CORPUS)
+        for t in os.listdir(CORPUS):
+            for f in os.listdir(os.path.join(CORPUS, t)):
+                if not f.startswith("found-"):
+                    os.remove(os.path.join(CORPUS, t, f))
     for k, v in http_seeds().items():
         put("http1", k, v)
     for k, v in JSON_BODIES.items():
