@@ -4,6 +4,9 @@
 #   make run        install missing Debian packages, build, serve examples/model_repository
 #   make test       build and run the unit (cmocka) and end-to-end (pytest) tests
 #   make test-asan  the same tests on an ASan/UBSan build (in build-asan/)
+#   make fuzz       build the libFuzzer targets (clang, in build-fuzz/);
+#                   with FUZZ_SECONDS=N also run each for N seconds
+#                   (docs/fuzzing.md)
 #
 # Generated code (protoc-c output) and every object go to $(BUILD); nothing
 # generated is committed.
@@ -27,6 +30,13 @@ CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) -MMD -MP
 LDFLAGS := -pthread
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+# The fuzz build (make fuzz): clang's coverage instrumentation for libFuzzer
+# on every object, ASan and UBSan.
+ifeq ($(SAN),fuzz)
+CFLAGS += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
 ifeq ($(HAVE_CUDA),1)
@@ -75,6 +85,13 @@ TEST_PROTOS := $(wildcard test/unit/*.proto)
 TEST_PROTO_C := $(TEST_PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 TEST_PROTO_OBJ := $(TEST_PROTO_C:%.c=%.o)
 
+# Fuzz targets (test/fuzz/fuzz_<name>.c): libFuzzer binaries in the fuzz
+# build, and in every build a replay_<name> that runs the seed corpus and
+# the crash reproducers through the same entry point (part of test-unit).
+FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+REPLAY_BIN := $(FUZZ_NAMES:%=$(BUILD)/test/fuzz/replay_%)
+FUZZ_BIN := $(FUZZ_NAMES:%=$(BUILD)/test/fuzz/fuzz_%)
+
 PERF_SRC := $(wildcard bench/perf/*.c)
 PERF_OBJ := $(PERF_SRC:%.c=$(BUILD)/obj/%.o)
 PERF := $(BUILD)/inferd-perf
@@ -85,7 +102,8 @@ ABI_DYNLIST := $(BUILD)/libtritonserver.dynlist
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check bench
+.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check bench \
+  fuzz fuzz-bins
 .DEFAULT_GOAL := all
 
 all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(if $(PERF_SRC),$(PERF))
@@ -176,8 +194,52 @@ $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
 	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lcmocka
 
-test-unit: $(UNIT_BIN)
+$(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< test/fuzz/replay.c $(TESTLIB) $(LDFLAGS) \
+	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS)
+$(REPLAY_BIN): | $(PROTO_H)
+
+test-unit: $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@set -e; for t in $(FUZZ_NAMES); do echo "== replay $$t"; \
+	  $(BUILD)/test/fuzz/replay_$$t test/fuzz/corpus/$$t test/fuzz/regress/$$t; done
+
+# ---- fuzzing (docs/fuzzing.md) ------------------------------------------------
+# `make fuzz` builds the targets with clang in $(FUZZ_BUILD); with
+# FUZZ_SECONDS=N it runs each for N seconds, one after the other, starting
+# from its seeds (test/fuzz/corpus/<name>, test/fuzz/regress/<name>; and
+# test/fuzz/<name>.dict, a libFuzzer dictionary, where there is one). New
+# inputs go to $(FUZZ_BUILD)/corpus/<name>, a crash, leak or timeout to
+# $(FUZZ_BUILD)/crashes/<name>/ and fails the run.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?=
+FUZZ_FLAGS ?= -max_len=65536 -timeout=20 -rss_limit_mb=4096
+$(BUILD)/test/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(wildcard test/fuzz/*.h) $(TESTLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(TESTLIB) $(LDFLAGS) \
+	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS)
+$(FUZZ_BIN): | $(PROTO_H)
+
+fuzz-bins: $(FUZZ_BIN)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang SAN=fuzz HAVE_CUDA=0 OPT="-O1 -g" fuzz-bins
+ifneq ($(FUZZ_SECONDS),)
+	@set -e; for t in $(FUZZ_NAMES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS)s"; seeds=; \
+	  for d in test/fuzz/corpus/$$t test/fuzz/regress/$$t; do \
+	    if [ -d $$d ]; then seeds="$$seeds $$d"; fi; done; \
+	  dict=; if [ -f test/fuzz/$$t.dict ]; then dict=-dict=test/fuzz/$$t.dict; fi; \
+	  $(FUZZ_BUILD)/test/fuzz/fuzz_$$t $(FUZZ_FLAGS) $$dict -max_total_time=$(FUZZ_SECONDS) \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t/ \
+	    $(FUZZ_BUILD)/corpus/$$t $$seeds \
+	    2>$(FUZZ_BUILD)/fuzz-$$t.log || { tail -n 60 $(FUZZ_BUILD)/fuzz-$$t.log; exit 1; }; \
+	  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|Done)' \
+	    $(FUZZ_BUILD)/fuzz-$$t.log || true; \
+	done
+endif
 
 test-e2e: all
 	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q test/e2e
@@ -207,6 +269,6 @@ format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD)/obj $(BUILD)/test -name '*.d' 2>/dev/null)

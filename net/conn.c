@@ -419,13 +419,16 @@ static void pause_accepting(ifd_conn_set_t *set, int err) {
 }
 
 /* Takes the accepted socket `fd` into a connection, or closes it. */
-static void admit(ifd_conn_set_t *set, int fd) {
+/* Makes socket `fd` a connection of `set`. Returns 0 once the connection
+ * owns `fd` (even if on_open refused it and it is closing), or IFD_EUNAVAIL
+ * (--max-connections), IFD_ENOMEM or IFD_EIO (libuv refused `fd`), each
+ * counted, after which the caller still owns `fd`. */
+static int admit(ifd_conn_set_t *set, int fd) {
   ifd_conn_t *c;
 
   if (set->max_connections != 0 && set->n_conns >= set->max_connections) {
     set->stats->rejected_max++;
-    close(fd);
-    return;
+    return IFD_EUNAVAIL;
   }
   c = set->spare;
   set->spare = NULL;
@@ -434,8 +437,7 @@ static void admit(ifd_conn_set_t *set, int fd) {
     set->stats->rejected_nomem++;
     IFD_WARN("%s: out of memory for a new connection: closing it",
              set->proto->name);
-    close(fd);
-    return;
+    return IFD_ENOMEM;
   }
   c->set = set;
   ifd__link_init(&c->dirty);
@@ -448,20 +450,28 @@ static void admit(ifd_conn_set_t *set, int fd) {
   set->n_conns++;
   set->stats->open++;
   if (uv_tcp_open(&c->tcp, fd) != 0) {
-    close(fd);
     ifd__conn_close(c, 0);
-    return;
+    return IFD_EIO;
   }
   set->stats->accepted++;
-  uv_tcp_nodelay(&c->tcp, 1);
+  uv_tcp_nodelay(&c->tcp, 1); /* fails, harmlessly, on a socketpair */
   if ((set->tls != NULL && ifd__tls_attach(c, set->tls) != 0) ||
       set->proto->on_open(c) != 0) {
     ifd__conn_close(c, 0);
-    return;
+    return 0;
   }
   c->opened = 1;
   /* For the next accept; if this fails, that one tries calloc again. */
   set->spare = calloc(1, set->proto->size);
+  return 0;
+}
+
+/* A test seam (the fuzz targets under test/fuzz/ feed a protocol bytes
+ * through one end of a socketpair): an already connected socket admitted
+ * as if accepted. */
+int ifd__conn_set_adopt(ifd_conn_set_t *set, uv_os_sock_t fd) {
+  if (set->stopping) return IFD_EINVAL;
+  return admit(set, fd);
 }
 
 static void on_listen_io(uv_poll_t *p, int status, int events) {
@@ -476,7 +486,7 @@ static void on_listen_io(uv_poll_t *p, int status, int events) {
   for (i = 0; i < ACCEPT_BATCH && set->listening && !set->stopping; i++) {
     fd = accept4(set->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      admit(set, fd);
+      if (admit(set, fd) != 0) close(fd);
       continue;
     }
     switch (errno) {

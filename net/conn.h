@@ -316,4 +316,15 @@ int ifd__conn_shutdown(ifd_conn_t *c);
  */
 void ifd__conn_close(ifd_conn_t *c, int graceful);
 
+/**
+ * A test seam: serves the connected stream socket `fd` (e.g. one end of a
+ * socketpair) as if it had just been accepted. The front end's object
+ * embeds its set as its first member (ifd_http_t, ifd_grpc_t), so a test
+ * converts that pointer to reach it. Returns 0 once the connection exists
+ * (it then owns `fd`, even if on_open refused it and it is closing), or
+ * IFD_EUNAVAIL (--max-connections) / IFD_ENOMEM / IFD_EINVAL (stopping) /
+ * IFD_EIO (libuv refused `fd`), after which the caller still owns `fd`.
+ */
+int ifd__conn_set_adopt(ifd_conn_set_t *set, uv_os_sock_t fd);
+
 #endif

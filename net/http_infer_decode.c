@@ -734,7 +734,7 @@ static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
 int ifd__http_infer_decode(ifd_request_t *req, const char *body,
                            size_t body_len, size_t json_len,
                            ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
-  const char *end = body + json_len, *it, *v;
+  const char *end, *it, *v;
   const char *id = NULL, *params = NULL, *inputs = NULL, *outputs = NULL;
   ifd_jerr_t jerr;
   jkey_t k;
@@ -742,6 +742,9 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   int rc;
 
   info->binary_all = 0;
+  /* A request without a body has none at all (NULL): no arithmetic on it. */
+  if (body == NULL) body = "";
+  end = body + json_len;
   if (json_len > body_len) {
     return ifd_errf(err, IFD_EINVAL,
                     "Inference-Header-Content-Length (%zu) exceeds the body "

@@ -233,8 +233,18 @@ static json_t *value_to_json(const ProtobufCFieldDescriptor *f, const void *p) {
     case PROTOBUF_C_TYPE_MESSAGE: {
       const ProtobufCMessage *m;
       memcpy(&m, p, sizeof(m));
-      /* An unset message value of a map entry prints as an empty message. */
-      return m != NULL ? msg_to_json(m) : json_object();
+      json_t *j;
+      ProtobufCMessage *dflt;
+      if (m != NULL) return msg_to_json(m);
+      /* An unset message value of a map entry (text format `{ key: "k" }`)
+       * prints as the default message, every primitive field shown, as a
+       * C++ map holds a default-constructed value (and as the entry reads
+       * back from JSON: found by fuzzing, test/fuzz/fuzz_config.c). */
+      dflt = ifd__proto_new(f->descriptor);
+      if (dflt == NULL) return NULL;
+      j = msg_to_json(dflt);
+      protobuf_c_message_free_unpacked(dflt, NULL);
+      return j;
     }
   }
   return NULL;

@@ -360,6 +360,20 @@ static void test_decode_errors(void **state) {
   (void)state;
   expect_fail("{not json", IFD_EINVAL, "failed to parse the request JSON");
   expect_fail("", IFD_EINVAL, "failed to parse the request JSON");
+  /* No body at all (a POST without Content-Length): found by fuzzing, the
+   * decoder did arithmetic on the NULL body (UBSan). */
+  {
+    ifd_request_t *req = req_new();
+    ifd_http_infer_info_t info;
+    ifd_errmsg_t err;
+    ifd_errclear(&err);
+    assert_int_equal(ifd__http_infer_decode(req, NULL, 0, 0, &info, &err),
+                     IFD_EINVAL);
+    assert_non_null(strstr(err.text, "failed to parse the request JSON"));
+    assert_int_equal(ifd__http_infer_decode(req, NULL, 0, 4, &info, &err),
+                     IFD_EINVAL);
+    req_free(req);
+  }
   expect_fail("[1]", IFD_EINVAL, "must be an object");
   expect_fail("{\"inputs\":\"x\"}", IFD_EINVAL, "Unable to parse 'inputs'");
   expect_fail("{}", IFD_EINVAL, "Unable to parse 'inputs'");

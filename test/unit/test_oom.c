@@ -8,6 +8,13 @@
  * must fail cleanly (an error code, never a crash) or succeed, and must free
  * whatever it allocated (ASan's leak checker in the sanitizer build, and the
  * outstanding-allocation count here, check that).
+ *
+ * The transports (HTTP/1.1 and gRPC connection handling) are swept the same
+ * way on a real server (test/fuzz/fuzz_server.h: fake identity models, one
+ * connection per exchange over a socketpair): for every i, allocation i of
+ * an exchange fails; the connection must end (an answer, a 500, a gRPC
+ * error or a close: never a hang), and a clean exchange right after must
+ * be answered in full. Accept is checked over TCP with memory exhausted.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -31,6 +38,9 @@
 #include "core/stats.h"
 #include "core/strmap.h"
 #include "triton/core/tritonbackend.h"
+#include "net/grpc.h"
+#include "net/http.h"
+#include "test/fuzz/fuzz_server.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -431,6 +441,288 @@ static void test_output_buffers_oom(void **state) {
   ifd_request_unref(req);
 }
 
+/* ---- the transports ---------------------------------------------------- */
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* Reads a seed of the fuzz corpus (test/fuzz/corpus/<rel>) into *out
+ * (caller frees). Done with no failure injected. */
+static size_t read_seed(const char *rel, uint8_t **out) {
+  char path[256];
+  FILE *f;
+  long n;
+
+  snprintf(path, sizeof(path), "test/fuzz/corpus/%s", rel);
+  f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  assert_true(n > 0);
+  rewind(f);
+  *out = __real_malloc((size_t)n);
+  assert_non_null(*out);
+  assert_int_equal(fread(*out, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return (size_t)n;
+}
+
+/* Serves seed `rel` once with allocation i failing, for every i it makes;
+ * after each, `probe` (a seed) must still get a complete answer starting
+ * with `want` (its length checked against a clean run). */
+static void sweep_transport(ifd_conn_set_t *set, const char *prefix,
+                            const char *rel, const char *probe,
+                            const char *want) {
+  uint8_t *in, *pin;
+  size_t n = read_seed(rel, &in), pn = read_seed(probe, &pin), probe_len;
+  long total, i;
+
+  fz_guard_ms = 20000;
+  /* Twice without failures: the first run fills the server's caches. */
+  fail_at = -1;
+  assert_int_equal(fz_serve(set, prefix, pin, pn), 0);
+  probe_len = fz_last.n_read;
+  assert_true(probe_len > 0);
+  assert_int_equal(fz_serve(set, prefix, in, n), 0);
+  n_allocs = 0;
+  assert_int_equal(fz_serve(set, prefix, in, n), 0);
+  total = n_allocs;
+  if (getenv("OOM_DEBUG")) fprintf(stderr, "%s: %ld\n", rel, total);
+  assert_true(total > 0);
+  for (i = 0; i < total; i++) {
+    int rc;
+    fail_at = i;
+    n_allocs = 0;
+    rc = fz_serve(set, prefix, in, n);
+    fail_at = -1;
+    /* The connection could not be created, or it ended by itself. */
+    assert_true(rc == 0 || rc == IFD_ENOMEM);
+    if (rc == 0 && fz_last.n_read != 0)
+      assert_memory_equal(fz_last.head, want, strlen(want));
+    assert_int_equal(fz_serve(set, prefix, pin, pn), 0);
+    assert_int_equal(fz_last.n_read, probe_len);
+    assert_memory_equal(fz_last.head, want, strlen(want));
+  }
+  /* Memory exhausted for a whole exchange. */
+  fail_all = 1;
+  n_allocs = 0;
+  assert_true(fz_serve(set, prefix, in, n) != -1);
+  fail_all = 0;
+  assert_int_equal(fz_serve(set, prefix, pin, pn), 0);
+  assert_int_equal(fz_last.n_read, probe_len);
+  free(in);
+  free(pin);
+}
+
+static const char *http_seeds[] = {
+    "http1/health",          "http1/model_meta",
+    "http1/config",          "http1/stats",
+    "http1/index",           "http1/infer_fp32",
+    "http1/infer_bytes",     "http1/infer_multi",
+    "http1/infer_binary",    "http1/infer_chunked",
+    "http1/pipelined",       "http1/expect_continue",
+    "http1/generate_stream", "http1/bad_json",
+    "http1/long_url",        NULL};
+
+static void test_http_transport_oom(void **state) {
+  ifd_http_t *h;
+  ifd_http_opts_t o;
+  ifd_errmsg_t err;
+  int i;
+  (void)state;
+
+  fz_server_init();
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  assert_int_equal(ifd_http_start(&fz_loop, fz_server, &o, &h, &err), 0);
+  for (i = 0; http_seeds[i] != NULL; i++)
+    sweep_transport((ifd_conn_set_t *)(void *)h, NULL, http_seeds[i],
+                    "http1/health", "HTTP/1.1 ");
+  ifd_http_stop(h, 0, fz_on_front_done, NULL);
+  assert_int_equal(fz_server_fini(), 0);
+}
+
+static const char *grpc_seeds[] = {"grpc/live_ready",
+                                   "grpc/model_meta",
+                                   "grpc/config",
+                                   "grpc/stats_index",
+                                   "grpc/infer_raw_fp32",
+                                   "grpc/infer_typed_fp32",
+                                   "grpc/infer_typed_bytes",
+                                   "grpc/stream_infer",
+                                   "grpc/concurrent",
+                                   "grpc/rst_stream",
+                                   "grpc/unknown_method",
+                                   "grpc/health",
+                                   NULL};
+
+static void test_grpc_transport_oom(void **state) {
+  ifd_grpc_t *g;
+  ifd_grpc_opts_t o;
+  ifd_errmsg_t err;
+  int i;
+  (void)state;
+
+  fz_server_init();
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  assert_int_equal(ifd_grpc_start(&fz_loop, fz_server, &o, &g, &err), 0);
+  /* Every answer starts with the server's SETTINGS frame: 3 length bytes,
+   * then type 4. */
+  for (i = 0; grpc_seeds[i] != NULL; i++)
+    sweep_transport((ifd_conn_set_t *)(void *)g, h2_preface, grpc_seeds[i],
+                    "grpc/live_ready", "");
+  ifd_grpc_stop(g, 0, fz_on_front_done, NULL);
+  assert_int_equal(fz_server_fini(), 0);
+}
+
+/* ---- accept with memory exhausted (TCP) ---------------------------------- */
+
+typedef struct tcp_client {
+  uv_tcp_t tcp;
+  uv_connect_t creq;
+  uv_write_t wreq;
+  uv_shutdown_t sreq;
+  char buf[4096];
+  char head[64];
+  size_t n_read;
+  int eof, closed, half_close;
+  const char *req;
+  size_t req_len;
+} tcp_client_t;
+
+static void tc_alloc(uv_handle_t *h, size_t sugg, uv_buf_t *b) {
+  tcp_client_t *c = h->data;
+  (void)sugg;
+  *b = uv_buf_init(c->buf, sizeof(c->buf));
+}
+
+static void tc_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
+  tcp_client_t *c = s->data;
+  if (n > 0) {
+    if (c->n_read < sizeof(c->head) - 1) {
+      size_t k = sizeof(c->head) - 1 - c->n_read;
+      memcpy(c->head + c->n_read, b->base, k < (size_t)n ? k : (size_t)n);
+    }
+    c->n_read += (size_t)n;
+  } else if (n < 0) {
+    c->eof = 1;
+    uv_read_stop(s);
+  }
+}
+
+static void tc_written(uv_write_t *w, int status) {
+  (void)w;
+  (void)status;
+}
+
+static void tc_shut(uv_shutdown_t *r, int status) {
+  (void)r;
+  (void)status;
+}
+
+static void tc_connected(uv_connect_t *r, int status) {
+  tcp_client_t *c = r->handle->data;
+  uv_buf_t b = uv_buf_init((char *)c->req, (unsigned)c->req_len);
+  if (status < 0) {
+    c->eof = 1;
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->tcp, tc_alloc, tc_read);
+  uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, tc_written);
+  if (c->half_close) uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, tc_shut);
+}
+
+static void tc_closed(uv_handle_t *h) {
+  ((tcp_client_t *)h->data)->closed = 1;
+}
+
+/* Connects to the port, sends `req` (then half-closes when `half_close`:
+ * an HTTP/2 connection stays open otherwise), reads until the server
+ * closes. */
+static void tcp_exchange(int port, const void *req, size_t len, int half_close,
+                         tcp_client_t *c) {
+  struct sockaddr_in a;
+
+  memset(c, 0, sizeof(*c));
+  c->req = req;
+  c->req_len = len;
+  c->half_close = half_close;
+  uv_ip4_addr("127.0.0.1", port, &a);
+  assert_int_equal(uv_tcp_init(&fz_loop, &c->tcp), 0);
+  c->tcp.data = c;
+  assert_int_equal(uv_tcp_connect(&c->creq, &c->tcp,
+                                  (const struct sockaddr *)&a, tc_connected),
+                   0);
+  while (!c->eof) uv_run(&fz_loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&c->tcp, tc_closed);
+  while (!c->closed) uv_run(&fz_loop, UV_RUN_ONCE);
+}
+
+/* The listener keeps accepting with memory exhausted: the connection
+ * allocated ahead serves (or fails with a 500 / a close), the next one is
+ * accepted and closed at once, and once memory is back a connection is
+ * served in full. */
+static void test_accept_oom(void **state) {
+  static const char req[] =
+      "GET /v2/health/ready HTTP/1.1\r\nConnection: close\r\n\r\n";
+  static tcp_client_t c;
+  ifd_http_t *h;
+  ifd_http_opts_t o;
+  ifd_errmsg_t err;
+  (void)state;
+
+  fz_server_init();
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  assert_int_equal(ifd_http_start(&fz_loop, fz_server, &o, &h, &err), 0);
+  fail_all = 1;
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
+  if (c.n_read != 0) assert_memory_equal(c.head, "HTTP/1.1 ", 9);
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
+  assert_int_equal(c.n_read, 0);
+  fail_all = 0;
+  tcp_exchange(ifd_http_port(h), req, strlen(req), 0, &c);
+  assert_memory_equal(c.head, "HTTP/1.1 200 OK\r\n", 17);
+  ifd_http_stop(h, 0, fz_on_front_done, NULL);
+  assert_int_equal(fz_server_fini(), 0);
+}
+
+/* The same for gRPC: the client sends the preface and a ServerLive call,
+ * then half-closes; a served connection answers with the server's
+ * SETTINGS frame first. */
+static void test_grpc_accept_oom(void **state) {
+  static tcp_client_t c;
+  uint8_t *seed, *req;
+  size_t n, len;
+  ifd_grpc_t *g;
+  ifd_grpc_opts_t o;
+  ifd_errmsg_t err;
+  (void)state;
+
+  n = read_seed("grpc/live_ready", &seed);
+  len = strlen(h2_preface) + n;
+  req = __real_malloc(len);
+  assert_non_null(req);
+  memcpy(req, h2_preface, strlen(h2_preface));
+  memcpy(req + strlen(h2_preface), seed, n);
+  fz_server_init();
+  memset(&o, 0, sizeof(o));
+  o.host = "127.0.0.1";
+  assert_int_equal(ifd_grpc_start(&fz_loop, fz_server, &o, &g, &err), 0);
+  fail_all = 1;
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  assert_int_equal(c.n_read, 0);
+  fail_all = 0;
+  tcp_exchange(ifd_grpc_port(g), req, len, 1, &c);
+  assert_true(c.n_read >= 9);
+  assert_int_equal(c.head[3], 4); /* SETTINGS */
+  ifd_grpc_stop(g, 0, fz_on_front_done, NULL);
+  assert_int_equal(fz_server_fini(), 0);
+  free(req);
+  free(seed);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_oom),
@@ -444,6 +736,10 @@ int main(void) {
       cmocka_unit_test(test_objcache_oom),
       cmocka_unit_test(test_request_and_slot_oom),
       cmocka_unit_test(test_output_buffers_oom),
+      cmocka_unit_test(test_http_transport_oom),
+      cmocka_unit_test(test_grpc_transport_oom),
+      cmocka_unit_test(test_accept_oom),
+      cmocka_unit_test(test_grpc_accept_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -225,10 +225,11 @@ static void test_repeated_maps_oneof(void **state) {
   assert_dump(json_object_get(j, "r_inner"),
               "[{\"id\":1,\"label\":\"\",\"vals\":[]},"
               "{\"id\":0,\"label\":\"\",\"vals\":[]}]");
-  /* Maps are objects; an absent message value is an empty object; a
+  /* Maps are objects; an absent message value is the default message; a
    * repeated key keeps its last value; non-string keys print in decimal. */
   assert_dump(json_object_get(j, "m_inner"),
-              "{\"a\":{\"id\":2,\"label\":\"\",\"vals\":[]},\"b\":{}}");
+              "{\"a\":{\"id\":2,\"label\":\"\",\"vals\":[]},"
+              "\"b\":{\"id\":0,\"label\":\"\",\"vals\":[]}}");
   assert_dump(json_object_get(j, "m_str"), "{\"k\":\"w\"}");
   assert_dump(json_object_get(j, "m_int"), "{\"-7\":\"neg\"}");
   assert_dump(json_object_get(j, "m_bool"), "{\"false\":3}");
