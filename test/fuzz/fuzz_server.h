@@ -10,9 +10,9 @@
  * libuv pipe, writes the input there, runs the loop until the answers stop
  * coming, then shuts down the write side (also after the server's EOF: a
  * server that closed first lingers until the client's FIN) and runs the
- * loop until the server has closed the connection. It reads every answer (so a large one
- * never stalls the server), keeping the first bytes, or all of them when
- * fz_capture is set. A connection that stays open after the client's EOF
+ * loop until the server has closed the connection. It reads every answer (so a
+ * large one never stalls the server), keeping the first bytes, or all of them
+ * when fz_capture is set. A connection that stays open after the client's EOF
  * hangs the target, which libFuzzer reports as a timeout (a unit test sets
  * fz_guard_ms instead).
  *
