@@ -151,12 +151,8 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
                       in->name, s->model->name);
     }
     v = &x->root.vals[t];
-    v->state = VAL_SET;
-    v->dtype = in->dtype;
-    v->shape = in->shape;
-    v->ndims = in->ndims;
-    v->data = in->data;
-    v->byte_size = in->byte_size;
+    ifd__ens_val_set(v, in->dtype, in->shape, in->ndims, in->data,
+                     in->byte_size);
     v->batch = req->batch_size;
   }
   /* The steps this request needs: all, or those its outputs need. */

@@ -528,12 +528,7 @@ static void set_outputs(ens_exec_t *x, ens_run_t *r, ens_frame_t *f,
       v->state = VAL_ABSENT;
       continue;
     }
-    v->state = VAL_SET;
-    v->dtype = o->dtype;
-    v->shape = o->shape;
-    v->ndims = o->ndims;
-    v->data = o->buffer;
-    v->byte_size = o->byte_size;
+    ifd__ens_val_set(v, o->dtype, o->shape, o->ndims, o->buffer, o->byte_size);
   }
   for (k = 0; k < st->n_out && !x->failed; k++)
     tensor_known(x, f, st->out[k].tensor);
@@ -593,8 +588,9 @@ static void on_child_response(ifd_response_t *resp, void *arg) {
   ens_exec_t *x = r->x;
   int final = (resp->flags & IFD_RESPONSE_FINAL) != 0;
 
+  /* The child's reference (dropped at its release, which comes after its
+   * responses) keeps the execution through this callback. */
   if (final) x->running--;
-  x->refs++; /* this callback's: a fork may answer and end everything */
   if (resp->error != 0) {
     fail_exec(x, resp->error, resp->error_msg);
     ifd_response_free(resp);
@@ -613,7 +609,6 @@ static void on_child_response(ifd_response_t *resp, void *arg) {
   }
   if (final && !x->failed) step_done(x, r);
   if (final && !x->failed) stream_maybe_done(x);
-  ifd__ens_exec_put(x);
 }
 
 static void on_child_release(ifd_request_t *req, int success, void *arg) {

@@ -51,6 +51,18 @@ typedef struct ens_val {
 
 enum { VAL_PENDING = 0, VAL_SET, VAL_ABSENT };
 
+/* Makes `v` a known tensor (borrowing shape and data). */
+static inline void ifd__ens_val_set(ens_val_t *v, ifd_dtype_t dtype,
+                                    const int64_t *shape, uint32_t ndims,
+                                    const void *data, uint64_t byte_size) {
+  v->state = VAL_SET;
+  v->dtype = dtype;
+  v->shape = shape;
+  v->ndims = ndims;
+  v->data = data;
+  v->byte_size = byte_size;
+}
+
 struct ens_run {
   ens_exec_t *x;        /* borrowed: its execution */
   ens_frame_t *f;       /* borrowed: the frame it runs in */
