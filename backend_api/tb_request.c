@@ -8,6 +8,7 @@
  * Everything here may run on any thread; calls that hand something back to
  * the loop (send, release) only push an event.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -200,9 +201,21 @@ out_range:
 TRITONSERVER_Error *TRITONBACKEND_RequestOutputBufferProperties(
     TRITONBACKEND_Request *request, const char *name, size_t *byte_size,
     TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id) {
+  const ifd_request_t *req = REQ(request);
+  uint32_t i;
   ARG_CHECK(request != NULL && name != NULL);
-  /* Outputs go to CPU memory the server allocates; the size is unknown
-   * until the backend asks for the buffer. */
+  /* An output the client placed in shared memory goes there; any other
+   * goes to CPU memory the server allocates, whose size is unknown until
+   * the backend asks for the buffer. */
+  for (i = 0; i < req->n_outputs; i++) {
+    const ifd_output_req_t *o = &req->outputs[i];
+    if (o->shm.ptr == NULL || strcmp(o->name, name) != 0) continue;
+    if (byte_size != NULL) *byte_size = o->shm.byte_size;
+    if (memory_type != NULL)
+      *memory_type = (TRITONSERVER_MemoryType)o->shm.mem_type;
+    if (memory_type_id != NULL) *memory_type_id = o->shm.mem_id;
+    return NULL;
+  }
   if (byte_size != NULL) *byte_size = 0;
   if (memory_type != NULL) *memory_type = TRITONSERVER_MEMORY_CPU;
   if (memory_type_id != NULL) *memory_type_id = 0;
@@ -267,8 +280,8 @@ TRITONSERVER_Error *TRITONBACKEND_InputBuffer(
                                  "input buffer index out of range");
   *buffer = in->data;
   *buffer_byte_size = in->byte_size;
-  *memory_type = TRITONSERVER_MEMORY_CPU;
-  *memory_type_id = 0;
+  *memory_type = (TRITONSERVER_MemoryType)in->mem_type;
+  *memory_type_id = in->mem_id;
   return NULL;
 }
 
@@ -483,6 +496,42 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(
   return NULL;
 }
 
+/* The request's shared-memory placement of output `o`, or NULL. */
+static const ifd_output_req_t *output_placement(const ifd_output_t *o) {
+  const ifd_request_t *req = o->resp->req;
+  uint32_t i;
+  for (i = 0; i < req->n_outputs; i++)
+    if (req->outputs[i].shm.ptr != NULL &&
+        strcmp(req->outputs[i].name, o->name) == 0)
+      return &req->outputs[i];
+  return NULL;
+}
+
+static TRITONSERVER_Error *shm_output_buffer(
+    ifd_output_t *o, const ifd_output_req_t *want, uint64_t byte_size,
+    void **buffer, TRITONSERVER_MemoryType *memory_type,
+    int64_t *memory_type_id) {
+  char msg[256];
+  if (byte_size > want->shm.byte_size) {
+    /* Triton's text and class (INTERNAL: HTTP 500). */
+    snprintf(msg, sizeof(msg),
+             "shared memory size specified with the request for output '%s' "
+             "(%" PRIu64 " bytes) should be at least %" PRIu64
+             " bytes to hold the results",
+             o->name, want->shm.byte_size, byte_size);
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, msg);
+  }
+  o->buffer = want->shm.ptr;
+  o->buffer_external = 1;
+  o->byte_size = byte_size;
+  o->mem_type = want->shm.mem_type;
+  o->mem_id = want->shm.mem_id;
+  *buffer = o->buffer;
+  *memory_type = (TRITONSERVER_MemoryType)o->mem_type;
+  *memory_type_id = o->mem_id;
+  return NULL;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
     TRITONBACKEND_Output *output, void **buffer,
     const uint64_t buffer_byte_size, TRITONSERVER_MemoryType *memory_type,
@@ -496,6 +545,14 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
   if (buffer_byte_size > ((uint64_t)1 << 40))
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "output buffer too large");
+  {
+    /* The client placed this output in shared memory: the buffer is the
+     * region, written in place (Triton's allocator does the same). */
+    const ifd_output_req_t *want = output_placement(o);
+    if (want != NULL)
+      return shm_output_buffer(o, want, buffer_byte_size, buffer, memory_type,
+                               memory_type_id);
+  }
   /* Whatever memory the backend preferred, it gets CPU memory: Triton's
    * contract lets the allocator choose, and reports the choice back. A
    * small buffer comes from the response's pool (this thread fills the

@@ -483,7 +483,8 @@ void ifd_response_free(ifd_response_t *resp) {
     resp->keep->drop(resp->keep);
   } else {
     for (i = 0; i < resp->n_outputs; i++)
-      if (!resp->outputs[i].buffer_in_pool) free(resp->outputs[i].buffer);
+      if (!resp->outputs[i].buffer_in_pool && !resp->outputs[i].buffer_external)
+        free(resp->outputs[i].buffer);
     free(resp->params);
   }
   if (resp->spare) {

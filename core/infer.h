@@ -27,6 +27,7 @@
 #include "core/event.h"
 #include "core/pool.h"
 #include "core/seqstate.h"
+#include "core/shm.h"
 
 typedef struct ifd_server ifd_server_t;
 typedef struct ifd_model ifd_model_t;
@@ -62,8 +63,12 @@ typedef struct ifd_input {
   ifd_dtype_t dtype;
   int64_t *shape; /* borrowed: request pool; full shape incl. batch dim */
   uint32_t ndims;
-  const void *data;   /* borrowed: request body or pool; NULL until set */
+  const void *data;   /* borrowed: request body or pool, or a shared-memory
+                         region the request holds; NULL until set */
   uint64_t byte_size; /* bytes at data */
+  int32_t mem_type;   /* IFD_MEM_* (core/shm.h) of data: CPU (0) unless it
+                         is in a CUDA shared-memory region */
+  int64_t mem_id;     /* device of data when mem_type is IFD_MEM_GPU */
 } ifd_input_t;
 
 /** An output the client asked for. */
@@ -72,6 +77,10 @@ typedef struct ifd_output_req {
   uint32_t class_count; /* classification extension: top-N, 0 = tensor */
   uint32_t
       proto_flags; /* protocol-private (e.g. HTTP binary_data), core ignores */
+  /* Where the client wants it written: shm.ptr NULL for the response, else
+   * a shared-memory region the request holds (ifd_shm_use). The backend's
+   * output buffer is then the region; the response carries no data. */
+  ifd_shm_ref_t shm;
 } ifd_output_req_t;
 
 typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
@@ -109,6 +118,10 @@ typedef struct ifd_output {
                    the response's pool when buffer_in_pool */
   uint64_t byte_size;
   int buffer_in_pool;   /* buffer is in the response's pool: not free()d */
+  int buffer_external;  /* buffer is the client's shared memory (the
+                           request's output shm placement): not free()d */
+  int32_t mem_type;     /* IFD_MEM_* of buffer (CPU unless said) */
+  int64_t mem_id;       /* device of buffer when mem_type is IFD_MEM_GPU */
   ifd_response_t *resp; /* borrowed: the response that holds it */
 } ifd_output_t;
 
