@@ -142,6 +142,8 @@ uv_loop_t *ifd_server_loop(ifd_server_t *s);
 ifd_evq_t *ifd_server_evq(ifd_server_t *s);
 /** The loop's cache of free request objects (core/infer.c; loop thread). */
 struct ifd_objcache *ifd_server_req_cache(ifd_server_t *s);
+/** The server's shared-memory region table (core/shm.h). Loop thread. */
+struct ifd_shm *ifd_server_shm(ifd_server_t *s);
 
 /**
  * Runs ev->fn once at the end of this loop iteration, after every I/O
