@@ -34,6 +34,7 @@
 #include "core/log.h"
 #include "core/server.h"
 #include "core/util.h"
+#include "cuda/gpu.h"
 
 /* How long finished work may wait for the loop to hear of it. */
 #define COALESCE_NS 50000u
@@ -76,6 +77,19 @@ static void fail_batch(ifd_request_t **reqs, uint32_t n,
   TRITONSERVER_ErrorDelete(e);
 }
 
+/* The batch this thread is executing (for ifd__instance_request_of). */
+static _Thread_local ifd_request_t **cur_reqs;
+static _Thread_local uint32_t cur_n;
+
+ifd_request_t *ifd__instance_request_of(const ifd_input_t *input) {
+  uint32_t i;
+  for (i = 0; i < cur_n; i++) {
+    ifd_request_t *r = cur_reqs[i];
+    if (input >= r->inputs && input < r->inputs + r->n_inputs) return r;
+  }
+  return NULL;
+}
+
 static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
                       uint32_t n) {
   TRITONBACKEND_Backend *b = in->model->backend;
@@ -83,7 +97,11 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   uint64_t now = ifd_now_ns();
   uint32_t i;
   for (i = 0; i < n; i++) reqs[i]->t_exec_start = now;
+  cur_reqs = reqs;
+  cur_n = n;
   e = b->execute(in, (TRITONBACKEND_Request **)reqs, n);
+  cur_reqs = NULL;
+  cur_n = 0;
   if (e != NULL) {
     IFD_VERBOSE("execute on '%s' failed: %s", in->name,
                 TRITONSERVER_ErrorMessage(e));
@@ -197,11 +215,22 @@ static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
 }
 
 /* TRITONBACKEND_ModelInstanceInitialize, on the calling thread, with its
- * result published for ifd__instances_start(). Returns 0 on success. */
+ * result published for ifd__instances_start(). A GPU instance's thread is
+ * bound to its device first, with a stream of its own (cuda/gpu.h): the
+ * backend finds its device current, as Triton's backend threads do, and the
+ * server's copies for this instance (input and output buffers in GPU
+ * memory) run on that stream. Returns 0 on success. */
 static int instance_init(TRITONBACKEND_ModelInstance *in) {
   TRITONBACKEND_Backend *b = in->model->backend;
   TRITONSERVER_Error *e = NULL;
-  if (b->inst_init != NULL) e = b->inst_init(in);
+  if (in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU) {
+    ifd_errmsg_t err;
+    int rc;
+    ifd_errclear(&err);
+    rc = ifd_gpu_thread_bind(in->device_id, &err);
+    if (rc < 0) e = ifd__error_from(rc, err.text);
+  }
+  if (e == NULL && b->inst_init != NULL) e = b->inst_init(in);
   pthread_mutex_lock(&in->mu);
   in->init_state = e == NULL ? 1 : -1;
   in->init_err = e;
@@ -212,20 +241,23 @@ static int instance_init(TRITONBACKEND_ModelInstance *in) {
 
 static void instance_fini(TRITONBACKEND_ModelInstance *in) {
   TRITONBACKEND_Backend *b = in->model->backend;
-  TRITONSERVER_Error *e;
-  if (b->inst_fini == NULL) return;
-  e = b->inst_fini(in);
+  TRITONSERVER_Error *e = NULL;
+  if (b->inst_fini != NULL) e = b->inst_fini(in);
   if (e != NULL) {
     IFD_ERROR("TRITONBACKEND_ModelInstanceFinalize of '%s' failed: %s",
               in->name, TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
   }
+  ifd_gpu_thread_unbind();
 }
 
 static void *instance_main(void *arg) {
   TRITONBACKEND_ModelInstance *in = arg;
 
-  if (instance_init(in) < 0) return NULL;
+  if (instance_init(in) < 0) {
+    ifd_gpu_thread_unbind();
+    return NULL;
+  }
   for (;;) {
     int more = 0;
     uint32_t n = take_job(in, &more);

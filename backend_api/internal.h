@@ -234,6 +234,39 @@ extern int ifd__instances_inline;
  */
 int ifd__instance_step(TRITONBACKEND_ModelInstance *in);
 
+/* ---- tb_gpu.c: GPU buffers (any backend thread, never the loop) -------- */
+
+/** Gives output `o` a buffer of `n` bytes on GPU `device` (its pool, else
+ *  cudaMalloc). Returns 1 when it did, 0 when it cannot (no GPU, no such
+ *  device, no memory): the caller then hands out CPU memory. */
+int ifd__gpu_output_buffer(ifd_output_t *o, uint64_t n, int64_t device);
+
+/** Copies every GPU output buffer of `resp` to host memory (on the calling
+ *  thread's stream when bound) and frees the device buffers. Returns 0, or
+ *  IFD_EINTERNAL with `msg` filled (every GPU buffer freed then). */
+int ifd__gpu_outputs_to_host(ifd_response_t *resp, char *msg, size_t msg_len);
+
+/** Frees the GPU output buffers of a response that will not be sent. */
+void ifd__gpu_outputs_free(ifd_response_t *resp);
+
+/**
+ * A copy of host input `in` of `req` on GPU `device`, made once per request
+ * and input (later calls return the same copy) and kept until the backend
+ * releases the request. Returns 1 with *out set, 0 when no copy applies
+ * (no GPU, no such device, the input already on a GPU: *out NULL, the
+ * caller returns the input as it is), or a negative code with `err`.
+ */
+int ifd__gpu_input_copy(ifd_request_t *req, const ifd_input_t *in,
+                        int64_t device, const void **out, ifd_errmsg_t *err);
+
+/** The request of the batch the calling instance thread is executing that
+ *  holds `input`, or NULL (another thread, or not a request's input). */
+ifd_request_t *ifd__instance_request_of(const ifd_input_t *input);
+
+/** Frees the request's device input copies (TRITONBACKEND_RequestRelease,
+ *  on the backend's thread). */
+void ifd__gpu_inputs_release(ifd_request_t *req);
+
 /** The IFD code for a TRITONSERVER_Error_Code class. */
 int ifd__code_from_class(int cls);
 /** Records a batch report for the loop (any thread). 0 or IFD_ENOMEM. */

@@ -190,13 +190,37 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetState(TRITONBACKEND_Model *model,
   return NULL;
 }
 
+/* Adds what a backend reports about the memory its model or instances hold
+ * to the model's memory_usage (statistics extension), by memory type and
+ * device, as Triton sums the reports of a model and its instances. */
+static TRITONSERVER_Error *report_memory(ifd_model_stats_t *st,
+                                         TRITONSERVER_BufferAttributes **usage,
+                                         uint32_t n) {
+  uint32_t i;
+  for (i = 0; i < n; i++) {
+    TRITONSERVER_MemoryType type;
+    int64_t id;
+    size_t bytes;
+    TRITONSERVER_Error *e;
+    if (usage[i] == NULL)
+      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                   "memory usage entry is NULL");
+    if ((e = TRITONSERVER_BufferAttributesMemoryType(usage[i], &type)) !=
+            NULL ||
+        (e = TRITONSERVER_BufferAttributesMemoryTypeId(usage[i], &id)) !=
+            NULL ||
+        (e = TRITONSERVER_BufferAttributesByteSize(usage[i], &bytes)) != NULL)
+      return e;
+    ifd_stats_memory_add(st, (int32_t)type, id, (uint64_t)bytes);
+  }
+  return NULL;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_ModelReportMemoryUsage(
     TRITONBACKEND_Model *model, TRITONSERVER_BufferAttributes **usage,
     uint32_t usage_size) {
   ARG_CHECK(model != NULL && (usage != NULL || usage_size == 0));
-  /* Accepted; memory_usage in the statistics extension reports it once
-   * statistics land. */
-  return NULL;
+  return report_memory(&model->model->stats, usage, usage_size);
 }
 
 /* ---- model instance ---------------------------------------------------------
@@ -296,5 +320,5 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportMemoryUsage(
     TRITONBACKEND_ModelInstance *instance,
     TRITONSERVER_BufferAttributes **usage, uint32_t usage_size) {
   ARG_CHECK(instance != NULL && (usage != NULL || usage_size == 0));
-  return NULL;
+  return report_memory(&instance->model->model->stats, usage, usage_size);
 }

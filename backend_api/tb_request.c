@@ -230,6 +230,9 @@ TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request,
         TRITONSERVER_ERROR_UNSUPPORTED,
         "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not "
         "supported by inferd yet");
+  /* The backend is done with the inputs: their device copies go now, on
+   * its thread (cudaFree may synchronize; the loop must not). */
+  ifd__gpu_inputs_release(REQ(request));
   ifd_request_release(REQ(request), release_flags);
   return NULL;
 }
@@ -278,6 +281,26 @@ TRITONSERVER_Error *TRITONBACKEND_InputBuffer(
   if (index != 0)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "input buffer index out of range");
+  /* On entry *memory_type is the caller's preference. A host input asked
+   * for on a GPU that exists is copied there once per request (on the
+   * instance's stream) and handed out from device memory; otherwise the
+   * input comes as it is, and its actual type says where. */
+  if (*memory_type == TRITONSERVER_MEMORY_GPU &&
+      ifd__instance_request_of(in) != NULL) {
+    const void *dev = NULL;
+    ifd_errmsg_t err;
+    int rc;
+    ifd_errclear(&err);
+    rc = ifd__gpu_input_copy(ifd__instance_request_of(in), in, *memory_type_id,
+                             &dev, &err);
+    if (rc < 0) return ifd__error_from(rc, err.text);
+    if (rc > 0) {
+      *buffer = dev;
+      *buffer_byte_size = in->byte_size;
+      *memory_type = TRITONSERVER_MEMORY_GPU;
+      return NULL;
+    }
+  }
   *buffer = in->data;
   *buffer_byte_size = in->byte_size;
   *memory_type = (TRITONSERVER_MemoryType)in->mem_type;
@@ -383,6 +406,7 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseFactorySendFlags(
 TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(
     TRITONBACKEND_Response *response) {
   ARG_CHECK(response != NULL);
+  ifd__gpu_outputs_free(RESP(response));
   ifd_response_discard(RESP(response));
   return NULL;
 }
@@ -553,11 +577,20 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
       return shm_output_buffer(o, want, buffer_byte_size, buffer, memory_type,
                                memory_type_id);
   }
-  /* Whatever memory the backend preferred, it gets CPU memory: Triton's
-   * contract lets the allocator choose, and reports the choice back. A
-   * small buffer comes from the response's pool (this thread fills the
-   * response, so the pool is this thread's until the send): it goes with
-   * the response. */
+  /* A backend that prefers GPU memory gets it when that GPU exists (the
+   * device pool, else cudaMalloc); ResponseSend copies it to host memory
+   * before the response leaves this thread (backend_api/tb_gpu.c). */
+  if (*memory_type == TRITONSERVER_MEMORY_GPU &&
+      ifd__gpu_output_buffer(o, buffer_byte_size, *memory_type_id)) {
+    *buffer = o->buffer;
+    *memory_type = TRITONSERVER_MEMORY_GPU;
+    *memory_type_id = o->mem_id;
+    return NULL;
+  }
+  /* Any other preference gets CPU memory: Triton's contract lets the
+   * allocator choose, and reports the choice back. A small buffer comes
+   * from the response's pool (this thread fills the response, so the pool
+   * is this thread's until the send): it goes with the response. */
   if (buffer_byte_size <= SMALL_OUTPUT_MAX) {
     o->buffer = ifd_pool_alloc(&o->resp->pool,
                                buffer_byte_size > 0 ? buffer_byte_size : 1);
@@ -578,7 +611,17 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
 TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response,
                                                const uint32_t send_flags,
                                                TRITONSERVER_Error *error) {
+  char msg[512];
   ARG_CHECK(response != NULL);
+  /* Outputs the backend wrote in GPU memory reach the loop in host memory:
+   * copied here, on the backend's thread, so the loop never waits on a
+   * device. An error response carries no outputs. */
+  if (error != NULL)
+    ifd__gpu_outputs_free(RESP(response));
+  else if (ifd__gpu_outputs_to_host(RESP(response), msg, sizeof(msg)) < 0) {
+    ifd_response_send(RESP(response), send_flags, IFD_EINTERNAL, msg);
+    return NULL;
+  }
   if (error != NULL)
     ifd_response_send(RESP(response), send_flags,
                       ifd__code_from_class(TRITONSERVER_ErrorCode(error)),

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "core/infer.h"
+#include "cuda/cuda_mem.h"
+#include "cuda/gpu.h"
 
 /* The error every unsupported function returns: a new object the caller
  * owns, whose message names the function. */
@@ -1364,25 +1366,28 @@ TRITONSERVER_Error *TRITONBACKEND_BackendMemoryManager(
 }
 
 /*
- * CPU and CPU_PINNED memory both come from malloc: inferd keeps no pinned
- * pool, and pageable memory is a correct (if slower to copy to a GPU)
- * stand-in for pinned memory. GPU memory is unsupported, which Triton's
+ * The server's memory (cuda/cuda_mem.h): CPU memory from malloc; pinned
+ * memory from the pinned pool, else malloc (pageable memory is a correct,
+ * if slower to copy, stand-in); GPU memory from the device's pool, else
+ * cudaMalloc. Without a GPU, GPU memory is unsupported, which Triton's
  * backend utilities treat as "try another memory type".
  */
 TRITONSERVER_Error *TRITONBACKEND_MemoryManagerAllocate(
     TRITONBACKEND_MemoryManager *manager, void **buffer,
     const TRITONSERVER_MemoryType memory_type, const int64_t memory_type_id,
     const uint64_t byte_size) {
+  int32_t type = (int32_t)memory_type;
+  int64_t id = memory_type_id;
+  ifd_errmsg_t err;
+  int rc;
   ARG_CHECK(manager != NULL && buffer != NULL);
-  (void)memory_type_id; /* CPU memory has one id */
   switch (memory_type) {
     case TRITONSERVER_MEMORY_CPU:
     case TRITONSERVER_MEMORY_CPU_PINNED:
+      id = 0; /* CPU memory has one id */
       break;
     case TRITONSERVER_MEMORY_GPU:
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
-                                   "TRITONBACKEND_MemoryManagerAllocate of GPU "
-                                   "memory is not supported by inferd yet");
+      break;
     default:
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                    "unknown memory type");
@@ -1390,11 +1395,18 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerAllocate(
   if (byte_size > SIZE_MAX)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "allocation larger than the address space");
-  /* malloc(0) may return NULL; a caller must still get a freeable buffer. */
-  *buffer = malloc(byte_size > 0 ? (size_t)byte_size : 1);
-  if (*buffer == NULL)
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE,
-                                 "CPU memory allocation failed");
+  ifd_errclear(&err);
+  /* A zero-byte request still gets a freeable buffer. */
+  rc = ifd_cuda_alloc(&type, &id, byte_size > 0 ? byte_size : 1, buffer, &err);
+  if (rc == IFD_EUNSUPPORTED)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                 "TRITONBACKEND_MemoryManagerAllocate of GPU "
+                                 "memory: GPUs not supported");
+  if (rc < 0)
+    return TRITONSERVER_ErrorNew(rc == IFD_EINVAL
+                                     ? TRITONSERVER_ERROR_INVALID_ARG
+                                     : TRITONSERVER_ERROR_UNAVAILABLE,
+                                 err.text);
   return NULL;
 }
 
@@ -1402,16 +1414,20 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerFree(
     TRITONBACKEND_MemoryManager *manager, void *buffer,
     const TRITONSERVER_MemoryType memory_type, const int64_t memory_type_id) {
   ARG_CHECK(manager != NULL);
-  (void)memory_type_id;
   switch (memory_type) {
     case TRITONSERVER_MEMORY_CPU:
     case TRITONSERVER_MEMORY_CPU_PINNED:
-      free(buffer);
+      /* A pinned buffer from the pool goes back to it; one that fell back
+       * to malloc is freed. */
+      ifd_cuda_free(buffer, (int32_t)memory_type, 0);
       return NULL;
     case TRITONSERVER_MEMORY_GPU:
-      return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
-                                   "TRITONBACKEND_MemoryManagerFree of GPU "
-                                   "memory is not supported by inferd yet");
+      if (ifd_gpu_count() == 0)
+        return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                     "TRITONBACKEND_MemoryManagerFree of GPU "
+                                     "memory: GPUs not supported");
+      ifd_cuda_free(buffer, IFD_CUDA_MEM_GPU, memory_type_id);
+      return NULL;
     default:
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                    "unknown memory type");

@@ -14,6 +14,10 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/util.h"
+#include "cuda/gpu.h"
+
+/* GPUs whose gauges are sampled (NVML numbers them from 0). */
+#define MAX_GPUS 16
 
 /* What a sample reads from /proc, on the thread pool. */
 typedef struct sample {
@@ -22,6 +26,8 @@ typedef struct sample {
   uint64_t proc_cpu_ticks;       /* /proc/self/stat utime + stime */
   uint64_t proc_rss;             /* bytes */
   int ok;
+  ifd_gpu_sample_t gpus[MAX_GPUS]; /* NVML's gauges, when it is there */
+  size_t n_gpus;
 } sample_t;
 
 struct ifd_metrics {
@@ -32,6 +38,13 @@ struct ifd_metrics {
   sample_t next;   /* written by the worker, read after-work */
   sample_t last;   /* loop thread */
   double cpu_util; /* 0..1 over the last interval */
+  /* GPU gauges (--allow-gpu-metrics): NVML is opened by the first sample,
+   * on the thread pool, and closed there when sampling stops. */
+  int allow_gpu;
+  int nvml_tried;   /* worker: the open was attempted */
+  ifd_nvml_t *nvml; /* owned, used by the worker only: NULL when absent */
+  uint64_t energy_base_mj[MAX_GPUS]; /* loop: first energy reading per GPU */
+  int have_energy_base[MAX_GPUS];
   void (*done)(void *);
   void *done_arg;
 };
@@ -92,6 +105,13 @@ static void read_sample(sample_t *s) {
 static void sample_work(uv_work_t *w) {
   ifd_metrics_t *m = ifd_container_of(w, ifd_metrics_t, work);
   read_sample(&m->next);
+  /* allow_gpu is fixed before the first tick; only one sample runs at a
+   * time, so nvml and nvml_tried belong to whichever worker runs it. */
+  if (m->allow_gpu && !m->nvml_tried) {
+    m->nvml_tried = 1;
+    if (ifd_nvml_open(NULL, &m->nvml) < 0) m->nvml = NULL;
+  }
+  m->next.n_gpus = ifd_nvml_sample(m->nvml, m->next.gpus, MAX_GPUS);
 }
 
 static void finish_stop(ifd_metrics_t *m);
@@ -106,6 +126,11 @@ static void sample_after(uv_work_t *w, int status) {
                     (double)(m->next.cpu_total - m->last.cpu_total);
     m->last = m->next;
   }
+  for (size_t i = 0; i < m->next.n_gpus; i++)
+    if (m->next.gpus[i].has_energy && !m->have_energy_base[i]) {
+      m->energy_base_mj[i] = m->next.gpus[i].energy_mj;
+      m->have_energy_base[i] = 1;
+    }
   if (m->stopping) finish_stop(m);
 }
 
@@ -136,8 +161,29 @@ static void on_timer_closed(uv_handle_t *h) {
   if (done != NULL) done(arg);
 }
 
-static void finish_stop(ifd_metrics_t *m) {
+static void close_nvml_work(uv_work_t *w) {
+  ifd_metrics_t *m = ifd_container_of(w, ifd_metrics_t, work);
+  ifd_nvml_close(m->nvml);
+  m->nvml = NULL;
+}
+
+static void close_nvml_after(uv_work_t *w, int status) {
+  ifd_metrics_t *m = ifd_container_of(w, ifd_metrics_t, work);
+  (void)status;
   uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}
+
+/* NVML is closed on the thread pool (nvmlShutdown and dlclose block), then
+ * the timer. */
+static void finish_stop(ifd_metrics_t *m) {
+  if (m->nvml != NULL && uv_queue_work(m->timer.loop, &m->work, close_nvml_work,
+                                       close_nvml_after) == 0)
+    return;
+  uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+}
+
+void ifd_metrics_allow_gpu(ifd_metrics_t *m, int allow) {
+  m->allow_gpu = allow;
 }
 
 void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg) {
@@ -415,6 +461,12 @@ static const char *const gauge_names[] = {
     "nv_cpu_memory_used_bytes",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
+    "nv_gpu_utilization",
+    "nv_gpu_memory_total_bytes",
+    "nv_gpu_memory_used_bytes",
+    "nv_gpu_power_usage",
+    "nv_gpu_power_limit",
+    "nv_energy_consumption",
 };
 
 /* Set from any thread, read by the renderer: an atomic function pointer. */
@@ -432,6 +484,70 @@ int ifd_metrics_reserved_name(const char *name) {
     if (strcmp(name, gauge_names[i]) == 0) return 1;
   if (strcmp(name, IFD_METRIC_FIRST_RESPONSE) == 0) return 1;
   return 0;
+}
+
+/* One GPU family: a sample line per GPU that has the value. */
+typedef struct gpu_family {
+  const char *name, *help, *type;
+} gpu_family_t;
+
+static void put_gpu_family(out_t *o, const ifd_metrics_t *m,
+                           const gpu_family_t *f, int which) {
+  size_t i;
+  int any = 0;
+  for (i = 0; i < m->last.n_gpus; i++) {
+    const ifd_gpu_sample_t *g = &m->last.gpus[i];
+    int has = which == 0   ? g->has_util
+              : which <= 2 ? g->has_mem
+              : which == 3 ? g->has_power
+              : which == 4 ? g->has_limit
+                           : g->has_energy && m->have_energy_base[i];
+    if (!has) continue;
+    if (!any)
+      put(o, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
+          f->type);
+    any = 1;
+    put(o, "%s{gpu_uuid=\"", f->name);
+    put_label(o, g->uuid);
+    switch (which) {
+      case 0:
+        put(o, "\"} %g\n", g->utilization);
+        break;
+      case 1:
+        put(o, "\"} %" PRIu64 "\n", g->mem_total);
+        break;
+      case 2:
+        put(o, "\"} %" PRIu64 "\n", g->mem_used);
+        break;
+      case 3:
+        put(o, "\"} %g\n", g->power_w);
+        break;
+      case 4:
+        put(o, "\"} %g\n", g->power_limit_w);
+        break;
+      default:
+        put(o, "\"} %g\n",
+            (double)(g->energy_mj - m->energy_base_mj[i]) / 1000.0);
+        break;
+    }
+  }
+}
+
+/* The GPU families, in Triton's names, help texts and gpu_uuid label. */
+static void put_gpus(out_t *o, const ifd_metrics_t *m) {
+  static const gpu_family_t fams[] = {
+      {"nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", "gauge"},
+      {"nv_gpu_memory_total_bytes", "GPU total memory, in bytes", "gauge"},
+      {"nv_gpu_memory_used_bytes", "GPU used memory, in bytes", "gauge"},
+      {"nv_gpu_power_usage", "GPU power usage in watts", "gauge"},
+      {"nv_gpu_power_limit", "GPU power management limit in watts", "gauge"},
+      {"nv_energy_consumption",
+       "GPU energy consumption in joules since the Triton Server started",
+       "counter"},
+  };
+  int i;
+  for (i = 0; i < (int)IFD_ARRAY_SIZE(fams); i++)
+    put_gpu_family(o, m, &fams[i], i);
 }
 
 char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
@@ -486,6 +602,7 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
         "process_resident_memory_bytes %" PRIu64 "\n",
         m->last.proc_rss);
   }
+  if (m != NULL && m->last.ok && m->last.n_gpus > 0) put_gpus(&o, m);
   if (ext != NULL) {
     char *text = NULL;
     size_t n = 0;

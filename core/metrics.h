@@ -36,6 +36,11 @@ const double *ifd_metrics_histogram_bounds(const ifd_model_t *m,
 int ifd_metrics_start(ifd_server_t *s, uint64_t interval_ms,
                       ifd_metrics_t **out);
 
+/** Whether the samples include the GPU gauges (NVML, opened on the thread
+ *  pool by the first sample; absent without error when there is no NVML or
+ *  no GPU). Call right after ifd_metrics_start. Loop thread. */
+void ifd_metrics_allow_gpu(ifd_metrics_t *m, int allow);
+
 /** Stops sampling; `done` runs once the timer is closed and no sample is in
  *  flight (m is freed by then). */
 void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg);

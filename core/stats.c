@@ -114,6 +114,43 @@ int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
   return 0;
 }
 
+/* The slot of (type, id), or -1. */
+static int mem_slot(int32_t type, int64_t id) {
+  switch (type) {
+    case 0: /* CPU */
+      return 0;
+    case 1: /* CPU_PINNED */
+      return 1;
+    case 2: /* GPU */
+      return id >= 0 && id < IFD_STATS_MEM_GPUS ? 2 + (int)id : -1;
+    default:
+      return -1;
+  }
+}
+
+void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
+                          uint64_t bytes) {
+  int k = mem_slot(type, id);
+  if (k >= 0) __atomic_fetch_add(&st->memory_usage[k], bytes, __ATOMIC_RELAXED);
+}
+
+size_t ifd_stats_memory_usage(const ifd_model_stats_t *st, ifd_mem_usage_t *out,
+                              size_t max) {
+  size_t n = 0;
+  int k;
+  for (k = 0; k < IFD_STATS_MEM_SLOTS; k++) {
+    uint64_t b = __atomic_load_n(&st->memory_usage[k], __ATOMIC_RELAXED);
+    if (b == 0) continue;
+    if (n < max)
+      out[n] = (ifd_mem_usage_t){k == 0   ? "CPU"
+                                 : k == 1 ? "CPU_PINNED"
+                                          : "GPU",
+                                 k >= 2 ? k - 2 : 0, b};
+    n++;
+  }
+  return n;
+}
+
 void ifd_stats_free(ifd_model_stats_t *st) {
   free(st->first_response.counts);
   free(st->batches);

@@ -36,6 +36,18 @@ typedef struct ifd_histogram {
   double sum;
 } ifd_histogram_t;
 
+/* Slots of memory_usage: CPU, CPU_PINNED, then GPUs 0..IFD_STATS_MEM_GPUS-1
+ * (a report about a GPU past them is not counted). */
+#define IFD_STATS_MEM_GPUS 16
+#define IFD_STATS_MEM_SLOTS (2 + IFD_STATS_MEM_GPUS)
+
+/** One row of a model's memory usage (statistics extension). */
+typedef struct ifd_mem_usage {
+  const char *type; /* static: "CPU", "CPU_PINNED" or "GPU" */
+  int64_t id;
+  uint64_t byte_size;
+} ifd_mem_usage_t;
+
 typedef struct ifd_model_stats {
   uint64_t last_inference_ms; /* wall clock, ms since the epoch; 0 never */
   uint64_t inference_count;   /* batch elements of successful requests */
@@ -48,6 +60,11 @@ typedef struct ifd_model_stats {
    * --metrics-config histogram_latencies=true): whole milliseconds from a
    * request's arrival to its first response. */
   ifd_histogram_t first_response;
+  /* Memory the backend reported for the model and its instances
+   * (TRITONBACKEND_ModelReportMemoryUsage, ..._ModelInstanceReportMemoryUsage)
+   * by slot; added by whichever thread reports (ifd_stats_memory_add),
+   * read by the loop (ifd_stats_memory_usage). */
+  uint64_t memory_usage[IFD_STATS_MEM_SLOTS];
 } ifd_model_stats_t;
 
 /** Timestamps of one request, ns on CLOCK_MONOTONIC (0: unknown). */
@@ -91,6 +108,17 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
  *  or IFD_ENOMEM on the first observation (then nothing is counted). */
 int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
                           double v);
+
+/** Adds `bytes` of memory type `type` (TRITONSERVER_MemoryType's values) on
+ *  device `id` to the model's memory usage. Any thread. */
+void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
+                          uint64_t bytes);
+
+/** Writes up to `max` rows of the model's memory usage (slots with bytes,
+ *  CPU first, then pinned, then GPUs by id) into `out`; returns how many
+ *  rows there are. Any thread. */
+size_t ifd_stats_memory_usage(const ifd_model_stats_t *st, ifd_mem_usage_t *out,
+                              size_t max);
 
 void ifd_stats_free(ifd_model_stats_t *st);
 

@@ -1,64 +1,74 @@
 /*
- * cuda/gpu.c - GPU discovery; without CUDA at build time, there is none.
+ * cuda/gpu.c - GPU discovery and the binding of worker threads to a device
+ * and a stream; without CUDA at build time, there is no GPU.
  */
 #include "cuda/gpu.h"
+
+#include <pthread.h>
 
 #ifdef IFD_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-int ifd_gpu_count(void) {
+static pthread_once_t count_once = PTHREAD_ONCE_INIT;
+static int count_cached;
+
+static void count_devices(void) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+  count_cached = n;
+}
+
+int ifd_gpu_count(void) {
+  pthread_once(&count_once, count_devices);
+  return count_cached;
 }
 
 const char *ifd_gpu_build(void) {
   return "cuda";
 }
 
-/* ---- cuda_mem.h ---- */
-#include <string.h>
+/* The calling thread's binding (an instance thread of a GPU instance). */
+static _Thread_local cudaStream_t thread_stream;
+static _Thread_local int thread_device = -1;
 
-#include "cuda/cuda_mem.h"
-
-static int cuda_fail(ifd_errmsg_t *err, const char *what, cudaError_t e) {
-  return ifd_errf(err, IFD_EINTERNAL, "%s: %s", what, cudaGetErrorString(e));
-}
-
-int ifd_cuda_ipc_open(const void *handle, size_t handle_len, int64_t device,
-                      void **ptr, ifd_errmsg_t *err) {
-  cudaIpcMemHandle_t h;
+int ifd_gpu_thread_bind(int device, ifd_errmsg_t *err) {
   cudaError_t e;
-  *ptr = NULL;
-  if (handle_len != sizeof(h))
-    return ifd_errf(err, IFD_EINVAL, "a CUDA IPC handle has %zu bytes, not %zu",
-                    sizeof(h), handle_len);
-  memcpy(&h, handle, sizeof(h));
-  e = cudaSetDevice((int)device);
-  if (e != cudaSuccess) return cuda_fail(err, "failed to set CUDA device", e);
-  e = cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
+  if (ifd_gpu_count() == 0)
+    return ifd_errf(err, IFD_EUNSUPPORTED, "GPUs not supported");
+  if (device < 0 || device >= ifd_gpu_count())
+    return ifd_errf(err, IFD_EINVAL, "no GPU with id %d", device);
+  ifd_gpu_thread_unbind();
+  e = cudaSetDevice(device);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags(&thread_stream, cudaStreamNonBlocking);
   if (e != cudaSuccess)
-    return cuda_fail(err, "failed to open CUDA IPC handle", e);
+    return ifd_errf(err, IFD_EINTERNAL,
+                    "failed to bind the thread to GPU %d: %s", device,
+                    cudaGetErrorString(e));
+  thread_device = device;
   return 0;
 }
 
-void ifd_cuda_ipc_close(void *ptr, int64_t device) {
-  if (ptr == NULL) return;
-  if (cudaSetDevice((int)device) == cudaSuccess) cudaIpcCloseMemHandle(ptr);
+void ifd_gpu_thread_unbind(void) {
+  if (thread_device < 0) return;
+  if (thread_stream != NULL) {
+    cudaStreamSynchronize(thread_stream);
+    cudaStreamDestroy(thread_stream);
+  }
+  thread_stream = NULL;
+  thread_device = -1;
 }
 
-int ifd_cuda_copy(void *dst, int32_t dst_type, int64_t dst_id, const void *src,
-                  int32_t src_type, int64_t src_id, size_t n,
-                  ifd_errmsg_t *err) {
-  cudaError_t e;
-  int dev = dst_type == 2 ? (int)dst_id : src_type == 2 ? (int)src_id : -1;
-  if (dev >= 0 && (e = cudaSetDevice(dev)) != cudaSuccess)
-    return cuda_fail(err, "failed to set CUDA device", e);
-  e = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
-  if (e != cudaSuccess) return cuda_fail(err, "CUDA copy failed", e);
-  return 0;
+void *ifd_gpu_thread_stream(void) {
+  return (void *)thread_stream;
 }
-#else
+
+int ifd_gpu_thread_device(void) {
+  return thread_device;
+}
+
+#else /* CPU-only build */
+
 int ifd_gpu_count(void) {
   return 0;
 }
@@ -66,36 +76,20 @@ int ifd_gpu_count(void) {
 const char *ifd_gpu_build(void) {
   return "cpu-only";
 }
-#endif
 
-/* ---- cuda_mem.h: CPU-only build ---- */
-#ifndef IFD_HAVE_CUDA
-#include "cuda/cuda_mem.h"
-
-int ifd_cuda_ipc_open(const void *handle, size_t handle_len, int64_t device,
-                      void **ptr, ifd_errmsg_t *err) {
-  (void)handle;
-  (void)handle_len;
+int ifd_gpu_thread_bind(int device, ifd_errmsg_t *err) {
   (void)device;
-  *ptr = NULL;
   return ifd_errf(err, IFD_EUNSUPPORTED, "GPUs not supported");
 }
 
-void ifd_cuda_ipc_close(void *ptr, int64_t device) {
-  (void)ptr;
-  (void)device;
+void ifd_gpu_thread_unbind(void) {}
+
+void *ifd_gpu_thread_stream(void) {
+  return NULL;
 }
 
-int ifd_cuda_copy(void *dst, int32_t dst_type, int64_t dst_id, const void *src,
-                  int32_t src_type, int64_t src_id, size_t n,
-                  ifd_errmsg_t *err) {
-  (void)dst;
-  (void)dst_type;
-  (void)dst_id;
-  (void)src;
-  (void)src_type;
-  (void)src_id;
-  (void)n;
-  return ifd_errf(err, IFD_EUNSUPPORTED, "GPUs not supported");
+int ifd_gpu_thread_device(void) {
+  return -1;
 }
+
 #endif

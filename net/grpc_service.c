@@ -422,8 +422,24 @@ static int model_stats(arena_t *a, const ifd_stats_entry_t *e,
         &s->compute_infer, &s->compute_output, &s->cache_hit, &s->cache_miss};
     if (durations(a, to, from, 8) != 0) return IFD_ENOMEM;
   }
-  /* Response statistics (decoupled models) and memory usage are not
-   * collected yet: both stay empty, as in the HTTP JSON. */
+  /* Response statistics (decoupled models) are not collected yet: empty,
+   * as in the HTTP JSON. Memory usage is what the backend reported. */
+  {
+    ifd_mem_usage_t mu[IFD_STATS_MEM_SLOTS];
+    size_t k, nmu = ifd_stats_memory_usage(s, mu, IFD_STATS_MEM_SLOTS);
+    if (nmu > 0) {
+      m->memory_usage =
+          (void *)struct_array(a, nmu, sizeof(Inference__MemoryUsage));
+      if (m->memory_usage == NULL) return IFD_ENOMEM;
+      m->n_memory_usage = nmu;
+      for (k = 0; k < nmu; k++) {
+        inference__memory_usage__init(m->memory_usage[k]);
+        m->memory_usage[k]->type = (char *)mu[k].type;
+        m->memory_usage[k]->id = mu[k].id;
+        m->memory_usage[k]->byte_size = mu[k].byte_size;
+      }
+    }
+  }
   if (s->n_batches == 0) return 0;
   m->n_batch_stats = s->n_batches;
   m->batch_stats = (void *)struct_array(

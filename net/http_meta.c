@@ -124,7 +124,17 @@ static void put_model_stats(ifd_hbuf_t *b, const ifd_stats_entry_t *e) {
     put_duration(b, "compute_output", &bs->compute_output);
     ifd__hbuf_put(b, "}", 1);
   }
-  ifd__hbuf_puts(b, "],\"memory_usage\":[]}");
+  ifd__hbuf_puts(b, "],\"memory_usage\":[");
+  {
+    /* What the backend reported its model and instances hold. */
+    ifd_mem_usage_t mu[IFD_STATS_MEM_SLOTS];
+    size_t k, nmu = ifd_stats_memory_usage(st, mu, IFD_STATS_MEM_SLOTS);
+    for (k = 0; k < nmu; k++)
+      ifd__hbuf_printf(
+          b, "%s{\"type\":\"%s\",\"id\":%" PRId64 ",\"byte_size\":%" PRIu64 "}",
+          k > 0 ? "," : "", mu[k].type, mu[k].id, mu[k].byte_size);
+  }
+  ifd__hbuf_puts(b, "]}");
 }
 
 void ifd__json_stats(ifd_hbuf_t *b, const ifd_stats_entry_t *e, size_t n) {

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/server.h"
+#include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "net/grpc.h"
 #include "net/http.h"
@@ -81,6 +82,9 @@ typedef struct options {
   int poll_secs;
   int log_verbose;
   int log_info, log_warning, log_error;
+  /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
+  ifd_cuda_mem_opts_t cuda_mem;
+  int allow_gpu_metrics;
 } options_t;
 
 typedef struct app {
@@ -246,6 +250,14 @@ static void usage(FILE *f) {
       "                             (default false): first-response "
       "histograms\n"
       "                             of decoupled models (repeatable)\n"
+      "  --allow-gpu-metrics=BOOL   GPU gauges through NVML when present "
+      "(default true)\n"
+      "  --pinned-memory-pool-byte-size=N  pinned host memory pool "
+      "(default 268435456;\n"
+      "                             0: none; needs a GPU)\n"
+      "  --cuda-memory-pool-byte-size=DEV:N  GPU memory pool of device DEV "
+      "(default\n"
+      "                             67108864 per GPU; repeatable)\n"
       "  --model-control-mode=MODE  none (default): load every model at "
       "start, no changes;\n"
       "                             explicit: load only --load-model at "
@@ -311,10 +323,11 @@ enum kind {
   K_LOAD,
   K_METRICS_CONFIG,
   K_NOTYET,
-  K_UINT,     /* unsigned, 0 allowed */
-  K_U64Z,     /* uint64_t, 0 allowed */
-  K_SECS_MS,  /* seconds into a uint64_t of ms, 0 allowed */
-  K_RESTRICT, /* ifd_restrict_t rule (HTTP or gRPC by the name) */
+  K_UINT,      /* unsigned, 0 allowed */
+  K_U64Z,      /* uint64_t, 0 allowed */
+  K_SECS_MS,   /* seconds into a uint64_t of ms, 0 allowed */
+  K_RESTRICT,  /* ifd_restrict_t rule (HTTP or gRPC by the name) */
+  K_CUDA_POOL, /* --cuda-memory-pool-byte-size <device>:<bytes> */
 };
 
 typedef struct flag {
@@ -378,6 +391,9 @@ static const flag_t flags[] = {
     {"allow-metrics", K_BOOL, OFF(allow_metrics)},
     {"metrics-interval-ms", K_INT, OFF(metrics_interval_ms)},
     {"metrics-config", K_METRICS_CONFIG, 0},
+    {"allow-gpu-metrics", K_BOOL, OFF(allow_gpu_metrics)},
+    {"pinned-memory-pool-byte-size", K_U64Z, OFF(cuda_mem.pinned_bytes)},
+    {"cuda-memory-pool-byte-size", K_CUDA_POOL, 0},
     {"model-control-mode", K_MODE, 0},
     {"load-model", K_LOAD, 0},
     {"repository-poll-secs", K_INT, OFF(poll_secs)},
@@ -637,6 +653,13 @@ static int parse_args(int argc, char **argv, options_t *o) {
           return bad(f->name, value, e.text);
         break;
       }
+      case K_CUDA_POOL: {
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (ifd_cuda_mem_parse_pool(&o->cuda_mem, value, &e) < 0)
+          return bad(f->name, value, e.text);
+        break;
+      }
       case K_NOTYET:
         IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
                  strcmp(f->name, "http-thread-count") == 0
@@ -867,6 +890,8 @@ int main(int argc, char **argv) {
   a->opt.metrics_port = 8002;
   a->opt.allow_metrics = 1;
   a->opt.metrics_interval_ms = 2000;
+  a->opt.allow_gpu_metrics = 1;
+  ifd_cuda_mem_opts_default(&a->opt.cuda_mem);
   a->opt.exit_on_error = 1;
   a->opt.strict_readiness = 1;
   a->opt.exit_timeout_secs = 30;
@@ -910,6 +935,8 @@ int main(int argc, char **argv) {
   so.no_counter_latencies = a->opt.no_counter_latencies;
   so.exit_timeout_secs = a->opt.exit_timeout_secs;
   so.gpu_count = ifd_gpu_count();
+  /* Before any model loads; without a GPU there is nothing to set up. */
+  ifd_cuda_mem_init(&a->opt.cuda_mem, so.gpu_count);
   so.ops = ifd_sched_model_ops();
   ifd_errclear(&err);
   if (ifd_server_new(&a->loop, &so, &a->server, &err) < 0) {
@@ -974,6 +1001,8 @@ int main(int argc, char **argv) {
                           &a->metrics) < 0) {
       IFD_ERROR("failed to start metrics: out of memory");
       a->exit_code = 1;
+    } else {
+      ifd_metrics_allow_gpu(a->metrics, a->opt.allow_gpu_metrics);
     }
     memset(&mo, 0, sizeof(mo));
     http_limits(&a->opt, &mo);
@@ -1006,6 +1035,7 @@ int main(int argc, char **argv) {
   /* Every connection is closed: nothing uses the TLS contexts any more. */
   ifd_tls_ctx_free(a->http_tls);
   ifd_tls_ctx_free(a->grpc_tls);
+  ifd_cuda_mem_fini();
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }
