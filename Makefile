@@ -74,8 +74,8 @@ MAIN_OBJ := $(BUILD)/obj/net/main.o
 
 BACKENDS := $(notdir $(wildcard backend_api/backends/*))
 # Every folder with sources is a test backend (common/ holds their shared
-# header only).
-TEST_BACKENDS := $(filter-out common,$(notdir $(wildcard test/models/backends/*)))
+# header only; cuda_add needs nvcc and has its own rule).
+TEST_BACKENDS := $(filter-out common cuda_add,$(notdir $(wildcard test/models/backends/*)))
 BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 
@@ -101,12 +101,15 @@ ABI_MAP := backend_api/libtritonserver.map
 ABI_DYNLIST := $(BUILD)/libtritonserver.dynlist
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
+FAKE_NVML := $(BUILD)/test/libfake_nvml.so
+GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so)
 
-.PHONY: all run test test-unit test-e2e test-asan deps deps-check clean format-check bench \
+.PHONY: all run test test-unit test-e2e test-gpu test-asan deps deps-check clean format-check bench \
   fuzz fuzz-bins
 .DEFAULT_GOAL := all
 
-all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(if $(PERF_SRC),$(PERF))
+all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(if $(PERF_SRC),$(PERF)) \
+  $(FAKE_NVML) $(GPU_TEST_BACKEND_SO)
 
 # ---- generated protobuf code ----------------------------------------------
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto
@@ -174,6 +177,34 @@ endef
 $(foreach b,$(BACKENDS),$(eval $(call backend_rule,$(BUILD)/backends,$(b),backend_api/backends)))
 $(foreach b,$(TEST_BACKENDS),$(eval $(call backend_rule,$(BUILD)/test/backends,$(b),test/models/backends)))
 
+# ---- GPUs (README, "GPUs") ------------------------------------------------------
+# A fake libnvidia-ml for the GPU gauges' tests (test/unit/lib/fake_nvml.c).
+$(FAKE_NVML): test/unit/lib/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -shared $(OPT) -o $@ $<
+
+# The CUDA test backend (test/models/backends/cuda_add): its kernel goes
+# through nvcc, the rest is C; built only when the toolkit is there.
+ifeq ($(HAVE_CUDA),1)
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ADD_DIR := test/models/backends/cuda_add
+$(BUILD)/obj/test/backends/cuda_add/kernel.o: $(CUDA_ADD_DIR)/kernel.cu $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -Xcompiler -fPIC -c -o $@ $<
+$(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so: $(CUDA_ADD_DIR)/cuda_add.c \
+  $(BUILD)/obj/test/backends/cuda_add/kernel.o $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) $(filter -fsanitize%,$(CFLAGS)) \
+	  -I$(CUDA_HOME)/include -Ibackend_api/include -shared -o $@ $(filter %.c %.o,$^) \
+	  $(LDFLAGS) -L$(BUILD)/lib -ltritonserver $(CUDA_LIBS)
+endif
+
+# `make test-gpu`: the tests that need a GPU (they skip, saying why, without
+# one): test_cuda's GPU cases and the e2e tests marked gpu.
+test-gpu: all $(BUILD)/test/unit/test_cuda
+	IFD_TEST_GPU=1 $(BUILD)/test/unit/test_cuda
+	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q -rs -m gpu test/e2e/test_gpu.py
+
 # ---- tests --------------------------------------------------------------------
 $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 	@rm -f $@
@@ -200,6 +231,7 @@ $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard te
 	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS)
 $(REPLAY_BIN): | $(PROTO_H)
 
+$(BUILD)/test/unit/test_cuda: $(FAKE_NVML)
 test-unit: $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 	@set -e; for t in $(FUZZ_NAMES); do echo "== replay $$t"; \

@@ -13,6 +13,11 @@ import pytest
 import e2e_helpers as h
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "gpu: needs a CUDA build and a GPU (make test-gpu); skips without one")
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     h.require_binary()
