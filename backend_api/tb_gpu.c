@@ -57,25 +57,31 @@ int ifd__gpu_outputs_to_host(ifd_response_t *resp, char *msg, size_t msg_len) {
   uint32_t i;
   for (i = 0; i < resp->n_outputs; i++) {
     ifd_output_t *o = &resp->outputs[i];
-    void *host;
+    void *host = NULL;
+    int32_t htype = IFD_MEM_CPU_PINNED;
+    int64_t hid = 0;
     ifd_errmsg_t err;
     int rc;
     if (o->mem_type != IFD_MEM_GPU || o->buffer_external || o->buffer == NULL)
       continue;
-    host = malloc(o->byte_size > 0 ? o->byte_size : 1);
-    if (host == NULL) {
+    /* Staged in pinned memory when the pool has room (the device copies
+     * into it directly), else in plain memory. Either is host memory the
+     * protocols read as CPU memory, and ifd_response_free gives it back
+     * through ifd_cuda_host_free. */
+    ifd_errclear(&err);
+    if (ifd_cuda_alloc(&htype, &hid, o->byte_size > 0 ? o->byte_size : 1, &host,
+                       &err) < 0) {
       snprintf(msg, msg_len,
                "out of memory copying output '%s' from GPU %" PRId64, o->name,
                o->mem_id);
       goto out_fail;
     }
-    ifd_errclear(&err);
     /* On the instance's own stream when this is its thread; the backend
      * has finished writing the buffer before it sends the response. */
     rc = ifd_cuda_copy(host, IFD_MEM_CPU, 0, o->buffer, IFD_MEM_GPU, o->mem_id,
                        o->byte_size, &err);
     if (rc < 0) {
-      free(host);
+      ifd_cuda_host_free(host);
       snprintf(msg, msg_len,
                "failed to copy output '%s' from GPU %" PRId64 ": %s", o->name,
                o->mem_id, err.text);

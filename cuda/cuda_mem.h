@@ -78,6 +78,12 @@ int ifd_cuda_alloc(int32_t *mem_type, int64_t *mem_id, uint64_t n, void **ptr,
  *  outside the pool only off the loop (cudaFree may synchronize). */
 void ifd_cuda_free(void *ptr, int32_t mem_type, int64_t mem_id);
 
+/** Frees host memory that came from malloc or from the pinned pool
+ *  (ifd_cuda_alloc of CPU or CPU_PINNED memory): a pool buffer goes back
+ *  to the pool, anything else to free(). Never calls the CUDA runtime, so
+ *  any thread may, the loop included. NULL is fine. */
+void ifd_cuda_host_free(void *ptr);
+
 /** Whether ifd_cuda_free of this buffer stays clear of the CUDA runtime
  *  (CPU memory, or a pool's): then the loop may free it. */
 int ifd_cuda_free_is_cheap(const void *ptr, int32_t mem_type, int64_t mem_id);

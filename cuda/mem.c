@@ -91,6 +91,14 @@ size_t ifd_cuda_pools(ifd_cuda_pool_info_t *out, size_t max) {
   return n;
 }
 
+void ifd_cuda_host_free(void *ptr) {
+  if (ptr == NULL) return;
+  if (ifd__mempool_owns(&pools.pinned, ptr) &&
+      ifd__mempool_free(&pools.pinned, ptr) == 0)
+    return;
+  free(ptr);
+}
+
 int ifd_cuda_free_is_cheap(const void *ptr, int32_t mem_type, int64_t mem_id) {
   if (mem_type == IFD_CUDA_MEM_CPU) return 1;
   if (mem_type == IFD_CUDA_MEM_CPU_PINNED)
