@@ -22,6 +22,7 @@
 #include "core/objcache.h"
 #include "core/server.h"
 #include "core/server_internal.h"
+#include "cuda/cuda_mem.h"
 
 /* Request objects go back to their server's cache (loop thread), so the
  * next request reuses one without malloc; a request made without a server
@@ -526,9 +527,12 @@ void ifd_response_free(ifd_response_t *resp) {
     /* Buffers and params are the keeper's (see ifd_response_t.keep). */
     resp->keep->drop(resp->keep);
   } else {
+    /* A buffer is malloc'd, or staged in the pinned pool (a GPU output
+     * copied to the host: backend_api/tb_gpu.c); ifd_cuda_host_free tells
+     * them apart without calling the CUDA runtime. */
     for (i = 0; i < resp->n_outputs; i++)
       if (!resp->outputs[i].buffer_in_pool && !resp->outputs[i].buffer_external)
-        free(resp->outputs[i].buffer);
+        ifd_cuda_host_free(resp->outputs[i].buffer);
     free(resp->params);
   }
   if (resp->spare) {

@@ -114,8 +114,10 @@ typedef struct ifd_output {
   ifd_dtype_t dtype;
   int64_t *shape; /* borrowed: response's storage; ndims entries */
   uint32_t ndims;
-  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer, or in
-                   the response's pool when buffer_in_pool */
+  void *buffer; /* owned: malloc'd by TRITONBACKEND_OutputBuffer (or, for a
+                   GPU output copied to the host, in the pinned pool: freed
+                   with ifd_cuda_host_free), or in the response's pool when
+                   buffer_in_pool */
   uint64_t byte_size;
   int buffer_in_pool;   /* buffer is in the response's pool: not free()d */
   int buffer_external;  /* buffer is the client's shared memory (the
