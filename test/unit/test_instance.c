@@ -25,6 +25,7 @@
 
 #include "backend_api/internal.h"
 #include "core/server.h"
+#include "cuda/gpu.h"
 
 #define MAX_SEEN 64
 
@@ -37,6 +38,8 @@ static struct {
   uint32_t instance[MAX_SEEN];   /* which instance ran each batch */
   int n_seen, n_batches;
   int other_thread; /* an execute ran off the caller's thread */
+  int inputs_found; /* inputs ifd__instance_request_of traced to their
+                       request during an execute */
 } fake;
 
 /* What the loop heard. */
@@ -63,7 +66,13 @@ static TRITONSERVER_Error *fake_execute(TRITONBACKEND_ModelInstance *in,
                                         const uint32_t n) {
   uint32_t i;
   if (!pthread_equal(pthread_self(), fake.init_thread)) fake.other_thread = 1;
-  for (i = 0; i < n; i++) fake.seen[fake.n_seen++] = (ifd_request_t *)reqs[i];
+  for (i = 0; i < n; i++) {
+    ifd_request_t *r = (ifd_request_t *)reqs[i];
+    uint32_t k;
+    fake.seen[fake.n_seen++] = r;
+    for (k = 0; k < r->n_inputs; k++)
+      if (ifd__instance_request_of(&r->inputs[k]) == r) fake.inputs_found++;
+  }
   fake.instance[fake.n_batches] = in->index;
   fake.batch[fake.n_batches++] = n;
   TRITONSERVER_ErrorDelete(TRITONBACKEND_ModelInstanceReportBatchStatistics(
@@ -323,6 +332,52 @@ static void test_stop_finalizes_inline(void **state) {
   assert_int_equal(fake.finis, 2);
 }
 
+/* The backend ABI finds the request an input belongs to (for its device
+ * copies) among the batch the calling thread executes, and only there. */
+static void test_request_of_input(void **state) {
+  fixture_t *f = *state;
+  ifd_input_t in[3];
+  memset(in, 0, sizeof(in));
+  f->reqs[1].inputs = in;
+  f->reqs[1].n_inputs = 2;
+  f->reqs[2].inputs = in + 2;
+  f->reqs[2].n_inputs = 1;
+  enqueue(f, 0, 3);
+  assert_int_equal(ifd__instance_step(&f->bm->instances[0]), 1);
+  assert_int_equal(fake.inputs_found, 3);
+  assert_null(ifd__instance_request_of(&in[0]));
+}
+
+/* A GPU instance's thread is bound to its device before the backend
+ * initializes it; without a GPU that fails cleanly, before the backend
+ * sees the instance. */
+static void test_gpu_instance_binding(void **state) {
+  fixture_t *f = *state;
+  ifd_errmsg_t err;
+  uint32_t i;
+  int rc;
+  ifd__instances_stop(f->bm);
+  fake.inits = fake.finis = 0;
+  for (i = 0; i < f->bm->n_instances; i++) f->bm->instances[i].init_state = 0;
+  f->bm->instances[0].kind = TRITONSERVER_INSTANCEGROUPKIND_GPU;
+  f->bm->instances[0].device_id = 0;
+  ifd_errclear(&err);
+  rc = ifd__instances_start(f->bm, &err);
+  if (ifd_gpu_count() == 0) {
+    assert_true(rc < 0);
+    assert_non_null(strstr(err.text, "GPUs not supported"));
+    assert_int_equal(fake.inits, 1); /* the CPU instance only */
+    assert_int_equal(f->bm->instances[0].init_state, -1);
+  } else {
+    assert_int_equal(rc, 0);
+    assert_int_equal(fake.inits, 2);
+    assert_int_equal(ifd_gpu_thread_device(), 0);
+    assert_non_null(ifd_gpu_thread_stream());
+  }
+  ifd__instances_stop(f->bm);
+  assert_int_equal(ifd_gpu_thread_device(), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_init_inline, setup, teardown),
@@ -335,6 +390,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_idle_report_while_unloading,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_stop_finalizes_inline, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_request_of_input, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gpu_instance_binding, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
