@@ -339,3 +339,67 @@ def test_pinned_pool_created(tmp_path):
         assert "Pinned memory pool is created at" in srv.log_tail(20000)
     finally:
         srv.stop(check=True)
+
+
+def cudart():
+    for name in ("libcudart.so", "/usr/local/cuda/lib64/libcudart.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    pytest.skip("no CUDA runtime library")
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_cuda_shared_memory_in_and_out(tmp_path):
+    """IN read from, OUT written into CUDA shared memory of this process, on
+    the device: the backend gets the regions' device pointers in place."""
+    import base64
+    rt = cudart()
+    n = 4096
+    nbytes = 4 * n
+    host_in = np.arange(n, dtype=np.int32) * 2
+    host_out = np.zeros(n, dtype=np.int32)
+    d_in, d_out = ctypes.c_void_p(), ctypes.c_void_p()
+    assert rt.cudaSetDevice(0) == 0
+    assert rt.cudaMalloc(ctypes.byref(d_in), ctypes.c_size_t(nbytes)) == 0
+    assert rt.cudaMalloc(ctypes.byref(d_out), ctypes.c_size_t(nbytes)) == 0
+    srv = None
+    try:
+        assert rt.cudaMemcpy(d_in, host_in.ctypes.data_as(ctypes.c_void_p),
+                             ctypes.c_size_t(nbytes), 1) == 0  # host to device
+        handles = {}
+        for name, ptr in (("in", d_in), ("out", d_out)):
+            hbuf = ctypes.create_string_buffer(64)
+            assert rt.cudaIpcGetMemHandle(hbuf, ptr) == 0
+            handles[name] = base64.b64encode(hbuf.raw).decode()
+        srv = start(tmp_path, ["cuda_add"], wait=("cuda_add",))
+        for name in ("in", "out"):
+            r = srv.post(f"/v2/cudasharedmemory/region/{name}/register",
+                         json={"raw_handle": {"b64": handles[name]}, "device_id": 0,
+                               "byte_size": nbytes})
+            assert r.status_code == 200, r.text
+        body = {
+            "inputs": [{"name": "IN", "datatype": "INT32", "shape": [n],
+                        "parameters": {"shared_memory_region": "in",
+                                       "shared_memory_byte_size": nbytes}}],
+            "outputs": [{"name": "OUT",
+                         "parameters": {"shared_memory_region": "out",
+                                        "shared_memory_byte_size": nbytes}},
+                        {"name": "MEM"}],
+        }
+        r = srv.post("/v2/models/cuda_add/infer", json=body)
+        assert r.status_code == 200, r.text
+        outs = {o["name"]: o for o in r.json()["outputs"]}
+        assert "data" not in outs["OUT"], outs["OUT"]
+        assert outs["MEM"]["data"] == [2, 2, 0]
+        assert rt.cudaMemcpy(host_out.ctypes.data_as(ctypes.c_void_p), d_out,
+                             ctypes.c_size_t(nbytes), 2) == 0  # device to host
+        assert np.array_equal(host_out, host_in + 1)
+        assert srv.post("/v2/cudasharedmemory/unregister").status_code == 200
+    finally:
+        if srv is not None:
+            srv.stop(check=True)
+        rt.cudaFree(d_in)
+        rt.cudaFree(d_out)
