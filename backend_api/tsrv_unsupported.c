@@ -687,13 +687,27 @@ static uintptr_t view_tag(const TRITONSERVER_BufferAttributes *ba) {
 static void attrs_read(const TRITONSERVER_BufferAttributes *ba,
                        struct TRITONSERVER_BufferAttributes *out /* OUT */) {
   const void *obj = (const void *)((uintptr_t)ba & ~VIEW_MASK);
+  out->memory_type = TRITONSERVER_MEMORY_CPU;
+  out->memory_type_id = 0;
+  out->cuda_ipc_handle = NULL;
   switch (view_tag(ba)) {
-    case VIEW_INPUT:
-      out->byte_size = (size_t)((const ifd_input_t *)obj)->byte_size;
+    case VIEW_INPUT: {
+      /* Where the data is: CPU, or a CUDA shared-memory region. */
+      const ifd_input_t *in = obj;
+      out->byte_size = (size_t)in->byte_size;
+      out->memory_type = (TRITONSERVER_MemoryType)in->mem_type;
+      out->memory_type_id = in->mem_id;
       break;
-    case VIEW_OUTPUT:
-      out->byte_size = (size_t)((const ifd_output_t *)obj)->byte_size;
+    }
+    case VIEW_OUTPUT: {
+      /* Where the buffer is: CPU, a GPU (until the response is sent), or a
+       * CUDA shared-memory region. */
+      const ifd_output_t *o = obj;
+      out->byte_size = (size_t)o->byte_size;
+      out->memory_type = (TRITONSERVER_MemoryType)o->mem_type;
+      out->memory_type_id = o->mem_id;
       break;
+    }
     case VIEW_STATE:
       out->byte_size =
           (size_t)ifd__state_buffer_size((const TRITONBACKEND_State *)obj);
@@ -702,9 +716,6 @@ static void attrs_read(const TRITONSERVER_BufferAttributes *ba,
       *out = *ba;
       return;
   }
-  out->memory_type = TRITONSERVER_MEMORY_CPU;
-  out->memory_type_id = 0;
-  out->cuda_ipc_handle = NULL;
 }
 
 TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
