@@ -24,6 +24,8 @@ LLHTTP_INC ?= /usr/share/include/llhttp
 # CUDA is optional: found when nvcc and cuda_runtime.h are present.
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA ?= $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1 || echo 0)
+# nvcc builds the CUDA test backend only (test/models/backends/cuda_add).
+NVCC ?= $(CUDA_HOME)/bin/nvcc
 
 CPPFLAGS := -I. -Ibackend_api/include -I$(BUILD) -I$(LLHTTP_INC) -D_GNU_SOURCE
 CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) -MMD -MP
@@ -102,7 +104,8 @@ ABI_DYNLIST := $(BUILD)/libtritonserver.dynlist
 INFERD := $(BUILD)/inferd
 TESTLIB := $(BUILD)/libifd_test.a
 FAKE_NVML := $(BUILD)/test/libfake_nvml.so
-GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so)
+GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(if $(wildcard $(NVCC)),\
+  $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so))
 
 .PHONY: all run test test-unit test-e2e test-gpu test-asan deps deps-check clean format-check bench \
   fuzz fuzz-bins
@@ -186,11 +189,12 @@ $(FAKE_NVML): test/unit/lib/fake_nvml.c
 # The CUDA test backend (test/models/backends/cuda_add): its kernel goes
 # through nvcc, the rest is C; built only when the toolkit is there.
 ifeq ($(HAVE_CUDA),1)
-NVCC ?= $(CUDA_HOME)/bin/nvcc
+# Hopper code, and PTX any newer GPU (or an older one down to Turing) JITs.
+NVCC_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
 CUDA_ADD_DIR := test/models/backends/cuda_add
 $(BUILD)/obj/test/backends/cuda_add/kernel.o: $(CUDA_ADD_DIR)/kernel.cu $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -Xcompiler -fPIC -c -o $@ $<
+	$(NVCC) -O2 $(NVCC_ARCH) -Xcompiler -fPIC -c -o $@ $<
 $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so: $(CUDA_ADD_DIR)/cuda_add.c \
   $(BUILD)/obj/test/backends/cuda_add/kernel.o $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
 	@mkdir -p $(dir $@)
