@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/util.h"
+#include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 
 /* GPUs whose gauges are sampled (NVML numbers them from 0). */
@@ -461,6 +462,8 @@ static const char *const gauge_names[] = {
     "nv_cpu_memory_used_bytes",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
+    "nv_pinned_memory_pool_total_bytes",
+    "nv_pinned_memory_pool_used_bytes",
     "nv_gpu_utilization",
     "nv_gpu_memory_total_bytes",
     "nv_gpu_memory_used_bytes",
@@ -533,6 +536,31 @@ static void put_gpu_family(out_t *o, const ifd_metrics_t *m,
   }
 }
 
+/* The pinned memory pool (--pinned-memory-pool-byte-size), read live from
+ * the pool (a short lock, no I/O); 0 and 0 when there is none, as Triton
+ * reports on a machine without a GPU. */
+static void put_pinned(out_t *o) {
+  ifd_cuda_pool_info_t pools[1 + IFD_CUDA_MAX_DEVICES];
+  size_t i, n = ifd_cuda_pools(pools, IFD_ARRAY_SIZE(pools));
+  uint64_t total = 0, used = 0;
+  for (i = 0; i < n && i < IFD_ARRAY_SIZE(pools); i++)
+    if (pools[i].mem_type == IFD_CUDA_MEM_CPU_PINNED) {
+      total = pools[i].byte_size;
+      used = pools[i].used;
+    }
+  put(o,
+      "# HELP nv_pinned_memory_pool_total_bytes Pinned memory pool total "
+      "memory size, in bytes\n"
+      "# TYPE nv_pinned_memory_pool_total_bytes gauge\n"
+      "nv_pinned_memory_pool_total_bytes %" PRIu64
+      "\n"
+      "# HELP nv_pinned_memory_pool_used_bytes Pinned memory pool used "
+      "memory size, in bytes\n"
+      "# TYPE nv_pinned_memory_pool_used_bytes gauge\n"
+      "nv_pinned_memory_pool_used_bytes %" PRIu64 "\n",
+      total, used);
+}
+
 /* The GPU families, in Triton's names, help texts and gpu_uuid label. */
 static void put_gpus(out_t *o, const ifd_metrics_t *m) {
   static const gpu_family_t fams[] = {
@@ -573,6 +601,7 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
         IFD_METRIC_FIRST_RESPONSE);
     ifd_server_foreach_ready(s, put_first_response, &o);
   }
+  if (m != NULL) put_pinned(&o);
   if (m != NULL && m->last.ok) {
     long tick = sysconf(_SC_CLK_TCK);
     put(&o,

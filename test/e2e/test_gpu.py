@@ -208,6 +208,21 @@ def test_gpu_metrics_from_nvml(tmp_path, monkeypatch):
         srv.stop(check=True)
 
 
+@needs_no_gpu
+def test_pinned_pool_metrics_without_gpu(tmp_path):
+    """Triton's two pinned-pool gauges, 0 without a pool (as Triton 2.47 on
+    a CPU-only machine: conformance metrics.txt), before the CPU gauges."""
+    srv = start(tmp_path, ["memprobe_auto"], wait=("memprobe_auto",),
+                extra=("--metrics-interval-ms=100",))
+    try:
+        text = wait_metrics(srv, "nv_cpu_utilization ")
+        for fam in ("nv_pinned_memory_pool_total_bytes", "nv_pinned_memory_pool_used_bytes"):
+            assert f"# TYPE {fam} gauge\n{fam} 0\n" in text, text
+        assert text.index("nv_pinned_memory_pool_used_bytes") < text.index("nv_cpu_utilization")
+    finally:
+        srv.stop(check=True)
+
+
 @pytest.mark.parametrize("how", ["no-library", "no-gpu", "init-fails", "disallowed"])
 def test_gpu_metrics_absent_without_error(tmp_path, monkeypatch, how):
     fake = h.build_dir() / "test" / "libfake_nvml.so"
@@ -337,6 +352,8 @@ def test_pinned_pool_created(tmp_path):
                 extra=("--pinned-memory-pool-byte-size=8388608",))
     try:
         assert "Pinned memory pool is created at" in srv.log_tail(20000)
+        text = metrics_text(srv)
+        assert "\nnv_pinned_memory_pool_total_bytes 8388608\n" in text, text
     finally:
         srv.stop(check=True)
 
