@@ -9,9 +9,12 @@
  * buffer from the request pool. A shape that claims more elements than the
  * text could hold allocates nothing; BYTES data is measured before it is
  * copied. Binary inputs point straight into the body that the request owns
- * (req->body): no copy. Nothing here touches the network, the server or the
- * loop, so the unit tests drive it with hand-made requests and a worker
- * thread may run it (net/http_infer.c).
+ * (req->body): no copy. A tensor in shared memory (parameters
+ * shared_memory_region / _offset / _byte_size) is only listed in the info
+ * for the loop to resolve against the region table (net/http_infer.c), with
+ * Triton's checks of which fields may go together. Nothing here touches the
+ * network, the server or the loop, so the unit tests drive it with hand-made
+ * requests and a worker thread may run it (net/http_infer.c).
  */
 #include <inttypes.h>
 #include <string.h>

@@ -515,3 +515,46 @@ def test_cuda_shared_memory_without_gpu(srv):
     assert status(s, kind="cudasharedmemory").json() == []
     # A system region of the same name is not a CUDA one.
     assert s.get("/v2/health/ready").status_code == 200
+
+
+# ------------------------------------------------- loop hand-offs ---
+
+def test_offloaded_decode_resolves_on_the_loop(private_server, shms):
+    """A JSON header decoded on the thread pool (--http-json-offload-bytes)
+    still resolves its regions, on the loop, after the decode."""
+    s = private_server(models=["identity_int32"], wait_models=("identity_int32",),
+                       extra=["--http-json-offload-bytes=64"])
+    a, b = shms(), shms()
+    ok_empty(register(s, "in", a.key, 4096))
+    ok_empty(register(s, "out", b.key, 4096))
+    a.write(0, int32s(*range(100)))
+    r = infer(s, "identity_int32", [shm_input("INPUT0", "INT32", [1, 100], "in", 400)],
+              [shm_output("OUTPUT0", "out", 400)])
+    assert r.status_code == 200, r.text
+    assert b.ints(0, 100) == list(range(100))
+    err(infer(s, "identity_int32", [shm_input("INPUT0", "INT32", [1, 100], "nope", 400)]),
+        404, "Unable to find shared memory region: 'nope'")
+    ok_empty(unregister(s))
+
+
+def test_connection_closed_before_register_answers(srv, shms):
+    """A client that goes away while its register maps the region: the
+    register completes, its answer is dropped, the server keeps serving."""
+    s = srv
+    a = shms()
+    body = json.dumps({"key": a.key, "byte_size": 4096}).encode()
+    for i in range(20):
+        with h.RawConn(srv.port) as conn:
+            conn.send(b"POST /v2/systemsharedmemory/region/gone%d/register HTTP/1.1\r\n"
+                      b"Host: x\r\nContent-Length: %d\r\n\r\n" % (i, len(body)) + body +
+                      b"POST /v2/systemsharedmemory/region/gone%d/unregister HTTP/1.1\r\n"
+                      b"Host: x\r\nContent-Length: 0\r\n\r\n" % i)
+    # Every pair ran to its end (register, then unregister) or the
+    # connection closed before the second was read: only registered names
+    # can remain, and they unregister cleanly.
+    assert wait_for(lambda: s.get("/v2/health/live").status_code == 200)
+    for x in status(s).json():
+        assert x["name"].startswith("gone"), x
+    ok_empty(unregister(s))
+    assert status(s).json() == []
+    assert wait_for(lambda: not any(a.name in line for line in maps_lines(srv.proc.pid)))
