@@ -19,12 +19,14 @@ import os
 import shutil
 import socket
 import struct
+import threading
 import time
 import uuid
 from multiprocessing import shared_memory
 
 import numpy as np
 import pytest
+import requests
 
 import e2e_helpers as h
 
@@ -558,3 +560,40 @@ def test_connection_closed_before_register_answers(srv, shms):
     ok_empty(unregister(s))
     assert status(s).json() == []
     assert wait_for(lambda: not any(a.name in line for line in maps_lines(srv.proc.pid)))
+
+
+def test_concurrent_infers_and_churn(srv, shms):
+    """Requests reading and writing regions while other regions come and go
+    on other connections: every request answered once, with its bytes."""
+    s = srv
+    a, b = shms(), shms(4 * 4096)
+    ok_empty(register(s, "stable_in", a.key, 4096))
+    for t in range(4):
+        ok_empty(register(s, f"out{t}", b.key, 4096, 4096 * t))
+    a.write(0, int32s(*range(16)))
+    failures = []
+
+    def worker(t):
+        with requests.Session() as sess:
+            for i in range(50):
+                off = 64 * (i % 8)
+                r = sess.post(s.url("/v2/models/identity_int32/infer"), json={
+                    "inputs": [shm_input("INPUT0", "INT32", [1, 16], "stable_in", 64)],
+                    "outputs": [shm_output("OUTPUT0", f"out{t}", 64, off)]},
+                    timeout=h.HTTP_TIMEOUT_S)
+                if r.status_code != 200 or "data" in r.json()["outputs"][0]:
+                    failures.append((t, i, r.status_code, r.text))
+                elif b.ints(4096 * t + off, 16) != list(range(16)):
+                    failures.append((t, i, "bytes"))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for i in range(100):
+        ok_empty(register(s, "churn", b.key, 4096, 4096 * (i % 4)))
+        ok_empty(unregister(s, "churn"))
+    for th in threads:
+        th.join(timeout=120)
+        assert not th.is_alive()
+    assert not failures, failures[:5]
+    ok_empty(unregister(s))
