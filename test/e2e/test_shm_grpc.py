@@ -13,6 +13,7 @@ multiprocessing.shared_memory; each test uses its own region names and
 removes what it registered. Everything talks to 127.0.0.1.
 """
 
+import ctypes
 import itertools
 import os
 import shutil
@@ -487,16 +488,112 @@ def test_unregister_while_in_use(srv, gc):
 
 # ---------------------------------------------------------------- CUDA ---
 
-def _gpu_present():
-    return os.path.exists("/dev/nvidia0")
+class CudaRt:
+    """The few CUDA runtime calls a client needs to share device memory
+    (through ctypes: no Python CUDA package), or `None` attributes when the
+    runtime or a device is missing."""
+
+    H2D, D2H = 1, 2
+
+    def __init__(self):
+        self.lib = None
+        self.devices = 0
+        for name in ("libcudart.so", "/usr/local/cuda/lib64/libcudart.so"):
+            try:
+                self.lib = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        if self.lib is None:
+            return
+        n = ctypes.c_int(0)
+        if self.lib.cudaGetDeviceCount(ctypes.byref(n)) == 0:
+            self.devices = n.value
+
+    def check(self, rc, what):
+        assert rc == 0, f"{what} failed: cudaError {rc}"
+
+    def malloc(self, n):
+        p = ctypes.c_void_p()
+        self.check(self.lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n)), "cudaMalloc")
+        return p
+
+    def free(self, p):
+        self.lib.cudaFree(p)
+
+    def ipc_handle(self, p):
+        h = ctypes.create_string_buffer(64)
+        self.check(self.lib.cudaIpcGetMemHandle(h, p), "cudaIpcGetMemHandle")
+        return h.raw
+
+    def to_device(self, p, arr):
+        b = np.ascontiguousarray(arr).tobytes()
+        self.check(self.lib.cudaMemcpy(p, b, ctypes.c_size_t(len(b)), self.H2D), "cudaMemcpy")
+
+    def from_device(self, p, dtype, count):
+        n = count * np.dtype(dtype).itemsize
+        b = ctypes.create_string_buffer(n)
+        self.check(self.lib.cudaMemcpy(b, p, ctypes.c_size_t(n), self.D2H), "cudaMemcpy")
+        return np.frombuffer(b.raw, dtype=dtype)
+
+
+_CUDA = []
+
+
+def cuda():
+    if not _CUDA:
+        _CUDA.append(CudaRt())
+    return _CUDA[0]
+
+
+@pytest.mark.gpu
+def test_cuda_shared_memory_on_gpu(gc):
+    """With a GPU: a region from another process's device allocation (its
+    raw CUDA IPC handle) registers, shows in the CUDA status (not the
+    system one), refuses its name twice, is resolved by requests, and
+    unregisters."""
+    rt = cuda()
+    if rt.devices == 0:
+        pytest.skip("no CUDA device (or no libcudart): CUDA shared memory needs a GPU (make test-gpu)")
+    name_in, name_out = unique("cuda_in"), unique("cuda_out")
+    d_in, d_out = rt.malloc(64), rt.malloc(64)
+    try:
+        rt.to_device(d_in, np.array([5, 6, 7, 8], dtype=np.int32))
+        rt.to_device(d_out, np.zeros(16, dtype=np.int32))
+        gc.cuda_shared_memory_register(name=name_in, raw_handle=rt.ipc_handle(d_in), device_id=0, byte_size=64)
+        gc.cuda_shared_memory_register(name=name_out, raw_handle=rt.ipc_handle(d_out), device_id=0,
+                                       byte_size=64)
+        try:
+            st = gc.cuda_shared_memory_status(name=name_in)
+            assert {k: (v.name, v.device_id, v.byte_size) for k, v in st.regions.items()} == {
+                name_in: (name_in, 0, 64)}
+            assert name_in not in status_map(gc.system_shared_memory_status())
+            expect(gc.cuda_shared_memory_register, SC.ALREADY_EXISTS,
+                   f"shared memory region '{name_in}' already in manager",
+                   name=name_in, raw_handle=rt.ipc_handle(d_in), device_id=0, byte_size=64)
+            # Requests resolve CUDA regions like system ones (bounds checked
+            # against the region). Inference into device memory needs a GPU
+            # backend (the identity backend refuses device buffers): the
+            # CUDA test backend's tests cover it.
+            expect(gc.model_infer, SC.INVALID_ARGUMENT,
+                   f"Invalid offset + byte size for shared memory region: '{name_in}'",
+                   shm_request(gc.pb, in_region=name_in, in_offset=56))
+            assert list(rt.from_device(d_in, np.int32, 4)) == [5, 6, 7, 8]
+        finally:
+            gc.cuda_shared_memory_unregister(name=name_in)
+            gc.cuda_shared_memory_unregister(name=name_out)
+        assert len(gc.cuda_shared_memory_status().regions) == 0
+    finally:
+        rt.free(d_in)
+        rt.free(d_out)
 
 
 def test_cuda_shared_memory_without_gpu(gc):
     """Item 12 of "Read first": on a server without a GPU, CUDA register is
     refused with INVALID_ARGUMENT, status is empty, the status of one region
     is NOT_FOUND (Triton says "system"), unregister answers OK."""
-    if _gpu_present():
-        pytest.skip("a GPU is present: CUDA registration is tested by make test-gpu")
+    if cuda().devices > 0:
+        pytest.skip("a GPU is present: CUDA shared memory is tested by test_cuda_shared_memory_on_gpu")
     expect(gc.cuda_shared_memory_register, SC.INVALID_ARGUMENT,
            "failed to register CUDA shared memory region: 'cuda_region', GPUs not supported",
            name="cuda_region", raw_handle=bytes(64), device_id=0, byte_size=64)
