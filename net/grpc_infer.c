@@ -502,7 +502,8 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, slice_t s,
     goto out_free;
   }
   rc = ifd__grpc_shm_tensor(req, in->name, &sp, &ref, err);
-  if (rc != 0 || ref.ptr != NULL) {
+  if (rc != 0) goto out_free;
+  if (ref.ptr != NULL) {
     in->data = ref.ptr; /* the request holds the region */
     in->byte_size = ref.byte_size;
     in->mem_type = ref.mem_type;

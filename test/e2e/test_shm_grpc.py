@@ -275,19 +275,25 @@ def test_several_regions_on_one_key_and_page_offset(gc):
 
 
 def test_register_unregister_cycles_leave_no_mapping(srv, gc):
-    """Register/unregister cycles: the server's mappings come back to where
-    they were (unmapping completes before the unregister answers)."""
+    """Register/unregister cycles leave no mapping of the object behind
+    (unmapping completes before the unregister answers), and the server's
+    mapping count does not grow with the cycles. A few lines of slack: the
+    allocator of a sanitizer build maps memory of its own as it goes."""
     name = unique("cycle")
+    cycles = 200
     with Obj(PAGE) as o:
-        register(gc, name, o, PAGE)
-        gc.system_shared_memory_unregister(name=name)
-        before = len(server_maps(srv))
-        for _ in range(200):
+        for _ in range(20):  # every thread-pool thread has run a job
             register(gc, name, o, PAGE)
             gc.system_shared_memory_unregister(name=name)
+        before = len(server_maps(srv))
+        for i in range(cycles):
+            register(gc, name, o, PAGE)
+            if i == 0:
+                assert [line for line in server_maps(srv) if o.shm.name in line]
+            gc.system_shared_memory_unregister(name=name)
         after = server_maps(srv)
-        assert len(after) == before, [line for line in after if o.shm.name in line]
         assert not [line for line in after if o.shm.name in line]
+        assert len(after) - before < cycles // 10, (before, len(after))
 
 
 # ----------------------------------------------------------- inference ---
