@@ -260,15 +260,18 @@ void ifd__grpc_shm_cancel(ifd_gstream_t *st) {
   ifd_gstream_unref(st); /* on_done will not run */
 }
 
-/* Holds a stream reference for on_done before an operation starts. */
+/* The table's operation was started (`rc` 0) with a stream reference taken
+ * for on_done: the call keeps the table's call as its method data. Or it
+ * was refused at once: no callback follows, so the reference is dropped and
+ * the error answered. */
 static void started(ifd_gstream_t *st, int rc, ifd_shm_call_t *call,
                     const ifd_errmsg_t *err) {
   if (rc == 0) {
     ifd_gstream_set_data(st, call);
     return;
   }
-  ifd_gstream_unref(st); /* refused at once: no callback follows */
-  finish_code(st, rc, err != NULL ? err->text : NULL);
+  ifd_gstream_unref(st);
+  finish_code(st, rc, err->text);
 }
 
 void ifd__grpc_shm_system_register(ifd_gstream_t *st, uint8_t *msg,
