@@ -333,6 +333,24 @@ def test_output_in_shm_stream(gc, regions):
     assert list(oo.read(16, np.int32, 4)) == [1, 2, 3, 4]
 
 
+def test_stream_error_then_answer(gc, regions):
+    """On a stream, a request naming an unknown region gets an error message
+    and the stream goes on: the next request is answered."""
+    ri, _, ro, oo = regions
+    bad = shm_request(gc.pb, in_region="nope")
+    bad.id = "bad"
+    good = shm_request(gc.pb, in_region=ri, out_region=ro)
+    good.id = "good"
+    oo.write(0, np.zeros(4, dtype=np.int32))
+    out = list(gc.model_stream_infer(iter([bad, good])))
+    assert len(out) == 2, out
+    assert out[0].error_message == "Unable to find shared memory region: 'nope'", out[0]
+    assert out[0].infer_response.id == "bad"
+    assert out[1].error_message == "" and out[1].infer_response.id == "good", out[1]
+    assert list(out[1].infer_response.raw_output_contents) == [b""]
+    assert list(oo.read(0, np.int32, 4)) == [1, 2, 3, 4]
+
+
 def test_mixed_raw_typed_and_shm(gc, regions):
     """identity_multi with one input raw (or typed) and one in shared memory;
     one output raw, one in shared memory. raw_input_contents holds entries
