@@ -492,8 +492,48 @@ def test_restricted_shared_memory(private_server, shms):
 
 # ------------------------------------------------------------- CUDA ---
 
+def _cuda():
+    """The CUDA runtime through ctypes (test_shm_grpc.py's helper)."""
+    from test_shm_grpc import cuda
+    return cuda()
+
+
 def _has_gpu():
-    return os.path.exists("/dev/nvidia0")
+    return _cuda().devices > 0
+
+
+@pytest.mark.gpu
+def test_cuda_shared_memory_on_gpu(srv):
+    """With a GPU: a device allocation's IPC handle (base64) registers,
+    shows in the CUDA status only, refuses its name twice, is resolved (and
+    bounds-checked) by requests, and unregisters."""
+    rt = _cuda()
+    if rt.devices == 0:
+        pytest.skip("no CUDA device (or no libcudart): CUDA shared memory needs a GPU "
+                    "(make test-gpu)")
+    s = srv
+    d = rt.malloc(64)
+    try:
+        rt.to_device(d, np.array([5, 6, 7, 8], dtype=np.int32))
+        body = {"raw_handle": {"b64": base64.b64encode(rt.ipc_handle(d)).decode()},
+                "device_id": 0, "byte_size": 64}
+        ok_empty(s.post("/v2/cudasharedmemory/region/gpu_in/register", json=body))
+        try:
+            assert status(s, kind="cudasharedmemory").json() == [
+                {"name": "gpu_in", "device_id": 0, "byte_size": 64}]
+            assert status(s, "gpu_in", kind="cudasharedmemory").json()[0]["name"] == "gpu_in"
+            assert status(s).json() == []
+            err(s.post("/v2/cudasharedmemory/region/gpu_in/register", json=body),
+                400, "shared memory region 'gpu_in' already in manager")
+            err(infer(s, "identity_int32",
+                      [shm_input("INPUT0", "INT32", [1, 4], "gpu_in", 16, 56)]),
+                400, "Invalid offset + byte size for shared memory region: 'gpu_in'")
+            assert list(rt.from_device(d, np.int32, 4)) == [5, 6, 7, 8]
+        finally:
+            ok_empty(s.post("/v2/cudasharedmemory/region/gpu_in/unregister"))
+        assert status(s, kind="cudasharedmemory").json() == []
+    finally:
+        rt.free(d)
 
 
 def test_cuda_shared_memory_without_gpu(srv):
