@@ -112,6 +112,20 @@ int ifd__grpc_stream_error(const ifd_request_t *req, const char *msg,
  *  IFD_ENOMEM. */
 int ifd__grpc_reply_pack(const ProtobufCMessage *m, ifd_grpc_reply_t **out);
 
+/* Answering unary calls (net/grpc_service.c; the services' files share
+ * them). */
+typedef struct ifd_gstream ifd_gstream_t;
+/** Finishes the call with the gRPC status of IFD_E* `code` and `msg` (or
+ *  the code's text when `msg` is empty). */
+void ifd__grpc_finish_code(ifd_gstream_t *st, int code, const char *msg);
+/** Answers with one message `m` and OK. */
+void ifd__grpc_reply(ifd_gstream_t *st, const ProtobufCMessage *m);
+/** Unpacks a request message and frees `msg`; NULL after finishing the
+ *  call with INVALID_ARGUMENT. Free the result with
+ *  protobuf_c_message_free_unpacked. */
+void *ifd__grpc_unpack(ifd_gstream_t *st, const ProtobufCMessageDescriptor *d,
+                       uint8_t *msg, size_t len);
+
 /** Appends `v` as a protobuf varint at `p`; returns the bytes written
  *  (1..10). */
 size_t ifd__pb_put_varint(uint8_t *p, uint64_t v);

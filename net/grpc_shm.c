@@ -33,45 +33,6 @@
 #include "net/status.h"
 #include "net/utf8.h"
 
-/* ---- answering a unary call ---------------------------------------------- */
-
-static void finish_code(ifd_gstream_t *st, int code, const char *msg) {
-  ifd_gstream_finish(st, ifd_grpc_status(code),
-                     msg != NULL && msg[0] != '\0' ? msg : ifd_strerror(code));
-}
-
-/* Answers with one message and OK. */
-static void reply(ifd_gstream_t *st, const ProtobufCMessage *m) {
-  ifd_grpc_reply_t *r;
-  int rc;
-
-  if (ifd__grpc_reply_pack(m, &r) != 0) {
-    finish_code(st, IFD_ENOMEM, "out of memory");
-    return;
-  }
-  rc = ifd_gstream_send(st, &r->msg);
-  if (rc == 0)
-    ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
-  else if (rc == IFD_ENOMEM)
-    finish_code(st, rc, "out of memory");
-  /* IFD_ECANCELLED, IFD_ETOOBIG: the call is over already. */
-}
-
-/* Unpacks a request message and frees `msg`. NULL after finishing the call
- * with INVALID_ARGUMENT. */
-static void *unpack(ifd_gstream_t *st, const ProtobufCMessageDescriptor *d,
-                    uint8_t *msg, size_t len) {
-  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
-  char text[128];
-
-  free(msg);
-  if (m == NULL) {
-    snprintf(text, sizeof(text), "failed to parse %s", d->short_name);
-    ifd_gstream_finish(st, IFD_GRPC_INVALID_ARGUMENT, text);
-  }
-  return m;
-}
-
 static ifd_shm_t *table(const ifd_gstream_t *st) {
   return ifd_server_shm(ifd_gstream_server(st));
 }
@@ -187,9 +148,9 @@ static int walk(ifd_gstream_t *st, ifd_shm_kind_t kind, const char *name,
 }
 
 void ifd__grpc_shm_system_status(ifd_gstream_t *st, uint8_t *msg, size_t len) {
-  Inference__SystemSharedMemoryStatusRequest *q =
-      unpack(st, &inference__system_shared_memory_status_request__descriptor,
-             msg, len);
+  Inference__SystemSharedMemoryStatusRequest *q = ifd__grpc_unpack(
+      st, &inference__system_shared_memory_status_request__descriptor, msg,
+      len);
   Inference__SystemSharedMemoryStatusResponse r =
       INFERENCE__SYSTEM_SHARED_MEMORY_STATUS_RESPONSE__INIT;
   entries_t e = {NULL, 0, 0};
@@ -199,18 +160,18 @@ void ifd__grpc_shm_system_status(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   if (q == NULL) return;
   rc = walk(st, IFD_SHM_SYSTEM, q->name, &e, &err);
   if (rc != 0) {
-    finish_code(st, rc, err.text);
+    ifd__grpc_finish_code(st, rc, err.text);
   } else {
     r.n_regions = e.n;
     r.regions = (sys_entry_t **)e.blocks;
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
   }
   entries_free(&e);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
 void ifd__grpc_shm_cuda_status(ifd_gstream_t *st, uint8_t *msg, size_t len) {
-  Inference__CudaSharedMemoryStatusRequest *q = unpack(
+  Inference__CudaSharedMemoryStatusRequest *q = ifd__grpc_unpack(
       st, &inference__cuda_shared_memory_status_request__descriptor, msg, len);
   Inference__CudaSharedMemoryStatusResponse r =
       INFERENCE__CUDA_SHARED_MEMORY_STATUS_RESPONSE__INIT;
@@ -221,11 +182,11 @@ void ifd__grpc_shm_cuda_status(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   if (q == NULL) return;
   rc = walk(st, IFD_SHM_CUDA, q->name, &e, &err);
   if (rc != 0) {
-    finish_code(st, rc, err.text);
+    ifd__grpc_finish_code(st, rc, err.text);
   } else {
     r.n_regions = e.n;
     r.regions = (cuda_entry_t **)e.blocks;
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
   }
   entries_free(&e);
   protobuf_c_message_free_unpacked(&q->base, NULL);
@@ -244,9 +205,9 @@ static void on_done(int rc, const char *msg, void *arg) {
   ifd_gstream_set_data(st, NULL);
   if (!ifd_gstream_closed(st)) {
     if (rc == 0)
-      reply(st, &r.base);
+      ifd__grpc_reply(st, &r.base);
     else
-      finish_code(st, rc, msg);
+      ifd__grpc_finish_code(st, rc, msg);
   }
   ifd_gstream_unref(st);
 }
@@ -271,14 +232,14 @@ static void started(ifd_gstream_t *st, int rc, ifd_shm_call_t *call,
     return;
   }
   ifd_gstream_unref(st);
-  finish_code(st, rc, err->text);
+  ifd__grpc_finish_code(st, rc, err->text);
 }
 
 void ifd__grpc_shm_system_register(ifd_gstream_t *st, uint8_t *msg,
                                    size_t len) {
-  Inference__SystemSharedMemoryRegisterRequest *q =
-      unpack(st, &inference__system_shared_memory_register_request__descriptor,
-             msg, len);
+  Inference__SystemSharedMemoryRegisterRequest *q = ifd__grpc_unpack(
+      st, &inference__system_shared_memory_register_request__descriptor, msg,
+      len);
   ifd_shm_call_t *call = NULL;
   ifd_errmsg_t err;
   int rc;
@@ -293,9 +254,9 @@ void ifd__grpc_shm_system_register(ifd_gstream_t *st, uint8_t *msg,
 }
 
 void ifd__grpc_shm_cuda_register(ifd_gstream_t *st, uint8_t *msg, size_t len) {
-  Inference__CudaSharedMemoryRegisterRequest *q =
-      unpack(st, &inference__cuda_shared_memory_register_request__descriptor,
-             msg, len);
+  Inference__CudaSharedMemoryRegisterRequest *q = ifd__grpc_unpack(
+      st, &inference__cuda_shared_memory_register_request__descriptor, msg,
+      len);
   ifd_shm_call_t *call = NULL;
   ifd_errmsg_t err;
   int rc;
@@ -326,7 +287,7 @@ static void unregister(ifd_gstream_t *st, ifd_shm_kind_t kind,
 
 void ifd__grpc_shm_system_unregister(ifd_gstream_t *st, uint8_t *msg,
                                      size_t len) {
-  Inference__SystemSharedMemoryUnregisterRequest *q = unpack(
+  Inference__SystemSharedMemoryUnregisterRequest *q = ifd__grpc_unpack(
       st, &inference__system_shared_memory_unregister_request__descriptor, msg,
       len);
 
@@ -337,9 +298,9 @@ void ifd__grpc_shm_system_unregister(ifd_gstream_t *st, uint8_t *msg,
 
 void ifd__grpc_shm_cuda_unregister(ifd_gstream_t *st, uint8_t *msg,
                                    size_t len) {
-  Inference__CudaSharedMemoryUnregisterRequest *q =
-      unpack(st, &inference__cuda_shared_memory_unregister_request__descriptor,
-             msg, len);
+  Inference__CudaSharedMemoryUnregisterRequest *q = ifd__grpc_unpack(
+      st, &inference__cuda_shared_memory_unregister_request__descriptor, msg,
+      len);
 
   if (q == NULL) return;
   unregister(st, IFD_SHM_CUDA, q->name);
