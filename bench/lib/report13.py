@@ -1,0 +1,102 @@
+"""Issue 13's table for bench/lib/report.py (section shm: shared memory).
+
+issue13(p, get, res, fmt) prints the "Issue 13
+targets" table and the notes under it with `p`; `get(sc, key)` reads a
+scenario's figure (us_per_req, rps, tool_rps, avg_us, p99_us); the memcpy
+limit is read from RES/raw/shm_memcpy/{before,after}.json here.
+
+Scenarios (bench/run.sh): identity_fp32_16m (one 16 MiB FP32 tensor in and
+out) driven by inferd-perf at concurrency 1 and 2, over HTTP with the binary
+tensor extension (shm_http-binary_c*), gRPC with raw contents (shm_grpc_c*),
+and with --shared-memory=system over HTTP (shm_http-system_c*) and gRPC
+(shm_grpc-system_c*).
+"""
+import json
+import os
+
+# Issue 13's targets: server CPU per request with system shared memory /
+# the same request over HTTP with the binary extension; throughput with
+# system shared memory / the memcpy-bound limit measured in the same run.
+TARGETS13 = {"cpu_ratio": 0.05, "thr_ratio": 0.90}
+THR_C = 2  # the concurrency of the throughput figure (the instance never idles)
+
+
+def memcpy_limit(res):
+    """The best of the runs before and after the scenarios, and each one."""
+    runs = {}
+    for name in ("before", "after"):
+        path = os.path.join(res, "raw", "shm_memcpy", name + ".json")
+        try:
+            with open(path) as f:
+                runs[name] = json.load(f)
+        except (OSError, ValueError):
+            pass
+    best = max(runs.values(), key=lambda d: d["copies_per_s"]) if runs else None
+    return best, runs
+
+
+def issue13(p, get, res, fmt):
+    best, runs = memcpy_limit(res)
+    scs = ["shm_%s_c%d" % (k, c) for c in (1, 2)
+           for k in ("http-binary", "http-system", "grpc", "grpc-system")]
+    if best is None and all(get(sc, "rps") is None for sc in scs):
+        return
+    copy_us = best["us_per_copy"] if best else None
+    limit = best["copies_per_s"] if best else None
+
+    def beyond(sc):
+        v = get(sc, "us_per_req")
+        return v - copy_us if v is not None and copy_us is not None else None
+
+    p("## Issue 13 targets")
+    p("")
+    p("| figure | shared memory | baseline | ratio | target | verdict |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    for c in (1, 2):
+        shm = get("shm_http-system_c%d" % c, "us_per_req")
+        base = get("shm_http-binary_c%d" % c, "us_per_req")
+        r = shm / base if shm is not None and base else None
+        p("| 16 MiB FP32 in and out, concurrency %d: server CPU us/request, HTTP system shm / "
+          "HTTP binary | %s | %s | %s | < %.2f | %s |" % (
+              c, fmt(shm, 0), fmt(base, 0), fmt(r, 3), TARGETS13["cpu_ratio"],
+              "not measured" if r is None else
+              ("**met**" if r < TARGETS13["cpu_ratio"] else "**missed**")))
+    for c in (1, 2):
+        shm, base = beyond("shm_http-system_c%d" % c), beyond("shm_http-binary_c%d" % c)
+        r = shm / base if shm is not None and base else None
+        p("| the same, less one 16 MiB memcpy (%s us, the identity backend's own copy) | %s "
+          "| %s | %s | reported | - |" % (fmt(copy_us, 0), fmt(shm, 0), fmt(base, 0),
+                                           fmt(r, 3)))
+    rps = get("shm_http-system_c%d" % THR_C, "rps")
+    r = rps / limit if rps is not None and limit else None
+    p("| throughput, HTTP system shm at concurrency %d: requests/s (server count) / memcpy-bound "
+      "limit (16 MiB copies/s on the server core) | %s | %s | %s | >= %.2f | %s |" % (
+          THR_C, fmt(rps, 1), fmt(limit, 1), fmt(r, 3), TARGETS13["thr_ratio"],
+          "not measured" if r is None else
+          ("**met**" if r >= TARGETS13["thr_ratio"] else "**missed**")))
+    rps = get("shm_grpc-system_c%d" % THR_C, "rps")
+    p("| the same over gRPC | %s | %s | %s | reported | - |" % (
+        fmt(rps, 1), fmt(limit, 1), fmt(rps / limit if rps is not None and limit else None, 3)))
+    p("")
+    p("| scenario | server req/s | server CPU us/req | CPU beyond the copy us/req | tool avg lat us "
+      "| tool p99 lat us |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for sc in scs:
+        if get(sc, "rps") is None:
+            continue
+        p("| %s | %s | %s | %s | %s | %s |" % (
+            sc, fmt(get(sc, "rps"), 1), fmt(get(sc, "us_per_req"), 0), fmt(beyond(sc), 0),
+            fmt(get(sc, "avg_us"), 0), fmt(get(sc, "p99_us"), 0)))
+    p("")
+    if runs:
+        p("memcpy-bound limit (bench/lib/memcpy_limit.py on the server core, server idle): " +
+          "; ".join("%s the scenarios %.1f copies/s (%.2f GB/s, %.0f us per copy)" % (
+              k, d["copies_per_s"], d["gb_per_s"], d["us_per_copy"]) for k, d in runs.items()) +
+          ". The limit is the better of the two.")
+        p("")
+    p("Server CPU is utime+stime of every inferd thread over the window / the requests the "
+      "server completed in it; \"beyond the copy\" subtracts the measured cost of the one "
+      "16 MiB copy that the identity backend makes in every path (input to output), which "
+      "shared memory cannot remove. Over HTTP binary the server also receives and sends "
+      "16 MiB through loopback TCP per request.")
+    p("")
