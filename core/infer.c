@@ -10,6 +10,7 @@
 #include "core/infer.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,48 @@ static void first_response(ifd_request_t *req) {
              m->name);
 }
 
+static void set_error(ifd_response_t *resp, int error, const char *msg);
+
+/* Outputs the client placed in shared memory that the backend did not
+ * write there (an ensemble's response points into its steps' buffers) are
+ * copied in now; one that does not fit fails the response, with Triton's
+ * text. A memcpy on the loop, bounded by the region the client gave. */
+static void place_outputs(ifd_response_t *resp) {
+  const ifd_request_t *req = resp->req;
+  uint32_t i, k;
+  if (resp->error != 0 || resp->spare || req->n_outputs == 0) return;
+  for (i = 0; i < resp->n_outputs; i++) {
+    const ifd_output_t *o = &resp->outputs[i];
+    const ifd_output_req_t *want = NULL;
+    ifd_errmsg_t err;
+    if (o->buffer_external) continue;
+    for (k = 0; k < req->n_outputs && want == NULL; k++)
+      if (req->outputs[k].shm.ptr != NULL &&
+          strcmp(req->outputs[k].name, o->name) == 0)
+        want = &req->outputs[k];
+    if (want == NULL) continue;
+    if (o->byte_size > want->shm.byte_size) {
+      ifd_errf(&err, IFD_EINTERNAL,
+               "shared memory size specified with the request for output "
+               "'%s' (%" PRIu64 " bytes) should be at least %" PRIu64
+               " bytes to hold the results",
+               o->name, want->shm.byte_size, o->byte_size);
+    } else if (o->mem_type != IFD_MEM_CPU ||
+               want->shm.mem_type != IFD_MEM_CPU) {
+      /* A device copy would block the loop. */
+      ifd_errf(&err, IFD_EUNSUPPORTED,
+               "output '%s' of model '%s' cannot be copied into CUDA shared "
+               "memory after the model ran (only a backend writes there)",
+               o->name, req->model_name);
+    } else {
+      if (o->byte_size > 0) memcpy(want->shm.ptr, o->buffer, o->byte_size);
+      continue;
+    }
+    set_error(resp, err.code, err.text);
+    return;
+  }
+}
+
 static void deliver_now(ifd_response_t *resp) {
   ifd_request_t *req = resp->req;
   int counted = resp->counted;
@@ -293,6 +336,7 @@ static void deliver_now(ifd_response_t *resp) {
              req->id);
     ifd_response_free(resp);
   } else {
+    place_outputs(resp);
     if (resp->flags & IFD_RESPONSE_FINAL) {
       req->final_delivered = 1;
       req->final_error = resp->error;

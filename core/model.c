@@ -123,6 +123,9 @@ static int check_input(const ifd_model_t *m, const ifd_request_t *req,
                     "too large",
                     req_id(req), in->name, m->name);
   if (in->dtype == IFD_TYPE_BYTES) {
+    /* Device memory (CUDA shared memory) cannot be read here: the backend
+     * that reads it checks it, as in Triton. */
+    if (in->mem_type == IFD_MEM_GPU) return 0;
     if (ifd_bytes_validate(in->data, in->byte_size, count) < 0)
       return ifd_errf(
           err, IFD_EINVAL,

@@ -58,6 +58,10 @@ void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev) {
 ifd_evq_t *ifd_server_evq(ifd_server_t *s) {
   return &s->evq;
 }
+struct ifd_shm *ifd_server_shm(ifd_server_t *s) {
+  return s->shm;
+}
+
 ifd_objcache_t *ifd_server_req_cache(ifd_server_t *s) {
   return &s->req_cache;
 }
@@ -120,6 +124,8 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
   s->opts.load_models = (const char *const *)s->load_models;
   ifd_strmap_init(&s->by_name);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), REQ_CACHE_MAX);
+  s->shm = ifd_shm_new(loop);
+  if (s->shm == NULL) goto out_nomem;
   rc = ifd_evq_init(loop, &s->evq);
   if (rc < 0) {
     ifd_errf(err, IFD_ENOMEM, "cannot create the completion queue: %s",
@@ -136,6 +142,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
 out_nomem:
   ifd_errf(err, IFD_ENOMEM, "out of memory");
 out_free:
+  ifd_shm_free(s->shm);
   for (i = 0; s->repos && i < opts->n_repos; i++) free(s->repos[i]);
   free(s->repos);
   for (i = 0; s->load_models && i < opts->n_load_models; i++)
@@ -395,6 +402,8 @@ void ifd_server_free(ifd_server_t *s) {
    * still closing) is freed directly when it goes. */
   ifd_objcache_drain(&s->req_cache);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), 0);
+  ifd_shm_free(s->shm);
+  s->shm = NULL;
   s->closing_handles = 3;
   s->evq.async.data = s;
   s->drain_timer.data = s;

@@ -14,6 +14,7 @@
 #include "core/model.h"
 #include "core/objcache.h"
 #include "core/repo.h"
+#include "core/shm.h"
 #include "core/server.h"
 #include "core/strmap.h"
 
@@ -93,6 +94,7 @@ struct ifd_server {
   int freeing; /* ifd_server_free runs: no more thread-pool jobs */
   /* Loop thread: free request objects for reuse (core/infer.c). */
   ifd_objcache_t req_cache;
+  ifd_shm_t *shm; /* owned: shared-memory regions (core/shm.c) */
 };
 
 /* ---- registry.c ---- */

@@ -152,7 +152,7 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
     }
     v = &x->root.vals[t];
     ifd__ens_val_set(v, in->dtype, in->shape, in->ndims, in->data,
-                     in->byte_size);
+                     in->byte_size, in->mem_type, in->mem_id);
     v->batch = req->batch_size;
   }
   /* The steps this request needs: all, or those its outputs need. */

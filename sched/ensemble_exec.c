@@ -233,6 +233,8 @@ static int answer_frame(ens_exec_t *x, ens_frame_t *f, uint32_t flags) {
     o->shape = (int64_t *)shape; /* never written: the response is ours */
     o->buffer = (void *)v->data;
     o->byte_size = v->byte_size;
+    o->mem_type = v->mem_type;
+    o->mem_id = v->mem_id;
     o->resp = resp;
   }
   resp->outputs = f->outs;
@@ -399,6 +401,8 @@ static void start(ens_exec_t *x, ens_run_t *r) {
                                         ndims);
     in->data = v->data; /* reserved above: never NULL */
     in->byte_size = v->byte_size;
+    in->mem_type = v->mem_type;
+    in->mem_id = v->mem_id;
   }
   r->seq = *seq;
   c->model_name = st->model;
@@ -528,7 +532,8 @@ static void set_outputs(ens_exec_t *x, ens_run_t *r, ens_frame_t *f,
       v->state = VAL_ABSENT;
       continue;
     }
-    ifd__ens_val_set(v, o->dtype, o->shape, o->ndims, o->buffer, o->byte_size);
+    ifd__ens_val_set(v, o->dtype, o->shape, o->ndims, o->buffer, o->byte_size,
+                     o->mem_type, o->mem_id);
   }
   for (k = 0; k < st->n_out && !x->failed; k++)
     tensor_known(x, f, st->out[k].tensor);

@@ -42,6 +42,8 @@ typedef struct ens_val {
   uint64_t byte_size;
   uint32_t ndims;
   ifd_dtype_t dtype;
+  int32_t mem_type; /* IFD_MEM_* of data (a CUDA shared-memory input) */
+  int64_t mem_id;
   uint8_t state;  /* VAL_*; PENDING in a frame: look in its parent */
   ens_run_t *src; /* borrowed: the run whose response holds it; NULL: the
                      request */
@@ -51,11 +53,15 @@ typedef struct ens_val {
 
 enum { VAL_PENDING = 0, VAL_SET, VAL_ABSENT };
 
-/* Makes `v` a known tensor (borrowing shape and data). */
+/* Makes `v` a known tensor (borrowing shape and data, in memory of type
+ * `mem_type` on device `mem_id`). */
 static inline void ifd__ens_val_set(ens_val_t *v, ifd_dtype_t dtype,
                                     const int64_t *shape, uint32_t ndims,
-                                    const void *data, uint64_t byte_size) {
+                                    const void *data, uint64_t byte_size,
+                                    int32_t mem_type, int64_t mem_id) {
   v->state = VAL_SET;
+  v->mem_type = mem_type;
+  v->mem_id = mem_id;
   v->dtype = dtype;
   v->shape = shape;
   v->ndims = ndims;
