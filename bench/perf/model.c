@@ -12,7 +12,10 @@
  * extension or JSON data arrays) or a 5-byte-prefixed ModelInferRequest.
  * For a sequence model (config with sequence_batching) the HTTP header
  * starts with fixed-width sequence parameters that seq.c rewrites per
- * request; over gRPC seq.c appends them.
+ * request; over gRPC seq.c appends them. With --shared-memory every input
+ * and requested output names its region (shm.c) in its parameters
+ * (shared_memory_region, shared_memory_byte_size) and carries no data: the
+ * HTTP body is the JSON header alone, the gRPC request has no raw contents.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,9 @@
  * inferd-perf is a perf_analyzer-style load generator: one libuv loop drives
  * keep-alive HTTP/1.1 connections (http.c) or nghttp2 client sessions
  * (grpc.c), each carrying a request serialized once (model.c; rewritten per
- * request for sequence models by seq.c, for decoupled models by dec.c).
- * main.c reads the command line
+ * request for sequence models by seq.c, for decoupled models by dec.c;
+ * with --shared-memory its tensors are regions that shm.c creates and
+ * registers). main.c reads the command line
  * (options.c) and runs the measurement steps (measure.c), which prints
  * perf_analyzer's report, with the server-side split read from the
  * statistics extension (stats.c).
