@@ -640,6 +640,9 @@ fi
 # core while the server is idle, before and after the scenarios; with the
 # tensors in shared memory a request's only necessary work is the identity
 # backend's one copy, so the limit is that core's copies per second.
+# Last, shared memory over HTTP again on a server started with
+# --loop-spin-us=0 (reported beside: the default loop spins up to 30 us
+# waiting for a result, on the one core the copy needs).
 SHM_BYTES=16777216
 if section shm; then
   dir=$RAW/shm_memcpy
@@ -666,6 +669,16 @@ if section shm; then
         --json-summary "$RAW/__SC__/summary.json"
     done
   done
+  stop_pid "$INFERD_PID"
+  # The same shared-memory run on a server whose loop never spins waiting
+  # for a result (--loop-spin-us=0): with the server on one core, a spinning
+  # loop takes that core from the instance thread that is doing the copy.
+  start_inferd inferd_shm_nospin --loop-spin-us=0
+  run_perf "shm_http-system-nospin_c2" "inferd:identity_fp32_16m" "$INFERD_PID" -- "$PERF" \
+    -m identity_fp32_16m -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --shared-memory system \
+    --concurrency-range 2:2:1 --warmup $((WARM * 500)) \
+    --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+    --json-summary "$RAW/__SC__/summary.json"
   stop_pid "$INFERD_PID"
   shm_memcpy after
 fi

@@ -53,6 +53,7 @@ def issue13(p, get, res, fmt):
     best, runs = memcpy_limit(res)
     scs = ["shm_%s_c%d" % (k, c) for c in (1, 2)
            for k in ("http-binary", "http-system", "grpc", "grpc-system")]
+    scs.append("shm_http-system-nospin_c%d" % THR_C)
     if best is None and all(get(sc, "rps") is None for sc in scs):
         return
     limit = best["copies_per_s"] if best else None
@@ -87,9 +88,13 @@ def issue13(p, get, res, fmt):
           THR_C, fmt(rps, 1), fmt(limit, 1), fmt(r, 3), TARGETS13["thr_ratio"],
           "not measured" if r is None else
           ("**met**" if r >= TARGETS13["thr_ratio"] else "**missed**")))
-    rps = get("shm_grpc-system_c%d" % THR_C, "rps")
-    p("| the same over gRPC | %s | %s | %s | reported | - |" % (
-        fmt(rps, 1), fmt(limit, 1), fmt(rps / limit if rps is not None and limit else None, 3)))
+    for sc, what in (("shm_grpc-system_c%d" % THR_C, "the same over gRPC"),
+                     ("shm_http-system-nospin_c%d" % THR_C,
+                      "the same over HTTP, server started with --loop-spin-us=0")):
+        rps = get(sc, "rps")
+        p("| %s | %s | %s | %s | reported | - |" % (
+            what, fmt(rps, 1), fmt(limit, 1),
+            fmt(rps / limit if rps is not None and limit else None, 3)))
     p("")
     p("| scenario | server req/s | server CPU us/req | compute infer us/req | CPU beyond it "
       "us/req | tool avg lat us | tool p99 lat us |")
