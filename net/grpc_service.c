@@ -11,6 +11,7 @@
  * messages borrow core's strings and arrays: they are packed before the
  * handler returns to the loop.
  * RepositoryModelLoad answers when the load ends (see "model control").
+ * The shared-memory RPCs live in net/grpc_shm.c; this table routes to them.
  * ModelInfer and ModelStreamInfer build an inference request with
  * net/grpc_infer.c, submit it, and answer from its on_response callback.
  *
@@ -36,6 +37,7 @@
 #include "core/server.h"
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
+#include "net/grpc_shm.h"
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
@@ -494,12 +496,6 @@ out_free:
                        #rpc " is not implemented by inferd yet");     \
   }
 
-NOT_YET(SystemSharedMemoryStatus)
-NOT_YET(SystemSharedMemoryRegister)
-NOT_YET(SystemSharedMemoryUnregister)
-NOT_YET(CudaSharedMemoryStatus)
-NOT_YET(CudaSharedMemoryRegister)
-NOT_YET(CudaSharedMemoryUnregister)
 NOT_YET(TraceSetting)
 NOT_YET(LogSettings)
 #undef NOT_YET
@@ -971,15 +967,18 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     {SVC "RepositoryModelLoad", 0, on_repository_model_load, NULL,
      on_load_cancel, IFD_API_MODEL_REPOSITORY},
     UNARY(RepositoryModelUnload, MODEL_REPOSITORY, on_repository_model_unload),
-    UNARY(SystemSharedMemoryStatus, SHARED_MEMORY, on_SystemSharedMemoryStatus),
-    UNARY(SystemSharedMemoryRegister, SHARED_MEMORY,
-          on_SystemSharedMemoryRegister),
-    UNARY(SystemSharedMemoryUnregister, SHARED_MEMORY,
-          on_SystemSharedMemoryUnregister),
-    UNARY(CudaSharedMemoryStatus, SHARED_MEMORY, on_CudaSharedMemoryStatus),
-    UNARY(CudaSharedMemoryRegister, SHARED_MEMORY, on_CudaSharedMemoryRegister),
-    UNARY(CudaSharedMemoryUnregister, SHARED_MEMORY,
-          on_CudaSharedMemoryUnregister),
+    /* Shared memory: net/grpc_shm.c. Register and unregister answer once
+     * the region table's operation completes. */
+    UNARY(SystemSharedMemoryStatus, SHARED_MEMORY, ifd__grpc_shm_system_status),
+    {SVC "SystemSharedMemoryRegister", 0, ifd__grpc_shm_system_register, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    {SVC "SystemSharedMemoryUnregister", 0, ifd__grpc_shm_system_unregister,
+     NULL, ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    UNARY(CudaSharedMemoryStatus, SHARED_MEMORY, ifd__grpc_shm_cuda_status),
+    {SVC "CudaSharedMemoryRegister", 0, ifd__grpc_shm_cuda_register, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    {SVC "CudaSharedMemoryUnregister", 0, ifd__grpc_shm_cuda_unregister, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
     UNARY(TraceSetting, TRACE, on_TraceSetting),
     UNARY(LogSettings, LOGGING, on_LogSettings),
     {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL,
