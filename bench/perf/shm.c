@@ -38,6 +38,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "bench/perf/perf.h"
 #include "proto/grpc_service.pb-c.h"
 
@@ -205,15 +207,22 @@ static void base64(char *out, const uint8_t *p, size_t n) {
 
 /* ---- the control calls ---- */
 
-/* One HTTP control POST; a status other than 200 is an error with the
- * server's answer in err. */
-static int http_post(ifd_perf_run_t *run, const char *path, const char *body,
+/* One HTTP control POST of body (NULL: none; the call takes the reference);
+ * a status other than 200 is an error with the server's answer in err. */
+static int http_post(ifd_perf_run_t *run, const char *path, json_t *body,
                      char *err, size_t errlen) {
   ifd_perf_buf_t out = {0};
+  char *text = NULL;
   int status = 0, rc;
 
-  rc = ifd__perf_http_request(run, "POST", path, body, body ? strlen(body) : 0,
+  if (body) {
+    text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text) return UV_ENOMEM;
+  }
+  rc = ifd__perf_http_request(run, "POST", path, text, text ? strlen(text) : 0,
                               &status, &out, err, errlen);
+  free(text);
   if (rc == 0 && status != 200) {
     snprintf(err, errlen, "POST %s: HTTP %d: %.*s", path, status,
              (int)(out.len > 300 ? 300 : out.len), out.data ? out.data : "");
@@ -284,15 +293,13 @@ static int register_system(ifd_perf_run_t *run, const ifd_perf_region_t *r,
     q.byte_size = r->size;
     return grpc_call(run, "SystemSharedMemoryRegister", &q.base, err, errlen);
   } else {
-    char path[600], esc[480], body[400];
+    char path[600], esc[480];
+    json_t *body = json_pack("{sssisI}", "key", r->key, "offset", 0,
+                             "byte_size", (json_int_t)r->size);
+    if (!body) return UV_ENOMEM;
     path_escape(esc, sizeof esc, r->name);
     snprintf(path, sizeof path, "/v2/systemsharedmemory/region/%s/register",
              esc);
-    /* Keys and names are plain: no JSON escaping needed beyond '"' and
-     * '\\', which region names and keys never hold here. */
-    snprintf(body, sizeof body,
-             "{\"key\":\"%s\",\"offset\":0,\"byte_size\":%zu}", r->key,
-             r->size);
     return http_post(run, path, body, err, errlen);
   }
 }
@@ -309,14 +316,14 @@ static int register_cuda(ifd_perf_run_t *run, const ifd_perf_region_t *r,
     q.byte_size = r->size;
     return grpc_call(run, "CudaSharedMemoryRegister", &q.base, err, errlen);
   } else {
-    char path[600], esc[480], b64[4 * CUDA_IPC_HANDLE_SIZE / 3 + 8], body[300];
+    char path[600], esc[480], b64[4 * CUDA_IPC_HANDLE_SIZE / 3 + 8];
+    json_t *body;
+    base64(b64, handle, CUDA_IPC_HANDLE_SIZE);
+    body = json_pack("{s{ss}sisI}", "raw_handle", "b64", b64, "device_id", 0,
+                     "byte_size", (json_int_t)r->size);
+    if (!body) return UV_ENOMEM;
     path_escape(esc, sizeof esc, r->name);
     snprintf(path, sizeof path, "/v2/cudasharedmemory/region/%s/register", esc);
-    base64(b64, handle, CUDA_IPC_HANDLE_SIZE);
-    snprintf(body, sizeof body,
-             "{\"raw_handle\":{\"b64\":\"%s\"},\"device_id\":0,"
-             "\"byte_size\":%zu}",
-             b64, r->size);
     return http_post(run, path, body, err, errlen);
   }
 }
