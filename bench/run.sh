@@ -23,7 +23,9 @@
 #                     model's 100 responses per request against unary identity
 #                     requests), conns and slowloris (issue 12: idle gRPC
 #                     connections, health latency with ~19,000 open, a
-#                     slowloris crowd); default all
+#                     slowloris crowd), shm (issue 13: a 16 MiB tensor in
+#                     and out with system shared memory against HTTP binary
+#                     and gRPC, and a memcpy-bound limit); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -625,6 +627,60 @@ if section slowloris; then
   kill -TERM "$hold" 2>/dev/null || true
   wait "$hold" 2>/dev/null || true
   stop_pid "$INFERD_PID"
+fi
+
+# ---- issue 13: shared memory -------------------------------------------------------------
+# identity_fp32_16m (bench/models: one 16 MiB FP32 tensor in and out, one CPU
+# instance) on a fresh inferd, driven by inferd-perf at concurrency 1 and 2:
+# over HTTP with the binary tensor extension and over gRPC with raw contents
+# (16 MiB each way through loopback TCP), then with --shared-memory=system
+# over HTTP and gRPC (inferd-perf creates and registers one region per input
+# and output; only the region names travel). Beside them, the memcpy-bound
+# limit: bench/lib/memcpy_limit.py copies 16 MiB back to back on the server
+# core while the server is idle, before and after the scenarios; with the
+# tensors in shared memory a request's only necessary work is the identity
+# backend's one copy, so the limit is that core's copies per second.
+# Last, shared memory over HTTP again on a server started with
+# --loop-spin-us=0 (reported beside: the default loop spins up to 30 us
+# waiting for a result, on the one core the copy needs).
+SHM_BYTES=16777216
+if section shm; then
+  dir=$RAW/shm_memcpy
+  mkdir -p "$dir"
+  shm_memcpy() { # NAME
+    taskset -c "$SERVER_CORE" "$PY" "$HERE/lib/memcpy_limit.py" "$SHM_BYTES" \
+      "$((WINDOW < 5 ? WINDOW : 5))" "$dir/$1.json" >"$dir/$1.out" 2>&1 ||
+      log "shm: memcpy_limit.py failed (see $dir/$1.out)"
+  }
+  shm_memcpy before
+  start_inferd inferd_shm
+  for c in 1 2; do
+    for mode in http-binary:http: http-system:http:system grpc:grpc: grpc-system:grpc:system; do
+      name=${mode%%:*} rest=${mode#*:}
+      proto=${rest%%:*} shm=${rest#*:}
+      port=$HTTP_PORT
+      [ "$proto" = grpc ] && port=$GRPC_PORT
+      extra=()
+      [ -n "$shm" ] && extra=(--shared-memory "$shm")
+      run_perf "shm_${name}_c$c" "inferd:identity_fp32_16m" "$INFERD_PID" -- "$PERF" \
+        -m identity_fp32_16m -x 1 -b 1 -u "127.0.0.1:$port" -i "$proto" "${extra[@]}" \
+        --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+        --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+        --json-summary "$RAW/__SC__/summary.json"
+    done
+  done
+  stop_pid "$INFERD_PID"
+  # The same shared-memory run on a server whose loop never spins waiting
+  # for a result (--loop-spin-us=0): with the server on one core, a spinning
+  # loop takes that core from the instance thread that is doing the copy.
+  start_inferd inferd_shm_nospin --loop-spin-us=0
+  run_perf "shm_http-system-nospin_c2" "inferd:identity_fp32_16m" "$INFERD_PID" -- "$PERF" \
+    -m identity_fp32_16m -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --shared-memory system \
+    --concurrency-range 2:2:1 --warmup $((WARM * 500)) \
+    --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+    --json-summary "$RAW/__SC__/summary.json"
+  stop_pid "$INFERD_PID"
+  shm_memcpy after
 fi
 
 # ---- the tables ------------------------------------------------------------------------

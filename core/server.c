@@ -124,7 +124,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
   s->opts.load_models = (const char *const *)s->load_models;
   ifd_strmap_init(&s->by_name);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), REQ_CACHE_MAX);
-  s->shm = ifd_shm_new(loop);
+  s->shm = ifd_shm_new(loop, opts->gpu_count);
   if (s->shm == NULL) goto out_nomem;
   rc = ifd_evq_init(loop, &s->evq);
   if (rc < 0) {

@@ -57,12 +57,16 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
 }
 
 /* The extensions inferd serves, in tritonserver's order. Not listed until
- * they land: classification, the shared memory ones, trace, logging. */
+ * they land: classification, trace, logging. cuda_shared_memory is listed
+ * on a machine without a GPU too, as tritonserver does (its register then
+ * answers "GPUs not supported"). */
 static const char *const extensions[] = {"sequence",
                                          "model_repository",
                                          "model_repository(unload_dependents)",
                                          "schedule_policy",
                                          "model_configuration",
+                                         "system_shared_memory",
+                                         "cuda_shared_memory",
                                          "binary_tensor_data",
                                          "parameters",
                                          "statistics"};

@@ -29,7 +29,6 @@
 #include "core/log.h"
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
-#include "cuda/gpu.h"
 
 struct ifd_shm_region {
   int refs;  /* loop thread: the table's (while registered) + one
@@ -63,6 +62,7 @@ struct ifd_shm {
   ifd_shm_region_t **regs; /* owned array (each a reference), by name */
   size_t n, cap;
   unsigned jobs; /* register jobs in flight (they use the table) */
+  int gpus;      /* GPUs found at start */
   int freeing;   /* ifd_shm_free ran: the last job frees it */
 };
 
@@ -187,10 +187,11 @@ static void table_remove_region(ifd_shm_t *t, ifd_shm_region_t *r) {
   if (found && t->regs[i] == r) table_remove(t, i);
 }
 
-ifd_shm_t *ifd_shm_new(uv_loop_t *loop) {
+ifd_shm_t *ifd_shm_new(uv_loop_t *loop, int gpu_count) {
   ifd_shm_t *t = calloc(1, sizeof(*t));
   if (t == NULL) return NULL;
   t->loop = loop;
+  t->gpus = gpu_count;
   return t;
 }
 
@@ -410,7 +411,7 @@ int ifd_shm_register_cuda(ifd_shm_t *t, const char *name, const void *handle,
                           ifd_shm_call_t **call, ifd_errmsg_t *err) {
   reg_job_t *j;
   if (call != NULL) *call = NULL;
-  if (ifd_gpu_count() == 0)
+  if (t->gpus <= 0)
     return ifd_errf(err, IFD_EINVAL,
                     "failed to register CUDA shared memory region: '%s', GPUs "
                     "not supported",
@@ -420,7 +421,7 @@ int ifd_shm_register_cuda(ifd_shm_t *t, const char *name, const void *handle,
                     "failed to register CUDA shared memory region '%s': the "
                     "raw handle has %zu bytes, a CUDA IPC handle %d",
                     name, handle_len, IFD_CUDA_IPC_HANDLE_BYTES);
-  if (device_id < 0 || device_id >= ifd_gpu_count())
+  if (device_id < 0 || device_id >= t->gpus)
     return ifd_errf(err, IFD_EINVAL,
                     "failed to register CUDA shared memory region '%s': "
                     "invalid device id %" PRId64,

@@ -70,8 +70,10 @@ typedef struct ifd_shm_call ifd_shm_call_t;
  *  but `cb` is not called. Loop thread; only before `cb` ran. */
 void ifd_shm_call_forget(ifd_shm_call_t *call);
 
-/** A new, empty table on `loop`. NULL on ENOMEM. */
-ifd_shm_t *ifd_shm_new(uv_loop_t *loop);
+/** A new, empty table on `loop`, for a machine with `gpu_count` GPUs
+ *  (counted once at start: the loop never asks the CUDA runtime). NULL on
+ *  ENOMEM. */
+ifd_shm_t *ifd_shm_new(uv_loop_t *loop, int gpu_count);
 
 /**
  * Frees the table: unmaps every region no request holds any more,

@@ -15,7 +15,14 @@
  * variant puts the tag and length of ModelStreamInferResponse.infer_response
  * in front of the same pieces.
  *
- * Nothing here touches a stream or the server: see net/grpc_service.c.
+ * Shared memory (net/grpc_shm.c): an input that names a region points into
+ * it and takes no raw_input_contents entry (the entries go, in order, to the
+ * other inputs); an output placed in a region is written there by the
+ * backend and answered with an empty raw_output_contents entry, as Triton
+ * does.
+ *
+ * Nothing here touches a stream: see net/grpc_service.c. Only the
+ * shared-memory lookup reads the server (its region table).
  */
 #include "net/grpc_infer.h"
 
@@ -27,6 +34,7 @@
 #include "core/dtype.h"
 #include "core/infer.h"
 #include "core/server.h"
+#include "net/grpc_shm.h"
 #include "proto/grpc_service.pb-c.h"
 
 /* Protobuf wire types. */
@@ -428,11 +436,22 @@ static int decode_contents(ifd_request_t *req, ifd_input_t *in,
   return narrow(in, src, got, out, err);
 }
 
-/* One InferInputTensor. `raw`: its raw_input_contents entry, or NULL when
- * the request sends none. */
+/* The raw_input_contents entries of a request, taken in order by the
+ * inputs that are not in shared memory (as Triton reads them). */
+typedef struct raw_list {
+  const slice_t *v; /* borrowed: n entries */
+  size_t n;
+  size_t next; /* entries taken (or wanted: may pass n) */
+} raw_list_t;
+
+/* One InferInputTensor. An input in shared memory points into its region;
+ * any other takes the next raw_input_contents entry when the request sends
+ * some, else its typed contents. */
 static int decode_input(ifd_request_t *req, ifd_input_t *in, slice_t s,
-                        const slice_t *raw, ifd_errmsg_t *err) {
+                        raw_list_t *raws, ifd_errmsg_t *err) {
   Inference__ModelInferRequest__InferInputTensor *t;
+  ifd_grpc_shm_params_t sp = {NULL, NULL, NULL};
+  ifd_shm_ref_t ref;
   int64_t count;
   size_t i;
   int rc;
@@ -473,14 +492,25 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, slice_t s,
     in->shape[i] = t->shape[i];
   }
   in->ndims = (uint32_t)t->n_shape;
-  for (i = 0; i < t->n_parameters; i++) {
-    if (strcmp(t->parameters[i]->key, "shared_memory_region") == 0) {
-      rc = ifd_errf(err, IFD_EUNSUPPORTED,
-                    "input '%s': shared memory is not supported", in->name);
-      goto out_free;
-    }
+  for (i = 0; i < t->n_parameters; i++)
+    ifd__grpc_shm_param(&sp, t->parameters[i]->key, t->parameters[i]->value);
+  if (sp.region != NULL && t->contents != NULL) {
+    rc = ifd_errf(err, IFD_EINVAL,
+                  "unexpected 'content' provided when using shared memory "
+                  "for input tensor '%s' for model '%s'",
+                  in->name, req->model_name);
+    goto out_free;
   }
-  if (raw != NULL) {
+  rc = ifd__grpc_shm_tensor(req, in->name, &sp, &ref, err);
+  if (rc != 0) goto out_free;
+  if (ref.ptr != NULL) {
+    in->data = ref.ptr; /* the request holds the region */
+    in->byte_size = ref.byte_size;
+    in->mem_type = ref.mem_type;
+    in->mem_id = ref.mem_id;
+    goto out_free;
+  }
+  if (raws->n != 0) {
     if (t->contents != NULL) {
       rc = ifd_errf(err, IFD_EINVAL,
                     "contents field must not be specified when using "
@@ -488,8 +518,12 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, slice_t s,
                     in->name, req->model_name);
       goto out_free;
     }
-    in->data = raw->p;
-    in->byte_size = raw->n;
+    /* Past the last entry: counted, and refused once every input is read. */
+    if (raws->next < raws->n) {
+      in->data = raws->v[raws->next].p;
+      in->byte_size = raws->v[raws->next].n;
+    }
+    raws->next++;
     rc = 0;
     goto out_free;
   }
@@ -508,6 +542,8 @@ out_free:
 static int decode_output(ifd_request_t *req, ifd_output_req_t *o, slice_t s,
                          ifd_errmsg_t *err) {
   Inference__ModelInferRequest__InferRequestedOutputTensor *t;
+  ifd_grpc_shm_params_t sp = {NULL, NULL, NULL};
+  int classification = 0;
   size_t i;
   int rc = 0;
 
@@ -525,11 +561,7 @@ static int decode_output(ifd_request_t *req, ifd_output_req_t *o, slice_t s,
     const Inference__InferParameter *v = t->parameters[i]->value;
     uint64_t u;
 
-    if (strcmp(key, "shared_memory_region") == 0) {
-      rc = ifd_errf(err, IFD_EUNSUPPORTED,
-                    "output '%s': shared memory is not supported", o->name);
-      goto out_free;
-    }
+    if (ifd__grpc_shm_param(&sp, key, v)) continue;
     if (strcmp(key, "classification") == 0) {
       if (v == NULL || param_uint(v, UINT32_MAX, &u) != 0) {
         rc = ifd_errf(err, IFD_EINVAL,
@@ -539,8 +571,17 @@ static int decode_output(ifd_request_t *req, ifd_output_req_t *o, slice_t s,
         goto out_free;
       }
       o->class_count = (uint32_t)u;
+      classification = 1;
     }
   }
+  if (sp.region != NULL && classification) {
+    rc = ifd_errf(err, IFD_EINVAL,
+                  "output can't set both 'shared_memory_region' and "
+                  "'classification'");
+    goto out_free;
+  }
+  /* In shared memory: the backend's output buffer will be the region. */
+  rc = ifd__grpc_shm_tensor(req, o->name, &sp, &o->shm, err);
 
 out_free:
   protobuf_c_message_free_unpacked(&t->base, NULL);
@@ -564,6 +605,7 @@ int ifd__grpc_infer_decode(ifd_request_t *req, const uint8_t *msg, size_t len,
   size_t n_par = 0, n_in = 0, n_out = 0, n_raw = 0;
   size_t i_in = 0, i_out = 0, i_raw = 0, i;
   slice_t *ins = NULL, *outs = NULL, *raws = NULL;
+  raw_list_t rl;
   field_t f;
   ssize_t n;
   int rc;
@@ -627,21 +669,23 @@ int ifd__grpc_infer_decode(ifd_request_t *req, const uint8_t *msg, size_t len,
     }
   }
 
-  if (n_raw != 0 && n_raw != n_in) {
-    return ifd_errf(err, IFD_EINVAL,
-                    "expected %zu raw_input_contents entries (one per input) "
-                    "for model '%s', got %zu",
-                    n_in, req->model_name, n_raw);
-  }
   if (n_in != 0) {
     req->inputs = ifd_pool_calloc(&req->pool, n_in, sizeof(ifd_input_t));
     if (req->inputs == NULL) return no_mem(err);
   }
+  rl.v = raws;
+  rl.n = n_raw;
+  rl.next = 0;
   for (i = 0; i < n_in; i++) {
-    rc = decode_input(req, &req->inputs[i], ins[i],
-                      n_raw != 0 ? &raws[i] : NULL, err);
+    rc = decode_input(req, &req->inputs[i], ins[i], &rl, err);
     if (rc != 0) return rc;
     req->n_inputs = (uint32_t)(i + 1);
+  }
+  if (rl.next != n_raw) {
+    return ifd_errf(err, IFD_EINVAL,
+                    "expected %zu raw_input_contents entries (one per input "
+                    "not in shared memory) for model '%s', got %zu",
+                    rl.next, req->model_name, n_raw);
   }
   if (n_out != 0) {
     req->outputs = ifd_pool_calloc(&req->pool, n_out, sizeof(ifd_output_req_t));
@@ -840,6 +884,19 @@ static int view_build(view_t *w, const ifd_request_t *req,
   return 0;
 }
 
+/* Bytes of output `o` that go in its raw_output_contents entry: none when
+ * the request placed it in shared memory (the bytes are in the region, and
+ * Triton sends an empty entry), else all of them. */
+static uint64_t sent_size(const ifd_request_t *req, const ifd_output_t *o) {
+  uint32_t i;
+
+  for (i = 0; i < req->n_outputs; i++)
+    if (req->outputs[i].shm.ptr != NULL &&
+        strcmp(req->outputs[i].name, o->name) == 0)
+      return 0;
+  return o->byte_size;
+}
+
 int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
                            int64_t model_version, unsigned flags,
                            ifd_grpc_reply_t **out, ifd_errmsg_t *err) {
@@ -854,8 +911,10 @@ int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
   head = protobuf_c_message_get_packed_size(&w.m.base);
   inner = head;
   bytes = head + 11 * w.n_sel + 11; /* + tag and varint per piece */
-  for (i = 0; i < w.n_sel; i++)
-    inner += 1 + varint_len(w.sel[i]->byte_size) + w.sel[i]->byte_size;
+  for (i = 0; i < w.n_sel; i++) {
+    uint64_t n = sent_size(req, w.sel[i]);
+    inner += 1 + varint_len(n) + n;
+  }
 
   r = reply_new((unsigned)(1 + 2 * w.n_sel), bytes, &data);
   if (r == NULL) {
@@ -874,11 +933,12 @@ int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
   run = 0;
   for (i = 0; i < w.n_sel; i++) {
     const ifd_output_t *o = w.sel[i];
+    uint64_t n = sent_size(req, o);
     data[pos++] = TAG_RAW_OUTPUT;
-    pos += ifd__pb_put_varint(data + pos, o->byte_size);
-    if (o->byte_size == 0) continue;
+    pos += ifd__pb_put_varint(data + pos, n);
+    if (n == 0) continue;
     add_piece(r, data + run, pos - run);
-    add_piece(r, o->buffer, (size_t)o->byte_size);
+    add_piece(r, o->buffer, (size_t)n);
     run = pos;
   }
   if (pos > run) add_piece(r, data + run, pos - run);

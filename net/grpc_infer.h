@@ -34,9 +34,16 @@
  * alive as long as the request (normally by making it req->body). Typed
  * `contents` are converted once into a buffer from the request pool.
  *
+ * Tensors whose parameters name a shared-memory region (shared_memory_region,
+ * _offset, _byte_size) are resolved in the server's region table, which
+ * the request then holds (net/grpc_shm.h): such an input points into its
+ * region and takes no raw_input_contents entry; such an output is written
+ * into its region by the backend.
+ *
  * Returns 0, or a negative code with a message in `err`: IFD_EINVAL for
  * malformed protobuf ("failed to parse ModelInferRequest") or an invalid
- * request (names the tensor), IFD_EUNSUPPORTED (shared memory), IFD_ENOMEM.
+ * request (names the tensor; shared-memory parameters and bounds),
+ * IFD_ENOTFOUND (an unknown region), IFD_ENOMEM.
  * On error `req` may be half filled: the caller just unrefs it.
  */
 int ifd__grpc_infer_decode(ifd_request_t *req, const uint8_t *msg, size_t len,
@@ -85,7 +92,8 @@ enum {
  * (reply->resp = resp) or keeps it alive until the reply is freed.
  * Returns 0 and *out (owned: ifd__grpc_reply_free), or IFD_ENOMEM, or
  * IFD_EINTERNAL when an output's byte size does not match its datatype and
- * shape.
+ * shape. An output the request placed in shared memory gets an empty
+ * raw_output_contents entry (its bytes are in the region).
  */
 int ifd__grpc_infer_encode(const ifd_request_t *req, const ifd_response_t *resp,
                            int64_t model_version, unsigned flags,
@@ -103,6 +111,20 @@ int ifd__grpc_stream_error(const ifd_request_t *req, const char *msg,
 /** Packs any protobuf-c message into a reply. Returns 0 and *out, or
  *  IFD_ENOMEM. */
 int ifd__grpc_reply_pack(const ProtobufCMessage *m, ifd_grpc_reply_t **out);
+
+/* Answering unary calls (net/grpc_service.c; the services' files share
+ * them). */
+typedef struct ifd_gstream ifd_gstream_t;
+/** Finishes the call with the gRPC status of IFD_E* `code` and `msg` (or
+ *  the code's text when `msg` is empty). */
+void ifd__grpc_finish_code(ifd_gstream_t *st, int code, const char *msg);
+/** Answers with one message `m` and OK. */
+void ifd__grpc_reply(ifd_gstream_t *st, const ProtobufCMessage *m);
+/** Unpacks a request message and frees `msg`; NULL after finishing the
+ *  call with INVALID_ARGUMENT. Free the result with
+ *  protobuf_c_message_free_unpacked. */
+void *ifd__grpc_unpack(ifd_gstream_t *st, const ProtobufCMessageDescriptor *d,
+                       uint8_t *msg, size_t len);
 
 /** Appends `v` as a protobuf varint at `p`; returns the bytes written
  *  (1..10). */

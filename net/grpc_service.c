@@ -11,6 +11,7 @@
  * messages borrow core's strings and arrays: they are packed before the
  * handler returns to the loop.
  * RepositoryModelLoad answers when the load ends (see "model control").
+ * The shared-memory RPCs live in net/grpc_shm.c; this table routes to them.
  * ModelInfer and ModelStreamInfer build an inference request with
  * net/grpc_infer.c, submit it, and answer from its on_response callback.
  *
@@ -36,6 +37,7 @@
 #include "core/server.h"
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
+#include "net/grpc_shm.h"
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
@@ -46,7 +48,7 @@
 /* ---- helpers ------------------------------------------------------------ */
 
 /* Ends a call with the gRPC status of an IFD_E* code. */
-static void finish_code(ifd_gstream_t *st, int code, const char *msg) {
+void ifd__grpc_finish_code(ifd_gstream_t *st, int code, const char *msg) {
   ifd_gstream_finish(st, ifd_grpc_status(code),
                      msg != NULL && msg[0] != '\0' ? msg : ifd_strerror(code));
 }
@@ -57,15 +59,15 @@ static void finish_sent(ifd_gstream_t *st, int rc) {
   if (rc == 0)
     ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
   else if (rc == IFD_ENOMEM)
-    finish_code(st, rc, "out of memory");
+    ifd__grpc_finish_code(st, rc, "out of memory");
 }
 
 /* Answers a unary call with one message and OK. */
-static void reply(ifd_gstream_t *st, const ProtobufCMessage *m) {
+void ifd__grpc_reply(ifd_gstream_t *st, const ProtobufCMessage *m) {
   ifd_grpc_reply_t *r;
 
   if (ifd__grpc_reply_pack(m, &r) != 0) {
-    finish_code(st, IFD_ENOMEM, "out of memory");
+    ifd__grpc_finish_code(st, IFD_ENOMEM, "out of memory");
     return;
   }
   finish_sent(st, ifd_gstream_send(st, &r->msg));
@@ -74,9 +76,8 @@ static void reply(ifd_gstream_t *st, const ProtobufCMessage *m) {
 /* Unpacks a request message and frees `msg`. Returns the message (free it
  * with protobuf_c_message_free_unpacked), or NULL after finishing the call
  * with INVALID_ARGUMENT. */
-static void *unpack_request(ifd_gstream_t *st,
-                            const ProtobufCMessageDescriptor *d, uint8_t *msg,
-                            size_t len) {
+void *ifd__grpc_unpack(ifd_gstream_t *st, const ProtobufCMessageDescriptor *d,
+                       uint8_t *msg, size_t len) {
   ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
   char text[128];
 
@@ -103,7 +104,7 @@ static ifd_model_t *find_model(ifd_gstream_t *st, const char *name,
     rc = ifd_server_find_model(ifd_gstream_server(st), name, strlen(name), v,
                                &m, &err);
   if (rc != 0) {
-    finish_code(st, rc, err.text);
+    ifd__grpc_finish_code(st, rc, err.text);
     return NULL;
   }
   return m;
@@ -185,30 +186,30 @@ static int64_t version_of(const ifd_request_t *req) {
 
 static void on_server_live(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ServerLiveResponse r = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
-  ProtobufCMessage *q =
-      unpack_request(st, &inference__server_live_request__descriptor, msg, len);
+  ProtobufCMessage *q = ifd__grpc_unpack(
+      st, &inference__server_live_request__descriptor, msg, len);
 
   if (q == NULL) return;
   protobuf_c_message_free_unpacked(q, NULL);
   r.live = ifd_server_live(ifd_gstream_server(st)) != 0;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
 }
 
 static void on_server_ready(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ServerReadyResponse r = INFERENCE__SERVER_READY_RESPONSE__INIT;
-  ProtobufCMessage *q = unpack_request(
+  ProtobufCMessage *q = ifd__grpc_unpack(
       st, &inference__server_ready_request__descriptor, msg, len);
 
   if (q == NULL) return;
   protobuf_c_message_free_unpacked(q, NULL);
   r.ready = ifd_server_ready(ifd_gstream_server(st)) != 0;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
 }
 
 static void on_health_check(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Grpc__Health__V1__HealthCheckResponse r =
       GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-  ProtobufCMessage *q = unpack_request(
+  ProtobufCMessage *q = ifd__grpc_unpack(
       st, &grpc__health__v1__health_check_request__descriptor, msg, len);
 
   if (q == NULL) return;
@@ -217,25 +218,25 @@ static void on_health_check(ifd_gstream_t *st, uint8_t *msg, size_t len) {
       ifd_server_ready(ifd_gstream_server(st))
           ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
           : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
 }
 
 static void on_model_ready(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelReadyResponse r = INFERENCE__MODEL_READY_RESPONSE__INIT;
-  Inference__ModelReadyRequest *q =
-      unpack_request(st, &inference__model_ready_request__descriptor, msg, len);
+  Inference__ModelReadyRequest *q = ifd__grpc_unpack(
+      st, &inference__model_ready_request__descriptor, msg, len);
   ifd_errmsg_t err;
   int64_t v;
 
   if (q == NULL) return;
   ifd_errclear(&err);
   if (ifd__grpc_parse_version(q->version, strlen(q->version), &v, &err) != 0) {
-    finish_code(st, err.code, err.text);
+    ifd__grpc_finish_code(st, err.code, err.text);
   } else {
     /* Unknown or not ready alike: ready = false, as tritonserver answers. */
     r.ready = ifd_server_model_ready(ifd_gstream_server(st), q->name,
                                      strlen(q->name), v) != 0;
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
   }
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
@@ -243,7 +244,7 @@ static void on_model_ready(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 static void on_server_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ServerMetadataResponse r =
       INFERENCE__SERVER_METADATA_RESPONSE__INIT;
-  ProtobufCMessage *q = unpack_request(
+  ProtobufCMessage *q = ifd__grpc_unpack(
       st, &inference__server_metadata_request__descriptor, msg, len);
   const ifd_server_info_t *info;
 
@@ -255,7 +256,7 @@ static void on_server_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   r.version = (char *)info->version;
   r.n_extensions = info->n_extensions;
   r.extensions = (char **)info->extensions;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
 }
 
 /* TensorMetadata views of core's tensor infos, from the arena; names and
@@ -279,7 +280,7 @@ static Inference__ModelMetadataResponse__TensorMetadata **tensor_views(
 
 static void on_model_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
-  Inference__ModelMetadataRequest *q = unpack_request(
+  Inference__ModelMetadataRequest *q = ifd__grpc_unpack(
       st, &inference__model_metadata_request__descriptor, msg, len);
   ifd_model_info_t info = {0};
   arena_t a = {NULL, 0, 0};
@@ -305,11 +306,11 @@ static void on_model_metadata(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   for (i = 0; i < info.n_versions; i++)
     if ((r.versions[i] = version_text(&a, info.versions[i])) == NULL)
       goto out_nomem;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
   goto out_free;
 
 out_nomem:
-  finish_code(st, IFD_ENOMEM, "out of memory");
+  ifd__grpc_finish_code(st, IFD_ENOMEM, "out of memory");
 out_free:
   arena_free(&a);
   ifd_model_info_free(&info);
@@ -318,7 +319,7 @@ out_free:
 
 static void on_model_config(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelConfigResponse r = INFERENCE__MODEL_CONFIG_RESPONSE__INIT;
-  Inference__ModelConfigRequest *q = unpack_request(
+  Inference__ModelConfigRequest *q = ifd__grpc_unpack(
       st, &inference__model_config_request__descriptor, msg, len);
   ifd_model_t *m;
 
@@ -327,7 +328,7 @@ static void on_model_config(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   if (m != NULL) {
     /* The config is the very inference.ModelConfig message: packed as is. */
     r.config = m->config;
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
   }
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
@@ -335,7 +336,7 @@ static void on_model_config(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 static void on_repository_index(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__RepositoryIndexResponse r =
       INFERENCE__REPOSITORY_INDEX_RESPONSE__INIT;
-  Inference__RepositoryIndexRequest *q = unpack_request(
+  Inference__RepositoryIndexRequest *q = ifd__grpc_unpack(
       st, &inference__repository_index_request__descriptor, msg, len);
   Inference__RepositoryIndexResponse__ModelIndex **mi;
   arena_t a = {NULL, 0, 0};
@@ -364,11 +365,11 @@ static void on_repository_index(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   }
   r.n_models = n;
   r.models = mi;
-  reply(st, &r.base);
+  ifd__grpc_reply(st, &r.base);
   goto out_free;
 
 out_nomem:
-  finish_code(st, IFD_ENOMEM, "out of memory");
+  ifd__grpc_finish_code(st, IFD_ENOMEM, "out of memory");
 out_free:
   arena_free(&a);
   free(rows);
@@ -462,7 +463,7 @@ static int model_stats(arena_t *a, const ifd_stats_entry_t *e,
 static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   Inference__ModelStatisticsResponse r =
       INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
-  Inference__ModelStatisticsRequest *q = unpack_request(
+  Inference__ModelStatisticsRequest *q = ifd__grpc_unpack(
       st, &inference__model_statistics_request__descriptor, msg, len);
   arena_t a = {NULL, 0, 0};
   ifd_stats_entry_t *rows = NULL;
@@ -479,7 +480,7 @@ static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
                           q->name[0] != '\0' ? q->name : NULL, strlen(q->name),
                           v, &rows, &n, &err);
   if (rc != 0) {
-    finish_code(st, rc, err.text);
+    ifd__grpc_finish_code(st, rc, err.text);
     goto out_free;
   }
   r.n_model_stats = n;
@@ -491,9 +492,9 @@ static void on_model_statistics(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   for (i = 0; rc == 0 && i < n; i++)
     rc = model_stats(&a, &rows[i], r.model_stats[i]);
   if (rc != 0)
-    finish_code(st, rc, "out of memory");
+    ifd__grpc_finish_code(st, rc, "out of memory");
   else
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
 
 out_free:
   arena_free(&a);
@@ -510,12 +511,6 @@ out_free:
                        #rpc " is not implemented by inferd yet");     \
   }
 
-NOT_YET(SystemSharedMemoryStatus)
-NOT_YET(SystemSharedMemoryRegister)
-NOT_YET(SystemSharedMemoryUnregister)
-NOT_YET(CudaSharedMemoryStatus)
-NOT_YET(CudaSharedMemoryRegister)
-NOT_YET(CudaSharedMemoryUnregister)
 NOT_YET(TraceSetting)
 NOT_YET(LogSettings)
 #undef NOT_YET
@@ -538,16 +533,16 @@ static void on_load_done(int rc, const char *msg, void *arg) {
   ifd_gstream_set_data(st, NULL);
   if (!ifd_gstream_closed(st)) {
     if (rc == 0)
-      reply(st, &r.base);
+      ifd__grpc_reply(st, &r.base);
     else
-      finish_code(st, rc, msg);
+      ifd__grpc_finish_code(st, rc, msg);
   }
   ifd_gstream_unref(st);
 }
 
 static void on_repository_model_load(ifd_gstream_t *st, uint8_t *msg,
                                      size_t len) {
-  Inference__RepositoryModelLoadRequest *q = unpack_request(
+  Inference__RepositoryModelLoadRequest *q = ifd__grpc_unpack(
       st, &inference__repository_model_load_request__descriptor, msg, len);
   ifd_load_call_t *call = NULL;
   ifd_load_req_t lr;
@@ -568,7 +563,7 @@ static void on_repository_model_load(ifd_gstream_t *st, uint8_t *msg,
     else
       ifd_gstream_unref(st); /* refused at once: no callback follows */
   }
-  if (rc != 0) finish_code(st, rc, err.text);
+  if (rc != 0) ifd__grpc_finish_code(st, rc, err.text);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
@@ -583,7 +578,7 @@ static void on_load_cancel(ifd_gstream_t *st) {
 
 static void on_repository_model_unload(ifd_gstream_t *st, uint8_t *msg,
                                        size_t len) {
-  Inference__RepositoryModelUnloadRequest *q = unpack_request(
+  Inference__RepositoryModelUnloadRequest *q = ifd__grpc_unpack(
       st, &inference__repository_model_unload_request__descriptor, msg, len);
   Inference__RepositoryModelUnloadResponse r =
       INFERENCE__REPOSITORY_MODEL_UNLOAD_RESPONSE__INIT;
@@ -597,9 +592,9 @@ static void on_repository_model_unload(ifd_gstream_t *st, uint8_t *msg,
     rc = ifd_server_unload_model(ifd_gstream_server(st), q->model_name,
                                  strlen(q->model_name), dependents, &err);
   if (rc == 0)
-    reply(st, &r.base);
+    ifd__grpc_reply(st, &r.base);
   else
-    finish_code(st, rc, err.text);
+    ifd__grpc_finish_code(st, rc, err.text);
   protobuf_c_message_free_unpacked(&q->base, NULL);
 }
 
@@ -683,7 +678,7 @@ static void on_unary_response(ifd_response_t *resp, void *arg) {
     ifd_response_free(resp);
     ifd_request_unref(own);
   } else if (resp->error != 0) {
-    finish_code(st, resp->error, resp->error_msg);
+    ifd__grpc_finish_code(st, resp->error, resp->error_msg);
     ifd_response_free(resp);
     ifd_request_unref(own);
   } else if (resp->empty) {
@@ -697,7 +692,7 @@ static void on_unary_response(ifd_response_t *resp, void *arg) {
     if (rc == 0)
       ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
     else if (rc != IFD_ECANCELLED && rc != IFD_ETOOBIG)
-      finish_code(st, rc, err.text);
+      ifd__grpc_finish_code(st, rc, err.text);
   }
   if (final) {
     ifd_gstream_set_data(st, NULL); /* on_unary_cancel has nothing to do */
@@ -752,7 +747,7 @@ static void on_model_infer(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   return;
 
 out_fail:
-  finish_code(st, rc, err.text);
+  ifd__grpc_finish_code(st, rc, err.text);
   ifd_request_unref(req);
 }
 
@@ -825,7 +820,7 @@ static void stream_error(stream_call_t *c, const ifd_request_t *req, int code,
   if (msg == NULL || msg[0] == '\0') msg = ifd_strerror(code);
   if (ifd__grpc_stream_error(req, msg, &r) != 0 ||
       ifd_gstream_send(c->st, &r->msg) == IFD_ENOMEM)
-    finish_code(c->st, IFD_ENOMEM, "out of memory");
+    ifd__grpc_finish_code(c->st, IFD_ENOMEM, "out of memory");
 }
 
 /* Did the request ask for an empty final response (a Triton parameter)? */
@@ -891,7 +886,7 @@ static void on_stream_message(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   c = stream_call(st);
   if (c == NULL) {
     free(msg);
-    finish_code(st, IFD_ENOMEM, "out of memory");
+    ifd__grpc_finish_code(st, IFD_ENOMEM, "out of memory");
     return;
   }
   ifd_errclear(&err);
@@ -987,15 +982,18 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     {SVC "RepositoryModelLoad", 0, on_repository_model_load, NULL,
      on_load_cancel, IFD_API_MODEL_REPOSITORY},
     UNARY(RepositoryModelUnload, MODEL_REPOSITORY, on_repository_model_unload),
-    UNARY(SystemSharedMemoryStatus, SHARED_MEMORY, on_SystemSharedMemoryStatus),
-    UNARY(SystemSharedMemoryRegister, SHARED_MEMORY,
-          on_SystemSharedMemoryRegister),
-    UNARY(SystemSharedMemoryUnregister, SHARED_MEMORY,
-          on_SystemSharedMemoryUnregister),
-    UNARY(CudaSharedMemoryStatus, SHARED_MEMORY, on_CudaSharedMemoryStatus),
-    UNARY(CudaSharedMemoryRegister, SHARED_MEMORY, on_CudaSharedMemoryRegister),
-    UNARY(CudaSharedMemoryUnregister, SHARED_MEMORY,
-          on_CudaSharedMemoryUnregister),
+    /* Shared memory: net/grpc_shm.c. Register and unregister answer once
+     * the region table's operation completes. */
+    UNARY(SystemSharedMemoryStatus, SHARED_MEMORY, ifd__grpc_shm_system_status),
+    {SVC "SystemSharedMemoryRegister", 0, ifd__grpc_shm_system_register, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    {SVC "SystemSharedMemoryUnregister", 0, ifd__grpc_shm_system_unregister,
+     NULL, ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    UNARY(CudaSharedMemoryStatus, SHARED_MEMORY, ifd__grpc_shm_cuda_status),
+    {SVC "CudaSharedMemoryRegister", 0, ifd__grpc_shm_cuda_register, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
+    {SVC "CudaSharedMemoryUnregister", 0, ifd__grpc_shm_cuda_unregister, NULL,
+     ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
     UNARY(TraceSetting, TRACE, on_TraceSetting),
     UNARY(LogSettings, LOGGING, on_LogSettings),
     {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL,

@@ -1004,6 +1004,10 @@ static void on_free(ifd_conn_t *base) {
       ifd_load_call_forget(s->load);
       s->load = NULL;
     }
+    if (s->shm != NULL) { /* a shared-memory (un)register's answer */
+      ifd_shm_call_forget(s->shm);
+      s->shm = NULL;
+    }
     if (s->req != NULL && !s->answered) {
       s->conn = NULL; /* an orphan: its response callback frees it */
       s->next = NULL;

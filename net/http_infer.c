@@ -275,11 +275,39 @@ static int check_triton_params(const ifd_request_t *req, ifd_errmsg_t *err) {
   return 0;
 }
 
+int ifd__http_infer_resolve_shm(ifd_request_t *req,
+                                const ifd_http_infer_info_t *info,
+                                ifd_errmsg_t *err) {
+  uint32_t i;
+
+  for (i = 0; i < info->n_shm; i++) {
+    const ifd_http_shm_place_t *pl = &info->shm[i];
+    ifd_shm_ref_t ref;
+    int rc = ifd_shm_use(req, pl->region, pl->region_len, pl->offset,
+                         pl->byte_size, &ref, err);
+    if (rc != 0) return rc;
+    if (pl->output) {
+      req->outputs[pl->index].shm = ref;
+    } else {
+      ifd_input_t *in = &req->inputs[pl->index];
+      in->data = ref.ptr;
+      in->byte_size = ref.byte_size;
+      in->mem_type = ref.mem_type;
+      in->mem_id = ref.mem_id;
+    }
+  }
+  return 0;
+}
+
 /* Continues after decoding: submits `req`, or answers the slot with the
  * decode error `rc`. Takes the slot's reference to req (s->req). */
 static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
                    ifd_errmsg_t *err, const ifd_http_infer_info_t *info) {
   if (rc == 0) rc = check_triton_params(req, err);
+  /* Shared memory is resolved here, on the loop, whichever thread decoded:
+   * the region table is the loop's. */
+  if (rc == 0 && info->n_shm != 0)
+    rc = ifd__http_infer_resolve_shm(req, info, err);
   if (rc != 0) goto out_fail;
   s->binary_all = info->binary_all != 0;
   s->req = req;

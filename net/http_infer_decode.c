@@ -9,9 +9,12 @@
  * buffer from the request pool. A shape that claims more elements than the
  * text could hold allocates nothing; BYTES data is measured before it is
  * copied. Binary inputs point straight into the body that the request owns
- * (req->body): no copy. Nothing here touches the network, the server or the
- * loop, so the unit tests drive it with hand-made requests and a worker
- * thread may run it (net/http_infer.c).
+ * (req->body): no copy. A tensor in shared memory (parameters
+ * shared_memory_region / _offset / _byte_size) is only listed in the info
+ * for the loop to resolve against the region table (net/http_infer.c), with
+ * Triton's checks of which fields may go together. Nothing here touches the
+ * network, the server or the loop, so the unit tests drive it with hand-made
+ * requests and a worker thread may run it (net/http_infer.c).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -378,12 +381,85 @@ static int decode_shape(ifd_request_t *req, ifd_input_t *in, const char *js,
   return 0;
 }
 
+/* Appends a shared-memory placement to info->shm (request pool). */
+static ifd_http_shm_place_t *add_place(ifd_request_t *req,
+                                       ifd_http_infer_info_t *info,
+                                       ifd_errmsg_t *err) {
+  if (info->n_shm == info->cap_shm) {
+    uint32_t cap = info->cap_shm != 0 ? 2 * info->cap_shm : 4;
+    ifd_http_shm_place_t *p = ifd_pool_alloc(&req->pool, cap * sizeof(*p));
+    if (p == NULL) {
+      ifd_errf(err, IFD_ENOMEM, "out of memory");
+      return NULL;
+    }
+    if (info->n_shm != 0) memcpy(p, info->shm, info->n_shm * sizeof(*p));
+    info->shm = p;
+    info->cap_shm = cap;
+  }
+  return &info->shm[info->n_shm++];
+}
+
+/* The shared-memory parameters of a tensor (`what` "input" or "output",
+ * named `name`): region `shm` (present), optional offset and byte size.
+ * Records the placement of tensor `index` in info->shm. */
+static int decode_shm(ifd_request_t *req, const char *what, const char *name,
+                      uint32_t index, const char *shm, const char *off,
+                      const char *size, const char *end,
+                      ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
+  ifd_http_shm_place_t *pl;
+  int64_t o = 0, n = 0;
+
+  if (!is_str(shm, end))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_region' of %s '%s': "
+                    "expected a string",
+                    what, name);
+  if (off != NULL && (!get_int(off, end, &o) || o < 0))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_offset' of %s '%s': "
+                    "expected a non-negative integer",
+                    what, name);
+  if (size != NULL && (!get_int(size, end, &n) || n < 0))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_byte_size' of %s '%s': "
+                    "expected a non-negative integer",
+                    what, name);
+  pl = add_place(req, info, err);
+  if (pl == NULL) return IFD_ENOMEM;
+  pl->region = pool_str(req, shm, end, &pl->region_len);
+  if (pl->region == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  pl->offset = (uint64_t)o;
+  pl->byte_size = (uint64_t)n;
+  pl->index = index;
+  pl->output = what[0] == 'o';
+  return 0;
+}
+
+/* Triton's answer when an input does not hold exactly one of JSON data,
+ * binary data and a shared-memory region. */
+static int content_error(int data, int bin, int shm, ifd_errmsg_t *err) {
+  if (!data && !bin && !shm)
+    return ifd_errf(err, IFD_EINVAL,
+                    "Input must set only one of the following fields: "
+                    "'data', 'binary_data_size' in 'parameters', "
+                    "'shared_memory_region' in 'parameters'. But no field "
+                    "is set");
+  return ifd_errf(err, IFD_EINVAL,
+                  "Input must set only one of the following fields: 'data', "
+                  "'binary_data_size' in 'parameters', "
+                  "'shared_memory_region' in 'parameters'. But set%s%s%s",
+                  data ? " 'data'" : "", bin ? " 'binary_data_size'" : "",
+                  shm ? " 'shared_memory_region'" : "");
+}
+
 /* One element of `inputs` at j. `bin`/`bin_len`/`off`: the binary section. */
 static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
                         const char *end, size_t idx, const char *bin,
-                        size_t bin_len, size_t *off, ifd_errmsg_t *err) {
+                        size_t bin_len, size_t *off,
+                        ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
   const char *name = NULL, *dt = NULL, *shape = NULL, *params = NULL;
   const char *bds = NULL, *shm = NULL, *data = NULL, *data_end = NULL;
+  const char *shm_off = NULL, *shm_size = NULL;
   const char *it, *v;
   char dtbuf[32], *dtname = dtbuf;
   size_t dtlen;
@@ -453,12 +529,22 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
       it = ifd__json_skip(v, end);
       if (key_is(&k, end, "shared_memory_region"))
         shm = v;
+      else if (key_is(&k, end, "shared_memory_offset"))
+        shm_off = v;
+      else if (key_is(&k, end, "shared_memory_byte_size"))
+        shm_size = v;
       else if (key_is(&k, end, "binary_data_size"))
         bds = v;
     }
-    if (shm != NULL)
-      return ifd_errf(err, IFD_EUNSUPPORTED,
-                      "input '%s': shared memory is not supported", in->name);
+  }
+  if ((data != NULL) + (bds != NULL) + (shm != NULL) != 1)
+    return content_error(data != NULL, bds != NULL, shm != NULL, err);
+  if (shm != NULL) {
+    /* Read in place once the region is resolved on the loop. */
+    in->data = NULL;
+    in->byte_size = 0;
+    return decode_shm(req, "input", in->name, (uint32_t)idx, shm, shm_off,
+                      shm_size, end, info, err);
   }
   if (bds != NULL) {
     int64_t s;
@@ -467,10 +553,6 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
       return ifd_errf(err, IFD_EINVAL,
                       "Unable to parse 'binary_data_size' of input '%s': "
                       "expected a non-negative integer",
-                      in->name);
-    if (data != NULL)
-      return ifd_errf(err, IFD_EINVAL,
-                      "input '%s' has both 'data' and 'binary_data_size'",
                       in->name);
     if ((uint64_t)s > bin_len - *off) {
       return ifd_errf(
@@ -484,10 +566,6 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
     *off += (size_t)s;
     return 0;
   }
-  if (data == NULL)
-    return ifd_errf(err, IFD_EINVAL,
-                    "input '%s' has neither 'data' nor 'binary_data_size'",
-                    in->name);
   return decode_data(req, in, data, data_end, end, count, err);
 }
 
@@ -650,7 +728,7 @@ static int decode_params(ifd_request_t *req, const char *params,
 }
 
 static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
-                          int binary_all, ifd_errmsg_t *err) {
+                          ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
   const char *it, *o;
   size_t i, n = 0;
 
@@ -666,9 +744,9 @@ static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
   if (req->outputs == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   for (i = 0, it = outs; i < n && element(&it, end, &o); i++) {
     const char *name = NULL, *params = NULL, *shm = NULL, *bin = NULL;
-    const char *cls = NULL, *mit, *v;
+    const char *cls = NULL, *shm_off = NULL, *shm_size = NULL, *mit, *v;
     ifd_output_req_t *out = &req->outputs[i];
-    int binary = binary_all;
+    int binary = info->binary_all;
     jkey_t k;
 
     it = ifd__json_skip(o, end);
@@ -699,21 +777,38 @@ static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
         mit = ifd__json_skip(v, end);
         if (key_is(&k, end, "shared_memory_region"))
           shm = v;
+        else if (key_is(&k, end, "shared_memory_offset"))
+          shm_off = v;
+        else if (key_is(&k, end, "shared_memory_byte_size"))
+          shm_size = v;
         else if (key_is(&k, end, "binary_data"))
           bin = v;
         else if (key_is(&k, end, "classification"))
           cls = v;
       }
-      if (shm != NULL)
-        return ifd_errf(err, IFD_EUNSUPPORTED,
-                        "output '%s': shared memory is not supported",
-                        out->name);
       if (bin != NULL && !is_bool(bin, end))
         return ifd_errf(
             err, IFD_EINVAL,
             "Unable to parse 'binary_data' of output '%s': expected a boolean",
             out->name);
       if (bin != NULL) binary = *bin == 't';
+      if (shm != NULL) {
+        /* Triton's checks: classification results are not written to
+         * shared memory, and a placed output carries no data at all. */
+        int rc;
+        if (cls != NULL)
+          return ifd_errf(err, IFD_EINVAL,
+                          "Output can't set both 'shared_memory_region' and "
+                          "'classification'");
+        if (bin != NULL && *bin == 't')
+          return ifd_errf(err, IFD_EINVAL,
+                          "Output can't set both 'shared_memory_region' and "
+                          "'binary_data'");
+        rc = decode_shm(req, "output", out->name, (uint32_t)i, shm, shm_off,
+                        shm_size, end, info, err);
+        if (rc != 0) return rc;
+        binary = 0;
+      }
       if (cls != NULL) {
         int64_t c;
         if (!get_int(cls, end, &c)) c = -1;
@@ -742,6 +837,9 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   int rc;
 
   info->binary_all = 0;
+  info->shm = NULL;
+  info->n_shm = 0;
+  info->cap_shm = 0;
   /* A request without a body has none at all (NULL): no arithmetic on it. */
   if (body == NULL) body = "";
   end = body + json_len;
@@ -797,7 +895,7 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   for (i = 0, it = inputs; i < n && element(&it, end, &v); i++) {
     it = ifd__json_skip(v, end);
     rc = decode_input(req, &req->inputs[i], v, end, i, body + json_len,
-                      body_len - json_len, &off, err);
+                      body_len - json_len, &off, info, err);
     if (rc != 0) return rc;
     req->n_inputs = (uint32_t)(i + 1);
   }
@@ -808,7 +906,7 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
                     body_len - json_len - off);
   }
   if (outputs != NULL &&
-      (rc = decode_outputs(req, outputs, end, info->binary_all, err)) != 0)
+      (rc = decode_outputs(req, outputs, end, info, err)) != 0)
     return rc;
   return 0;
 }

@@ -2,7 +2,9 @@
  * net/http_infer_encode.c - an ifd_response_t into the KServe v2 infer
  * response body: the JSON header, with each output either as JSON `data`
  * (net/jsonw.c writes the numbers without printf) or as a binary section
- * whose buffer goes out as its own iovec, uncopied.
+ * whose buffer goes out as its own iovec, uncopied, or, for an output the
+ * request placed in shared memory, as its name, datatype and shape alone
+ * (the backend wrote the bytes into the client's region).
  *
  * Nothing here touches the network, the server or the loop: it reads the
  * request and the response and appends to a text buffer, so the unit tests
@@ -179,19 +181,30 @@ int ifd__http_json_output_data(ifd_hbuf_t *b, const ifd_output_t *o,
   return 0;
 }
 
-static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int binary,
+/* How one output goes out. */
+enum { OUT_JSON, OUT_BINARY, OUT_SHM };
+
+static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int how,
                       uv_buf_t *bin, unsigned *nbin, ifd_errmsg_t *err) {
   int64_t count;
-  int rc = output_count(o, &count, err);
+  int rc;
 
-  if (rc != 0) return rc;
   ifd__hbuf_puts(b, "{\"name\":");
   ifd__json_str(b, o->name, strlen(o->name));
   ifd__hbuf_puts(b, ",\"datatype\":\"");
   ifd__hbuf_puts(b, ifd_dtype_name(o->dtype));
   ifd__hbuf_puts(b, "\",\"shape\":");
   put_shape(b, o->shape, o->ndims);
-  if (binary) {
+  if (how == OUT_SHM) {
+    /* The bytes are in the client's region already (they may be device
+     * memory: never read here); the entry names the tensor only, as
+     * Triton's does. */
+    ifd__hbuf_put(b, "}", 1);
+    return 0;
+  }
+  rc = output_count(o, &count, err);
+  if (rc != 0) return rc;
+  if (how == OUT_BINARY) {
     ifd__hbuf_puts(b, ",\"parameters\":{\"binary_data_size\":");
     put_u64(b, o->byte_size);
     ifd__hbuf_puts(b, "}}");
@@ -241,6 +254,11 @@ static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
   ifd__hbuf_put(b, "}", 1);
 }
 
+static int output_how(const ifd_output_req_t *r) {
+  if (r->shm.ptr != NULL) return OUT_SHM;
+  return (r->proto_flags & IFD_HTTP_OUT_BINARY) != 0 ? OUT_BINARY : OUT_JSON;
+}
+
 int ifd__http_infer_serialize(const ifd_request_t *req,
                               const ifd_response_t *resp, int64_t model_version,
                               int binary_all, ifd_hbuf_t *out, uv_buf_t *bin,
@@ -270,15 +288,14 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
       if (o == NULL) continue;
       if (!first) ifd__hbuf_put(out, ",", 1);
       first = 0;
-      rc = put_output(out, o,
-                      (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) != 0,
-                      bin, nbin, err);
+      rc = put_output(out, o, output_how(&req->outputs[i]), bin, nbin, err);
       if (rc != 0) return rc;
     }
   } else {
     for (i = 0; i < resp->n_outputs; i++) {
       if (i != 0) ifd__hbuf_put(out, ",", 1);
-      rc = put_output(out, &resp->outputs[i], binary_all, bin, nbin, err);
+      rc = put_output(out, &resp->outputs[i],
+                      binary_all ? OUT_BINARY : OUT_JSON, bin, nbin, err);
       if (rc != 0) return rc;
     }
   }
@@ -296,7 +313,7 @@ uint64_t ifd__http_infer_json_bytes(const ifd_request_t *req,
   if (req->n_outputs != 0) {
     for (i = 0; i < req->n_outputs; i++) {
       const ifd_output_t *o = ifd_response_output(resp, req->outputs[i].name);
-      if (o != NULL && (req->outputs[i].proto_flags & IFD_HTTP_OUT_BINARY) == 0)
+      if (o != NULL && output_how(&req->outputs[i]) == OUT_JSON)
         n += o->byte_size;
     }
   } else if (!binary_all) {

@@ -5,8 +5,9 @@
  * patterns, so routing costs O(path length). Each handler answers into the
  * message's slot: at once for health, metadata, config, the repository
  * index and unload; from the request's on_response for infer and generate;
- * once the load has ended for a model load. Status codes come from
- * net/status.c only.
+ * once the load has ended for a model load; once the region is mapped or
+ * unmapped for shared-memory register and unregister (net/http_shm.c). Status
+ * codes come from net/status.c only.
  */
 #include <stdio.h>
 #include <inttypes.h>
@@ -37,6 +38,34 @@ static ifd_http_route_t want_(ifd_route_match_t *m, ifd_http_method_t got,
                               ifd_http_method_t need, ifd_http_route_t r) {
   m->route = r;
   return got == need ? r : IFD_ROUTE_BAD_METHOD;
+}
+
+/* /v2/{system,cuda}sharedmemory[/region/r]/{status,register,unregister}:
+ * `seg` starts after "/v2". Register needs a region; status is GET, the
+ * others POST. */
+static ifd_http_route_t shm_route(ifd_http_method_t method,
+                                  const char *const *seg, const size_t *seglen,
+                                  size_t nseg, ifd_route_match_t *m) {
+  const char *act;
+  size_t n;
+
+  if (nseg == 4 && seg_is(seg[1], seglen[1], "region")) {
+    m->region = seg[2];
+    m->region_len = seglen[2];
+  } else if (nseg != 2) {
+    return IFD_ROUTE_NOT_FOUND;
+  }
+  act = seg[nseg - 1];
+  n = seglen[nseg - 1];
+  m->shm_cuda = seg[0][0] == 'c';
+  if (seg_is(act, n, "status"))
+    return want(method, IFD_HTTP_GET, IFD_ROUTE_SHM_STATUS);
+  if (seg_is(act, n, "register") && m->region != NULL)
+    return want(method, IFD_HTTP_POST, IFD_ROUTE_SHM_REGISTER);
+  if (seg_is(act, n, "unregister"))
+    return want(method, IFD_HTTP_POST, IFD_ROUTE_SHM_UNREGISTER);
+  memset(m, 0, sizeof(*m));
+  return IFD_ROUTE_NOT_FOUND;
 }
 
 ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
@@ -81,6 +110,9 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
     }
     return IFD_ROUTE_NOT_FOUND;
   }
+  if (seg_is(seg[0], seglen[0], "systemsharedmemory") ||
+      seg_is(seg[0], seglen[0], "cudasharedmemory"))
+    return shm_route(method, seg, seglen, nseg, m);
   if (!seg_is(seg[0], seglen[0], "models") || nseg < 2)
     return IFD_ROUTE_NOT_FOUND;
   /* As in tritonserver, "/v2/models/stats" is the statistics of every
@@ -115,9 +147,7 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
   return IFD_ROUTE_NOT_FOUND;
 }
 
-/* Percent-decodes `n` bytes of `s` into `out` (room for n bytes). Returns
- * the decoded length, or -1 for a malformed escape. */
-static long url_decode(const char *s, size_t n, char *out) {
+long ifd__http_url_decode(const char *s, size_t n, char *out) {
   size_t i, o = 0;
 
   for (i = 0; i < n; i++) {
@@ -209,7 +239,7 @@ static int find_model(ifd_server_t *srv, ifd_http_slot_t *s,
                       const ifd_route_match_t *m, ifd_model_t **out) {
   char name[512];
   long n = m->model_len <= sizeof(name)
-               ? url_decode(m->model, m->model_len, name)
+               ? ifd__http_url_decode(m->model, m->model_len, name)
                : -1;
   int64_t version = -1;
   ifd_errmsg_t err;
@@ -234,7 +264,7 @@ static void route_model_ready(ifd_server_t *srv, ifd_http_slot_t *s,
                               const ifd_route_match_t *m) {
   char name[512];
   long n = m->model_len <= sizeof(name)
-               ? url_decode(m->model, m->model_len, name)
+               ? ifd__http_url_decode(m->model, m->model_len, name)
                : -1;
   int64_t version = -1;
 
@@ -306,7 +336,9 @@ static void reply_done(ifd_http_slot_t *s) {
  * bytes, NUL included). Returns its length, or -1 after answering 400. */
 static long control_name(ifd_http_slot_t *s, const ifd_route_match_t *m,
                          char *name, size_t cap) {
-  long n = m->model_len < cap ? url_decode(m->model, m->model_len, name) : -1;
+  long n = m->model_len < cap
+               ? ifd__http_url_decode(m->model, m->model_len, name)
+               : -1;
 
   if (n < 0) {
     ifd__http_slot_error(s, 400, "malformed model name in the URL");
@@ -473,8 +505,9 @@ static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
 
   ifd_errclear(&err);
   if (m->model != NULL) {
-    n = m->model_len < sizeof(name) ? url_decode(m->model, m->model_len, name)
-                                    : -1;
+    n = m->model_len < sizeof(name)
+            ? ifd__http_url_decode(m->model, m->model_len, name)
+            : -1;
     if (n < 0) {
       ifd__http_slot_error(s, 400, "malformed model name in the URL");
       return;
@@ -523,7 +556,7 @@ static ifd_request_t *url_request(ifd_server_t *srv, ifd_http_slot_t *s,
   msg->body = NULL;
   req->t_received = msg->t_received;
   name = ifd_pool_alloc(&req->pool, m->model_len + 1);
-  n = name != NULL ? url_decode(m->model, m->model_len, name) : -1;
+  n = name != NULL ? ifd__http_url_decode(m->model, m->model_len, name) : -1;
   if (n < 0) {
     rc = ifd_errf(&err, name != NULL ? IFD_EINVAL : IFD_ENOMEM,
                   "malformed model name in the URL");
@@ -589,6 +622,10 @@ static ifd_api_group_t route_group(ifd_http_route_t r) {
     case IFD_ROUTE_ALL_STATS:
     case IFD_ROUTE_MODEL_STATS:
       return IFD_API_STATISTICS;
+    case IFD_ROUTE_SHM_STATUS:
+    case IFD_ROUTE_SHM_REGISTER:
+    case IFD_ROUTE_SHM_UNREGISTER:
+      return IFD_API_SHARED_MEMORY;
     case IFD_ROUTE_NOT_FOUND:
     case IFD_ROUTE_BAD_METHOD:
       break;
@@ -689,6 +726,11 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
     case IFD_ROUTE_ALL_STATS:
     case IFD_ROUTE_MODEL_STATS:
       route_stats(srv, s, &m);
+      break;
+    case IFD_ROUTE_SHM_STATUS:
+    case IFD_ROUTE_SHM_REGISTER:
+    case IFD_ROUTE_SHM_UNREGISTER:
+      ifd__http_shm_route(srv, s, &m, msg);
       break;
   }
   free(msg->body); /* NULL when a request took it */

@@ -12,6 +12,7 @@
  *   http_infer_encode.c  infer response into its JSON/binary body
  *   http_generate.c      one generate / generate_stream exchange
  *   http_generate_map.c  generate JSON body <-> request, response <-> JSON
+ *   http_shm.c    the system and CUDA shared-memory extensions' routes
  *
  * A response slot is the unit that ties them together: http1.c appends one
  * to its connection's FIFO per parsed request, a handler fills it (at once,
@@ -166,6 +167,11 @@ typedef enum ifd_http_route {
   IFD_ROUTE_REPO_UNLOAD,     /* POST /v2/repository/models/m/unload */
   IFD_ROUTE_ALL_STATS,       /* GET /v2/models/stats */
   IFD_ROUTE_MODEL_STATS,     /* GET /v2/models/m[/versions/v]/stats */
+  IFD_ROUTE_SHM_STATUS,      /* GET /v2/{system,cuda}sharedmemory
+                                [/region/r]/status */
+  IFD_ROUTE_SHM_REGISTER,    /* POST .../region/r/register */
+  IFD_ROUTE_SHM_UNREGISTER,  /* POST /v2/...sharedmemory[/region/r]/
+                                unregister */
 } ifd_http_route_t;
 
 typedef enum ifd_http_method {
@@ -182,6 +188,10 @@ typedef struct ifd_route_match {
   size_t model_len;
   const char *version; /* borrowed: path; NULL when no /versions/v */
   size_t version_len;
+  const char *region; /* borrowed: path; the shared-memory region of a
+                         /region/r route, NULL when none */
+  size_t region_len;
+  int shm_cuda; /* a shared-memory route: 1 cudasharedmemory, 0 system */
 } ifd_route_match_t;
 
 /**
@@ -191,6 +201,10 @@ typedef struct ifd_route_match {
  */
 ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
                                  size_t len, ifd_route_match_t *m);
+
+/** Percent-decodes `n` bytes of `s` into `out` (room for n bytes). Returns
+ *  the decoded length, or -1 for a malformed escape. */
+long ifd__http_url_decode(const char *s, size_t n, char *out);
 
 /* ---- response slots (http1.c) ----------------------------------------- */
 
@@ -226,6 +240,10 @@ typedef struct ifd_http_slot {
   ifd_load_call_t *load;    /* borrowed: the model load this slot waits for
                                (http_routes.c), NULL when none; forgotten
                                if the connection closes first */
+  ifd_shm_call_t *shm;      /* borrowed: the shared-memory register or
+                               unregister this slot waits for (http_shm.c),
+                               NULL when none; forgotten if the connection
+                               closes first */
   ifd_http_gen_t *gen;      /* borrowed: the generate exchange of this
                                slot, in slot->req's pool (http_generate.c);
                                NULL when none */
@@ -260,6 +278,14 @@ typedef struct ifd_http_msg {
   uint64_t t_received;  /* uv_hrtime() when the message began */
   uint16_t restrict_ok; /* restricted API groups whose header matched */
 } ifd_http_msg_t;
+
+/**
+ * Answers a shared-memory route (http_shm.c): status at once, register and
+ * unregister once the region table has mapped or unmapped off the loop
+ * (slot->shm meanwhile). Reads msg->body; the caller frees it.
+ */
+void ifd__http_shm_route(ifd_server_t *srv, ifd_http_slot_t *slot,
+                         const ifd_route_match_t *m, const ifd_http_msg_t *msg);
 
 /** Routes and answers one message (http_routes.c): takes msg->body (frees
  *  it or hands it to a request) and always ends with the slot finished, now
@@ -349,9 +375,24 @@ void ifd__http_infer_start(ifd_http_slot_t *slot, ifd_request_t *req,
 /* ifd_output_req_t.proto_flags bits owned by HTTP. */
 #define IFD_HTTP_OUT_BINARY 1u
 
+/** A tensor the request places in shared memory, as decoded: resolved on
+ *  the loop (ifd__http_infer_resolve_shm), since the region table is the
+ *  loop's and decoding may run on a worker. */
+typedef struct ifd_http_shm_place {
+  const char *region; /* borrowed: request pool (NUL-terminated) */
+  size_t region_len;
+  uint64_t offset;    /* shared_memory_offset, 0 when absent */
+  uint64_t byte_size; /* shared_memory_byte_size, 0 when absent */
+  uint32_t index;     /* in req->inputs or req->outputs */
+  int output;         /* 1: req->outputs[index], 0: req->inputs[index] */
+} ifd_http_shm_place_t;
+
 /** What decoding learned that only the HTTP layer needs. */
 typedef struct ifd_http_infer_info {
-  int binary_all; /* parameters.binary_data_output */
+  int binary_all;            /* parameters.binary_data_output */
+  ifd_http_shm_place_t *shm; /* borrowed: request pool; n_shm entries */
+  uint32_t n_shm;
+  uint32_t cap_shm; /* entries allocated at shm */
 } ifd_http_infer_info_t;
 
 /**
@@ -360,15 +401,28 @@ typedef struct ifd_http_infer_info {
  * `json_len` bytes of `body` are JSON; the rest are binary tensors for the
  * inputs with parameters.binary_data_size, in input order. Inputs point
  * into `body` (zero copy), so it must live as long as req (req->body).
- * JSON `data` is decoded once into a buffer from req->pool.
+ * JSON `data` is decoded once into a buffer from req->pool. Tensors in
+ * shared memory are listed in info->shm (their data left NULL) for
+ * ifd__http_infer_resolve_shm on the loop.
  *
  * Returns 0, or IFD_EINVAL (malformed JSON, bad field, data not matching
- * shape or type, body shorter than the declared sizes), IFD_EUNSUPPORTED
- * (shared memory), IFD_ENOMEM; `err` names the field.
+ * shape or type, body shorter than the declared sizes), IFD_ENOMEM; `err`
+ * names the field.
  */
 int ifd__http_infer_decode(ifd_request_t *req, const char *body,
                            size_t body_len, size_t json_len,
                            ifd_http_infer_info_t *info, ifd_errmsg_t *err);
+
+/**
+ * Loop thread, after a successful decode: points every input and output
+ * that `info` places in shared memory at its region (ifd_shm_use: the
+ * request then holds the region until it is freed). Returns 0, or
+ * IFD_ENOTFOUND (no such region) / IFD_EINVAL (outside the region) with
+ * Triton's text in `err`.
+ */
+int ifd__http_infer_resolve_shm(ifd_request_t *req,
+                                const ifd_http_infer_info_t *info,
+                                ifd_errmsg_t *err);
 
 /**
  * Serializes a successful response as its JSON header into `out` (appended)

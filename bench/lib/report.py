@@ -25,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report12  # noqa: E402  (issue 12's tables)
+import report13  # noqa: E402  (issue 13's table)
 
 # Issue 8's targets: latency at concurrency 1 as a ratio to nginx (same
 # client), and server CPU per request at 64 connections (wrk / h2load).
@@ -546,6 +547,8 @@ def main():
 
     report12.issue12(p, get, res, idles.get("inferd"), perf_summary, fmt, fmt_int, verdict)
 
+    report13.issue13(p, get, res, fmt)
+
     p("## Server CPU per request and throughput, every scenario")
     p("")
     p("Server-side figures (requests, req/s, CPU us/req, core busy) are from the server's "
@@ -572,7 +575,8 @@ def main():
     p("| concurrency | nginx us/req (inferd-perf) | nginx us/req (wrk) | HTTP binary | HTTP JSON | gRPC | gRPC stream | "
       "h2load gRPC | thr. HTTP bin / nginx | thr. HTTP JSON / nginx | thr. gRPC / h2load |")
     p("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    concs = sorted({r["conc"] for r in rows.values() if r["conc"] is not None and r["conc"] != 64})
+    concs = sorted({r["conc"] for sc, r in rows.items()
+                    if r["conc"] is not None and r["conc"] != 64 and not sc.startswith("shm_")})
     for c in concs:
         n = get("nginx_raw-get_c%d" % c, "us_per_req")
         nw = get("nginx_wrk_c%d" % c, "us_per_req")

@@ -377,18 +377,29 @@ int ifd__perf_http_slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out) {
 
 /* ---- control requests ---- */
 
-int ifd__perf_http_get(ifd_perf_run_t *run, const char *path, int *status,
-                       ifd_perf_buf_t *body, char *err, size_t errlen) {
+int ifd__perf_http_request(ifd_perf_run_t *run, const char *method,
+                           const char *path, const char *body, size_t body_len,
+                           int *status, ifd_perf_buf_t *out, char *err,
+                           size_t errlen) {
   hconn_t *c = conn_new(run);
   int rc;
 
   if (!c) return UV_ENOMEM;
   err[0] = 0;
   c->control = 1;
-  rc = ifd__perf_buf_printf(&c->ctl_req,
-                            "GET %s HTTP/1.1\r\nHost: %s\r\n"
-                            "Connection: close\r\n\r\n",
-                            path, run->authority);
+  if (body)
+    rc = ifd__perf_buf_printf(&c->ctl_req,
+                              "%s %s HTTP/1.1\r\nHost: %s\r\n"
+                              "Connection: close\r\n"
+                              "Content-Type: application/json\r\n"
+                              "Content-Length: %zu\r\n\r\n",
+                              method, path, run->authority, body_len);
+  else
+    rc = ifd__perf_buf_printf(&c->ctl_req,
+                              "%s %s HTTP/1.1\r\nHost: %s\r\n"
+                              "Connection: close\r\n\r\n",
+                              method, path, run->authority);
+  if (rc == 0 && body) rc = ifd__perf_buf_append(&c->ctl_req, body, body_len);
   if (rc < 0) goto out_close;
   c->req = c->ctl_req.data;
   c->req_len = c->ctl_req.len;
@@ -398,22 +409,22 @@ int ifd__perf_http_get(ifd_perf_run_t *run, const char *path, int *status,
   if (rc < 0) goto out_close;
   rc = ifd__perf_run_until(run, &c->done, 30000);
   if (rc < 0) {
-    snprintf(err, errlen, "GET %s: no answer within 30 s", path);
+    snprintf(err, errlen, "%s %s: no answer within 30 s", method, path);
     goto out_close;
   }
   if (c->failed) {
-    snprintf(err, errlen, "GET %s: %s", path, c->err);
+    snprintf(err, errlen, "%s %s: %s", method, path, c->err);
     rc = UV_EIO;
     goto out_close;
   }
   *status = c->status;
-  *body = c->body;
+  *out = c->body;
   memset(&c->body, 0, sizeof c->body);
   rc = 0;
 
 out_close:
   if (rc < 0 && !err[0])
-    snprintf(err, errlen, "GET %s: %s", path, uv_strerror(rc));
+    snprintf(err, errlen, "%s %s: %s", method, path, uv_strerror(rc));
   c->final = 1; /* on_close frees it from now on */
   if (c->state == HC_CLOSED) {
     list_del(run->http, c);
@@ -424,6 +435,12 @@ out_close:
     conn_close(c); /* freed in on_close */
   }
   return rc;
+}
+
+int ifd__perf_http_get(ifd_perf_run_t *run, const char *path, int *status,
+                       ifd_perf_buf_t *body, char *err, size_t errlen) {
+  return ifd__perf_http_request(run, "GET", path, NULL, 0, status, body, err,
+                                errlen);
 }
 
 /* ---- idle connections ---- */

@@ -139,6 +139,7 @@ int main(int argc, char **argv) {
       goto out_transport;
   } else {
     if (ifd__perf_model_load(&run, &model, err, sizeof err) < 0 ||
+        ifd__perf_shm_setup(&run, &model, err, sizeof err) < 0 ||
         ifd__perf_model_payload(&run, &model, err, sizeof err) < 0) {
       fprintf(stderr, "error: %s\n", err);
       goto out_model;
@@ -197,6 +198,9 @@ int main(int argc, char **argv) {
                      : (opts.raw_get     ? "HTTP/1.1"
                         : opts.http_json ? "HTTP/1.1 JSON"
                                          : "HTTP/1.1 binary tensors"));
+    if (opts.shm)
+      printf("  Shared memory: %s (inputs and outputs in registered regions)\n",
+             opts.shm == IFD_PERF_SHM_CUDA ? "cuda" : "system");
     printf("  Using \"time_windows\" mode for stabilization\n");
     printf("  Measurement window: %llu msec\n",
            (unsigned long long)opts.measure_ms);
@@ -265,6 +269,7 @@ int main(int argc, char **argv) {
   }
 
 out_model:
+  ifd__perf_shm_teardown(&run, &model);
   ifd__perf_model_free(&model);
 out_transport:
   ifd__perf_grpc_shutdown(&run);

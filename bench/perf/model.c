@@ -12,7 +12,10 @@
  * extension or JSON data arrays) or a 5-byte-prefixed ModelInferRequest.
  * For a sequence model (config with sequence_batching) the HTTP header
  * starts with fixed-width sequence parameters that seq.c rewrites per
- * request; over gRPC seq.c appends them.
+ * request; over gRPC seq.c appends them. With --shared-memory every input
+ * and requested output names its region (shm.c) in its parameters
+ * (shared_memory_region, shared_memory_byte_size) and carries no data: the
+ * HTTP body is the JSON header alone, the gRPC request has no raw contents.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,12 +81,24 @@ static int add_input(ifd_perf_model_t *m, const char *name, const char *dt,
   return 0;
 }
 
-static int add_output(ifd_perf_model_t *m, const char *name) {
-  void *p = realloc(m->outputs, (size_t)(m->noutputs + 1) * sizeof(char *));
+static int add_output(ifd_perf_model_t *m, const char *name, const char *dt,
+                      const int64_t *shape, int rank) {
+  ifd_perf_output_t *t;
+  void *p = realloc(m->outputs, (size_t)(m->noutputs + 1) * sizeof *m->outputs);
   if (!p) return UV_ENOMEM;
   m->outputs = p;
-  m->outputs[m->noutputs] = strdup(name);
-  if (!m->outputs[m->noutputs]) return UV_ENOMEM;
+  t = &m->outputs[m->noutputs];
+  memset(t, 0, sizeof *t);
+  t->name = strdup(name);
+  if (!t->name) return UV_ENOMEM;
+  snprintf(t->datatype, sizeof t->datatype, "%s", dt ? dt : "");
+  /* A rank we cannot hold reads as a variable shape (-1): shm.c then
+   * sizes the output's region with --output-shared-memory-size. */
+  t->rank = rank > IFD_PERF_MAX_RANK ? 1 : rank;
+  if (rank > IFD_PERF_MAX_RANK)
+    t->shape[0] = -1;
+  else
+    memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
   m->noutputs++;
   return 0;
 }
@@ -156,7 +171,15 @@ static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
   arr = json_object_get(meta, "outputs");
   json_array_foreach(arr, i, t) {
     const char *name = json_string_value(json_object_get(t, "name"));
-    if (name && (rc = add_output(m, name)) < 0) goto out_free;
+    const char *dt = json_string_value(json_object_get(t, "datatype"));
+    json_t *shape = json_object_get(t, "shape"), *d;
+    int64_t dims[IFD_PERF_MAX_RANK];
+    int rank = 0;
+    json_array_foreach(shape, j, d) {
+      if (rank < IFD_PERF_MAX_RANK) dims[rank] = json_integer_value(d);
+      rank++;
+    }
+    if (name && (rc = add_output(m, name, dt, dims, rank)) < 0) goto out_free;
   }
 
 out_free:
@@ -234,8 +257,11 @@ static int grpc_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
                    errlen);
     if (rc < 0) goto out_free;
   }
-  for (i = 0; i < meta->n_outputs; i++)
-    if ((rc = add_output(m, meta->outputs[i]->name)) < 0) goto out_free;
+  for (i = 0; i < meta->n_outputs; i++) {
+    Inference__ModelMetadataResponse__TensorMetadata *t = meta->outputs[i];
+    rc = add_output(m, t->name, t->datatype, t->shape, (int)t->n_shape);
+    if (rc < 0) goto out_free;
+  }
 
 out_free:
   if (cfg) inference__model_config_response__free_unpacked(cfg, NULL);
@@ -434,6 +460,8 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   json_t *root = json_object(), *ins = json_array(), *outs = json_array();
   char *hdr = NULL, path[512];
   size_t hlen, data_len = 0;
+  /* Shared memory: every tensor is in a region, the body is JSON only. */
+  int json_only = o->http_json || m->regions != NULL;
   int i, k, rc = UV_ENOMEM;
 
   if (!root || !ins || !outs) goto out_free;
@@ -450,7 +478,13 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     json_object_set_new(in, "name", json_string(t->name));
     json_object_set_new(in, "shape", shape);
     json_object_set_new(in, "datatype", json_string(t->datatype));
-    if (o->http_json) {
+    if (m->regions) {
+      const ifd_perf_region_t *r = &m->regions[i];
+      json_object_set_new(
+          in, "parameters",
+          json_pack("{sssI}", "shared_memory_region", r->name,
+                    "shared_memory_byte_size", (json_int_t)r->size));
+    } else if (o->http_json) {
       json_t *d;
       if (!strcmp(t->datatype, "FP16") || !strcmp(t->datatype, "BF16")) {
         snprintf(err, errlen,
@@ -477,10 +511,21 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   }
   json_object_set_new(root, "inputs", ins);
   ins = NULL;
-  if (!o->http_json) {
+  if (m->regions) {
+    for (i = 0; i < m->noutputs; i++) {
+      const ifd_perf_region_t *r = &m->regions[m->ninputs + i];
+      json_array_append_new(
+          outs, json_pack("{sss{sssI}}", "name", m->outputs[i].name,
+                          "parameters", "shared_memory_region", r->name,
+                          "shared_memory_byte_size", (json_int_t)r->size));
+    }
+    json_object_set_new(root, "outputs", outs);
+    outs = NULL;
+  } else if (!o->http_json) {
     for (i = 0; i < m->noutputs; i++)
-      json_array_append_new(outs, json_pack("{sss{sb}}", "name", m->outputs[i],
-                                            "parameters", "binary_data", 1));
+      json_array_append_new(
+          outs, json_pack("{sss{sb}}", "name", m->outputs[i].name, "parameters",
+                          "binary_data", 1));
     json_object_set_new(root, "outputs", outs);
     outs = NULL;
   }
@@ -503,7 +548,7 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   hlen = strlen(hdr);
   model_path(m, path, sizeof path, "/infer");
   run->payload.len = 0;
-  if (o->http_json) {
+  if (json_only) {
     rc = ifd__perf_buf_printf(&run->payload,
                               "POST %s HTTP/1.1\r\nHost: %s\r\n"
                               "Content-Type: application/json\r\n"
@@ -518,7 +563,7 @@ static int http_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                               path, run->authority, hlen, hlen + data_len);
   }
   if (!rc) rc = ifd__perf_buf_append(&run->payload, hdr, hlen);
-  for (i = 0; !rc && !o->http_json && i < m->ninputs; i++)
+  for (i = 0; !rc && !json_only && i < m->ninputs; i++)
     rc = ifd__perf_buf_append(&run->payload, m->inputs[i].data,
                               m->inputs[i].nbytes);
 
@@ -531,19 +576,71 @@ out_free:
   return rc;
 }
 
+/* The two parameters that place one tensor in its region. */
+typedef struct shm_params {
+  Inference__InferParameter v[2];
+  Inference__ModelInferRequest__InferInputTensor__ParametersEntry in[2];
+  Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry
+      out[2];
+  void *p[2]; /* borrowed: in[] or out[] */
+} shm_params_t;
+
+static void shm_params_init(shm_params_t *sp, const ifd_perf_region_t *r,
+                            int output) {
+  int k;
+  for (k = 0; k < 2; k++) {
+    inference__infer_parameter__init(&sp->v[k]);
+    if (output) {
+      inference__model_infer_request__infer_requested_output_tensor__parameters_entry__init(
+          &sp->out[k]);
+      sp->out[k].value = &sp->v[k];
+      sp->p[k] = &sp->out[k];
+    } else {
+      inference__model_infer_request__infer_input_tensor__parameters_entry__init(
+          &sp->in[k]);
+      sp->in[k].value = &sp->v[k];
+      sp->p[k] = &sp->in[k];
+    }
+  }
+  sp->v[0].parameter_choice_case =
+      INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM;
+  sp->v[0].string_param = (char *)r->name;
+  sp->v[1].parameter_choice_case =
+      INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+  sp->v[1].int64_param = (int64_t)r->size;
+  if (output) {
+    sp->out[0].key = "shared_memory_region";
+    sp->out[1].key = "shared_memory_byte_size";
+  } else {
+    sp->in[0].key = "shared_memory_region";
+    sp->in[1].key = "shared_memory_byte_size";
+  }
+}
+
 static int grpc_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                         char *err, size_t errlen) {
   Inference__ModelInferRequest req = INFERENCE__MODEL_INFER_REQUEST__INIT;
   Inference__ModelInferRequest__InferInputTensor *ts = NULL, **tp = NULL;
+  Inference__ModelInferRequest__InferRequestedOutputTensor *os = NULL,
+                                                           **op = NULL;
+  shm_params_t *sp = NULL;
   ProtobufCBinaryData *raw = NULL;
   size_t n;
   uint8_t prefix[5];
-  int i, rc = UV_ENOMEM;
+  int i, nt = m->ninputs + m->noutputs, rc = UV_ENOMEM;
 
   ts = calloc((size_t)m->ninputs, sizeof *ts);
   tp = calloc((size_t)m->ninputs, sizeof *tp);
   raw = calloc((size_t)m->ninputs, sizeof *raw);
   if (!ts || !tp || !raw) goto out_free;
+  if (m->regions) {
+    /* Shared memory: every input and output names its region; no raw
+     * contents. */
+    os = calloc((size_t)m->noutputs + 1, sizeof *os);
+    op = calloc((size_t)m->noutputs + 1, sizeof *op);
+    sp = calloc((size_t)nt, sizeof *sp);
+    if (!os || !op || !sp) goto out_free;
+  }
   req.model_name = m->name;
   req.model_version = m->version;
   for (i = 0; i < m->ninputs; i++) {
@@ -553,14 +650,33 @@ static int grpc_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     ts[i].datatype = (char *)t->datatype;
     ts[i].shape = (int64_t *)t->shape;
     ts[i].n_shape = (size_t)t->rank;
+    if (sp) {
+      shm_params_init(&sp[i], &m->regions[i], 0);
+      ts[i].parameters = (void *)sp[i].p;
+      ts[i].n_parameters = 2;
+    }
     tp[i] = &ts[i];
     raw[i].data = t->data;
     raw[i].len = t->nbytes;
   }
   req.inputs = tp;
   req.n_inputs = (size_t)m->ninputs;
-  req.raw_input_contents = raw;
-  req.n_raw_input_contents = (size_t)m->ninputs;
+  if (sp) {
+    for (i = 0; i < m->noutputs; i++) {
+      inference__model_infer_request__infer_requested_output_tensor__init(
+          &os[i]);
+      os[i].name = m->outputs[i].name;
+      shm_params_init(&sp[m->ninputs + i], &m->regions[m->ninputs + i], 1);
+      os[i].parameters = (void *)sp[m->ninputs + i].p;
+      os[i].n_parameters = 2;
+      op[i] = &os[i];
+    }
+    req.outputs = op;
+    req.n_outputs = (size_t)m->noutputs;
+  } else {
+    req.raw_input_contents = raw;
+    req.n_raw_input_contents = (size_t)m->ninputs;
+  }
   n = inference__model_infer_request__get_packed_size(&req);
   prefix[0] = 0;
   prefix[1] = (uint8_t)(n >> 24);
@@ -586,6 +702,9 @@ static int grpc_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
 
 out_free:
   if (rc < 0) snprintf(err, errlen, "out of memory");
+  free(sp);
+  free(op);
+  free(os);
   free(raw);
   free(tp);
   free(ts);
@@ -604,7 +723,7 @@ void ifd__perf_model_free(ifd_perf_model_t *m) {
     free(m->inputs[i].name);
     free(m->inputs[i].data);
   }
-  for (i = 0; i < m->noutputs; i++) free(m->outputs[i]);
+  for (i = 0; i < m->noutputs; i++) free(m->outputs[i].name);
   free(m->inputs);
   free(m->outputs);
   free(m->name);

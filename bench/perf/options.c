@@ -40,6 +40,14 @@ static void usage(FILE *f) {
       "  --input-data zero|random input contents (default random)\n"
       "  --http-format binary|json  tensor encoding over HTTP (default "
       "binary)\n"
+      "  --shared-memory none|system|cuda  inputs and outputs in shared "
+      "memory regions\n"
+      "                           that inferd-perf creates and registers "
+      "(default none)\n"
+      "  --output-shared-memory-size N  bytes per output region when the "
+      "output's size\n"
+      "                           is not fixed (BYTES, -1 dimensions), times "
+      "-b (default 102400)\n"
       "  -f FILE                  perf_analyzer CSV\n"
       "  --json-summary FILE      machine-readable summary\n"
       "  --raw-get PATH           baseline: plain GET PATH, no model\n"
@@ -149,7 +157,9 @@ enum {
   O_SEQ_IDS,
   O_NUM_SEQ,
   O_SERIAL,
-  O_IDLE_SEQ
+  O_IDLE_SEQ,
+  O_SHM,
+  O_SHM_OUT
 };
 
 /* "S" or "S:E" for --sequence-id-range: ids >= 1, E > S. */
@@ -193,6 +203,8 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
       {"num-of-sequences", 1, 0, O_NUM_SEQ},
       {"serial-sequences", 0, 0, O_SERIAL},
       {"idle-sequences", 1, 0, O_IDLE_SEQ},
+      {"shared-memory", 1, 0, O_SHM},
+      {"output-shared-memory-size", 1, 0, O_SHM_OUT},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0}};
   const char *url = NULL;
@@ -209,6 +221,7 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
   o->seq_variation = 20;
   o->seq_id_start = 1;
   o->num_sequences = 4;
+  o->output_shm_size = 102400; /* perf_analyzer's default */
   snprintf(o->host, sizeof o->host, "localhost");
   while ((c = getopt_long(argc, argv, "m:x:b:u:i:f:p:h", lo, NULL)) != -1) {
     switch (c) {
@@ -318,6 +331,27 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
         o->idle_sequences = atoi(optarg);
         if (o->idle_sequences < 1) goto bad;
         break;
+      case O_SHM:
+        if (!strcmp(optarg, "none"))
+          o->shm = IFD_PERF_SHM_NONE;
+        else if (!strcmp(optarg, "system"))
+          o->shm = IFD_PERF_SHM_SYSTEM;
+        else if (!strcmp(optarg, "cuda"))
+          o->shm = IFD_PERF_SHM_CUDA;
+        else {
+          fprintf(stderr,
+                  "error: --shared-memory '%s': the choices are none, system "
+                  "and cuda\n",
+                  optarg);
+          return -1;
+        }
+        break;
+      case O_SHM_OUT: {
+        char *end;
+        o->output_shm_size = strtoull(optarg, &end, 10);
+        if (*end || end == optarg || optarg[0] == '-') goto bad;
+        break;
+      }
       case 'h':
         usage(stdout);
         exit(0);
@@ -343,6 +377,12 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
   }
   if ((o->raw_get || o->idle_connections) && o->grpc) {
     fprintf(stderr, "error: --raw-get and --idle-connections are HTTP only\n");
+    return -1;
+  }
+  if (o->shm && (o->raw_get || o->idle_connections)) {
+    fprintf(stderr,
+            "error: --shared-memory needs a model (-m), not --raw-get or "
+            "--idle-connections\n");
     return -1;
   }
   if (o->streaming && !o->grpc) {

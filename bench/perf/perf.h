@@ -4,8 +4,9 @@
  * inferd-perf is a perf_analyzer-style load generator: one libuv loop drives
  * keep-alive HTTP/1.1 connections (http.c) or nghttp2 client sessions
  * (grpc.c), each carrying a request serialized once (model.c; rewritten per
- * request for sequence models by seq.c, for decoupled models by dec.c).
- * main.c reads the command line
+ * request for sequence models by seq.c, for decoupled models by dec.c;
+ * with --shared-memory its tensors are regions that shm.c creates and
+ * registers). main.c reads the command line
  * (options.c) and runs the measurement steps (measure.c), which prints
  * perf_analyzer's report, with the server-side split read from the
  * statistics extension (stats.c).
@@ -88,7 +89,13 @@ typedef struct ifd_perf_opts {
   uint64_t seq_id_end;   /* its end, excluded; 0: unbounded */
   int num_sequences;     /* --num-of-sequences, open loop (default 4) */
   int idle_sequences;    /* --idle-sequences N: START N, hold them idle */
+  /* Shared memory (perf_analyzer's options, shm.c). */
+  int shm;                  /* --shared-memory: IFD_PERF_SHM_* */
+  uint64_t output_shm_size; /* --output-shared-memory-size (default 102400) */
 } ifd_perf_opts_t;
+
+/* --shared-memory values. */
+enum { IFD_PERF_SHM_NONE, IFD_PERF_SHM_SYSTEM, IFD_PERF_SHM_CUDA };
 
 /* One input tensor of the model, with its generated data. */
 typedef struct ifd_perf_tensor {
@@ -101,14 +108,38 @@ typedef struct ifd_perf_tensor {
   size_t nelems;
 } ifd_perf_tensor_t;
 
+/* One output of the model, as its metadata gives it. */
+typedef struct ifd_perf_output {
+  char *name; /* owned */
+  char datatype[16];
+  int64_t shape[IFD_PERF_MAX_RANK]; /* metadata shape (-1: variable) */
+  int rank;
+} ifd_perf_output_t;
+
+/* --shared-memory: where one tensor of the request lives. The region is
+ * registered on the server under `name` and holds the tensor from offset 0;
+ * `size` is the shared_memory_byte_size the request gives. */
+typedef struct ifd_perf_region {
+  char name[160]; /* the region's name on the server */
+  char key[200];  /* system: the POSIX shared memory key ("/...") */
+  void *base;     /* owned: the mapping, or the device allocation (cuda) */
+  size_t size;
+  int created;    /* system: the key exists in /dev/shm (unlink it) */
+  int registered; /* the server has it (unregister it) */
+} ifd_perf_region_t;
+
 typedef struct ifd_perf_model {
   char *name;    /* owned */
   char *version; /* owned; "" lets the version policy choose */
   int max_batch;
   ifd_perf_tensor_t *inputs; /* owned */
   int ninputs;
-  char **outputs; /* owned, each owned */
+  ifd_perf_output_t *outputs; /* owned */
   int noutputs;
+  /* --shared-memory: one region per input, then one per output, in the
+   * order of inputs and outputs (shm.c); NULL otherwise. */
+  ifd_perf_region_t *regions; /* owned */
+  int nregions;
   int sequence;  /* the config has sequence_batching */
   int decoupled; /* model_transaction_policy.decoupled */
 } ifd_perf_model_t;
@@ -321,6 +352,12 @@ int ifd__perf_http_slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out);
  * code with a message in err. */
 int ifd__perf_http_get(ifd_perf_run_t *run, const char *path, int *status,
                        ifd_perf_buf_t *body, char *err, size_t errlen);
+/* method path with an optional JSON body (body NULL: none) on a connection
+ * of its own, driving the loop until the answer; as ifd__perf_http_get. */
+int ifd__perf_http_request(ifd_perf_run_t *run, const char *method,
+                           const char *path, const char *body, size_t body_len,
+                           int *status, ifd_perf_buf_t *out, char *err,
+                           size_t errlen);
 /* --idle-connections: opens n connections, one GET /v2/health/live each,
  * prints "idle connections: N open", holds them for seconds. Returns 0 or a
  * negative code (message printed). */
@@ -358,6 +395,25 @@ int ifd__perf_model_load(ifd_perf_run_t *run, ifd_perf_model_t *model,
 int ifd__perf_model_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                             char *err, size_t errlen);
 void ifd__perf_model_free(ifd_perf_model_t *m);
+
+/* ---- shm.c ---- */
+
+/**
+ * --shared-memory system|cuda (nothing to do for none): as perf_analyzer,
+ * one region per input ("<input>_0_0", holding its data) and one per output
+ * ("<output>", its byte size times -b, or --output-shared-memory-size times
+ * -b when the metadata does not fix it), created here and registered over
+ * the protocol under test; fills m->regions (inputs first, then outputs).
+ * Regions of those names already on the server are unregistered first.
+ * cuda without a CUDA runtime or a GPU fails before anything is registered.
+ * Returns 0, or a negative code with a message in err; in every case the
+ * caller calls ifd__perf_shm_teardown() to undo what was done.
+ */
+int ifd__perf_shm_setup(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
+                        size_t errlen);
+/** Unregisters every region it registered (a failure is a warning on
+ * stderr), frees or unmaps and unlinks them, and frees m->regions. */
+void ifd__perf_shm_teardown(ifd_perf_run_t *run, ifd_perf_model_t *m);
 
 /* ---- seq.c ---- */
 

@@ -113,6 +113,13 @@ def http_seeds():
     s["trace_log"] = http_req("GET", "/v2/trace/setting") + http_req("GET", "/v2/logging") + \
         http_req("GET", "/v2/systemsharedmemory/status") + http_req("GET", "/v2/cudasharedmemory/status")
     s["metrics"] = http_req("GET", "/metrics")
+    s["shm_http"] = http_req("POST", "/v2/systemsharedmemory/region/r/register",
+                             "{\"key\":\"/inferd_fuzz_none\",\"offset\":0,\"byte_size\":64}") + \
+        http_req("GET", "/v2/systemsharedmemory/region/r/status") + \
+        http_req("POST", "/v2/cudasharedmemory/region/c/register",
+                 "{\"raw_handle\":{\"b64\":\"" + "A" * 86 + "==\"},\"device_id\":0,\"byte_size\":64}") + \
+        http_req("POST", "/v2/systemsharedmemory/region/r/unregister") + \
+        http_req("POST", "/v2/cudasharedmemory/unregister")
     s["head_options"] = http_req("HEAD", "/v2/health/ready") + http_req("OPTIONS", "/v2")
     models = {"fp32": "identity_fp32", "fp32_nested": "identity_fp32", "bytes": "identity_bytes",
               "bool": "identity_bool", "int64": "identity_int64", "fp16": "identity_fp16",

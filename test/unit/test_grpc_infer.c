@@ -485,6 +485,171 @@ static void test_bad_version(void **state) {
   ifd_request_unref(req);
 }
 
+/* ---- decoding: shared-memory parameters ---------------------------------- */
+
+typedef Inference__ModelInferRequest__InferInputTensor__ParametersEntry
+    in_param_pb;
+typedef Inference__ModelInferRequest__InferRequestedOutputTensor out_pb;
+typedef Inference__ModelInferRequest__InferRequestedOutputTensor__ParametersEntry
+    out_param_pb;
+
+/* Decodes a request for model "m" with input "x" (INT32 [4]) carrying the
+ * `n` parameters given (key, value), typed contents when `contents`, and
+ * an output "y" with parameters `on`/`okeys`/`ovals`. Returns the code. */
+static int decode_shm(size_t n, const char *const *keys,
+                      const Inference__InferParameter *vals, int contents,
+                      size_t on, const char *const *okeys,
+                      const Inference__InferParameter *ovals,
+                      ifd_errmsg_t *err) {
+  Inference__ModelInferRequest m = INFERENCE__MODEL_INFER_REQUEST__INIT;
+  Inference__InferTensorContents c = INFERENCE__INFER_TENSOR_CONTENTS__INIT;
+  in_param_pb e[4], *pe[4];
+  out_param_pb oe[4], *poe[4];
+  out_pb
+      o = INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__INIT,
+      *po[1] = {&o};
+  input_pb t, *ins[1] = {&t};
+  int64_t shape[1] = {4};
+  int32_t four[4] = {1, 2, 3, 4};
+  ifd_request_t *req;
+  uint8_t *buf;
+  size_t len, i;
+  int rc;
+
+  for (i = 0; i < n; i++) {
+    in_param_pb ei =
+        INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__PARAMETERS_ENTRY__INIT;
+    e[i] = ei;
+    e[i].key = (char *)keys[i];
+    e[i].value = (Inference__InferParameter *)&vals[i];
+    pe[i] = &e[i];
+  }
+  for (i = 0; i < on; i++) {
+    out_param_pb ei =
+        INFERENCE__MODEL_INFER_REQUEST__INFER_REQUESTED_OUTPUT_TENSOR__PARAMETERS_ENTRY__INIT;
+    oe[i] = ei;
+    oe[i].key = (char *)okeys[i];
+    oe[i].value = (Inference__InferParameter *)&ovals[i];
+    poe[i] = &oe[i];
+  }
+  input_init(&t, "x", "INT32", shape, 1);
+  t.n_parameters = n;
+  t.parameters = pe;
+  if (contents) {
+    c.n_int_contents = 4;
+    c.int_contents = four;
+    t.contents = &c;
+  }
+  o.name = "y";
+  o.n_parameters = on;
+  o.parameters = poe;
+  m.model_name = "m";
+  m.n_inputs = 1;
+  m.inputs = ins;
+  m.n_outputs = 1;
+  m.outputs = po;
+  buf = pack(&m.base, &len);
+  rc = decode(buf, len, &req, err);
+  ifd_request_unref(req);
+  return rc;
+}
+
+static void set_str(Inference__InferParameter *v, const char *s) {
+  v->parameter_choice_case =
+      INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM;
+  v->string_param = (char *)s;
+}
+
+/* Triton's rules for shared_memory_* parameters, checked before any region
+ * is looked up (no server here: a lookup would need one). */
+static void test_shm_parameter_rules(void **state) {
+  static const char *const region_size[2] = {"shared_memory_region",
+                                             "shared_memory_byte_size"};
+  static const char *const all3[3] = {"shared_memory_region",
+                                      "shared_memory_byte_size",
+                                      "shared_memory_offset"};
+  static const char *const cls[1] = {"classification"};
+  Inference__InferParameter v[3], ov[3];
+  ifd_errmsg_t err;
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < 3; i++) {
+    Inference__InferParameter vi = INFERENCE__INFER_PARAMETER__INIT;
+    v[i] = ov[i] = vi;
+  }
+  /* No byte size with the region. */
+  set_str(&v[0], "r");
+  assert_int_equal(decode_shm(1, region_size, v, 0, 0, NULL, NULL, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "'shared_memory_byte_size' must be specified along "
+                      "with 'shared_memory_region' parameter for tensor 'x'");
+  /* A byte size, or an offset, without the region. */
+  set_int(&v[1], 16);
+  assert_int_equal(
+      decode_shm(1, &region_size[1], &v[1], 0, 0, NULL, NULL, &err),
+      IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "'shared_memory_byte_size' can not be specified "
+                      "without 'shared_memory_region' parameter for tensor "
+                      "'x'");
+  set_int(&v[2], 0);
+  assert_int_equal(decode_shm(1, &all3[2], &v[2], 0, 0, NULL, NULL, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "'shared_memory_offset' can not be specified without "
+                      "'shared_memory_region' parameter for tensor 'x'");
+  /* Wrong value types. */
+  set_int(&v[0], 1);
+  assert_int_equal(decode_shm(2, region_size, v, 0, 0, NULL, NULL, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "invalid value type for 'shared_memory_region' "
+                      "parameter for tensor 'x', expected string_param.");
+  set_str(&v[0], "r");
+  set_bool(&v[1], 1);
+  assert_int_equal(decode_shm(2, region_size, v, 0, 0, NULL, NULL, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "invalid value type for 'shared_memory_byte_size' "
+                      "parameter for tensor 'x', expected int64_param.");
+  set_int(&v[1], 16);
+  v[2].parameter_choice_case =
+      INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM;
+  v[2].uint64_param = 0;
+  assert_int_equal(decode_shm(3, all3, v, 0, 0, NULL, NULL, &err), IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "invalid value type for 'shared_memory_offset' "
+                      "parameter for tensor 'x', expected int64_param.");
+  /* Typed contents and a region. */
+  assert_int_equal(decode_shm(2, region_size, v, 1, 0, NULL, NULL, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "unexpected 'content' provided when using shared "
+                      "memory for input tensor 'x' for model 'm'");
+  /* The same rules for an output; and not with classification. */
+  set_str(&ov[0], "r");
+  assert_int_equal(decode_shm(0, NULL, NULL, 1, 1, region_size, ov, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "'shared_memory_byte_size' must be specified along "
+                      "with 'shared_memory_region' parameter for tensor 'y'");
+  set_int(&ov[1], 2);
+  assert_int_equal(decode_shm(0, NULL, NULL, 1, 1, cls, &ov[1], &err), 0);
+  {
+    static const char *const both[3] = {
+        "shared_memory_region", "shared_memory_byte_size", "classification"};
+    set_int(&ov[1], 16);
+    set_int(&ov[2], 2);
+    assert_int_equal(decode_shm(0, NULL, NULL, 1, 3, both, ov, &err),
+                     IFD_EINVAL);
+    assert_string_equal(
+        err.text,
+        "output can't set both 'shared_memory_region' and 'classification'");
+  }
+}
+
 /* ---- encoding ------------------------------------------------------------ */
 
 /* A response with outputs OUT0 (FP32 [2,2]) and OUT1 (BYTES [2]), and one
@@ -645,6 +810,46 @@ static void test_encode_requested_order_and_empty(void **state) {
   ifd_request_unref(req);
 }
 
+/* An output the request placed in shared memory: an empty
+ * raw_output_contents entry, and no piece points at its buffer; the other
+ * output is sent as usual. */
+static void test_encode_shm_output(void **state) {
+  ifd_request_t *req = named_request();
+  ifd_response_t *resp = make_response(req);
+  Inference__ModelInferResponse *m;
+  ifd_grpc_reply_t *r;
+  ifd_errmsg_t err;
+  uint8_t *bytes;
+  size_t len;
+
+  (void)state;
+  assert_non_null(ifd_request_add_output(req, "OUT0", 4));
+  assert_non_null(ifd_request_add_output(req, "OUT1", 4));
+  /* A placement as ifd_shm_use leaves it (the backend wrote there). */
+  req->outputs[0].shm.ptr = resp->outputs[0].buffer;
+  req->outputs[0].shm.byte_size = resp->outputs[0].byte_size;
+  ifd_errclear(&err);
+  assert_int_equal(ifd__grpc_infer_encode(req, resp, 1, 0, &r, &err), 0);
+  assert_false(has_piece(r, resp->outputs[0].buffer, 16));
+  assert_true(has_piece(r, resp->outputs[1].buffer, 11));
+  bytes = flatten(r, &len);
+  m = inference__model_infer_response__unpack(NULL, len, bytes);
+  assert_non_null(m);
+  assert_int_equal(m->n_outputs, 2);
+  assert_string_equal(m->outputs[0]->name, "OUT0");
+  assert_int_equal(m->outputs[0]->n_shape, 2); /* shape and type as usual */
+  assert_string_equal(m->outputs[0]->datatype, "FP32");
+  assert_int_equal(m->n_raw_output_contents, 2);
+  assert_int_equal(m->raw_output_contents[0].len, 0);
+  assert_int_equal(m->raw_output_contents[1].len, 11);
+  inference__model_infer_response__free_unpacked(m, NULL);
+  free(bytes);
+  memset(&req->outputs[0].shm, 0, sizeof(req->outputs[0].shm));
+  ifd__grpc_reply_free(r);
+  ifd_response_free(resp);
+  ifd_request_unref(req);
+}
+
 static void test_encode_stream(void **state) {
   ifd_request_t *req = named_request();
   ifd_response_t *resp = make_response(req);
@@ -739,8 +944,10 @@ int main(void) {
       cmocka_unit_test(test_unknown_fields_skipped),
       cmocka_unit_test(test_parameters_and_outputs),
       cmocka_unit_test(test_bad_version),
+      cmocka_unit_test(test_shm_parameter_rules),
       cmocka_unit_test(test_encode_response),
       cmocka_unit_test(test_encode_requested_order_and_empty),
+      cmocka_unit_test(test_encode_shm_output),
       cmocka_unit_test(test_encode_stream),
       cmocka_unit_test(test_pack_and_varints),
   };

@@ -7,6 +7,10 @@
  * backend); the calls go through a fake stream that keeps the bytes sent and
  * the final status, so no transport is involved. Each reply is unpacked
  * with protobuf-c and compared with what core holds.
+ *
+ * The shared-memory RPCs (net/grpc_shm.c, reached through the method table)
+ * run against the server's real region table with a POSIX shared-memory
+ * object: register and unregister answer after the loop has run their work.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -15,12 +19,16 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/shm.h"
 #include "net/grpc_service.c"
 #include "test/unit/repo_fixture.h"
 
@@ -112,6 +120,40 @@ static ifd_gstream_t *call(ifd_server_t *s, const char *rpc,
   assert_true(st->finished);
   assert_int_equal(st->refs, 1);
   return st;
+}
+
+/* Starts the unary method `rpc` with `req` packed, without requiring an
+ * answer yet (methods that answer from a later callback). */
+static ifd_gstream_t *start(ifd_server_t *s, const char *rpc,
+                            const ProtobufCMessage *req,
+                            const ifd_grpc_method_t **method) {
+  const ifd_grpc_method_t *m;
+  ifd_gstream_t *st = calloc(1, sizeof(*st));
+  size_t len = protobuf_c_message_get_packed_size(req);
+  uint8_t *buf = malloc(len + 1);
+  char path[128];
+
+  assert_non_null(st);
+  assert_non_null(buf);
+  protobuf_c_message_pack(req, buf);
+  snprintf(path, sizeof(path), SVC "%s", rpc);
+  for (m = ifd__grpc_methods; m->path != NULL; m++)
+    if (strcmp(m->path, path) == 0) break;
+  assert_non_null(m->path);
+  st->server = s;
+  st->refs = 1;
+  m->on_message(st, buf, len);
+  if (method != NULL) *method = m;
+  return st;
+}
+
+/* Runs the loop until `st` is answered; the method's reference is gone. */
+static void settle(ifd_server_t *s, ifd_gstream_t *st) {
+  int i;
+  for (i = 0; i < 100000 && !st->finished; i++)
+    uv_run(ifd_server_loop(s), UV_RUN_ONCE);
+  assert_true(st->finished);
+  assert_int_equal(st->refs, 1);
 }
 
 static void done(ifd_gstream_t *st) {
@@ -503,6 +545,181 @@ static void test_triton_params(void **state) {
   ifd_request_unref(req);
 }
 
+/* ---- shared memory ---------------------------------------------------------
+ */
+
+typedef Inference__SystemSharedMemoryStatusResponse sys_status_pb;
+
+/* Status of the system regions (`name` or all) as a response message. */
+static sys_status_pb *shm_status(ifd_server_t *s, const char *name, int *status,
+                                 char *msg, size_t msg_size) {
+  Inference__SystemSharedMemoryStatusRequest q =
+      INFERENCE__SYSTEM_SHARED_MEMORY_STATUS_REQUEST__INIT;
+  ifd_gstream_t *st;
+  sys_status_pb *r = NULL;
+
+  q.name = (char *)name;
+  st = call(s, "SystemSharedMemoryStatus", &q.base);
+  *status = st->status;
+  snprintf(msg, msg_size, "%s", st->message);
+  if (st->status == IFD_GRPC_OK) {
+    r = inference__system_shared_memory_status_response__unpack(
+        NULL, st->n_sent, st->sent);
+    assert_non_null(r);
+  }
+  done(st);
+  return r;
+}
+
+static int shm_register(ifd_server_t *s, const char *name, const char *key,
+                        uint64_t offset, uint64_t size, char *msg,
+                        size_t msg_size) {
+  Inference__SystemSharedMemoryRegisterRequest q =
+      INFERENCE__SYSTEM_SHARED_MEMORY_REGISTER_REQUEST__INIT;
+  ifd_gstream_t *st;
+  int status;
+
+  q.name = (char *)name;
+  q.key = (char *)key;
+  q.offset = offset;
+  q.byte_size = size;
+  st = start(s, "SystemSharedMemoryRegister", &q.base, NULL);
+  settle(s, st);
+  status = st->status;
+  if (msg != NULL) snprintf(msg, msg_size, "%s", st->message);
+  done(st);
+  return status;
+}
+
+static void shm_unregister(ifd_server_t *s, const char *rpc, const char *name) {
+  Inference__SystemSharedMemoryUnregisterRequest q =
+      INFERENCE__SYSTEM_SHARED_MEMORY_UNREGISTER_REQUEST__INIT;
+  ifd_gstream_t *st;
+
+  q.name = (char *)name; /* same fields as the CUDA request */
+  st = start(s, rpc, &q.base, NULL);
+  settle(s, st);
+  assert_int_equal(st->status, IFD_GRPC_OK);
+  assert_int_equal(st->n_sent, 0); /* an empty message */
+  assert_int_equal(st->n_messages, 1);
+  done(st);
+}
+
+static void test_shared_memory_rpcs(void **state) {
+  fixture_t *f = *state;
+  Inference__SystemSharedMemoryRegisterRequest q =
+      INFERENCE__SYSTEM_SHARED_MEMORY_REGISTER_REQUEST__INIT;
+  Inference__CudaSharedMemoryRegisterRequest cq =
+      INFERENCE__CUDA_SHARED_MEMORY_REGISTER_REQUEST__INIT;
+  Inference__CudaSharedMemoryStatusRequest csq =
+      INFERENCE__CUDA_SHARED_MEMORY_STATUS_REQUEST__INIT;
+  const ifd_grpc_method_t *m;
+  sys_status_pb *r;
+  ifd_gstream_t *st, *gone;
+  uint8_t handle[IFD_CUDA_IPC_HANDLE_BYTES] = {0};
+  char key[64], msg[512], want[256];
+  int fd, status;
+
+  snprintf(key, sizeof(key), "/ifd_gsvc_%d", (int)getpid());
+  fd = shm_open(key, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, 8192), 0);
+  close(fd);
+
+  /* Nothing registered; then two regions, one at a page offset. */
+  r = shm_status(f->s, "", &status, msg, sizeof(msg));
+  assert_int_equal(r->n_regions, 0);
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  assert_int_equal(shm_register(f->s, "a", key, 0, 64, NULL, 0), IFD_GRPC_OK);
+  assert_int_equal(shm_register(f->s, "b", key, 4096, 32, NULL, 0),
+                   IFD_GRPC_OK);
+  r = shm_status(f->s, "", &status, msg, sizeof(msg));
+  assert_int_equal(r->n_regions, 2);
+  assert_string_equal(r->regions[0]->key, "a");
+  assert_string_equal(r->regions[0]->value->name, "a");
+  assert_string_equal(r->regions[0]->value->key, key);
+  assert_int_equal(r->regions[0]->value->byte_size, 64);
+  assert_string_equal(r->regions[1]->key, "b");
+  assert_int_equal(r->regions[1]->value->offset, 4096);
+  assert_int_equal(r->regions[1]->value->byte_size, 32);
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  r = shm_status(f->s, "b", &status, msg, sizeof(msg));
+  assert_int_equal(r->n_regions, 1);
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  assert_null(shm_status(f->s, "nope", &status, msg, sizeof(msg)));
+  assert_int_equal(status, IFD_GRPC_NOT_FOUND);
+  assert_string_equal(msg,
+                      "Unable to find system shared memory region: 'nope'");
+
+  /* Triton's codes: a name twice, a key that does not open. */
+  assert_int_equal(shm_register(f->s, "a", key, 0, 64, msg, sizeof(msg)),
+                   6 /* ALREADY_EXISTS */);
+  assert_string_equal(msg, "shared memory region 'a' already in manager");
+  assert_int_equal(
+      shm_register(f->s, "x", "/ifd_gsvc_none", 0, 64, msg, sizeof(msg)),
+      IFD_GRPC_INTERNAL);
+  snprintf(want, sizeof(want),
+           "Unable to open shared memory region: '/ifd_gsvc_none'");
+  assert_string_equal(msg, want);
+
+  /* The call ends before the mapping is done: the registration goes on,
+   * the answer is dropped, the method's reference is back at once. */
+  q.name = "c";
+  q.key = key;
+  q.byte_size = 16;
+  gone = start(f->s, "SystemSharedMemoryRegister", &q.base, &m);
+  assert_false(gone->finished);
+  assert_int_equal(gone->refs, 2);
+  assert_non_null(m->on_cancel);
+  gone->finished = 1; /* what the transport does before on_cancel */
+  m->on_cancel(gone);
+  assert_int_equal(gone->refs, 1);
+  assert_null(gone->data);
+  /* "c" gets registered all the same. */
+  for (;;) {
+    size_t n;
+    r = shm_status(f->s, "", &status, msg, sizeof(msg));
+    n = r->n_regions;
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    if (n == 3) break;
+    assert_int_equal(n, 2);
+    uv_run(ifd_server_loop(f->s), UV_RUN_ONCE);
+  }
+
+  /* CUDA: refused without a GPU in this build's test (no device opened);
+   * its status is empty and knows no system region. */
+  cq.name = "cuda_region";
+  cq.raw_handle.data = handle;
+  cq.raw_handle.len = sizeof(handle);
+  cq.byte_size = 64;
+  st = start(f->s, "CudaSharedMemoryRegister", &cq.base, NULL);
+  settle(f->s, st);
+  if (st->status != IFD_GRPC_OK) {
+    assert_int_equal(st->status, IFD_GRPC_INVALID_ARGUMENT);
+    assert_non_null(strstr(st->message, "'cuda_region'"));
+  }
+  done(st);
+  csq.name = "a";
+  st = call(f->s, "CudaSharedMemoryStatus", &csq.base);
+  assert_int_equal(st->status, IFD_GRPC_NOT_FOUND);
+  done(st);
+  shm_unregister(f->s, "CudaSharedMemoryUnregister", "");
+
+  /* Unregister one, an unknown one, then all. */
+  shm_unregister(f->s, "SystemSharedMemoryUnregister", "a");
+  shm_unregister(f->s, "SystemSharedMemoryUnregister", "nope");
+  r = shm_status(f->s, "", &status, msg, sizeof(msg));
+  assert_int_equal(r->n_regions, 2);
+  protobuf_c_message_free_unpacked(&r->base, NULL);
+  shm_unregister(f->s, "SystemSharedMemoryUnregister", "");
+  assert_int_equal(ifd_shm_count(ifd_server_shm(f->s)), 0);
+  /* The forgotten answer never came. */
+  assert_int_equal(gone->refs, 1);
+  assert_int_equal(gone->n_messages, 0);
+  done(gone);
+  shm_unlink(key);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_server_metadata),
@@ -512,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_model_config),
       cmocka_unit_test(test_text),
       cmocka_unit_test(test_triton_params),
+      cmocka_unit_test(test_shared_memory_rpcs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

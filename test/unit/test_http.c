@@ -194,12 +194,62 @@ static void test_routes(void **state) {
       "/v2/repository/index/x",
       "v2/models/a",
       "/V2/models/a",
+      "/v2/systemsharedmemory",
+      "/v2/systemsharedmemory/register",
+      "/v2/systemsharedmemory/region/r",
+      "/v2/systemsharedmemory/region/r/x",
+      "/v2/systemsharedmemory/x/r/status",
+      "/v2/systemsharedmemory/region//status",
+      "/v2/cudasharedmemory/region/r/status/x",
+      "/v2/cudasharedmemory/register",
   };
   for (size_t i = 0; i < sizeof(nf) / sizeof(nf[0]); i++) {
     ifd_http_route_t r = route(IFD_HTTP_GET, nf[i], &m);
     if (r != IFD_ROUTE_NOT_FOUND) fail_msg("'%s' routed to %d", nf[i], (int)r);
     assert_null(m.model);
+    assert_null(m.region);
   }
+}
+
+/* The shared-memory extensions: status GET, the others POST. */
+static void test_routes_shm(void **state) {
+  ifd_route_match_t m;
+  (void)state;
+
+  assert_int_equal(route(IFD_HTTP_GET, "/v2/systemsharedmemory/status", &m),
+                   IFD_ROUTE_SHM_STATUS);
+  assert_null(m.region);
+  assert_int_equal(m.shm_cuda, 0);
+  assert_int_equal(
+      route(IFD_HTTP_GET, "/v2/systemsharedmemory/region/in%20r/status", &m),
+      IFD_ROUTE_SHM_STATUS);
+  assert_int_equal(m.region_len, 6);
+  assert_memory_equal(m.region, "in%20r", 6);
+  assert_int_equal(
+      route(IFD_HTTP_POST, "/v2/systemsharedmemory/region/r/register", &m),
+      IFD_ROUTE_SHM_REGISTER);
+  assert_int_equal(
+      route(IFD_HTTP_POST, "/v2/systemsharedmemory/region/r/unregister", &m),
+      IFD_ROUTE_SHM_UNREGISTER);
+  assert_int_equal(
+      route(IFD_HTTP_POST, "/v2/systemsharedmemory/unregister", &m),
+      IFD_ROUTE_SHM_UNREGISTER);
+  assert_null(m.region);
+  assert_int_equal(
+      route(IFD_HTTP_POST, "/v2/cudasharedmemory/region/c/register", &m),
+      IFD_ROUTE_SHM_REGISTER);
+  assert_int_equal(m.shm_cuda, 1);
+  assert_int_equal(route(IFD_HTTP_GET, "/v2/cudasharedmemory/status", &m),
+                   IFD_ROUTE_SHM_STATUS);
+  assert_int_equal(m.shm_cuda, 1);
+  /* Wrong methods keep the route for the restricted-API check. */
+  assert_int_equal(route(IFD_HTTP_POST, "/v2/systemsharedmemory/status", &m),
+                   IFD_ROUTE_BAD_METHOD);
+  assert_int_equal(m.route, IFD_ROUTE_SHM_STATUS);
+  assert_int_equal(
+      route(IFD_HTTP_GET, "/v2/systemsharedmemory/region/r/register", &m),
+      IFD_ROUTE_BAD_METHOD);
+  assert_int_equal(m.route, IFD_ROUTE_SHM_REGISTER);
 }
 
 /* ---- decoding ------------------------------------------------------------ */
@@ -344,6 +394,45 @@ static void test_decode_bytes(void **state) {
   req_free(req);
 }
 
+/* Tensors in shared memory are listed for the loop to resolve, their data
+ * left unset; a placed output is never binary. */
+static void test_decode_shm(void **state) {
+  ifd_request_t *req = req_new();
+  ifd_http_infer_info_t info;
+  ifd_errmsg_t err;
+  (void)state;
+
+  assert_int_equal(
+      decode(req,
+             "{\"parameters\":{\"binary_data_output\":true},\"inputs\":["
+             "{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[1],"
+             "\"data\":[5]},{\"name\":\"B\",\"datatype\":\"INT32\","
+             "\"shape\":[4],\"parameters\":{\"shared_memory_region\":"
+             "\"in\\u0031\",\"shared_memory_offset\":16,"
+             "\"shared_memory_byte_size\":16}}],\"outputs\":[{\"name\":"
+             "\"O\",\"parameters\":{\"shared_memory_region\":\"out\","
+             "\"shared_memory_byte_size\":64,\"binary_data\":false}},"
+             "{\"name\":\"P\"}]}",
+             &info, &err),
+      0);
+  assert_int_equal(info.n_shm, 2);
+  assert_string_equal(info.shm[0].region, "in1");
+  assert_int_equal(info.shm[0].region_len, 3);
+  assert_int_equal(info.shm[0].offset, 16);
+  assert_int_equal(info.shm[0].byte_size, 16);
+  assert_int_equal(info.shm[0].index, 1);
+  assert_int_equal(info.shm[0].output, 0);
+  assert_null(req->inputs[1].data);
+  assert_string_equal(info.shm[1].region, "out");
+  assert_int_equal(info.shm[1].offset, 0);
+  assert_int_equal(info.shm[1].byte_size, 64);
+  assert_int_equal(info.shm[1].index, 0);
+  assert_int_equal(info.shm[1].output, 1);
+  assert_int_equal(req->outputs[0].proto_flags, 0);
+  assert_int_equal(req->outputs[1].proto_flags, IFD_HTTP_OUT_BINARY);
+  req_free(req);
+}
+
 /* Each body must fail with `code` and a message containing `needle`. */
 static void expect_fail(const char *json, int code, const char *needle) {
   ifd_request_t *req = req_new();
@@ -395,7 +484,10 @@ static void test_decode_errors(void **state) {
       IFD_EINVAL, "'shape' of input 'X'");
   expect_fail(
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1]}]}",
-      IFD_EINVAL, "neither 'data' nor");
+      IFD_EINVAL,
+      "Input must set only one of the following fields: 'data', "
+      "'binary_data_size' in 'parameters', 'shared_memory_region' "
+      "in 'parameters'. But no field is set");
   /* Data that does not match the shape: 400, not Triton's 500. */
   expect_fail(
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1,16],"
@@ -449,10 +541,41 @@ static void test_decode_errors(void **state) {
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
       "\"parameters\":{\"binary_data_size\":4}}]}",
       IFD_EINVAL, "only 0 bytes");
+  /* Shared memory: Triton's checks. */
   expect_fail(
       "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
-      "\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
-      IFD_EUNSUPPORTED, "shared memory");
+      "\"data\":[1],\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
+      IFD_EINVAL, "But set 'data' 'shared_memory_region'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
+      "\"parameters\":{\"shared_memory_region\":\"r\",\"binary_data_size\":"
+      "4}}]}",
+      IFD_EINVAL, "But set 'binary_data_size' 'shared_memory_region'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
+      "\"parameters\":{\"shared_memory_region\":7}}]}",
+      IFD_EINVAL, "'shared_memory_region' of input 'X'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
+      "\"parameters\":{\"shared_memory_region\":\"r\","
+      "\"shared_memory_offset\":-1}}]}",
+      IFD_EINVAL, "'shared_memory_offset' of input 'X'");
+  expect_fail(
+      "{\"inputs\":[{\"name\":\"X\",\"datatype\":\"FP32\",\"shape\":[1],"
+      "\"parameters\":{\"shared_memory_region\":\"r\","
+      "\"shared_memory_byte_size\":1.5}}]}",
+      IFD_EINVAL, "'shared_memory_byte_size' of input 'X'");
+  expect_fail(
+      "{\"inputs\":[],\"outputs\":[{\"name\":\"O\",\"parameters\":{"
+      "\"shared_memory_region\":\"r\",\"classification\":2}}]}",
+      IFD_EINVAL,
+      "Output can't set both 'shared_memory_region' and 'classification'");
+  expect_fail(
+      "{\"inputs\":[],\"outputs\":[{\"name\":\"O\",\"parameters\":{"
+      "\"shared_memory_region\":\"r\",\"binary_data\":true}}]}",
+      IFD_EINVAL,
+      "Output can't set both 'shared_memory_region' and "
+      "'binary_data'");
   /* Parameters and outputs. */
   expect_fail("{\"parameters\":[],\"inputs\":[]}", IFD_EINVAL, "'parameters'");
   expect_fail("{\"parameters\":{\"sequence_start\":1},\"inputs\":[]}",
@@ -683,6 +806,50 @@ static void test_serialize_json(void **state) {
   req_free(req);
 }
 
+/* An output placed in shared memory goes out as name, datatype and shape
+ * only, in both the JSON and the binary form, and its bytes (device memory,
+ * possibly) are never read. */
+static void test_serialize_shm(void **state) {
+  ifd_request_t *req = req_new();
+  fake_resp_t f;
+  uv_buf_t bin[4];
+  unsigned nbin;
+  int rc;
+  char *s;
+  static const int32_t v[4] = {1, 2, 3, 4};
+  static const int64_t shape[2] = {1, 4};
+  int32_t region[4];
+  (void)state;
+
+  memset(&f, 0, sizeof(f));
+  req->model_name = "m";
+  /* A buffer that does not match the shape: never looked at. */
+  add_out(&f, "SHM", IFD_TYPE_INT32, shape, 2, region, 3);
+  add_out(&f, "BIN", IFD_TYPE_INT32, shape, 2, v, sizeof(v));
+  add_out(&f, "JS", IFD_TYPE_INT32, shape, 2, v, sizeof(v));
+  req->outputs = (ifd_output_req_t[]){
+      {.name = "SHM", .shm = {.ptr = region, .byte_size = 16}},
+      {.name = "BIN", .proto_flags = IFD_HTTP_OUT_BINARY},
+      {.name = "JS"}};
+  req->n_outputs = 3;
+  s = serialize(req, &f, 0, bin, &nbin, &rc);
+  assert_int_equal(rc, 0);
+  assert_string_equal(
+      s,
+      "{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":["
+      "{\"name\":\"SHM\",\"datatype\":\"INT32\",\"shape\":[1,4]},"
+      "{\"name\":\"BIN\",\"datatype\":\"INT32\",\"shape\":[1,4],"
+      "\"parameters\":{\"binary_data_size\":16}},"
+      "{\"name\":\"JS\",\"datatype\":\"INT32\",\"shape\":[1,4],"
+      "\"data\":[1,2,3,4]}]}");
+  assert_int_equal(nbin, 1);
+  assert_ptr_equal(bin[0].base, v);
+  /* Only the JSON output counts towards the offload measure. */
+  assert_int_equal(ifd__http_infer_json_bytes(req, &f.resp, 0), 16);
+  free(s);
+  req_free(req);
+}
+
 static void test_serialize_binary_all(void **state) {
   ifd_request_t *req = req_new();
   fake_resp_t f;
@@ -867,16 +1034,19 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_table),
       cmocka_unit_test(test_routes),
+      cmocka_unit_test(test_routes_shm),
       cmocka_unit_test(test_decode_fp32_flat),
       cmocka_unit_test(test_decode_nested_ints),
       cmocka_unit_test(test_decode_types),
       cmocka_unit_test(test_decode_bytes),
       cmocka_unit_test(test_decode_errors),
+      cmocka_unit_test(test_decode_shm),
       cmocka_unit_test(test_decode_binary),
       cmocka_unit_test(test_decode_params_outputs),
       cmocka_unit_test(test_serialize_json),
       cmocka_unit_test(test_serialize_binary_all),
       cmocka_unit_test(test_serialize_errors),
+      cmocka_unit_test(test_serialize_shm),
       cmocka_unit_test(test_json_writers),
       cmocka_unit_test(test_slot_heads),
   };

@@ -188,6 +188,7 @@ static void test_server_info(void **state) {
                      "\",\"extensions\":[\"sequence\",\"model_repository\","
                      "\"model_repository(unload_dependents)\","
                      "\"schedule_policy\",\"model_configuration\","
+                     "\"system_shared_memory\",\"cuda_shared_memory\","
                      "\"binary_tensor_data\",\"parameters\","
                      "\"statistics\"]}"));
   ifd__hbuf_init(&b, 0);

@@ -214,11 +214,71 @@ static int decode_shape(ifd_request_t *req, ifd_input_t *in, const json_t *js,
   return 0;
 }
 
+/* Shared-memory placements (added with issue 13, in the decoder's
+ * terms): the region, then offset and byte size, into info->shm. */
+static int ref_shm(ifd_request_t *req, const char *what, const char *name,
+                   uint32_t index, const json_t *params,
+                   ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
+  const json_t *r = json_object_get(params, "shared_memory_region");
+  const json_t *o = json_object_get(params, "shared_memory_offset");
+  const json_t *n = json_object_get(params, "shared_memory_byte_size");
+  ifd_http_shm_place_t *pl;
+
+  if (!json_is_string(r))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_region' of %s '%s': "
+                    "expected a string",
+                    what, name);
+  if (o != NULL && (!json_is_integer(o) || json_integer_value(o) < 0))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_offset' of %s '%s': "
+                    "expected a non-negative integer",
+                    what, name);
+  if (n != NULL && (!json_is_integer(n) || json_integer_value(n) < 0))
+    return ifd_errf(err, IFD_EINVAL,
+                    "Unable to parse 'shared_memory_byte_size' of %s '%s': "
+                    "expected a non-negative integer",
+                    what, name);
+  if (info->n_shm == info->cap_shm) {
+    uint32_t cap = info->cap_shm != 0 ? 2 * info->cap_shm : 4;
+    pl = ifd_pool_alloc(&req->pool, cap * sizeof(*pl));
+    if (pl == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    if (info->n_shm != 0) memcpy(pl, info->shm, info->n_shm * sizeof(*pl));
+    info->shm = pl;
+    info->cap_shm = cap;
+  }
+  pl = &info->shm[info->n_shm++];
+  pl->region = pool_str(req, r);
+  if (pl->region == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  pl->region_len = json_string_length(r);
+  pl->offset = o != NULL ? (uint64_t)json_integer_value(o) : 0;
+  pl->byte_size = n != NULL ? (uint64_t)json_integer_value(n) : 0;
+  pl->index = index;
+  pl->output = what[0] == 'o';
+  return 0;
+}
+
+static int ref_content_error(int data, int bin, int shm, ifd_errmsg_t *err) {
+  if (!data && !bin && !shm)
+    return ifd_errf(err, IFD_EINVAL,
+                    "Input must set only one of the following fields: "
+                    "'data', 'binary_data_size' in 'parameters', "
+                    "'shared_memory_region' in 'parameters'. But no field "
+                    "is set");
+  return ifd_errf(err, IFD_EINVAL,
+                  "Input must set only one of the following fields: 'data', "
+                  "'binary_data_size' in 'parameters', "
+                  "'shared_memory_region' in 'parameters'. But set%s%s%s",
+                  data ? " 'data'" : "", bin ? " 'binary_data_size'" : "",
+                  shm ? " 'shared_memory_region'" : "");
+}
+
 /* One element of `inputs`. `bin`/`left`/`off`: the binary section. */
 static int decode_input(ifd_request_t *req, ifd_input_t *in, const json_t *j,
                         size_t idx, const char *bin, size_t bin_len,
-                        size_t *off, ifd_errmsg_t *err) {
-  const json_t *name, *dt, *params, *bds = NULL, *data;
+                        size_t *off, ifd_http_infer_info_t *info,
+                        ifd_errmsg_t *err) {
+  const json_t *name, *dt, *params, *bds = NULL, *shm = NULL, *data;
   int64_t count;
   int rc;
 
@@ -258,22 +318,20 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const json_t *j,
         "Unable to parse 'parameters' of input '%s': expected an object",
         in->name);
   if (params != NULL) {
-    if (json_object_get(params, "shared_memory_region") != NULL)
-      return ifd_errf(err, IFD_EUNSUPPORTED,
-                      "input '%s': shared memory is not supported", in->name);
     bds = json_object_get(params, "binary_data_size");
+    shm = json_object_get(params, "shared_memory_region");
   }
   data = json_object_get(j, "data");
+  if ((data != NULL) + (bds != NULL) + (shm != NULL) != 1)
+    return ref_content_error(data != NULL, bds != NULL, shm != NULL, err);
+  if (shm != NULL)
+    return ref_shm(req, "input", in->name, (uint32_t)idx, params, info, err);
   if (bds != NULL) {
     json_int_t s = json_is_integer(bds) ? json_integer_value(bds) : -1;
     if (s < 0)
       return ifd_errf(err, IFD_EINVAL,
                       "Unable to parse 'binary_data_size' of input '%s': "
                       "expected a non-negative integer",
-                      in->name);
-    if (data != NULL)
-      return ifd_errf(err, IFD_EINVAL,
-                      "input '%s' has both 'data' and 'binary_data_size'",
                       in->name);
     if ((uint64_t)s > bin_len - *off) {
       return ifd_errf(
@@ -287,10 +345,6 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const json_t *j,
     *off += (size_t)s;
     return 0;
   }
-  if (data == NULL)
-    return ifd_errf(err, IFD_EINVAL,
-                    "input '%s' has neither 'data' nor 'binary_data_size'",
-                    in->name);
   return decode_data(req, in, data, count, err);
 }
 
@@ -379,7 +433,7 @@ static int decode_params(ifd_request_t *req, const json_t *params,
 }
 
 static int decode_outputs(ifd_request_t *req, const json_t *outs,
-                          int binary_all, ifd_errmsg_t *err) {
+                          ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
   size_t i, n;
 
   if (!json_is_array(outs))
@@ -392,7 +446,7 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
   for (i = 0; i < n; i++) {
     const json_t *o = json_array_get(outs, i), *name, *params, *v;
     ifd_output_req_t *out = &req->outputs[i];
-    int binary = binary_all;
+    int binary = info->binary_all;
 
     if (!json_is_object(o))
       return ifd_errf(err, IFD_EINVAL,
@@ -412,10 +466,6 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
           "Unable to parse 'parameters' of output '%s': expected an object",
           out->name);
     if (params != NULL) {
-      if (json_object_get(params, "shared_memory_region") != NULL)
-        return ifd_errf(err, IFD_EUNSUPPORTED,
-                        "output '%s': shared memory is not supported",
-                        out->name);
       v = json_object_get(params, "binary_data");
       if (v != NULL && !json_is_boolean(v))
         return ifd_errf(
@@ -423,6 +473,20 @@ static int decode_outputs(ifd_request_t *req, const json_t *outs,
             "Unable to parse 'binary_data' of output '%s': expected a boolean",
             out->name);
       if (v != NULL) binary = json_is_true(v);
+      if (json_object_get(params, "shared_memory_region") != NULL) {
+        int rc;
+        if (json_object_get(params, "classification") != NULL)
+          return ifd_errf(err, IFD_EINVAL,
+                          "Output can't set both 'shared_memory_region' and "
+                          "'classification'");
+        if (json_is_true(v))
+          return ifd_errf(err, IFD_EINVAL,
+                          "Output can't set both 'shared_memory_region' and "
+                          "'binary_data'");
+        rc = ref_shm(req, "output", out->name, (uint32_t)i, params, info, err);
+        if (rc != 0) return rc;
+        binary = 0;
+      }
       v = json_object_get(params, "classification");
       if (v != NULL) {
         json_int_t c = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -450,6 +514,9 @@ static int ref_decode(ifd_request_t *req, const char *body, size_t body_len,
   int rc;
 
   info->binary_all = 0;
+  info->shm = NULL;
+  info->n_shm = 0;
+  info->cap_shm = 0;
   if (json_len > body_len) {
     return ifd_errf(err, IFD_EINVAL,
                     "Inference-Header-Content-Length (%zu) exceeds the body "
@@ -499,7 +566,7 @@ static int ref_decode(ifd_request_t *req, const char *body, size_t body_len,
   }
   for (i = 0; i < n; i++) {
     rc = decode_input(req, &req->inputs[i], json_array_get(v, i), i,
-                      body + json_len, body_len - json_len, &off, err);
+                      body + json_len, body_len - json_len, &off, info, err);
     if (rc != 0) goto out_decref;
     req->n_inputs = (uint32_t)(i + 1);
   }
@@ -511,7 +578,7 @@ static int ref_decode(ifd_request_t *req, const char *body, size_t body_len,
     goto out_decref;
   }
   v = json_object_get(root, "outputs");
-  if (v != NULL && (rc = decode_outputs(req, v, info->binary_all, err)) != 0)
+  if (v != NULL && (rc = decode_outputs(req, v, info, err)) != 0)
     goto out_decref;
   rc = 0;
 
@@ -626,6 +693,24 @@ static int same_request(const ifd_request_t *a, const ifd_request_t *b,
   return 1;
 }
 
+/* Whether two decodes placed the same tensors in shared memory. */
+static int same_places(const ifd_http_infer_info_t *a,
+                       const ifd_http_infer_info_t *b, const char **why) {
+  uint32_t i;
+
+  *why = "shared-memory placements";
+  if (a->n_shm != b->n_shm) return 0;
+  for (i = 0; i < a->n_shm; i++) {
+    const ifd_http_shm_place_t *p = &a->shm[i], *q = &b->shm[i];
+    if (p->region_len != q->region_len ||
+        memcmp(p->region, q->region, p->region_len) != 0 ||
+        p->offset != q->offset || p->byte_size != q->byte_size ||
+        p->index != q->index || p->output != q->output)
+      return 0;
+  }
+  return 1;
+}
+
 static const char parse_err[] = "failed to parse the request JSON buffer";
 
 /* Decodes body with both decoders and fails unless they agree. */
@@ -650,7 +735,8 @@ static void check_decode(const char *body, size_t body_len, size_t json_len) {
     if (pa != pb || (!pa && strcmp(ea.text, eb.text) != 0))
       fail_msg("'%s' != reference '%s' for '%.*s'", ea.text, eb.text,
                (int)json_len, body);
-  } else if (!same_request(a, b, &why) || ia.binary_all != ib.binary_all) {
+  } else if (!same_request(a, b, &why) || ia.binary_all != ib.binary_all ||
+             !same_places(&ia, &ib, &why)) {
     fail_msg("decoded %s differs for '%.*s'", why, (int)json_len, body);
   }
   req_free(a);
@@ -663,6 +749,12 @@ static void check_decode_str(const char *s) {
 
 /* Valid bodies that between them use every field the decoder reads. */
 static const char *const seeds[] = {
+    "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[4],"
+    "\"parameters\":{\"shared_memory_region\":\"r\\u0031\","
+    "\"shared_memory_offset\":16,\"shared_memory_byte_size\":16}},"
+    "{\"name\":\"B\",\"datatype\":\"INT32\",\"shape\":[1],\"data\":[2]}],"
+    "\"outputs\":[{\"name\":\"O\",\"parameters\":{\"binary_data\":false,"
+    "\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":64}}]}",
     "{\"id\":\"r1\",\"inputs\":[{\"name\":\"IN\",\"shape\":[1,4],"
     "\"datatype\":\"FP32\",\"data\":[0.5,1,-2.25,3e2]}]}",
     "{\"inputs\":[{\"name\":\"A\",\"datatype\":\"INT32\",\"shape\":[2,3],"

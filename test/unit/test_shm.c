@@ -19,7 +19,6 @@
 #include "core/infer.h"
 #include "core/server.h"
 #include "core/shm.h"
-#include "cuda/gpu.h"
 
 typedef struct {
   uv_loop_t loop;
@@ -165,7 +164,7 @@ static void test_register_errors(void **state) {
   /* A failed register leaves the name free. */
   assert_int_equal(ifd_shm_count(f.t), 1);
   assert_int_equal(reg(&f, "x", f.key, 0, 64), 0);
-  if (ifd_gpu_count() == 0) {
+  if (ifd_server_opts(f.s)->gpu_count == 0) {
     unsigned char h[IFD_CUDA_IPC_HANDLE_BYTES] = {0};
     assert_int_equal(ifd_shm_register_cuda(f.t, "cuda_region", h, sizeof(h), 0,
                                            64, on_done, &f, NULL, &err),
