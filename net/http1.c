@@ -301,14 +301,19 @@ out_oom:
   slot_static(s, oom_response, sizeof(oom_response) - 1);
 }
 
-void ifd__http_slot_error(ifd_http_slot_t *s, int status, const char *msg) {
+void ifd__http_slot_error_as(ifd_http_slot_t *s, int status, const char *ctype,
+                             const char *msg) {
   ifd_hbuf_t b;
 
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__hbuf_puts(&b, "{\"error\":");
   ifd__json_str(&b, msg, strlen(msg));
   ifd__hbuf_puts(&b, "}");
-  ifd__http_slot_finish(s, status, "application/json", &b, NULL, 0, -1);
+  ifd__http_slot_finish(s, status, ctype, &b, NULL, 0, -1);
+}
+
+void ifd__http_slot_error(ifd_http_slot_t *s, int status, const char *msg) {
+  ifd__http_slot_error_as(s, status, "application/json", msg);
 }
 
 /* ---- streamed answers ---------------------------------------------------- */

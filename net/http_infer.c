@@ -246,9 +246,11 @@ static void on_infer_response(ifd_response_t *resp, void *arg) {
     return;
   }
   if (resp->error != 0) {
+    /* An error that came in the response: text/plain, as tritonserver
+     * answers from its response callback (features.md, "Read first" 1). */
     s->answered = 1;
-    ifd__http_slot_error(
-        s, ifd_http_status(resp->error),
+    ifd__http_slot_error_as(
+        s, ifd_http_status(resp->error), "text/plain",
         resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
     return;
   }
@@ -314,6 +316,13 @@ static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
   req->on_response = on_infer_response;
   req->cb_arg = s;
   rc = ifd_request_submit(req, err);
+  if (rc == IFD_ENOTFOUND) {
+    /* No such model (version): tritonserver's 404 comes as text/plain. */
+    s->req = NULL;
+    ifd__http_slot_error_as(s, 404, "text/plain", err->text);
+    ifd_request_unref(req);
+    return;
+  }
   if (rc != 0) goto out_fail;
   return;
 

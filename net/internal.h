@@ -317,6 +317,12 @@ void ifd__http_slot_finish(ifd_http_slot_t *slot, int status, const char *ctype,
 /** Completes `slot` with {"error": msg} and `status`. */
 void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
 
+/** The same under Content-Type `ctype`: tritonserver sends the JSON error
+ *  of an inference response (a backend's error, an output region too
+ *  small) as text/plain. */
+void ifd__http_slot_error_as(ifd_http_slot_t *slot, int status,
+                             const char *ctype, const char *msg);
+
 /*
  * Streamed answers: the status line and headers go out first, then each
  * body piece as it is queued (chunked transfer coding; for an HTTP/1.0

@@ -32,6 +32,7 @@ import e2e_helpers as h
 
 ENS_REPO = h.REPO_ROOT / "test" / "models" / "ens_repo"
 JSON_CT = "application/json"
+TEXT_CT = "text/plain"
 
 
 # ------------------------------------------------------------ helpers ---
@@ -270,11 +271,10 @@ def test_section5_inference(srv, shms):
            "Expected 16, got 12" in h.error_of(r)
     err(infer(s, "identity_int32", x, [shm_output("OUTPUT0", "output_region", 128)]),
         400, "Invalid offset + byte size for shared memory region: 'output_region'")
-    # Triton sends this backend-raised error as text/plain; inferd sends
-    # every error body as application/json.
+    # An error that comes in the response: text/plain, as Triton.
     err(infer(s, "identity_int32", x, [shm_output("OUTPUT0", "output_region", 8)]),
         500, "shared memory size specified with the request for output 'OUTPUT0' "
-             "(8 bytes) should be at least 16 bytes to hold the results")
+             "(8 bytes) should be at least 16 bytes to hold the results", TEXT_CT)
     err(infer(s, "identity_int32", [shm_input("INPUT0", "INT32", [1, 4], "input_region")]),
         400, "Invalid offset + byte size for shared memory region: 'input_region'")
     both = shm_input("INPUT0", "INT32", [1, 4], "input_region", 16)
@@ -461,7 +461,7 @@ def test_ensemble_input_output_in_shm(private_server, tmp_path, shms):
     r = infer(s, "ensemble_identity", [shm_input("IN", "INT32", [1, 3], "ein", 12)],
               [shm_output("OUT", "eout", 8)])
     err(r, 500, "shared memory size specified with the request for output 'OUT' "
-                "(8 bytes) should be at least 12 bytes to hold the results")
+                "(8 bytes) should be at least 12 bytes to hold the results", TEXT_CT)
     ok_empty(unregister(s))
 
 
