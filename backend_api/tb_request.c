@@ -285,14 +285,15 @@ TRITONSERVER_Error *TRITONBACKEND_InputBuffer(
    * for on a GPU that exists is copied there once per request (on the
    * instance's stream) and handed out from device memory; otherwise the
    * input comes as it is, and its actual type says where. */
-  if (*memory_type == TRITONSERVER_MEMORY_GPU &&
-      ifd__instance_request_of(in) != NULL) {
+  ifd_request_t *owner = *memory_type == TRITONSERVER_MEMORY_GPU
+                             ? ifd__instance_request_of(in)
+                             : NULL;
+  if (owner != NULL) {
     const void *dev = NULL;
     ifd_errmsg_t err;
     int rc;
     ifd_errclear(&err);
-    rc = ifd__gpu_input_copy(ifd__instance_request_of(in), in, *memory_type_id,
-                             &dev, &err);
+    rc = ifd__gpu_input_copy(owner, in, *memory_type_id, &dev, &err);
     if (rc < 0) return ifd__error_from(rc, err.text);
     if (rc > 0) {
       *buffer = dev;

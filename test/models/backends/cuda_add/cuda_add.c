@@ -162,42 +162,18 @@ static TRITONSERVER_Error *process(instance_state_t *st,
   return err;
 }
 
+static TRITONSERVER_Error *process_one(TRITONBACKEND_Request *request,
+                                       TRITONBACKEND_Response *response,
+                                       void *arg) {
+  return process((instance_state_t *)arg, request, response);
+}
+
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
     const uint32_t request_count) {
-  uint64_t exec_start = now_ns();
   void *vs = NULL;
-  instance_state_t *st;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceState(instance, &vs);
   if (err != NULL) return err;
-  st = vs;
-  for (uint32_t r = 0; r < request_count; r++) {
-    TRITONBACKEND_Response *response = NULL;
-    uint64_t start = now_ns();
-    int ok = 0;
-    err = TRITONBACKEND_ResponseNew(&response, requests[r]);
-    if (err != NULL) {
-      log_if_error(err, "cannot create response");
-    } else {
-      err = process(st, requests[r], response);
-      ok = err == NULL;
-      log_if_error(TRITONBACKEND_ResponseSend(
-                       response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
-                   "cannot send response");
-      TRITONSERVER_ErrorDelete(err);
-    }
-    uint64_t end = now_ns();
-    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(
-                     instance, requests[r], ok, exec_start, start, end, end),
-                 "cannot report statistics");
-    log_if_error(TRITONBACKEND_RequestRelease(requests[r],
-                                              TRITONSERVER_REQUEST_RELEASE_ALL),
-                 "cannot release request");
-  }
-  uint64_t exec_end = now_ns();
-  log_if_error(
-      TRITONBACKEND_ModelInstanceReportBatchStatistics(
-          instance, request_count, exec_start, exec_start, exec_end, exec_end),
-      "cannot report batch statistics");
+  testbe_execute_each(instance, requests, request_count, process_one, vs);
   return NULL;
 }

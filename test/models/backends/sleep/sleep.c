@@ -168,41 +168,20 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
   return NULL;
 }
 
+/* `arg`: the model's state, set when the model polls for cancellation. */
+static TRITONSERVER_Error *process_one(TRITONBACKEND_Request *request,
+                                       TRITONBACKEND_Response *response,
+                                       void *arg) {
+  return process(request, response, arg != NULL);
+}
+
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
     const uint32_t request_count) {
-  uint64_t exec_start = now_ns();
   TRITONBACKEND_Model *model = NULL;
   void *state = NULL;
   if (TRITONBACKEND_ModelInstanceModel(instance, &model) == NULL)
     TRITONSERVER_ErrorDelete(TRITONBACKEND_ModelState(model, &state));
-  for (uint32_t r = 0; r < request_count; r++) {
-    TRITONBACKEND_Response *response = NULL;
-    bool ok = false;
-    uint64_t start = now_ns();
-    TRITONSERVER_Error *err = TRITONBACKEND_ResponseNew(&response, requests[r]);
-    if (err != NULL) {
-      log_if_error(err, "cannot create response");
-    } else {
-      err = process(requests[r], response, state != NULL);
-      ok = (err == NULL);
-      log_if_error(TRITONBACKEND_ResponseSend(
-                       response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
-                   "cannot send response");
-      TRITONSERVER_ErrorDelete(err);
-    }
-    uint64_t end = now_ns();
-    log_if_error(TRITONBACKEND_ModelInstanceReportStatistics(
-                     instance, requests[r], ok, exec_start, start, end, end),
-                 "cannot report statistics");
-    log_if_error(TRITONBACKEND_RequestRelease(requests[r],
-                                              TRITONSERVER_REQUEST_RELEASE_ALL),
-                 "cannot release request");
-  }
-  uint64_t end = now_ns();
-  if (request_count > 0)
-    log_if_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-                     instance, request_count, exec_start, exec_start, end, end),
-                 "cannot report batch statistics");
+  testbe_execute_each(instance, requests, request_count, process_one, state);
   return NULL;
 }
