@@ -280,4 +280,63 @@ int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
 /** Makes a TRITONSERVER_Error from a negative IFD code and message. */
 TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
 
+/* ---- the in-process API (capi_loop.c, capi_server.c, capi_infer.c) ------ */
+
+#include "core/server.h"
+
+/* A TRITONSERVER_Server is the core's server itself (ifd_server_t): either
+ * the one inferd's executable created, which TRITONBACKEND_ModelServer hands
+ * to backends (BLS), or one TRITONSERVER_ServerNew created on a loop thread
+ * of its own (capi_server.c; ifd_server_host() is then its ifd__capi_host_t).
+ * Every function that touches loop-owned state runs there through
+ * ifd__capi_run or ifd__capi_post. */
+#define SRV(server) ((ifd_server_t *)(server))
+
+/* What capi_server.c keeps for a server it created, first in its own
+ * object (ifd_server_host() points at it). */
+typedef struct ifd__capi_host {
+  atomic_int closed; /* set once TRITONSERVER_ServerStop began: no more
+                        calls are posted to the loop */
+} ifd__capi_host_t;
+
+/* A call from any thread that runs on the server's loop. Zero it, set fn
+ * and arg, then ifd__capi_run. */
+typedef struct ifd__capi_call ifd__capi_call_t;
+struct ifd__capi_call {
+  ifd_event_t ev; /* embedded: posted to the loop */
+  /* Loop thread: does the work, then calls ifd__capi_call_done once, now
+   * or later (from another loop callback: a model load). When on_loop is
+   * set the caller runs on the loop itself (a response callback) and
+   * cannot wait: fn must finish inline, or fail at once. */
+  void (*fn)(ifd__capi_call_t *c);
+  ifd_server_t *server;    /* borrowed: set by ifd__capi_run */
+  void *arg;               /* borrowed: the caller's */
+  int on_loop;             /* set by ifd__capi_run */
+  TRITONSERVER_Error *err; /* the result: handed to the caller */
+  pthread_mutex_t mu;      /* guards done (initialized by ifd__capi_run) */
+  pthread_cond_t cv;
+  int done;
+};
+
+/**
+ * Runs c->fn on the loop of `server` and waits until it calls
+ * ifd__capi_call_done. On the loop thread itself c->fn runs inline
+ * (c->on_loop set). Returns the error fn gave (the caller owns it), or an
+ * UNAVAILABLE error when the server takes no more calls (stopped).
+ */
+TRITONSERVER_Error *ifd__capi_run(TRITONSERVER_Server *server,
+                                  ifd__capi_call_t *c);
+
+/** Ends a call (loop thread): `err` (may be NULL) becomes its result and
+ *  the caller wakes. `c` must not be touched afterwards. */
+void ifd__capi_call_done(ifd__capi_call_t *c, TRITONSERVER_Error *err);
+
+/** Posts `ev` to the loop of `server` (any thread; never blocks). Returns
+ *  NULL, or an UNAVAILABLE error when the server takes no more calls. */
+TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
+                                   ifd_event_t *ev);
+
+/** Does `server` take calls (not stopped)? Any thread. */
+int ifd__capi_open(TRITONSERVER_Server *server);
+
 #endif

@@ -43,7 +43,8 @@ void ifd__gpu_outputs_free(ifd_response_t *resp) {
   uint32_t i;
   for (i = 0; i < resp->n_outputs; i++) {
     ifd_output_t *o = &resp->outputs[i];
-    if (o->mem_type != IFD_MEM_GPU || o->buffer_external || o->buffer == NULL)
+    if (o->mem_type != IFD_MEM_GPU || o->buffer_external || o->alloc != NULL ||
+        o->buffer == NULL)
       continue;
     ifd_cuda_free(o->buffer, IFD_MEM_GPU, o->mem_id);
     o->buffer = NULL;
@@ -62,7 +63,8 @@ int ifd__gpu_outputs_to_host(ifd_response_t *resp, char *msg, size_t msg_len) {
     int64_t hid = 0;
     ifd_errmsg_t err;
     int rc;
-    if (o->mem_type != IFD_MEM_GPU || o->buffer_external || o->buffer == NULL)
+    if (o->mem_type != IFD_MEM_GPU || o->buffer_external || o->alloc != NULL ||
+        o->buffer == NULL)
       continue;
     /* Staged in pinned memory when the pool has room (the device copies
      * into it directly), else in plain memory. Either is host memory the

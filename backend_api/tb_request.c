@@ -216,6 +216,18 @@ TRITONSERVER_Error *TRITONBACKEND_RequestOutputBufferProperties(
     if (memory_type_id != NULL) *memory_type_id = o->shm.mem_id;
     return NULL;
   }
+  /* An in-process request's allocator may say where it would put it. */
+  if (req->out_alloc != NULL && req->out_alloc->query != NULL) {
+    uint64_t size = 0;
+    int32_t mt = IFD_MEM_CPU;
+    int64_t id = 0;
+    req->out_alloc->query(req->out_alloc, req->out_alloc_arg, name, &size, &mt,
+                          &id);
+    if (byte_size != NULL) *byte_size = (size_t)size;
+    if (memory_type != NULL) *memory_type = (TRITONSERVER_MemoryType)mt;
+    if (memory_type_id != NULL) *memory_type_id = id;
+    return NULL;
+  }
   if (byte_size != NULL) *byte_size = 0;
   if (memory_type != NULL) *memory_type = TRITONSERVER_MEMORY_CPU;
   if (memory_type_id != NULL) *memory_type_id = 0;
@@ -532,6 +544,38 @@ static const ifd_output_req_t *output_placement(const ifd_output_t *o) {
   return NULL;
 }
 
+static TRITONSERVER_Error *alloc_output_buffer(
+    ifd_output_t *o, uint64_t byte_size, void **buffer,
+    TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id) {
+  ifd_request_t *req = o->resp->req;
+  ifd_out_alloc_t *a = req->out_alloc;
+  char msg[256];
+  int32_t mt = (int32_t)*memory_type;
+  int64_t id = *memory_type_id;
+  void *buf = NULL, *userp = NULL;
+  int rc = a->alloc(a, req->out_alloc_arg, o->name, byte_size, &mt, &id, &buf,
+                    &userp, msg, sizeof(msg));
+  if (rc < 0) return ifd__error_from(rc, msg);
+  if (buf == NULL && byte_size > 0) {
+    a->release(a, buf, userp, byte_size, mt, id);
+    snprintf(msg, sizeof(msg),
+             "the response allocator gave no buffer for output '%s' "
+             "(%" PRIu64 " bytes)",
+             o->name, byte_size);
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, msg);
+  }
+  o->buffer = buf;
+  o->alloc = a;
+  o->alloc_userp = userp;
+  o->byte_size = byte_size;
+  o->mem_type = mt;
+  o->mem_id = id;
+  *buffer = buf;
+  *memory_type = (TRITONSERVER_MemoryType)mt;
+  *memory_type_id = id;
+  return NULL;
+}
+
 static TRITONSERVER_Error *shm_output_buffer(
     ifd_output_t *o, const ifd_output_req_t *want, uint64_t byte_size,
     void **buffer, TRITONSERVER_MemoryType *memory_type,
@@ -578,6 +622,11 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
       return shm_output_buffer(o, want, buffer_byte_size, buffer, memory_type,
                                memory_type_id);
   }
+  /* An in-process request's outputs go where its response allocator puts
+   * them, written in place (TRITONSERVER_ResponseAllocatorAllocFn_t). */
+  if (o->resp->req->out_alloc != NULL)
+    return alloc_output_buffer(o, buffer_byte_size, buffer, memory_type,
+                               memory_type_id);
   /* A backend that prefers GPU memory gets it when that GPU exists (the
    * device pool, else cudaMalloc); ResponseSend copies it to host memory
    * before the response leaves this thread (backend_api/tb_gpu.c). */

@@ -292,7 +292,7 @@ static void place_outputs(ifd_response_t *resp) {
     const ifd_output_t *o = &resp->outputs[i];
     const ifd_output_req_t *want = NULL;
     ifd_errmsg_t err;
-    if (o->buffer_external) continue;
+    if (o->buffer_external || o->alloc != NULL) continue;
     for (k = 0; k < req->n_outputs && want == NULL; k++)
       if (req->outputs[k].shm.ptr != NULL &&
           strcmp(req->outputs[k].name, o->name) == 0)
@@ -530,9 +530,14 @@ void ifd_response_free(ifd_response_t *resp) {
     /* A buffer is malloc'd, or staged in the pinned pool (a GPU output
      * copied to the host: backend_api/tb_gpu.c); ifd_cuda_host_free tells
      * them apart without calling the CUDA runtime. */
-    for (i = 0; i < resp->n_outputs; i++)
-      if (!resp->outputs[i].buffer_in_pool && !resp->outputs[i].buffer_external)
-        ifd_cuda_host_free(resp->outputs[i].buffer);
+    for (i = 0; i < resp->n_outputs; i++) {
+      ifd_output_t *o = &resp->outputs[i];
+      if (o->alloc != NULL)
+        o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
+                          o->mem_type, o->mem_id);
+      else if (!o->buffer_in_pool && !o->buffer_external)
+        ifd_cuda_host_free(o->buffer);
+    }
     free(resp->params);
   }
   if (resp->spare) {

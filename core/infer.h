@@ -86,6 +86,30 @@ typedef struct ifd_output_req {
 typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
 
 /**
+ * Output buffers the requester gives (the in-process API's response
+ * allocator, backend_api/capi_infer.c), embedded first in the requester's
+ * object, which outlives every response of its requests.
+ */
+typedef struct ifd_out_alloc {
+  /* Any thread (a backend's, in TRITONBACKEND_OutputBuffer). `req_arg` is
+   * the request's out_alloc_arg. On entry *mem_type and *mem_id hold the
+   * backend's preference; on success they hold what *buf is. Returns 0
+   * with *buf (NULL only for 0 bytes) and *userp, or a negative IFD_E*
+   * code with `msg` filled (the backend then gets the error). */
+  int (*alloc)(struct ifd_out_alloc *a, void *req_arg, const char *name,
+               uint64_t size, int32_t *mem_type, int64_t *mem_id, void **buf,
+               void **userp, char *msg, size_t msg_len);
+  /* Any thread: hands a buffer alloc gave back, once, when its response is
+   * freed. */
+  void (*release)(struct ifd_out_alloc *a, void *buf, void *userp,
+                  uint64_t size, int32_t mem_type, int64_t mem_id);
+  /* Any thread, may be NULL: the memory type the requester would give for
+   * `name` (TRITONBACKEND_RequestOutputBufferProperties). */
+  void (*query)(struct ifd_out_alloc *a, void *req_arg, const char *name,
+                uint64_t *size, int32_t *mem_type, int64_t *mem_id);
+} ifd_out_alloc_t;
+
+/**
  * The life of a request, Triton's request state machine. Only the loop
  * thread changes it, and only through ifd_request_set_state, which asserts
  * that each change is one of these:
@@ -119,12 +143,16 @@ typedef struct ifd_output {
                    with ifd_cuda_host_free), or in the response's pool when
                    buffer_in_pool */
   uint64_t byte_size;
-  int buffer_in_pool;   /* buffer is in the response's pool: not free()d */
-  int buffer_external;  /* buffer is the client's shared memory (the
-                           request's output shm placement): not free()d */
-  int32_t mem_type;     /* IFD_MEM_* of buffer (CPU unless said) */
-  int64_t mem_id;       /* device of buffer when mem_type is IFD_MEM_GPU */
-  ifd_response_t *resp; /* borrowed: the response that holds it */
+  int buffer_in_pool;     /* buffer is in the response's pool: not free()d */
+  int buffer_external;    /* buffer is the client's shared memory (the
+                             request's output shm placement): not free()d */
+  ifd_out_alloc_t *alloc; /* borrowed: when set, buffer came from the
+                             request's out_alloc and goes back through its
+                             release (not free()d) */
+  void *alloc_userp;      /* the allocator's word for buffer */
+  int32_t mem_type;       /* IFD_MEM_* of buffer (CPU unless said) */
+  int64_t mem_id;         /* device of buffer when mem_type is IFD_MEM_GPU */
+  ifd_response_t *resp;   /* borrowed: the response that holds it */
 } ifd_output_t;
 
 struct ifd_response {
@@ -196,6 +224,11 @@ struct ifd_request {
   uint32_t n_params;
 
   void *body; /* owned (malloc'd): bytes that inputs point into */
+
+  /* Where outputs go (the in-process API): NULL for buffers of the
+   * server's own. out_alloc_arg is passed to its alloc and query. */
+  ifd_out_alloc_t *out_alloc; /* borrowed: outlives the request's responses */
+  void *out_alloc_arg;
 
   /* Filled by ifd_request_submit. */
   uint64_t batch_size; /* 1st dim when the model batches, else 0 */

@@ -68,6 +68,19 @@ ifd_objcache_t *ifd_server_req_cache(ifd_server_t *s) {
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s) {
   return &s->opts;
 }
+int ifd_server_on_loop(const ifd_server_t *s) {
+  uv_thread_t self = uv_thread_self();
+  return uv_thread_equal(&self, &s->loop_thread);
+}
+
+void ifd_server_set_host(ifd_server_t *s, void *host) {
+  s->host = host;
+}
+
+void *ifd_server_host(const ifd_server_t *s) {
+  return s->host;
+}
+
 int ifd_server_live(const ifd_server_t *s) {
   return !s->shutting_down;
 }
@@ -104,6 +117,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
 
   if (s == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   s->loop = loop;
+  s->loop_thread = uv_thread_self();
   s->opts = *opts;
   s->repos = calloc(opts->n_repos ? opts->n_repos : 1, sizeof(char *));
   if (s->repos == NULL) goto out_nomem;

@@ -154,6 +154,16 @@ struct ifd_shm *ifd_server_shm(ifd_server_t *s);
 void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev);
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s);
 
+/** Is the calling thread the server's loop thread (the one that called
+ *  ifd_server_new)? Any thread. */
+int ifd_server_on_loop(const ifd_server_t *s);
+
+/** The object of whoever hosts the server when it is not inferd's
+ *  executable: the in-process API's embedded server (backend_api/). NULL
+ *  by default. Set once before the server is shared; read by any thread. */
+void ifd_server_set_host(ifd_server_t *s, void *host);
+void *ifd_server_host(const ifd_server_t *s);
+
 int ifd_server_live(const ifd_server_t *s);
 int ifd_server_ready(const ifd_server_t *s);
 

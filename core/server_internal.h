@@ -94,7 +94,11 @@ struct ifd_server {
   int freeing; /* ifd_server_free runs: no more thread-pool jobs */
   /* Loop thread: free request objects for reuse (core/infer.c). */
   ifd_objcache_t req_cache;
-  ifd_shm_t *shm; /* owned: shared-memory regions (core/shm.c) */
+  ifd_shm_t *shm;          /* owned: shared-memory regions (core/shm.c) */
+  uv_thread_t loop_thread; /* the thread that created the server and runs
+                              its loop */
+  void *host; /* borrowed: the in-process API's object for a server it
+                 created (backend_api/capi_server.c); NULL otherwise */
 };
 
 /* ---- registry.c ---- */
