@@ -5,11 +5,11 @@
  * A perf_analyzer-style load generator on one libuv loop (see
  * bench/perf/README.md for the options). main() parses the command line
  * (options.c), resolves the server, sets up the transport (http.c or
- * grpc.c) and the request (model.c, seq.c), then runs one measurement step
- * (measure.c, driving the scheduler in sched.c) per value of the
- * concurrency range (closed loop: every slot sends again as soon as its
- * response is in) or of the request-rate range (open loop: requests leave
- * on a fixed schedule whatever the completions), and prints the summary.
+ * grpc.c; capi.c embeds the server instead) and the request (model.c, seq.c),
+ * then runs one measurement step (measure.c, driving the scheduler in sched.c)
+ * per value of the concurrency range (closed loop: every slot sends again as
+ * soon as its response is in) or of the request-rate range (open loop: requests
+ * leave on a fixed schedule whatever the completions), and prints the summary.
  */
 #include <netdb.h>
 #include <signal.h>
@@ -110,7 +110,15 @@ int main(int argc, char **argv) {
   uv_timer_init(&loop, &run.rate_timer);
   run.caplat = 1 << 20;
   run.lat = malloc(run.caplat * sizeof *run.lat);
-  if (!run.lat || resolve(&run)) goto out_loop;
+  if (!run.lat) goto out_loop;
+  if (opts.capi) {
+    if (ifd__perf_capi_init(&run, err, sizeof err) < 0) {
+      fprintf(stderr, "error: %s\n", err);
+      goto out_transport;
+    }
+  } else if (resolve(&run)) {
+    goto out_loop;
+  }
 
   if (opts.idle_connections > 0) {
     if (ifd__perf_http_init(&run)) goto out_loop;
@@ -120,7 +128,9 @@ int main(int argc, char **argv) {
     goto out_transport;
   }
 
-  if (opts.grpc) {
+  if (opts.capi) {
+    /* The server is in this process: nothing to connect. */
+  } else if (opts.grpc) {
     maxv = opts.open_loop ? 4 : opts.range_end;
     int n = opts.grpc_connections ? opts.grpc_connections
                                   : (int)(maxv < 4 ? maxv : 4);
@@ -146,6 +156,14 @@ int main(int argc, char **argv) {
     }
     run.sequence = model.sequence;
     run.decoupled = model.decoupled;
+    if (opts.capi && (run.sequence || run.decoupled)) {
+      fprintf(stderr,
+              "error: '%s' is a %s model: --service-kind=triton_c_api "
+              "measures stateless, non-decoupled models only\n",
+              model.name, run.sequence ? "sequence" : "decoupled");
+      rc = 2;
+      goto out_model;
+    }
     if (run.decoupled &&
         (!opts.grpc || !opts.streaming || opts.open_loop || run.sequence)) {
       fprintf(stderr,
@@ -191,13 +209,16 @@ int main(int argc, char **argv) {
   if (!opts.quiet) {
     printf("*** Measurement Settings ***\n");
     printf("  Batch size: %d\n", opts.raw_get ? 1 : opts.batch);
-    printf("  Service Kind: %s\n",
-           opts.raw_get ? "raw HTTP GET" : "Triton (inferd-perf)");
+    printf("  Service Kind: %s\n", opts.raw_get ? "raw HTTP GET"
+                                   : opts.capi
+                                       ? "Triton C API (server in this process)"
+                                       : "Triton (inferd-perf)");
     printf("  Protocol: %s\n",
-           opts.grpc ? (opts.streaming ? "gRPC streaming" : "gRPC")
-                     : (opts.raw_get     ? "HTTP/1.1"
-                        : opts.http_json ? "HTTP/1.1 JSON"
-                                         : "HTTP/1.1 binary tensors"));
+           opts.capi   ? "none (TRITONSERVER_ServerInferAsync)"
+           : opts.grpc ? (opts.streaming ? "gRPC streaming" : "gRPC")
+                       : (opts.raw_get     ? "HTTP/1.1"
+                          : opts.http_json ? "HTTP/1.1 JSON"
+                                           : "HTTP/1.1 binary tensors"));
     if (opts.shm)
       printf("  Shared memory: %s (inputs and outputs in registered regions)\n",
              opts.shm == IFD_PERF_SHM_CUDA ? "cuda" : "system");
@@ -272,6 +293,7 @@ out_model:
   ifd__perf_shm_teardown(&run, &model);
   ifd__perf_model_free(&model);
 out_transport:
+  ifd__perf_capi_shutdown(&run);
   ifd__perf_grpc_shutdown(&run);
   ifd__perf_http_shutdown(&run);
 out_loop:

@@ -22,23 +22,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "bench/perf/perf.h"
 
 /* ---- one step ---- */
+
+/* This process's CPU time (user + system, every thread), usec. */
+static double cpu_self_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru)) return -1;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* Process pid's CPU time (utime + stime of /proc/pid/stat), usec; -1 when
+ * it cannot be read. */
+static double cpu_pid_us(int pid) {
+  char path[64], buf[1024], *p;
+  unsigned long long ut, st;
+  FILE *f;
+  size_t n;
+
+  if (pid <= 0) return -1;
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  f = fopen(path, "r");
+  if (!f) return -1;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  p = strrchr(buf, ')'); /* the command name may hold spaces */
+  if (!p ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
-static double pct(const uint64_t *v, size_t n, double p) {
+static double pct_ns(const uint64_t *v, size_t n, double p) {
   size_t idx;
   if (!n) return 0;
   idx = (size_t)ceil(p / 100.0 * (double)n);
   if (idx < 1) idx = 1;
   if (idx > n) idx = n;
-  return (double)(v[idx - 1] / 1000);
+  return (double)v[idx - 1];
+}
+
+static double pct(const uint64_t *v, size_t n, double p) {
+  return floor(pct_ns(v, n, p) / 1000);
 }
 
 static void stats_delta(const ifd_perf_stats_t *a, const ifd_perf_stats_t *b,
@@ -55,7 +92,7 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   const ifd_perf_opts_t *o = run->opts;
   ifd_perf_stats_t before, after;
   uint64_t t0, t1, sum = 0;
-  double var = 0, mean;
+  double var = 0, mean, cpu0, cpu1, pid0 = -1, pid1 = -1;
   size_t i;
   int rc;
 
@@ -84,6 +121,8 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   run->delayed = 0;
   run->have_err = 0;
   run->recording = 1;
+  if (o->cpu_pid) pid0 = cpu_pid_us(o->cpu_pid);
+  cpu0 = cpu_self_us();
   t0 = uv_hrtime();
   rc = ifd__perf_sched_start(run);
   if (rc == 0) ifd__perf_run_until(run, NULL, o->measure_ms);
@@ -93,6 +132,10 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   if (rc == 0) rc = ifd__perf_sched_drain(run);
   run->recording = 0;
   t1 = uv_hrtime();
+  cpu1 = cpu_self_us();
+  if (o->cpu_pid) pid1 = cpu_pid_us(o->cpu_pid);
+  r->cpu_self_us = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+  r->cpu_pid_us = pid0 >= 0 && pid1 >= 0 ? pid1 - pid0 : -1;
   if (rc < 0 && !run->fatal)
     ifd__perf_run_fail(run, rc, "requests did not finish: %s", uv_strerror(rc));
   if (run->fatal) goto out_fatal;
@@ -126,12 +169,15 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     var += dv * dv;
   }
   r->avg_us = floor(mean / 1000);
+  r->avg_ns = mean;
   r->std_us = run->nlat ? floor(sqrt(var / (double)run->nlat) / 1000) : 0;
   qsort(run->lat, run->nlat, sizeof *run->lat, cmp_u64);
   r->p50 = pct(run->lat, run->nlat, 50);
   r->p90 = pct(run->lat, run->nlat, 90);
   r->p95 = pct(run->lat, run->nlat, 95);
   r->p99 = pct(run->lat, run->nlat, 99);
+  r->p50_ns = pct_ns(run->lat, run->nlat, 50);
+  r->p99_ns = pct_ns(run->lat, run->nlat, 99);
   if (o->percentile > 0) r->pn = pct(run->lat, run->nlat, o->percentile);
   if (run->decoupled) {
     r->decoupled = 1;
@@ -212,6 +258,13 @@ void ifd__perf_measure_print(const ifd_perf_opts_t *o,
       printf("    First response p%d latency: %.0f usec\n", o->percentile,
              r->f_pn);
   }
+  if (r->count && r->cpu_self_us >= 0)
+    printf("    CPU of this process%s: %.2f usec per request\n",
+           o->capi ? " (the embedded server included)" : "",
+           r->cpu_self_us / (double)r->count);
+  if (r->count && r->cpu_pid_us >= 0)
+    printf("    CPU of process %d: %.2f usec per request\n", o->cpu_pid,
+           r->cpu_pid_us / (double)r->count);
   if (r->delayed)
     printf("    Delayed request count: %llu\n", (unsigned long long)r->delayed);
   if (r->errors || r->first_err[0]) {
@@ -276,6 +329,7 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
           "\"batch\":%d,\"steps\":[",
           o->open_loop ? "request_rate" : "concurrency",
           o->raw_get ? "raw-get"
+          : o->capi  ? "triton_c_api"
           : o->grpc  ? (o->streaming ? "grpc-stream" : "grpc")
                      : (o->http_json ? "http-json" : "http-binary"),
           o->batch);
@@ -294,6 +348,20 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
             (unsigned long long)r->delayed);
     if (o->percentile > 0)
       fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->pn);
+    fprintf(f,
+            ",\"avg_latency_ns\":%.0f,\"p50_latency_ns\":%.0f,"
+            "\"p99_latency_ns\":%.0f",
+            r->avg_ns, r->p50_ns, r->p99_ns);
+    if (r->cpu_self_us >= 0)
+      fprintf(f, ",\"cpu_self_us\":%.0f,\"cpu_self_us_per_request\":%.3f",
+              r->cpu_self_us,
+              r->count ? r->cpu_self_us / (double)r->count : 0.0);
+    if (r->cpu_pid_us >= 0)
+      fprintf(f,
+              ",\"cpu_pid\":%d,\"cpu_pid_us\":%.0f,"
+              "\"cpu_pid_us_per_request\":%.3f",
+              o->cpu_pid, r->cpu_pid_us,
+              r->count ? r->cpu_pid_us / (double)r->count : 0.0);
     if (r->decoupled) {
       fprintf(f,
               ",\"responses\":%llu,\"response_throughput\":%.3f,"

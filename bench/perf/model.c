@@ -4,7 +4,8 @@
  *
  * Metadata (names, datatypes, shapes) and config (max_batch_size) come over
  * the protocol under test: GET /v2/models/m[/versions/x] and .../config, or
- * the ModelMetadata and ModelConfig RPCs. Each input gets the metadata
+ * the ModelMetadata and ModelConfig RPCs, or in C API mode the same JSON
+ * from the embedded server (capi.c). Each input gets the metadata
  * shape, with the batch dimension set to -b when the model batches and every
  * other -1 taken from --shape; the data is random (or zero) of the right
  * datatype, BYTES being short random strings. The request built from them is
@@ -131,19 +132,12 @@ out_free:
   return rc;
 }
 
-static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
-                     size_t errlen) {
-  char path[512];
-  json_t *meta = NULL, *cfg = NULL, *arr, *t;
+int ifd__perf_model_json(ifd_perf_model_t *m, const void *meta_,
+                         const void *cfg_, char *err, size_t errlen) {
+  json_t *meta = (json_t *)meta_, *cfg = (json_t *)cfg_, *arr, *t;
   size_t i, j;
-  int rc;
+  int rc = 0;
 
-  model_path(m, path, sizeof path, "");
-  rc = http_json(run, path, "model metadata", &meta, err, errlen);
-  if (rc < 0) return rc;
-  model_path(m, path, sizeof path, "/config");
-  rc = http_json(run, path, "model config", &cfg, err, errlen);
-  if (rc < 0) goto out_free;
   m->max_batch =
       (int)json_integer_value(json_object_get(cfg, "max_batch_size"));
   m->sequence = json_is_object(json_object_get(cfg, "sequence_batching"));
@@ -158,15 +152,14 @@ static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
     int rank = 0;
     if (!name || !dt) {
       snprintf(err, errlen, "model metadata: an input without name/datatype");
-      rc = UV_EINVAL;
-      goto out_free;
+      return UV_EINVAL;
     }
     json_array_foreach(shape, j, d) {
       if (rank < IFD_PERF_MAX_RANK) dims[rank] = json_integer_value(d);
       rank++;
     }
     rc = add_input(m, name, dt, dims, rank, err, errlen);
-    if (rc < 0) goto out_free;
+    if (rc < 0) return rc;
   }
   arr = json_object_get(meta, "outputs");
   json_array_foreach(arr, i, t) {
@@ -179,10 +172,23 @@ static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
       if (rank < IFD_PERF_MAX_RANK) dims[rank] = json_integer_value(d);
       rank++;
     }
-    if (name && (rc = add_output(m, name, dt, dims, rank)) < 0) goto out_free;
+    if (name && (rc = add_output(m, name, dt, dims, rank)) < 0) return rc;
   }
+  return 0;
+}
 
-out_free:
+static int http_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
+                     size_t errlen) {
+  char path[512];
+  json_t *meta = NULL, *cfg = NULL;
+  int rc;
+
+  model_path(m, path, sizeof path, "");
+  rc = http_json(run, path, "model metadata", &meta, err, errlen);
+  if (rc < 0) return rc;
+  model_path(m, path, sizeof path, "/config");
+  rc = http_json(run, path, "model config", &cfg, err, errlen);
+  if (rc == 0) rc = ifd__perf_model_json(m, meta, cfg, err, errlen);
   json_decref(cfg);
   json_decref(meta);
   return rc;
@@ -385,8 +391,9 @@ int ifd__perf_model_load(ifd_perf_run_t *run, ifd_perf_model_t *m, char *err,
   m->name = strdup(o->model);
   m->version = strdup(o->version ? o->version : "");
   if (!m->name || !m->version) return UV_ENOMEM;
-  rc =
-      o->grpc ? grpc_load(run, m, err, errlen) : http_load(run, m, err, errlen);
+  rc = run->capi ? ifd__perf_capi_model_load(run, m, err, errlen)
+       : o->grpc ? grpc_load(run, m, err, errlen)
+                 : http_load(run, m, err, errlen);
   if (rc < 0) return rc;
   if (m->ninputs == 0) {
     snprintf(err, errlen, "model '%s' has no inputs", m->name);
@@ -713,6 +720,7 @@ out_free:
 
 int ifd__perf_model_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                             char *err, size_t errlen) {
+  if (run->capi) return ifd__perf_capi_payload(run, m);
   return run->opts->grpc ? grpc_payload(run, m, err, errlen)
                          : http_payload(run, m, err, errlen);
 }

@@ -64,6 +64,19 @@ static void usage(FILE *f) {
       "requests in flight\n"
       "  --idle-sequences N --idle-seconds S  START N sequences, hold them, "
       "END them\n"
+      "  --cpu-pid PID            also report that process's CPU time per "
+      "request\n"
+      "in-process (perf_analyzer's C API mode):\n"
+      "  --service-kind triton|triton_c_api  triton_c_api: embed the server "
+      "(default triton)\n"
+      "  --triton-server-directory DIR  where lib/libtritonserver.so is "
+      "(or DIR/libtritonserver.so;\n"
+      "                           default /opt/tritonserver)\n"
+      "  --model-repository DIR   the embedded server's repository (the "
+      "model is loaded\n"
+      "                           explicitly)\n"
+      "  --backend-directory DIR  its backends (default DIR/backends of "
+      "--triton-server-directory)\n"
       "  --quiet                  only the final table\n");
 }
 
@@ -159,7 +172,12 @@ enum {
   O_SERIAL,
   O_IDLE_SEQ,
   O_SHM,
-  O_SHM_OUT
+  O_SHM_OUT,
+  O_KIND,
+  O_SRVDIR,
+  O_REPO,
+  O_BACKDIR,
+  O_CPU_PID
 };
 
 /* "S" or "S:E" for --sequence-id-range: ids >= 1, E > S. */
@@ -205,6 +223,11 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
       {"idle-sequences", 1, 0, O_IDLE_SEQ},
       {"shared-memory", 1, 0, O_SHM},
       {"output-shared-memory-size", 1, 0, O_SHM_OUT},
+      {"service-kind", 1, 0, O_KIND},
+      {"triton-server-directory", 1, 0, O_SRVDIR},
+      {"model-repository", 1, 0, O_REPO},
+      {"backend-directory", 1, 0, O_BACKDIR},
+      {"cpu-pid", 1, 0, O_CPU_PID},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0}};
   const char *url = NULL;
@@ -352,6 +375,35 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
         if (*end || end == optarg || optarg[0] == '-') goto bad;
         break;
       }
+      case O_KIND:
+        if (!strcmp(optarg, "triton_c_api"))
+          o->capi = 1;
+        else if (!strcmp(optarg, "triton"))
+          o->capi = 0;
+        else {
+          fprintf(stderr,
+                  "error: --service-kind '%s': the choices are triton and "
+                  "triton_c_api\n",
+                  optarg);
+          return -1;
+        }
+        break;
+      case O_SRVDIR:
+        o->server_dir = optarg;
+        break;
+      case O_REPO:
+        o->repository = optarg;
+        break;
+      case O_BACKDIR:
+        o->backend_dir = optarg;
+        break;
+      case O_CPU_PID: {
+        char *end;
+        long pid = strtol(optarg, &end, 10);
+        if (*end || end == optarg || pid <= 0 || pid > 0x7fffffff) goto bad;
+        o->cpu_pid = (int)pid;
+        break;
+      }
       case 'h':
         usage(stdout);
         exit(0);
@@ -383,6 +435,27 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
     fprintf(stderr,
             "error: --shared-memory needs a model (-m), not --raw-get or "
             "--idle-connections\n");
+    return -1;
+  }
+  if (o->capi) {
+    if (!o->repository) {
+      fprintf(stderr,
+              "error: --service-kind=triton_c_api needs --model-repository\n");
+      return -1;
+    }
+    if (!o->server_dir) o->server_dir = "/opt/tritonserver"; /* as PA */
+    if (o->grpc || url || o->shm || o->http_json || o->raw_get ||
+        o->idle_connections || o->idle_sequences) {
+      fprintf(stderr,
+              "error: --service-kind=triton_c_api runs the server in this "
+              "process: -i, -u, --http-format, --shared-memory, --raw-get, "
+              "--idle-connections and --idle-sequences do not apply\n");
+      return -1;
+    }
+  } else if (o->server_dir || o->repository || o->backend_dir) {
+    fprintf(stderr,
+            "error: --triton-server-directory, --model-repository and "
+            "--backend-directory need --service-kind=triton_c_api\n");
     return -1;
   }
   if (o->streaming && !o->grpc) {

@@ -6,7 +6,9 @@
  * (grpc.c), each carrying a request serialized once (model.c; rewritten per
  * request for sequence models by seq.c, for decoupled models by dec.c;
  * with --shared-memory its tensors are regions that shm.c creates and
- * registers). main.c reads the command line
+ * registers), or, with --service-kind=triton_c_api, requests handed to a
+ * server embedded in this process (capi.c: libtritonserver.so dlopened,
+ * TRITONSERVER_ServerNew, ServerInferAsync). main.c reads the command line
  * (options.c) and runs the measurement steps (measure.c), which prints
  * perf_analyzer's report, with the server-side split read from the
  * statistics extension (stats.c).
@@ -15,7 +17,9 @@
  * scheduler in sched.c decides when a slot sends (closed loop: again as soon
  * as its response is in; open loop: on the rate schedule) and the transport
  * tells it when the response is complete through ifd__perf_run_done(). Every
- * function here runs on the loop thread; nothing is locked.
+ * function here runs on the loop thread; nothing is locked, except capi.c's
+ * queue of completions, which the embedded server's callbacks fill from its
+ * own thread.
  */
 #ifndef IFD_BENCH_PERF_PERF_H
 #define IFD_BENCH_PERF_PERF_H
@@ -92,6 +96,12 @@ typedef struct ifd_perf_opts {
   /* Shared memory (perf_analyzer's options, shm.c). */
   int shm;                  /* --shared-memory: IFD_PERF_SHM_* */
   uint64_t output_shm_size; /* --output-shared-memory-size (default 102400) */
+  /* --service-kind=triton_c_api: the server runs in this process (capi.c). */
+  int capi;
+  const char *server_dir;  /* borrowed: argv; --triton-server-directory */
+  const char *repository;  /* borrowed: argv; --model-repository */
+  const char *backend_dir; /* borrowed: argv; NULL: server_dir/backends */
+  int cpu_pid; /* --cpu-pid: also count this process's CPU; 0: none */
 } ifd_perf_opts_t;
 
 /* --shared-memory values. */
@@ -186,6 +196,7 @@ struct ifd_perf_slot {
 
 typedef struct ifd_perf_http ifd_perf_http_t;
 typedef struct ifd_perf_grpc ifd_perf_grpc_t;
+typedef struct ifd_perf_capi ifd_perf_capi_t;
 
 /* The whole state of one inferd-perf process; loop thread only. */
 struct ifd_perf_run {
@@ -216,6 +227,7 @@ struct ifd_perf_run {
 
   ifd_perf_http_t *http; /* owned: NULL unless -i http */
   ifd_perf_grpc_t *grpc; /* owned: NULL unless -i grpc */
+  ifd_perf_capi_t *capi; /* owned: NULL unless --service-kind=triton_c_api */
 
   /* Scheduler. */
   ifd_perf_slot_t **slots; /* owned array; slots owned by the transport */
@@ -304,6 +316,10 @@ typedef struct ifd_perf_step {
   double secs, throughput;
   double avg_us, std_us;
   double p50, p90, p95, p99, pn; /* usec */
+  double avg_ns, p50_ns, p99_ns; /* the same, unrounded */
+  /* CPU time (user + system) over the window: this process's, and with
+   * --cpu-pid that process's; -1: not read. */
+  double cpu_self_us, cpu_pid_us;
   /* Decoupled models: responses, and latency to a request's first one. */
   int decoupled;
   uint64_t responses, first_count;
@@ -395,6 +411,10 @@ int ifd__perf_model_load(ifd_perf_run_t *run, ifd_perf_model_t *model,
 int ifd__perf_model_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                             char *err, size_t errlen);
 void ifd__perf_model_free(ifd_perf_model_t *m);
+/* Fills m from the model's metadata and config in their KServe JSON form
+ * (GET /v2/models/m and .../config). Returns 0, or negative with err. */
+int ifd__perf_model_json(ifd_perf_model_t *m, const void *meta, const void *cfg,
+                         char *err, size_t errlen);
 
 /* ---- shm.c ---- */
 
@@ -448,11 +468,47 @@ void ifd__perf_dec_next(ifd_perf_run_t *run, ifd_perf_slot_t *s);
 void ifd__perf_dec_parse(const uint8_t *p, size_t len, int *final,
                          int *has_output);
 
+/* ---- capi.c ---- */
+
+/**
+ * --service-kind=triton_c_api: dlopens DIR/lib/libtritonserver.so (else
+ * DIR/libtritonserver.so), creates a server on --model-repository with
+ * explicit model control and the backends of --backend-directory (default
+ * DIR/backends), and loads the model under test, as perf_analyzer does.
+ * Returns 0, or a negative code with a message in err; in every case the
+ * caller calls ifd__perf_capi_shutdown().
+ */
+int ifd__perf_capi_init(ifd_perf_run_t *run, char *err, size_t errlen);
+/* The model's metadata and config from the embedded server (their JSON is
+ * the HTTP routes'); then as ifd__perf_model_json. Returns 0 or negative. */
+int ifd__perf_capi_model_load(ifd_perf_run_t *run, ifd_perf_model_t *m,
+                              char *err, size_t errlen);
+/* Remembers the model every slot's request is built from (borrowed: it
+ * outlives the slots). Returns 0. */
+int ifd__perf_capi_payload(ifd_perf_run_t *run, const ifd_perf_model_t *m);
+/* A new load slot: one TRITONSERVER_InferenceRequest built once and sent
+ * again after each release. Returns 0 or a negative code (message in
+ * run->fatal_msg); the transport owns *out. */
+int ifd__perf_capi_slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out);
+/* Waits for completions until the loop's next timer is due (at most), hands
+ * each one to ifd__perf_run_done(), and runs the timers that are due: what
+ * uv_run(UV_RUN_ONCE) does for the socket transports. */
+void ifd__perf_capi_wait(ifd_perf_run_t *run);
+/* The model's statistics from the embedded server, as ifd__perf_stats_json.
+ */
+int ifd__perf_capi_stats(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                         ifd_perf_stats_t *out, char *err, size_t errlen);
+/* Frees the slots (none may be in flight), stops and deletes the server. */
+void ifd__perf_capi_shutdown(ifd_perf_run_t *run);
+
 /* ---- stats.c ---- */
 
 /* Reads the model's cumulative statistics. Returns 0, or negative with err.
  */
 int ifd__perf_stats_read(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                          ifd_perf_stats_t *out, char *err, size_t errlen);
+/* Adds up the model_stats of a statistics answer (a json_t *, the KServe
+ * JSON of GET .../stats). Returns 0, or UV_EINVAL when it has none. */
+int ifd__perf_stats_json(const void *root, ifd_perf_stats_t *s);
 
 #endif /* IFD_BENCH_PERF_PERF_H */

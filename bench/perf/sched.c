@@ -40,7 +40,10 @@ static int loop_until(ifd_perf_run_t *run, const int *flag,
       rc = (flag || counter) ? UV_ETIMEDOUT : 0;
       break;
     }
-    uv_run(run->loop, UV_RUN_ONCE);
+    if (run->capi)
+      ifd__perf_capi_wait(run); /* completions come from another thread */
+    else
+      uv_run(run->loop, UV_RUN_ONCE);
   }
   uv_close((uv_handle_t *)&timer, NULL);
   uv_run(run->loop, UV_RUN_NOWAIT); /* the timer lives on this stack */
@@ -75,8 +78,9 @@ static int slot_new(ifd_perf_run_t *run, ifd_perf_slot_t **out) {
     run->slots = p;
     run->capslots = cap;
   }
-  rc = run->grpc ? ifd__perf_grpc_slot_new(run, &s)
-                 : ifd__perf_http_slot_new(run, &s);
+  rc = run->capi   ? ifd__perf_capi_slot_new(run, &s)
+       : run->grpc ? ifd__perf_grpc_slot_new(run, &s)
+                   : ifd__perf_http_slot_new(run, &s);
   if (rc < 0) return rc;
   rc = ifd__perf_seq_slot_init(run, s); /* freed with the slot */
   if (rc < 0) return rc;

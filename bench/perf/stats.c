@@ -4,7 +4,8 @@
  * perf_analyzer reads them before and after each measurement window and
  * prints the deltas: inference/execution/success counts and the average
  * queue and compute times per request. Read over the protocol under test:
- * GET .../stats (JSON) or the ModelStatistics RPC. Without -x every version
+ * GET .../stats (JSON) or the ModelStatistics RPC, or in C API mode
+ * TRITONSERVER_ServerModelStatistics (the same JSON). Without -x every version
  * of the model is summed.
  */
 #include <stdio.h>
@@ -20,36 +21,11 @@ static uint64_t jget(json_t *o, const char *a, const char *b) {
   return (uint64_t)json_integer_value(x);
 }
 
-static int http_stats(ifd_perf_run_t *run, const ifd_perf_model_t *m,
-                      ifd_perf_stats_t *s, char *err, size_t errlen) {
-  char path[512];
-  ifd_perf_buf_t body = {0};
-  json_t *root = NULL, *arr, *e;
-  json_error_t je;
+int ifd__perf_stats_json(const void *root_, ifd_perf_stats_t *s) {
+  json_t *arr = json_object_get((const json_t *)root_, "model_stats"), *e;
   size_t i;
-  int status = 0, rc;
 
-  if (m->version[0])
-    snprintf(path, sizeof path, "/v2/models/%s/versions/%s/stats", m->name,
-             m->version);
-  else
-    snprintf(path, sizeof path, "/v2/models/%s/stats", m->name);
-  rc = ifd__perf_http_get(run, path, &status, &body, err, errlen);
-  if (rc < 0) return rc;
-  if (status != 200) {
-    snprintf(err, errlen, "GET %s: HTTP %d: %.*s", path, status,
-             (int)(body.len > 300 ? 300 : body.len),
-             body.data ? body.data : "");
-    rc = UV_EIO;
-    goto out_free;
-  }
-  root = json_loadb(body.data, body.len, 0, &je);
-  arr = json_object_get(root, "model_stats");
-  if (!json_is_array(arr)) {
-    snprintf(err, errlen, "GET %s: no model_stats in the answer", path);
-    rc = UV_EINVAL;
-    goto out_free;
-  }
+  if (!json_is_array(arr)) return UV_EINVAL;
   json_array_foreach(arr, i, e) {
     json_t *is = json_object_get(e, "inference_stats");
     s->inference_count +=
@@ -68,6 +44,35 @@ static int http_stats(ifd_perf_run_t *run, const ifd_perf_model_t *m,
     s->cout_count += jget(is, "compute_output", "count");
     s->cout_ns += jget(is, "compute_output", "ns");
   }
+  return 0;
+}
+
+static int http_stats(ifd_perf_run_t *run, const ifd_perf_model_t *m,
+                      ifd_perf_stats_t *s, char *err, size_t errlen) {
+  char path[512];
+  ifd_perf_buf_t body = {0};
+  json_t *root = NULL;
+  json_error_t je;
+  int status = 0, rc;
+
+  if (m->version[0])
+    snprintf(path, sizeof path, "/v2/models/%s/versions/%s/stats", m->name,
+             m->version);
+  else
+    snprintf(path, sizeof path, "/v2/models/%s/stats", m->name);
+  rc = ifd__perf_http_get(run, path, &status, &body, err, errlen);
+  if (rc < 0) return rc;
+  if (status != 200) {
+    snprintf(err, errlen, "GET %s: HTTP %d: %.*s", path, status,
+             (int)(body.len > 300 ? 300 : body.len),
+             body.data ? body.data : "");
+    rc = UV_EIO;
+    goto out_free;
+  }
+  root = json_loadb(body.data, body.len, 0, &je);
+  rc = ifd__perf_stats_json(root, s);
+  if (rc < 0)
+    snprintf(err, errlen, "GET %s: no model_stats in the answer", path);
 
 out_free:
   json_decref(root);
@@ -140,6 +145,7 @@ int ifd__perf_stats_read(ifd_perf_run_t *run, const ifd_perf_model_t *m,
                          ifd_perf_stats_t *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   err[0] = 0;
+  if (run->capi) return ifd__perf_capi_stats(run, m, out, err, errlen);
   return run->opts->grpc ? grpc_stats(run, m, out, err, errlen)
                          : http_stats(run, m, out, err, errlen);
 }
