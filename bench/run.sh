@@ -25,7 +25,9 @@
 #                     connections, health latency with ~19,000 open, a
 #                     slowloris crowd), shm (issue 13: a 16 MiB tensor in
 #                     and out with system shared memory against HTTP binary
-#                     and gRPC, and a memcpy-bound limit); default all
+#                     and gRPC, and a memcpy-bound limit), capi (issue 14:
+#                     identity in-process with --service-kind=triton_c_api
+#                     against the same request over HTTP/1.1 binary); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -681,6 +683,37 @@ if section shm; then
     --json-summary "$RAW/__SC__/summary.json"
   stop_pid "$INFERD_PID"
   shm_memcpy after
+fi
+
+# ---- issue 14: the in-process C API -------------------------------------------------
+# identity_fp32 FP32[1,16], concurrency 1, synchronous (one request in flight,
+# the next sent when the last one's response is in): first over HTTP/1.1 with
+# the binary tensor extension (server on SERVER_CORE, tool on LOAD_CORE, the
+# tool reading the server's CPU time over its own window with --cpu-pid), then
+# with the server embedded in inferd-perf (--service-kind=triton_c_api: it
+# dlopens $BUILD/lib/libtritonserver.so; explicit model control loads only
+# identity_fp32), the one process allowed the same two cores. CPU per
+# inference: HTTP counts the server's and the client's, C API the whole
+# process's (client thread, server loop, instance thread).
+if section capi; then
+  start_inferd inferd_capi
+  run_perf "capi_http-binary_c1" "inferd:$ID" "$INFERD_PID" -- "$PERF" \
+    -m "$ID" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+    --concurrency-range 1:1:1 --warmup $((WARM * 500)) \
+    --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+    --cpu-pid "$INFERD_PID" --json-summary "$RAW/__SC__/summary.json"
+  stop_pid "$INFERD_PID"
+  # Not a measure() scenario (no server pid to snapshot: the server is the tool).
+  dir=$RAW/capi/c-api_c1
+  mkdir -p "$dir"
+  cmd=(taskset -c "$SERVER_CORE,$LOAD_CORE" "$PERF" --service-kind=triton_c_api
+    --triton-server-directory="$BUILD" --model-repository="$MODELS"
+    -m "$ID" -x 1 -b 1 --concurrency-range 1:1:1 --warmup $((WARM * 1000))
+    --measurement-interval $((WINDOW * 1000)) --percentile 99
+    --json-summary "$dir/summary.json")
+  printf '%q ' "${cmd[@]}" >"$dir/cmd"
+  log "capi: ${cmd[*]}"
+  "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" || log "capi: inferd-perf failed (see $dir/tool.err)"
 fi
 
 # ---- the tables ------------------------------------------------------------------------

@@ -110,3 +110,20 @@ def test_bad_options():
     proc = subprocess.run([str(perf_binary()), "--service-kind=tfserving", "-m", "identity_fp32"],
                           capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     assert proc.returncode != 0 and b"triton_c_api" in proc.stderr, proc.stderr
+
+
+def test_cpu_pid_over_http(server, tmp_path):
+    """The HTTP side of the comparison: --cpu-pid adds the server's CPU time
+    per request (its /proc/PID/stat over the window) to the tool's own."""
+    summary = tmp_path / "summary.json"
+    proc = subprocess.run([str(perf_binary()), "-m", "identity_fp32", "-u", f"127.0.0.1:{server.http_port}",
+                           "--shape", "INPUT0:16", "--measurement-interval", "500", "--warmup", "100",
+                           "--cpu-pid", str(server.proc.pid), "--json-summary", str(summary)],
+                          capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, out + proc.stderr.decode()
+    assert re.search(r"^\s+CPU of this process: [\d.]+ usec per request$", out, re.M), out
+    assert re.search(rf"^\s+CPU of process {server.proc.pid}: [\d.]+ usec per request$", out, re.M), out
+    (s,) = json.loads(summary.read_text())["steps"]
+    assert s["cpu_pid"] == server.proc.pid
+    assert s["cpu_self_us_per_request"] > 0 and s["cpu_pid_us_per_request"] >= 0
