@@ -24,11 +24,13 @@
  * uv_run(UV_RUN_ONCE) in sched.c, and hands each slot to
  * ifd__perf_run_done(), which sends again at once: the closed loop is
  * perf_analyzer's synchronous mode (one request per slot, the next sent
- * after the last one's response has reached the load thread).
+ * after the last one's response has reached the load thread). With
+ * --spin-us the load thread polls the queue that long before it sleeps.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,7 @@ struct ifd_perf_capi {
   pthread_cond_t cv;
   capi_slot_t *done_head, *done_tail; /* complete requests, in order */
   int waiting;                        /* the load thread sleeps on cv */
+  atomic_int pending; /* done_head is set: what --spin-us polls unlocked */
 };
 
 struct capi_slot {
@@ -165,6 +168,7 @@ static void maybe_done(ifd_perf_capi_t *c, capi_slot_t *s) {
   else
     c->done_head = s;
   c->done_tail = s;
+  atomic_store_explicit(&c->pending, 1, memory_order_release);
   if (c->waiting) pthread_cond_signal(&c->cv);
 }
 
@@ -236,6 +240,14 @@ void ifd__perf_capi_wait(ifd_perf_run_t *run) {
 
   uv_update_time(run->loop);
   ms = uv_backend_timeout(run->loop); /* -1: no timer; 0: one is due */
+  if (run->opts->spin_us && ms != 0 &&
+      !atomic_load_explicit(&c->pending, memory_order_acquire)) {
+    /* --spin-us: poll before sleeping, as the server's loop does. */
+    uint64_t end = uv_hrtime() + run->opts->spin_us * 1000;
+    unsigned n = 0;
+    while (!atomic_load_explicit(&c->pending, memory_order_acquire))
+      if ((++n & 63) == 0 && uv_hrtime() >= end) break;
+  }
   pthread_mutex_lock(&c->mu);
   if (!c->done_head && ms != 0) {
     struct timespec ts;
@@ -254,6 +266,7 @@ void ifd__perf_capi_wait(ifd_perf_run_t *run) {
   }
   s = c->done_head;
   c->done_head = c->done_tail = NULL;
+  atomic_store_explicit(&c->pending, 0, memory_order_relaxed);
   pthread_mutex_unlock(&c->mu);
   for (; s; s = next) {
     next = s->next_done;

@@ -77,6 +77,8 @@ static void usage(FILE *f) {
       "                           explicitly)\n"
       "  --backend-directory DIR  its backends (default DIR/backends of "
       "--triton-server-directory)\n"
+      "  --spin-us N              poll for completions N us before sleeping "
+      "(default 0)\n"
       "  --quiet                  only the final table\n");
 }
 
@@ -177,7 +179,8 @@ enum {
   O_SRVDIR,
   O_REPO,
   O_BACKDIR,
-  O_CPU_PID
+  O_CPU_PID,
+  O_SPIN
 };
 
 /* "S" or "S:E" for --sequence-id-range: ids >= 1, E > S. */
@@ -228,6 +231,7 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
       {"model-repository", 1, 0, O_REPO},
       {"backend-directory", 1, 0, O_BACKDIR},
       {"cpu-pid", 1, 0, O_CPU_PID},
+      {"spin-us", 1, 0, O_SPIN},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0}};
   const char *url = NULL;
@@ -397,6 +401,13 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
       case O_BACKDIR:
         o->backend_dir = optarg;
         break;
+      case O_SPIN: {
+        char *end;
+        o->spin_us = strtoull(optarg, &end, 10);
+        if (*end || end == optarg || optarg[0] == '-' || o->spin_us > 1000000)
+          goto bad;
+        break;
+      }
       case O_CPU_PID: {
         char *end;
         long pid = strtol(optarg, &end, 10);
@@ -452,10 +463,11 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
               "--idle-connections and --idle-sequences do not apply\n");
       return -1;
     }
-  } else if (o->server_dir || o->repository || o->backend_dir) {
+  } else if (o->server_dir || o->repository || o->backend_dir || o->spin_us) {
     fprintf(stderr,
-            "error: --triton-server-directory, --model-repository and "
-            "--backend-directory need --service-kind=triton_c_api\n");
+            "error: --triton-server-directory, --model-repository, "
+            "--backend-directory and --spin-us need "
+            "--service-kind=triton_c_api\n");
     return -1;
   }
   if (o->streaming && !o->grpc) {

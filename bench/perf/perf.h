@@ -101,7 +101,8 @@ typedef struct ifd_perf_opts {
   const char *server_dir;  /* borrowed: argv; --triton-server-directory */
   const char *repository;  /* borrowed: argv; --model-repository */
   const char *backend_dir; /* borrowed: argv; NULL: server_dir/backends */
-  int cpu_pid; /* --cpu-pid: also count this process's CPU; 0: none */
+  uint64_t spin_us;        /* --spin-us: poll completions before sleeping */
+  int cpu_pid; /* --cpu-pid: also read that process's CPU time; 0: none */
 } ifd_perf_opts_t;
 
 /* --shared-memory values. */
