@@ -1,0 +1,487 @@
+/*
+ * test/unit/test_capi_server.c - the in-process server as an embedding
+ * application sees it: this program links build/lib/libtritonserver.so and
+ * uses only tritonserver.h (no core header), as Triton's simple.cc does.
+ *
+ * Covered: server options (stored, accepted, refused), ServerNew with a
+ * missing repository and with a model that fails under exit_on_error,
+ * start, stop, stop twice, live and ready before and after, the metadata,
+ * config, statistics and index JSON, batch and transaction properties,
+ * load, reload with a config parameter and unload in explicit mode, the
+ * refusals of the other modes, poll, the metrics text, and delete with
+ * models loaded. Models come from examples/model_repository and
+ * test/models/control_repo; the backends from build/backends, found as the
+ * library's default backend directory.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "triton/core/tritonserver.h"
+
+#define EXAMPLES "examples/model_repository"
+#define CONTROL "test/models/control_repo"
+
+/* Asserts success, printing the error otherwise. */
+static void ok(TRITONSERVER_Error *e) {
+  if (e != NULL) {
+    fprintf(stderr, "unexpected error: %s: %s\n",
+            TRITONSERVER_ErrorCodeString(e), TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+    fail();
+  }
+}
+
+/* Asserts an error of class `code` whose message holds `text`. */
+static void fails(TRITONSERVER_Error *e, TRITONSERVER_Error_Code code,
+                  const char *text) {
+  assert_non_null(e);
+  if (TRITONSERVER_ErrorCode(e) != code ||
+      strstr(TRITONSERVER_ErrorMessage(e), text) == NULL) {
+    fprintf(stderr, "expected %s \"%s\", got %s \"%s\"\n",
+            TRITONSERVER_ErrorCodeString(e), text,
+            TRITONSERVER_ErrorCodeString(e), TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+    fail();
+  }
+  TRITONSERVER_ErrorDelete(e);
+}
+
+static TRITONSERVER_ServerOptions *options(const char *repo,
+                                           TRITONSERVER_ModelControlMode mode) {
+  TRITONSERVER_ServerOptions *o = NULL;
+  ok(TRITONSERVER_ServerOptionsNew(&o));
+  ok(TRITONSERVER_ServerOptionsSetModelRepositoryPath(o, repo));
+  ok(TRITONSERVER_ServerOptionsSetModelControlMode(o, mode));
+  ok(TRITONSERVER_ServerOptionsSetLogInfo(o, false));
+  ok(TRITONSERVER_ServerOptionsSetStrictModelConfig(o, false));
+  ok(TRITONSERVER_ServerOptionsSetExitTimeout(o, 5));
+  return o;
+}
+
+static TRITONSERVER_Server *start(TRITONSERVER_ServerOptions *o) {
+  TRITONSERVER_Server *s = NULL;
+  ok(TRITONSERVER_ServerNew(&s, o));
+  assert_non_null(s);
+  ok(TRITONSERVER_ServerOptionsDelete(o));
+  return s;
+}
+
+/* The JSON text of a message, parsed. */
+static json_t *json_of(TRITONSERVER_Message *m) {
+  const char *base;
+  size_t len;
+  json_error_t jerr;
+  json_t *j;
+
+  ok(TRITONSERVER_MessageSerializeToJson(m, &base, &len));
+  assert_int_equal(base[len], '\0');
+  j = json_loadb(base, len, 0, &jerr);
+  if (j == NULL)
+    fprintf(stderr, "bad JSON (%s): %.*s\n", jerr.text, (int)len, base);
+  assert_non_null(j);
+  ok(TRITONSERVER_MessageDelete(m));
+  return j;
+}
+
+static int model_ready(TRITONSERVER_Server *s, const char *name) {
+  bool ready = true;
+  ok(TRITONSERVER_ServerModelIsReady(s, name, -1, &ready));
+  return ready;
+}
+
+/* ---- options --------------------------------------------------------------
+ */
+
+static void test_options(void **state) {
+  TRITONSERVER_ServerOptions *o = NULL;
+  TRITONSERVER_Server *s = (TRITONSERVER_Server *)1;
+  (void)state;
+
+  ok(TRITONSERVER_ServerOptionsNew(&o));
+  fails(TRITONSERVER_ServerNew(&s, o), TRITONSERVER_ERROR_INVALID_ARG,
+        "no model repository");
+  assert_null(s);
+  ok(TRITONSERVER_ServerOptionsSetModelRepositoryPath(o, EXAMPLES));
+  ok(TRITONSERVER_ServerOptionsSetStartupModel(o, "identity_fp32"));
+  fails(TRITONSERVER_ServerNew(&s, o), TRITONSERVER_ERROR_INVALID_ARG,
+        "explicit");
+  /* Stored, or accepted without effect. */
+  ok(TRITONSERVER_ServerOptionsSetServerId(o, "embedded"));
+  ok(TRITONSERVER_ServerOptionsSetStrictReadiness(o, true));
+  ok(TRITONSERVER_ServerOptionsSetExitOnError(o, true));
+  ok(TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(o, 1 << 20));
+  ok(TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(o, 0, 1 << 20));
+  ok(TRITONSERVER_ServerOptionsSetModelLoadThreadCount(o, 2));
+  ok(TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(o, 2));
+  ok(TRITONSERVER_ServerOptionsSetBackendConfig(o, "identity", "k", "v"));
+  ok(TRITONSERVER_ServerOptionsSetBackendConfig(o, "identity", "k", "w"));
+  ok(TRITONSERVER_ServerOptionsSetHostPolicy(o, "numa0", "numa-node", "0"));
+  ok(TRITONSERVER_ServerOptionsSetMetricsConfig(o, "", "counter_latencies",
+                                                "false"));
+  ok(TRITONSERVER_ServerOptionsSetMetricsInterval(o, 500));
+  ok(TRITONSERVER_ServerOptionsSetLogFormat(o, TRITONSERVER_LOG_ISO8601));
+  ok(TRITONSERVER_ServerOptionsSetLogFile(o, ""));
+  ok(TRITONSERVER_ServerOptionsSetResponseCacheByteSize(o, 0));
+  ok(TRITONSERVER_ServerOptionsSetRateLimiterMode(o,
+                                                  TRITONSERVER_RATE_LIMIT_OFF));
+  ok(TRITONSERVER_ServerOptionsSetModelConfigName(o, "config.pbtxt"));
+  /* Refused where accepting would mislead. */
+  fails(TRITONSERVER_ServerOptionsSetResponseCacheByteSize(o, 1024),
+        TRITONSERVER_ERROR_UNSUPPORTED, "cache");
+  fails(TRITONSERVER_ServerOptionsSetLogFile(o, "/tmp/x.log"),
+        TRITONSERVER_ERROR_UNSUPPORTED, "SetLogFile");
+  fails(TRITONSERVER_ServerOptionsSetRateLimiterMode(
+            o, TRITONSERVER_RATE_LIMIT_EXEC_COUNT),
+        TRITONSERVER_ERROR_UNSUPPORTED, "rate limiter");
+  fails(TRITONSERVER_ServerOptionsSetModelNamespacing(o, true),
+        TRITONSERVER_ERROR_UNSUPPORTED, "Namespacing");
+  fails(TRITONSERVER_ServerOptionsSetModelConfigName(o, "other.pbtxt"),
+        TRITONSERVER_ERROR_UNSUPPORTED, "config.pbtxt");
+  fails(TRITONSERVER_ServerOptionsSetMetricsConfig(o, "", "summary_latencies",
+                                                   "true"),
+        TRITONSERVER_ERROR_UNSUPPORTED, "summaries");
+  /* Bad values. */
+  fails(TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(o, -1, 1),
+        TRITONSERVER_ERROR_INVALID_ARG, "device");
+  fails(TRITONSERVER_ServerOptionsSetModelControlMode(
+            o, (TRITONSERVER_ModelControlMode)42),
+        TRITONSERVER_ERROR_INVALID_ARG, "control mode");
+  fails(TRITONSERVER_ServerOptionsSetMetricsConfig(o, "", "counter_latencies",
+                                                   "maybe"),
+        TRITONSERVER_ERROR_INVALID_ARG, "true or false");
+  fails(TRITONSERVER_ServerOptionsSetModelRepositoryPath(NULL, "x"),
+        TRITONSERVER_ERROR_INVALID_ARG, "NULL");
+  ok(TRITONSERVER_ServerOptionsDelete(o));
+  ok(TRITONSERVER_ServerOptionsDelete(NULL));
+}
+
+/* ---- start and stop -------------------------------------------------------
+ */
+
+static void test_bad_repository(void **state) {
+  TRITONSERVER_Server *s = NULL;
+  TRITONSERVER_ServerOptions *o = options("test/models/no_such_repository",
+                                          TRITONSERVER_MODEL_CONTROL_NONE);
+  TRITONSERVER_Error *e;
+  (void)state;
+
+  e = TRITONSERVER_ServerNew(&s, o);
+  assert_non_null(e);
+  TRITONSERVER_ErrorDelete(e);
+  assert_null(s);
+  ok(TRITONSERVER_ServerOptionsDelete(o));
+}
+
+static void test_exit_on_error(void **state) {
+  TRITONSERVER_Server *s = NULL;
+  TRITONSERVER_ServerOptions *o =
+      options(CONTROL, TRITONSERVER_MODEL_CONTROL_NONE);
+  bool ready = true;
+  (void)state;
+
+  /* broken_backend fails to load: Triton's error, nothing left running. */
+  fails(TRITONSERVER_ServerNew(&s, o), TRITONSERVER_ERROR_INTERNAL,
+        "failed to load all models");
+  assert_null(s);
+  /* Without exit on error the rest serves; the server is not ready
+   * (strict readiness: a model failed). */
+  ok(TRITONSERVER_ServerOptionsSetExitOnError(o, false));
+  s = start(o);
+  assert_true(model_ready(s, "identity_int32"));
+  assert_false(model_ready(s, "broken_backend"));
+  ok(TRITONSERVER_ServerIsReady(s, &ready));
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+static void test_start_stop(void **state) {
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  TRITONSERVER_Message *m = NULL;
+  bool live = false, ready = false;
+  (void)state;
+
+  ok(TRITONSERVER_ServerIsLive(s, &live));
+  ok(TRITONSERVER_ServerIsReady(s, &ready));
+  assert_true(live);
+  assert_true(ready);
+  assert_true(model_ready(s, "identity_fp32"));
+  assert_true(model_ready(s, "identity_bytes"));
+  assert_false(model_ready(s, "no_such_model"));
+  ok(TRITONSERVER_ServerSetExitTimeout(s, 3));
+
+  ok(TRITONSERVER_ServerStop(s));
+  ok(TRITONSERVER_ServerStop(s)); /* twice: nothing more to do */
+  ok(TRITONSERVER_ServerIsLive(s, &live));
+  ok(TRITONSERVER_ServerIsReady(s, &ready));
+  assert_false(live);
+  assert_false(ready);
+  fails(TRITONSERVER_ServerModelMetadata(s, "identity_fp32", -1, &m),
+        TRITONSERVER_ERROR_UNAVAILABLE, "stopped");
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+static void test_delete_loaded(void **state) {
+  /* Delete stops on its own: drains, unloads both models, frees. */
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  (void)state;
+  assert_true(model_ready(s, "identity_fp32"));
+  ok(TRITONSERVER_ServerDelete(s));
+  fails(TRITONSERVER_ServerDelete(NULL), TRITONSERVER_ERROR_INVALID_ARG,
+        "NULL");
+}
+
+/* ---- queries --------------------------------------------------------------
+ */
+
+static void test_metadata(void **state) {
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  TRITONSERVER_Message *m = NULL;
+  json_t *j, *t;
+  uint32_t flags = 0;
+  void *voidp = (void *)1;
+  (void)state;
+
+  ok(TRITONSERVER_ServerMetadata(s, &m));
+  j = json_of(m);
+  assert_string_equal(json_string_value(json_object_get(j, "name")), "inferd");
+  assert_true(json_is_string(json_object_get(j, "version")));
+  assert_true(json_array_size(json_object_get(j, "extensions")) > 0);
+  json_decref(j);
+
+  ok(TRITONSERVER_ServerModelMetadata(s, "identity_fp32", -1, &m));
+  j = json_of(m);
+  assert_string_equal(json_string_value(json_object_get(j, "name")),
+                      "identity_fp32");
+  assert_string_equal(
+      json_string_value(json_array_get(json_object_get(j, "versions"), 0)),
+      "1");
+  assert_string_equal(json_string_value(json_object_get(j, "platform")),
+                      "identity");
+  t = json_array_get(json_object_get(j, "inputs"), 0);
+  assert_string_equal(json_string_value(json_object_get(t, "name")), "INPUT0");
+  assert_string_equal(json_string_value(json_object_get(t, "datatype")),
+                      "FP32");
+  assert_int_equal(
+      json_integer_value(json_array_get(json_object_get(t, "shape"), 0)), -1);
+  assert_int_equal(
+      json_integer_value(json_array_get(json_object_get(t, "shape"), 1)), 16);
+  json_decref(j);
+  fails(TRITONSERVER_ServerModelMetadata(s, "no_such_model", -1, &m),
+        TRITONSERVER_ERROR_NOT_FOUND, "no_such_model");
+  fails(TRITONSERVER_ServerModelMetadata(s, "identity_fp32", 7, &m),
+        TRITONSERVER_ERROR_NOT_FOUND, "version");
+
+  ok(TRITONSERVER_ServerModelConfig(s, "identity_fp32", -1, 1, &m));
+  j = json_of(m);
+  assert_string_equal(json_string_value(json_object_get(j, "name")),
+                      "identity_fp32");
+  assert_int_equal(json_integer_value(json_object_get(j, "max_batch_size")), 8);
+  assert_string_equal(json_string_value(json_object_get(j, "backend")),
+                      "identity");
+  json_decref(j);
+  fails(TRITONSERVER_ServerModelConfig(s, "identity_fp32", -1, 2, &m),
+        TRITONSERVER_ERROR_INVALID_ARG, "supported versions are: 1");
+
+  ok(TRITONSERVER_ServerModelBatchProperties(s, "identity_fp32", -1, &flags,
+                                             &voidp));
+  assert_int_equal(flags, TRITONSERVER_BATCH_FIRST_DIM);
+  assert_null(voidp);
+  ok(TRITONSERVER_ServerModelBatchProperties(s, "identity_bytes", -1, &flags,
+                                             NULL));
+  assert_int_equal(flags, TRITONSERVER_BATCH_UNKNOWN);
+  ok(TRITONSERVER_ServerModelTransactionProperties(s, "identity_fp32", -1,
+                                                   &flags, NULL));
+  assert_int_equal(flags, TRITONSERVER_TXN_ONE_TO_ONE);
+  fails(TRITONSERVER_ServerModelTransactionProperties(s, "nope", -1, &flags,
+                                                      NULL),
+        TRITONSERVER_ERROR_NOT_FOUND, "nope");
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+static void test_stats_and_index(void **state) {
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  TRITONSERVER_Message *m = NULL;
+  json_t *j, *e;
+  (void)state;
+
+  ok(TRITONSERVER_ServerModelStatistics(s, "", -1, &m));
+  j = json_of(m);
+  assert_int_equal(json_array_size(json_object_get(j, "model_stats")), 2);
+  json_decref(j);
+  ok(TRITONSERVER_ServerModelStatistics(s, "identity_fp32", -1, &m));
+  j = json_of(m);
+  e = json_array_get(json_object_get(j, "model_stats"), 0);
+  assert_string_equal(json_string_value(json_object_get(e, "name")),
+                      "identity_fp32");
+  assert_string_equal(json_string_value(json_object_get(e, "version")), "1");
+  assert_int_equal(json_integer_value(json_object_get(e, "inference_count")),
+                   0);
+  assert_non_null(json_object_get(
+      json_object_get(json_object_get(e, "inference_stats"), "success"),
+      "count"));
+  json_decref(j);
+  fails(TRITONSERVER_ServerModelStatistics(s, "no_such_model", -1, &m),
+        TRITONSERVER_ERROR_INVALID_ARG, "no_such_model");
+
+  ok(TRITONSERVER_ServerModelIndex(s, 0, &m));
+  j = json_of(m);
+  assert_int_equal(json_array_size(j), 2);
+  e = json_array_get(j, 0);
+  assert_string_equal(json_string_value(json_object_get(e, "name")),
+                      "identity_bytes");
+  assert_string_equal(json_string_value(json_object_get(e, "state")), "READY");
+  json_decref(j);
+  ok(TRITONSERVER_ServerModelIndex(s, TRITONSERVER_INDEX_FLAG_READY, &m));
+  j = json_of(m);
+  assert_int_equal(json_array_size(j), 2);
+  json_decref(j);
+
+  /* Model control is refused outside explicit mode, as Triton does. */
+  fails(TRITONSERVER_ServerLoadModel(s, "identity_fp32"),
+        TRITONSERVER_ERROR_UNAVAILABLE, "explicit model load");
+  fails(TRITONSERVER_ServerUnloadModel(s, "identity_fp32"),
+        TRITONSERVER_ERROR_UNAVAILABLE, "explicit model load");
+  fails(TRITONSERVER_ServerPollModelRepository(s),
+        TRITONSERVER_ERROR_UNAVAILABLE, "polling is disabled");
+  fails(TRITONSERVER_ServerRegisterModelRepository(s, CONTROL, NULL, 0),
+        TRITONSERVER_ERROR_UNSUPPORTED, "RegisterModelRepository");
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+/* ---- explicit model control -----------------------------------------------
+ */
+
+static void test_explicit(void **state) {
+  TRITONSERVER_ServerOptions *o =
+      options(CONTROL, TRITONSERVER_MODEL_CONTROL_EXPLICIT);
+  TRITONSERVER_Server *s;
+  TRITONSERVER_Message *m = NULL;
+  TRITONSERVER_Parameter *p;
+  json_t *j, *e;
+  size_t i;
+  (void)state;
+
+  ok(TRITONSERVER_ServerOptionsSetStartupModel(o, "identity_int32"));
+  s = start(o);
+  assert_true(model_ready(s, "identity_int32"));
+  assert_false(model_ready(s, "step1_identity"));
+
+  /* The index lists the repository's models, never-loaded ones by name. */
+  ok(TRITONSERVER_ServerModelIndex(s, 0, &m));
+  j = json_of(m);
+  assert_int_equal(json_array_size(j), 5);
+  json_array_foreach(j, i, e) {
+    const char *name = json_string_value(json_object_get(e, "name"));
+    if (strcmp(name, "identity_int32") == 0)
+      assert_string_equal(json_string_value(json_object_get(e, "state")),
+                          "READY");
+    else
+      assert_null(json_object_get(e, "state"));
+  }
+  json_decref(j);
+
+  ok(TRITONSERVER_ServerLoadModel(s, "step1_identity"));
+  assert_true(model_ready(s, "step1_identity"));
+  fails(TRITONSERVER_ServerLoadModel(s, "broken_backend"),
+        TRITONSERVER_ERROR_INVALID_ARG, "broken_backend");
+  fails(TRITONSERVER_ServerLoadModel(s, "no_such_model"),
+        TRITONSERVER_ERROR_INVALID_ARG, "no_such_model");
+
+  /* A reload with a config override: max_batch_size changes. */
+  p = TRITONSERVER_ParameterNew(
+      "config", TRITONSERVER_PARAMETER_STRING,
+      "{\"name\":\"step1_identity\",\"backend\":\"identity\","
+      "\"max_batch_size\":4,"
+      "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_INT32\","
+      "\"dims\":[-1]}],"
+      "\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":\"TYPE_INT32\","
+      "\"dims\":[-1]}]}");
+  assert_non_null(p);
+  ok(TRITONSERVER_ServerLoadModelWithParameters(
+      s, "step1_identity", (const TRITONSERVER_Parameter **)&p, 1));
+  TRITONSERVER_ParameterDelete(p);
+  ok(TRITONSERVER_ServerModelConfig(s, "step1_identity", -1, 1, &m));
+  j = json_of(m);
+  assert_int_equal(json_integer_value(json_object_get(j, "max_batch_size")), 4);
+  json_decref(j);
+  p = TRITONSERVER_ParameterNew("config", TRITONSERVER_PARAMETER_INT,
+                                &(int64_t){1});
+  fails(TRITONSERVER_ServerLoadModelWithParameters(
+            s, "step1_identity", (const TRITONSERVER_Parameter **)&p, 1),
+        TRITONSERVER_ERROR_INVALID_ARG, "STRING");
+  TRITONSERVER_ParameterDelete(p);
+
+  /* Unload: the model leaves readiness once the unload has begun. */
+  ok(TRITONSERVER_ServerUnloadModel(s, "step1_identity"));
+  assert_false(model_ready(s, "step1_identity"));
+  ok(TRITONSERVER_ServerUnloadModel(s, "no_such_model")); /* as Triton */
+  ok(TRITONSERVER_ServerLoadModel(s, "ensemble_identity"));
+  assert_true(model_ready(s, "ensemble_identity"));
+  assert_true(model_ready(s, "step2_identity"));
+  ok(TRITONSERVER_ServerUnloadModelAndDependents(s, "ensemble_identity"));
+  assert_false(model_ready(s, "ensemble_identity"));
+  fails(TRITONSERVER_ServerPollModelRepository(s),
+        TRITONSERVER_ERROR_UNAVAILABLE, "polling is disabled");
+  /* Delete with identity_int32 (and maybe unloading models) still there. */
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+/* ---- metrics --------------------------------------------------------------
+ */
+
+static void test_metrics(void **state) {
+  TRITONSERVER_ServerOptions *o;
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  TRITONSERVER_Metrics *mx = NULL;
+  const char *base;
+  size_t len;
+  (void)state;
+
+  ok(TRITONSERVER_ServerMetrics(s, &mx));
+  ok(TRITONSERVER_MetricsFormatted(mx, TRITONSERVER_METRIC_PROMETHEUS, &base,
+                                   &len));
+  assert_true(len > 0);
+  assert_int_equal(base[len], '\0');
+  assert_non_null(
+      strstr(base, "nv_inference_request_success{model=\"identity_fp32\""));
+  fails(TRITONSERVER_MetricsFormatted(mx, (TRITONSERVER_MetricFormat)9, &base,
+                                      &len),
+        TRITONSERVER_ERROR_INVALID_ARG, "format");
+  ok(TRITONSERVER_MetricsDelete(mx));
+  ok(TRITONSERVER_ServerDelete(s));
+
+  o = options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE);
+  ok(TRITONSERVER_ServerOptionsSetMetrics(o, false));
+  s = start(o);
+  fails(TRITONSERVER_ServerMetrics(s, &mx), TRITONSERVER_ERROR_UNSUPPORTED,
+        "metrics not supported");
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_options),
+      cmocka_unit_test(test_bad_repository),
+      cmocka_unit_test(test_exit_on_error),
+      cmocka_unit_test(test_start_stop),
+      cmocka_unit_test(test_delete_loaded),
+      cmocka_unit_test(test_metadata),
+      cmocka_unit_test(test_stats_and_index),
+      cmocka_unit_test(test_explicit),
+      cmocka_unit_test(test_metrics),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
