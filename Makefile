@@ -234,7 +234,7 @@ $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 # libtritonserver.so, whose default backend directory is then $(BUILD)/backends.
 $(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -Ibackend_api/include $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
+	$(CC) -Ibackend_api/include -D_GNU_SOURCE $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
 	  -Wl,-rpath,$(abspath $(BUILD)/lib) -ltritonserver -ljansson -lcmocka
 
 $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)

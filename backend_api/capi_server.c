@@ -859,16 +859,30 @@ TRITONSERVER_Error *TRITONSERVER_ServerUnloadModelAndDependents(
   return unload(server, model_name, 1);
 }
 
-static void poll_fn(ifd__capi_call_t *c) {
-  const ifd_server_opts_t *o = ifd_server_opts(c->server);
-  ifd__capi_call_done(
-      c, o->control_mode != IFD_CONTROL_POLL
-             ? ERR(UNAVAILABLE, "polling is disabled")
-             : ERR(UNSUPPORTED,
-                   "TRITONSERVER_ServerPollModelRepository: polling on "
-                   "demand is not supported by inferd yet"));
+static void poll_done(void *arg) {
+  query_t *q = arg;
+  ifd__capi_call_done(&q->call, NULL);
 }
 
+static void poll_fn(ifd__capi_call_t *c) {
+  query_t *q = c->arg;
+  ifd_errmsg_t err;
+  int rc;
+
+  if (c->on_loop) {
+    ifd__capi_call_done(
+        c, ERR(UNAVAILABLE,
+               "a repository poll cannot be waited for on the server's own "
+               "thread (from a callback)"));
+    return;
+  }
+  ifd_errclear(&err);
+  rc = ifd_server_poll(c->server, poll_done, q, &err);
+  if (rc < 0) ifd__capi_call_done(c, error_of(rc, &err));
+}
+
+/* Returns once the changes found are applied (loads and unloads ended), as
+ * Triton's does. */
 TRITONSERVER_Error *TRITONSERVER_ServerPollModelRepository(
     TRITONSERVER_Server *server) {
   query_t q = {0};

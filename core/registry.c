@@ -1195,6 +1195,25 @@ static void on_poll_timer(uv_timer_t *t) {
   if (scan_start(s, 1) == 0) s->polling = 1;
 }
 
+int ifd_server_poll(ifd_server_t *s, void (*done)(void *arg), void *arg,
+                    ifd_errmsg_t *err) {
+  if (s->opts.control_mode != IFD_CONTROL_POLL)
+    return ifd_errf(err, IFD_EUNAVAIL, "polling is disabled");
+  if (s->shutting_down || !s->loading_done || s->poll_done != NULL)
+    return ifd_errf(err, IFD_EUNAVAIL,
+                    "the model repository cannot be polled now (starting, "
+                    "stopping, or a poll in progress)");
+  /* A timer scan in flight: its changes are applied first, then ours. */
+  if (!s->polling) {
+    int rc = scan_start(s, 1);
+    if (rc < 0) return ifd_errf(err, rc, "cannot poll the model repository");
+    s->polling = 1;
+  }
+  s->poll_done = done;
+  s->poll_arg = arg;
+  return 0;
+}
+
 int ifd__registry_start(ifd_server_t *s) {
   int rc;
   s->startup_ops = 1; /* the scan */

@@ -8,7 +8,8 @@
  * start, stop, stop twice, live and ready before and after, the metadata,
  * config, statistics and index JSON, batch and transaction properties,
  * load, reload with a config parameter and unload in explicit mode, the
- * refusals of the other modes, poll, the metrics text, and delete with
+ * refusals of the other modes, poll mode (a model added, one removed), the
+ * metrics text, and delete with
  * models loaded. Models come from examples/model_repository and
  * test/models/control_repo; the backends from build/backends, found as the
  * library's default backend directory.
@@ -20,10 +21,13 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "triton/core/tritonserver.h"
 
@@ -438,6 +442,64 @@ static void test_explicit(void **state) {
   ok(TRITONSERVER_ServerDelete(s));
 }
 
+/* ---- poll mode ------------------------------------------------------------
+ */
+
+/* Writes <repo>/<name>/config.pbtxt (an identity model) and <name>/1/. */
+static void add_model(const char *repo, const char *name) {
+  char path[512];
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/%s", repo, name);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/%s/1", repo, name);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/%s/config.pbtxt", repo, name);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "name: \"%s\"\nbackend: \"identity\"\nmax_batch_size: 0\n"
+          "input [ { name: \"INPUT0\" data_type: TYPE_INT32 dims: [ 4 ] } ]\n"
+          "output [ { name: \"OUTPUT0\" data_type: TYPE_INT32 dims: [ 4 ] "
+          "} ]\n",
+          name);
+  fclose(f);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void test_poll(void **state) {
+  char repo[] = "/tmp/ifd_capi_pollXXXXXX", path[512];
+  TRITONSERVER_Server *s;
+  (void)state;
+
+  assert_non_null(mkdtemp(repo));
+  add_model(repo, "first");
+  s = start(options(repo, TRITONSERVER_MODEL_CONTROL_POLL));
+  assert_true(model_ready(s, "first"));
+  /* No timer polls: only the application's call finds changes. */
+  add_model(repo, "second");
+  assert_false(model_ready(s, "second"));
+  ok(TRITONSERVER_ServerPollModelRepository(s));
+  assert_true(model_ready(s, "second"));
+  /* A model that left the repository unloads. */
+  snprintf(path, sizeof(path), "%s/first", repo);
+  assert_int_equal(nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
+  ok(TRITONSERVER_ServerPollModelRepository(s));
+  assert_false(model_ready(s, "first"));
+  assert_true(model_ready(s, "second"));
+  fails(TRITONSERVER_ServerLoadModel(s, "first"),
+        TRITONSERVER_ERROR_UNAVAILABLE, "polling is enabled");
+  ok(TRITONSERVER_ServerDelete(s));
+  assert_int_equal(nftw(repo, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 /* ---- metrics --------------------------------------------------------------
  */
 
@@ -481,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_stats_and_index),
       cmocka_unit_test(test_explicit),
+      cmocka_unit_test(test_poll),
       cmocka_unit_test(test_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
