@@ -80,6 +80,14 @@ static void fail_batch(ifd_request_t **reqs, uint32_t n,
 /* The batch this thread is executing (for ifd__instance_request_of). */
 static _Thread_local ifd_request_t **cur_reqs;
 static _Thread_local uint32_t cur_n;
+static _Thread_local TRITONBACKEND_ModelInstance *cur_in;
+
+TRITONBACKEND_ModelInstance *ifd__instance_current(ifd_request_t ***reqs,
+                                                   uint32_t *n) {
+  if (reqs != NULL) *reqs = cur_reqs;
+  if (n != NULL) *n = cur_n;
+  return cur_in;
+}
 
 ifd_request_t *ifd__instance_request_of(const ifd_input_t *input) {
   uint32_t i;
@@ -99,9 +107,11 @@ static void run_batch(TRITONBACKEND_ModelInstance *in, ifd_request_t **reqs,
   for (i = 0; i < n; i++) reqs[i]->t_exec_start = now;
   cur_reqs = reqs;
   cur_n = n;
+  cur_in = in;
   e = b->execute(in, (TRITONBACKEND_Request **)reqs, n);
   cur_reqs = NULL;
   cur_n = 0;
+  cur_in = NULL;
   if (e != NULL) {
     IFD_VERBOSE("execute on '%s' failed: %s", in->name,
                 TRITONSERVER_ErrorMessage(e));

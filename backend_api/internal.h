@@ -143,15 +143,33 @@ typedef struct ifd__feed {
   int stop;      /* guarded by mu: instance threads exit when it is empty */
 } ifd__feed_t;
 
+/* How many of a model's instances wait on in-process requests they sent
+ * (BLS), for the deadlock rule of capi_infer.c. Counted: the model holds
+ * one reference and every request one of its instances sent holds one
+ * until its release, so a request that outlives the model that sent it
+ * (an asynchronous call) still finds its counters. */
+typedef struct ifd__bls_gate {
+  atomic_int refs;
+  atomic_uint waiting;  /* instances with at least one call out */
+  uint32_t n_instances; /* fixed */
+  atomic_uint out[];    /* per instance: calls out */
+} ifd__bls_gate_t;
+
+/** A gate for `n` instances with one reference, or NULL (ENOMEM). */
+ifd__bls_gate_t *ifd__bls_gate_new(uint32_t n);
+/** Drops a reference (any thread); the last frees it. NULL is ignored. */
+void ifd__bls_gate_unref(ifd__bls_gate_t *g);
+
 struct TRITONBACKEND_Model {
-  ifd_model_t *model;  /* borrowed: owns this object */
-  ifd__feed_t feed;    /* embedded */
-  ifd_event_t wake_ev; /* loop: wakes a sleeping instance once per
-                          loop iteration that queued work */
-  int wake_pending;    /* loop thread: wake_ev is scheduled */
-  int coalesce;        /* instance threads may defer wake-ups */
-  int targeted;        /* every instance takes from its own queue (in->q) only;
-                          fixed before the instances start */
+  ifd_model_t *model;    /* borrowed: owns this object */
+  ifd__bls_gate_t *gate; /* counted: BLS calls out of its instances */
+  ifd__feed_t feed;      /* embedded */
+  ifd_event_t wake_ev;   /* loop: wakes a sleeping instance once per
+                            loop iteration that queued work */
+  int wake_pending;      /* loop thread: wake_ev is scheduled */
+  int coalesce;          /* instance threads may defer wake-ups */
+  int targeted; /* every instance takes from its own queue (in->q) only;
+                   fixed before the instances start */
   _Atomic uint64_t exec_ns;       /* instance threads: recent execute cost,
                                      a moving average (a hint for the loop) */
   TRITONBACKEND_Backend *backend; /* counted reference */
@@ -258,6 +276,11 @@ void ifd__gpu_outputs_free(ifd_response_t *resp);
  */
 int ifd__gpu_input_copy(ifd_request_t *req, const ifd_input_t *in,
                         int64_t device, const void **out, ifd_errmsg_t *err);
+
+/** The instance whose execute the calling thread is in (NULL: none), and
+ *  the batch it runs (*reqs, *n; may be NULL). */
+TRITONBACKEND_ModelInstance *ifd__instance_current(ifd_request_t ***reqs,
+                                                   uint32_t *n);
 
 /** The request of the batch the calling instance thread is executing that
  *  holds `input`, or NULL (another thread, or not a request's input). */
@@ -383,5 +406,87 @@ struct TRITONSERVER_ServerOptions {
  *  libtritonserver.so (build/lib -> build/backends), or beside the library
  *  itself. Writes into out (n bytes); returns 0, or -1 when unknown. */
 int ifd__capi_default_backend_dir(char *out, size_t n);
+
+/* ---- in-process requests (capi_request.c, capi_infer.c) ----------------- */
+
+/* One buffer an application appended to an input. */
+typedef struct ifd__capi_buf {
+  const void *base; /* borrowed: the application's, until the release
+                       callback */
+  size_t size;
+  int32_t mem_type; /* IFD_MEM_* */
+  int64_t mem_id;
+} ifd__capi_buf_t;
+
+typedef struct ifd__capi_input {
+  char *name; /* owned */
+  TRITONSERVER_DataType dtype;
+  int64_t *shape; /* owned: ndims entries */
+  uint32_t ndims;
+  int raw;               /* AddRawInput: type and shape from the config */
+  ifd__capi_buf_t *bufs; /* owned array */
+  uint32_t n_bufs, cap_bufs;
+} ifd__capi_input_t;
+
+typedef struct ifd__capi_param {
+  char *key; /* owned */
+  TRITONSERVER_ParameterType type;
+  union {
+    char *s; /* owned */
+    int64_t i;
+    bool b;
+    double d;
+  } v;
+} ifd__capi_param_t;
+
+/* An application's request. The application owns it and changes it only
+ * while it is not in flight (between TRITONSERVER_ServerInferAsync and the
+ * release callback the server reads it, on the loop). */
+struct TRITONSERVER_InferenceRequest {
+  ifd_server_t *server; /* borrowed: outlives the request */
+  char *model;          /* owned */
+  int64_t version;
+  char *id;          /* owned: "" when unset */
+  uint32_t flags;    /* TRITONSERVER_RequestFlag */
+  uint64_t corr_id;  /* numeric correlation ID */
+  char *corr_id_str; /* owned: string correlation ID, or NULL */
+  uint64_t priority;
+  uint64_t timeout_us;
+  ifd__capi_input_t *inputs; /* owned array */
+  uint32_t n_inputs, cap_inputs;
+  char **outputs; /* owned array of owned names */
+  uint32_t n_outputs, cap_outputs;
+  ifd__capi_param_t *params; /* owned array */
+  uint32_t n_params, cap_params;
+  TRITONSERVER_InferenceRequestReleaseFn_t release_fn;
+  void *release_userp;
+  TRITONSERVER_ResponseAllocator *allocator; /* borrowed: the app's */
+  void *alloc_userp;
+  TRITONSERVER_InferenceResponseCompleteFn_t response_fn;
+  void *response_userp;
+  /* Sent from an instance thread (BLS): the models of the call chain
+   * (NUL-separated names; owned), and the sender's gate and instance. */
+  char *chain;
+  uint32_t chain_len;
+  ifd__bls_gate_t *gate; /* counted while in flight; NULL: not BLS */
+  uint32_t gate_index;
+  atomic_int inflight;   /* between InferAsync and the release callback */
+  atomic_int cancelled;  /* TRITONSERVER_InferenceRequestCancel was called */
+  ifd_event_t submit_ev; /* embedded: ServerInferAsync's post */
+  ifd_request_t *live;   /* loop thread: the core request in flight */
+};
+
+/* An application's response allocator. `base` first: core calls it. */
+struct TRITONSERVER_ResponseAllocator {
+  ifd_out_alloc_t base;
+  TRITONSERVER_ResponseAllocatorAllocFn_t alloc_fn;
+  TRITONSERVER_ResponseAllocatorReleaseFn_t release_fn;
+  TRITONSERVER_ResponseAllocatorStartFn_t start_fn;           /* may be NULL */
+  TRITONSERVER_ResponseAllocatorQueryFn_t query_fn;           /* may be NULL */
+  TRITONSERVER_ResponseAllocatorBufferAttributesFn_t attr_fn; /* may be NULL */
+};
+
+/** Frees everything a request owns but the object (RequestDelete). */
+void ifd__capi_request_clear(TRITONSERVER_InferenceRequest *r);
 
 #endif

@@ -296,6 +296,7 @@ static void model_obj_free(TRITONBACKEND_Model *bm) {
     pthread_cond_destroy(&in->q.cv);
   }
   free(bm->instances);
+  ifd__bls_gate_unref(bm->gate);
   pthread_mutex_destroy(&bm->feed.mu);
   pthread_cond_destroy(&bm->feed.q.cv);
   free(bm);
@@ -419,6 +420,11 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   bm->targeted = ifd_config_sequence(m->config) != NULL;
   rc = instances_plan(bm, err);
   if (rc < 0) goto out_model_fini;
+  bm->gate = ifd__bls_gate_new(bm->n_instances);
+  if (bm->gate == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out_model_fini;
+  }
   rc = ifd__instances_start(bm, err);
   if (rc < 0) goto out_model_fini;
   return 0;

@@ -524,7 +524,14 @@ void ifd_response_free(ifd_response_t *resp) {
   uint32_t i;
   if (resp == NULL) return;
   if (resp->keep != NULL) {
-    /* Buffers and params are the keeper's (see ifd_response_t.keep). */
+    /* Buffers and params are the keeper's (see ifd_response_t.keep), but
+     * for those the requester's allocator gave at delivery. */
+    for (i = 0; i < resp->n_outputs; i++) {
+      ifd_output_t *o = &resp->outputs[i];
+      if (o->alloc != NULL)
+        o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
+                          o->mem_type, o->mem_id);
+    }
     resp->keep->drop(resp->keep);
   } else {
     /* A buffer is malloc'd, or staged in the pinned pool (a GPU output

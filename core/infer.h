@@ -176,11 +176,13 @@ struct ifd_response {
    * keep's owner, and ifd_response_free leaves them and calls
    * keep->drop(keep) first. NULL otherwise. */
   struct ifd_req_attach *keep; /* borrowed: outlives the response */
-  int spare;                   /* the request's embedded spare: not malloc'd */
-  int embedded;                /* the request's resp_slot: not malloc'd */
-  ifd_response_t *next;        /* list link of whoever holds the response: the
-                                  scheduler while it holds it back, then the
-                                  protocol (e.g. a write queue) */
+  void *api_error; /* in `pool`: the in-process API's TRITONSERVER_Error for
+                      error (backend_api/capi_infer.c); NULL until asked */
+  int spare;       /* the request's embedded spare: not malloc'd */
+  int embedded;    /* the request's resp_slot: not malloc'd */
+  ifd_response_t *next; /* list link of whoever holds the response: the
+                           scheduler while it holds it back, then the
+                           protocol (e.g. a write queue) */
 };
 
 /**
@@ -229,6 +231,12 @@ struct ifd_request {
    * server's own. out_alloc_arg is passed to its alloc and query. */
   ifd_out_alloc_t *out_alloc; /* borrowed: outlives the request's responses */
   void *out_alloc_arg;
+  /* The models whose execute sent this request through the in-process API
+   * (BLS), each name followed by a NUL; NULL for a client's request.
+   * Borrowed: pool. Read by the instance thread that runs it (a nested
+   * call extends it). */
+  const char *caller_chain;
+  uint32_t caller_chain_len; /* bytes at caller_chain */
 
   /* Filled by ifd_request_submit. */
   uint64_t batch_size; /* 1st dim when the model batches, else 0 */
