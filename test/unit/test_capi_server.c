@@ -9,7 +9,7 @@
  * config, statistics and index JSON, batch and transaction properties,
  * load, reload with a config parameter and unload in explicit mode, the
  * refusals of the other modes, poll mode (a model added, one removed), the
- * metrics text, and delete with
+ * metrics text, one inference and its statistics, and delete with
  * models loaded. Models come from examples/model_repository and
  * test/models/control_repo; the backends from build/backends, found as the
  * library's default backend directory.
@@ -23,6 +23,7 @@
 
 #include <ftw.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -500,6 +501,129 @@ static void test_poll(void **state) {
   assert_int_equal(nftw(repo, rm_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
 }
 
+/* ---- one inference through the embedded server ----------------------------
+ */
+
+typedef struct waiter {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  TRITONSERVER_InferenceResponse *resp; /* the final response */
+  int released;
+} waiter_t;
+
+static TRITONSERVER_Error *alloc_fn(TRITONSERVER_ResponseAllocator *a,
+                                    const char *name, size_t size,
+                                    TRITONSERVER_MemoryType type,
+                                    int64_t type_id, void *userp, void **buffer,
+                                    void **buffer_userp,
+                                    TRITONSERVER_MemoryType *actual_type,
+                                    int64_t *actual_type_id) {
+  (void)a;
+  (void)name;
+  (void)type;
+  (void)type_id;
+  (void)userp;
+  *buffer = malloc(size > 0 ? size : 1);
+  *buffer_userp = NULL;
+  *actual_type = TRITONSERVER_MEMORY_CPU;
+  *actual_type_id = 0;
+  return NULL;
+}
+
+static TRITONSERVER_Error *release_fn(TRITONSERVER_ResponseAllocator *a,
+                                      void *buffer, void *buffer_userp,
+                                      size_t size, TRITONSERVER_MemoryType type,
+                                      int64_t type_id) {
+  (void)a;
+  (void)buffer_userp;
+  (void)size;
+  (void)type;
+  (void)type_id;
+  free(buffer);
+  return NULL;
+}
+
+static void on_response(TRITONSERVER_InferenceResponse *resp, uint32_t flags,
+                        void *userp) {
+  waiter_t *w = userp;
+  pthread_mutex_lock(&w->mu);
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) w->resp = resp;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void on_release(TRITONSERVER_InferenceRequest *req, uint32_t flags,
+                       void *userp) {
+  waiter_t *w = userp;
+  (void)req;
+  (void)flags;
+  pthread_mutex_lock(&w->mu);
+  w->released = 1;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void test_infer(void **state) {
+  TRITONSERVER_Server *s =
+      start(options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE));
+  TRITONSERVER_ResponseAllocator *alloc = NULL;
+  TRITONSERVER_InferenceRequest *req = NULL;
+  TRITONSERVER_Message *m = NULL;
+  waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+  const int64_t shape[2] = {1, 16};
+  float in[16];
+  const char *name;
+  TRITONSERVER_DataType dtype;
+  const int64_t *oshape;
+  uint64_t dims;
+  const void *base;
+  size_t size;
+  TRITONSERVER_MemoryType mt;
+  int64_t mid;
+  void *ouserp;
+  json_t *j;
+  int i;
+  (void)state;
+
+  for (i = 0; i < 16; i++) in[i] = (float)i * 0.5f;
+  ok(TRITONSERVER_ResponseAllocatorNew(&alloc, alloc_fn, release_fn, NULL));
+  ok(TRITONSERVER_InferenceRequestNew(&req, s, "identity_fp32", -1));
+  ok(TRITONSERVER_InferenceRequestAddInput(req, "INPUT0",
+                                           TRITONSERVER_TYPE_FP32, shape, 2));
+  ok(TRITONSERVER_InferenceRequestAppendInputData(req, "INPUT0", in, sizeof(in),
+                                                  TRITONSERVER_MEMORY_CPU, 0));
+  ok(TRITONSERVER_InferenceRequestSetReleaseCallback(req, on_release, &w));
+  ok(TRITONSERVER_InferenceRequestSetResponseCallback(req, alloc, NULL,
+                                                      on_response, &w));
+  ok(TRITONSERVER_ServerInferAsync(s, req, NULL));
+  pthread_mutex_lock(&w.mu);
+  while (w.resp == NULL || !w.released) pthread_cond_wait(&w.cv, &w.mu);
+  pthread_mutex_unlock(&w.mu);
+  ok(TRITONSERVER_InferenceResponseError(w.resp) == NULL
+         ? NULL
+         : TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                 "response error"));
+  ok(TRITONSERVER_InferenceResponseOutput(w.resp, 0, &name, &dtype, &oshape,
+                                          &dims, &base, &size, &mt, &mid,
+                                          &ouserp));
+  assert_string_equal(name, "OUTPUT0");
+  assert_int_equal(size, sizeof(in));
+  assert_memory_equal(base, in, sizeof(in));
+  ok(TRITONSERVER_InferenceResponseDelete(w.resp));
+  ok(TRITONSERVER_InferenceRequestDelete(req));
+  ok(TRITONSERVER_ResponseAllocatorDelete(alloc));
+
+  /* The statistics of the in-process request, as HTTP would show them. */
+  ok(TRITONSERVER_ServerModelStatistics(s, "identity_fp32", 1, &m));
+  j = json_of(m);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_array_get(json_object_get(j, "model_stats"), 0),
+                       "inference_count")),
+                   1);
+  json_decref(j);
+  ok(TRITONSERVER_ServerDelete(s));
+}
+
 /* ---- metrics --------------------------------------------------------------
  */
 
@@ -544,6 +668,7 @@ int main(void) {
       cmocka_unit_test(test_stats_and_index),
       cmocka_unit_test(test_explicit),
       cmocka_unit_test(test_poll),
+      cmocka_unit_test(test_infer),
       cmocka_unit_test(test_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
