@@ -347,8 +347,11 @@ TRITONSERVER_Error *TRITONSERVER_ServerStop(TRITONSERVER_Server *server) {
     while (atomic_load(&cs->host.posting) != 0) sched_yield();
     ifd_evq_push(ifd_server_evq(SRV(server)), &cs->stop_ev);
   }
-  /* A callback on the loop cannot wait for the loop: the stop goes on. */
-  if (ifd_server_on_loop(SRV(server))) return NULL;
+  /* A callback on the loop cannot wait for the loop, nor can a backend's
+   * execute wait for a stop that waits for its own request: the stop goes
+   * on without them. */
+  if (ifd_server_on_loop(SRV(server)) || ifd__instance_current(NULL, NULL))
+    return NULL;
   pthread_mutex_lock(&cs->mu);
   while (!cs->stopped) pthread_cond_wait(&cs->cv, &cs->mu);
   pthread_mutex_unlock(&cs->mu);
@@ -362,10 +365,11 @@ TRITONSERVER_Error *TRITONSERVER_ServerDelete(TRITONSERVER_Server *server) {
   if (server == NULL) return ERR(INVALID_ARG, "server must not be NULL");
   cs = host_of(server);
   if (cs == NULL) return refuse_host(__func__);
-  if (ifd_server_on_loop(SRV(server)))
+  if (ifd_server_on_loop(SRV(server)) || ifd__instance_current(NULL, NULL))
     return ERR(UNAVAILABLE,
-               "TRITONSERVER_ServerDelete: called on the server's own "
-               "thread (from a callback); delete it from another thread");
+               "TRITONSERVER_ServerDelete: called on a thread of the server "
+               "(a callback or a backend's execute); delete it from another "
+               "thread");
   err = TRITONSERVER_ServerStop(server);
   if (err != NULL) return err;
   /* Stopped: nothing else is posted, and this is pushed once. */
