@@ -7,7 +7,8 @@
  * missing repository and with a model that fails under exit_on_error,
  * start, stop, stop twice, live and ready before and after, the metadata,
  * config, statistics and index JSON, batch and transaction properties,
- * load, reload with a config parameter and unload in explicit mode, the
+ * load, reload with a config parameter, a model given as config and
+ * file parameters, and unload in explicit mode, the
  * refusals of the other modes, poll mode (a model added, one removed), the
  * metrics text, one inference and its statistics, and delete with
  * models loaded. Models come from examples/model_repository and
@@ -427,6 +428,36 @@ static void test_explicit(void **state) {
             s, "step1_identity", (const TRITONSERVER_Parameter **)&p, 1),
         TRITONSERVER_ERROR_INVALID_ARG, "STRING");
   TRITONSERVER_ParameterDelete(p);
+
+  /* A model given whole in the call: its config (which mends the broken
+   * one on disk) and a file of version 1, loaded from a temporary folder, as
+   * the HTTP repository extension does. */
+  {
+    const TRITONSERVER_Parameter *ps[2];
+    static const char blob[] = "not a real model file";
+    ps[0] = TRITONSERVER_ParameterNew(
+        "config", TRITONSERVER_PARAMETER_STRING,
+        "{\"backend\":\"identity\",\"max_batch_size\":0,"
+        "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\","
+        "\"dims\":[2]}],"
+        "\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":\"TYPE_FP32\","
+        "\"dims\":[2]}]}");
+    ps[1] =
+        TRITONSERVER_ParameterBytesNew("file:1/model.bin", blob, sizeof(blob));
+    assert_non_null(ps[0]);
+    assert_non_null(ps[1]);
+    ok(TRITONSERVER_ServerLoadModelWithParameters(s, "broken_backend", ps, 2));
+    assert_true(model_ready(s, "broken_backend"));
+    TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter *)ps[1]);
+    ps[1] = TRITONSERVER_ParameterNew("file:1/model.bin",
+                                      TRITONSERVER_PARAMETER_STRING, "x");
+    fails(
+        TRITONSERVER_ServerLoadModelWithParameters(s, "broken_backend", ps, 2),
+        TRITONSERVER_ERROR_INVALID_ARG, "BYTES");
+    TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter *)ps[0]);
+    TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter *)ps[1]);
+    ok(TRITONSERVER_ServerUnloadModel(s, "broken_backend"));
+  }
 
   /* Unload: the model leaves readiness once the unload has begun. */
   ok(TRITONSERVER_ServerUnloadModel(s, "step1_identity"));
