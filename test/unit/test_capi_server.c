@@ -540,6 +540,9 @@ typedef struct waiter {
   pthread_cond_t cv;
   TRITONSERVER_InferenceResponse *resp; /* the final response */
   int released;
+  TRITONSERVER_Server *server; /* asked from the callback (loop thread) */
+  int ready_in_cb;             /* ModelIsReady answered inline there */
+  int load_code_in_cb;         /* LoadModel's error class there */
 } waiter_t;
 
 static TRITONSERVER_Error *alloc_fn(TRITONSERVER_ResponseAllocator *a,
@@ -577,6 +580,17 @@ static TRITONSERVER_Error *release_fn(TRITONSERVER_ResponseAllocator *a,
 static void on_response(TRITONSERVER_InferenceResponse *resp, uint32_t flags,
                         void *userp) {
   waiter_t *w = userp;
+  bool ready = false;
+  TRITONSERVER_Error *e;
+
+  /* A callback may call the API: a query runs inline on the loop; a load,
+   * which would wait for the loop, is refused. */
+  if (TRITONSERVER_ServerModelIsReady(w->server, "identity_fp32", -1, &ready) ==
+      NULL)
+    w->ready_in_cb = ready;
+  e = TRITONSERVER_ServerLoadModel(w->server, "identity_fp32");
+  w->load_code_in_cb = e != NULL ? (int)TRITONSERVER_ErrorCode(e) : -1;
+  TRITONSERVER_ErrorDelete(e);
   pthread_mutex_lock(&w->mu);
   if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) w->resp = resp;
   pthread_cond_broadcast(&w->cv);
@@ -600,7 +614,8 @@ static void test_infer(void **state) {
   TRITONSERVER_ResponseAllocator *alloc = NULL;
   TRITONSERVER_InferenceRequest *req = NULL;
   TRITONSERVER_Message *m = NULL;
-  waiter_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+  waiter_t w = {
+      PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, s, 0, 0};
   const int64_t shape[2] = {1, 16};
   float in[16];
   const char *name;
@@ -640,6 +655,8 @@ static void test_infer(void **state) {
   assert_string_equal(name, "OUTPUT0");
   assert_int_equal(size, sizeof(in));
   assert_memory_equal(base, in, sizeof(in));
+  assert_true(w.ready_in_cb);
+  assert_int_equal(w.load_code_in_cb, TRITONSERVER_ERROR_UNAVAILABLE);
   ok(TRITONSERVER_InferenceResponseDelete(w.resp));
   ok(TRITONSERVER_InferenceRequestDelete(req));
   ok(TRITONSERVER_ResponseAllocatorDelete(alloc));
