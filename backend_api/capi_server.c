@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 #include "backend_api/internal.h"
@@ -895,27 +896,53 @@ TRITONSERVER_Error *TRITONSERVER_ServerPollModelRepository(
   return run(server, &q, poll_fn);
 }
 
+static void register_fn(ifd__capi_call_t *c) {
+  query_t *q = c->arg;
+  ifd_errmsg_t err;
+  int rc;
+
+  ifd_errclear(&err);
+  rc = q->flags ? ifd_server_register_repository(c->server, q->name, &err)
+                : ifd_server_unregister_repository(c->server, q->name, &err);
+  ifd__capi_call_done(c, rc < 0 ? error_of(rc, &err) : NULL);
+}
+
 TRITONSERVER_Error *TRITONSERVER_ServerRegisterModelRepository(
     TRITONSERVER_Server *server, const char *repository_path,
     const TRITONSERVER_Parameter **name_mapping, const uint32_t mapping_count) {
-  (void)name_mapping;
-  (void)mapping_count;
+  query_t q = {0};
+  struct stat st;
+
   SERVER_CHECK(server);
   if (repository_path == NULL)
     return ERR(INVALID_ARG, "repository_path must not be NULL");
-  return ERR(UNSUPPORTED,
-             "TRITONSERVER_ServerRegisterModelRepository: inferd serves the "
-             "repositories given at start only");
+  (void)name_mapping;
+  if (mapping_count > 0)
+    return ERR(UNSUPPORTED,
+               "TRITONSERVER_ServerRegisterModelRepository: name mappings are "
+               "not supported by inferd (a model's name is its folder's)");
+  /* Checked here: the loop does no file I/O. */
+  if (stat(repository_path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    char msg[PATH_MAX + 64];
+    snprintf(msg, sizeof(msg), "failed to register '%s', repository not found",
+             repository_path);
+    return ERR(INVALID_ARG, msg);
+  }
+  q.name = repository_path;
+  q.flags = 1;
+  return run(server, &q, register_fn);
 }
 
 TRITONSERVER_Error *TRITONSERVER_ServerUnregisterModelRepository(
     TRITONSERVER_Server *server, const char *repository_path) {
+  query_t q = {0};
+
   SERVER_CHECK(server);
   if (repository_path == NULL)
     return ERR(INVALID_ARG, "repository_path must not be NULL");
-  return ERR(UNSUPPORTED,
-             "TRITONSERVER_ServerUnregisterModelRepository: inferd serves "
-             "the repositories given at start only");
+  q.name = repository_path;
+  q.flags = 0;
+  return run(server, &q, register_fn);
 }
 
 /* ---- metrics ----------------------------------------------------------------

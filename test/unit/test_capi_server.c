@@ -8,9 +8,9 @@
  * start, stop, stop twice, live and ready before and after, the metadata,
  * config, statistics and index JSON, batch and transaction properties,
  * load, reload with a config parameter, a model given as config and
- * file parameters, and unload in explicit mode, the
- * refusals of the other modes, poll mode (a model added, one removed), the
- * metrics text, one inference and its statistics, and delete with
+ * file parameters, unload, a repository registered and unregistered in explicit
+ * mode, the refusals of the other modes, poll mode (a model added, one
+ * removed), the metrics text, one inference and its statistics, and delete with
  * models loaded. Models come from examples/model_repository and
  * test/models/control_repo; the backends from build/backends, found as the
  * library's default backend directory.
@@ -362,7 +362,9 @@ static void test_stats_and_index(void **state) {
   fails(TRITONSERVER_ServerPollModelRepository(s),
         TRITONSERVER_ERROR_UNAVAILABLE, "polling is disabled");
   fails(TRITONSERVER_ServerRegisterModelRepository(s, CONTROL, NULL, 0),
-        TRITONSERVER_ERROR_UNSUPPORTED, "RegisterModelRepository");
+        TRITONSERVER_ERROR_UNSUPPORTED, "not EXPLICIT");
+  fails(TRITONSERVER_ServerUnregisterModelRepository(s, EXAMPLES),
+        TRITONSERVER_ERROR_UNSUPPORTED, "not EXPLICIT");
   ok(TRITONSERVER_ServerDelete(s));
 }
 
@@ -470,6 +472,24 @@ static void test_explicit(void **state) {
   assert_false(model_ready(s, "ensemble_identity"));
   fails(TRITONSERVER_ServerPollModelRepository(s),
         TRITONSERVER_ERROR_UNAVAILABLE, "polling is disabled");
+
+  /* A second repository, registered: its models load by name. */
+  fails(TRITONSERVER_ServerLoadModel(s, "identity_fp32"),
+        TRITONSERVER_ERROR_INVALID_ARG, "identity_fp32");
+  ok(TRITONSERVER_ServerRegisterModelRepository(s, EXAMPLES, NULL, 0));
+  fails(TRITONSERVER_ServerRegisterModelRepository(s, EXAMPLES, NULL, 0),
+        TRITONSERVER_ERROR_ALREADY_EXISTS, "already been registered");
+  fails(TRITONSERVER_ServerRegisterModelRepository(s, "test/models/nope", NULL,
+                                                   0),
+        TRITONSERVER_ERROR_INVALID_ARG, "repository not found");
+  ok(TRITONSERVER_ServerLoadModel(s, "identity_fp32"));
+  assert_true(model_ready(s, "identity_fp32"));
+  ok(TRITONSERVER_ServerUnregisterModelRepository(s, EXAMPLES));
+  fails(TRITONSERVER_ServerUnregisterModelRepository(s, EXAMPLES),
+        TRITONSERVER_ERROR_INVALID_ARG, "repository not found");
+  assert_true(model_ready(s, "identity_fp32")); /* stays loaded */
+  fails(TRITONSERVER_ServerLoadModel(s, "identity_bytes"),
+        TRITONSERVER_ERROR_INVALID_ARG, "identity_bytes");
   /* Delete with identity_int32 (and maybe unloading models) still there. */
   ok(TRITONSERVER_ServerDelete(s));
 }
