@@ -13,6 +13,7 @@ backends plus the test backends bls, memprobe and repeat.
 What is asserted:
   * a chain (identity, then a model that adds 1 to identity's output) returns
     both calls' outputs, and each callee counted exactly one inference;
+  * a BLS model calls an ensemble, and an ensemble has a BLS step;
   * a call to a decoupled model gathers every response, none lost;
   * the BLS deadlock rule (docs/c_api.md): a one-instance model calling
     itself, and a cycle of one-instance models, are refused at once with
@@ -21,9 +22,14 @@ What is asserted:
     calling itself is served by its other instance;
   * saturation: more clients than the caller has instances, every instance
     waiting on one slow one-instance callee, all succeed;
+  * many clients at once on the two-instance self-caller: each gets its
+    answer or the refusal, none hangs;
   * a callee's error (unknown model, bad shape) is the client's error, with
     the callee's status and message;
-  * several clients at once on the chain get their own answers.
+  * several clients at once on the chain get their own answers;
+  * only the outputs a client asks for come back;
+  * (xfail, a core bug) SIGTERM with BLS requests accepted and in flight:
+    the drain completes them all.
 Every wait is bounded (HANG_S), and no assertion is about time.
 """
 
@@ -188,6 +194,20 @@ def test_chain_only_the_requested_output(srv, gc, proto):
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
+def test_bls_calls_an_ensemble(srv, gc, proto):
+    """The ensemble's output is built on the loop, not by a backend: it
+    reaches the BLS model in its allocator's buffers all the same."""
+    out = infer(proto, srv, gc, "bls_to_ens", int32_in([1, 2, 3, 4]))
+    assert out["SUM"].tolist() == [2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_ensemble_with_a_bls_step(srv, gc, proto):
+    out = infer(proto, srv, gc, "ens_of_bls", [("IN", "INT32", [2], [40, 50])])
+    assert out["R"].tolist() == [41, 51]
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
 def test_decoupled_callee_every_response_gathered(srv, gc, proto):
     vals = [5, 6, 7, 8, 9, 10, 11]
     out = infer(proto, srv, gc, "bls_decoupled", [
@@ -226,6 +246,28 @@ def test_self_call_two_instances_served_by_the_other(srv, gc, proto):
     assert out["OUTPUT0"].tolist() == [4, 2]
     # The client's request and the model's call to itself.
     assert success_count(srv, "bls_self_2") - before == 2
+
+
+def test_self_call_two_instances_many_clients(srv, gc):
+    """6 clients at once on bls_self_2, 3 rounds: when both instances wait on
+    calls to themselves, a call is refused rather than left waiting. Each
+    client gets the right answer or the deadlock refusal; none hangs, and a
+    lone request afterwards is served."""
+    def one(i):
+        proto = PROTOCOLS[i % 2]
+        try:
+            out = infer(proto, srv, gc, "bls_self_2", int32_in([i, 7]))
+        except Failed as f:
+            assert f.code == "UNAVAILABLE" and "deadlock" in f.message, f
+            return "refused"
+        assert out["OUTPUT0"].tolist() == [i, 7]
+        return "ok"
+
+    with cf.ThreadPoolExecutor(6) as ex:
+        for _ in range(3):
+            done = [f.result(timeout=HANG_S) for f in [ex.submit(one, i) for i in range(6)]]
+            assert len(done) == 6
+    assert infer("http", srv, gc, "bls_self_2", int32_in([9]))["OUTPUT0"].tolist() == [9]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
