@@ -22,6 +22,7 @@ What is asserted:
     calling itself is served by its other instance;
   * saturation: more clients than the caller has instances, every instance
     waiting on one slow one-instance callee, all succeed;
+  * (xfail, a bug) a cycle through an ensemble is refused as well;
   * many clients at once on the two-instance self-caller: each gets its
     answer or the refusal, none hangs;
   * a callee's error (unknown model, bad shape) is the client's error, with
@@ -53,6 +54,9 @@ DECOUPLED_REPO = h.REPO_ROOT / "test" / "models" / "decoupled_repo"
 TEST_BACKENDS = ("bls", "memprobe", "repeat")
 # Only there so that nothing hangs; never a claim about speed.
 HANG_S = 60
+# How long a request that should be refused at once may take before the
+# test calls it hung (the xfail case of a cycle through an ensemble).
+CYCLE_WAIT_S = 10
 
 PROTOCOLS = ("http", "grpc")
 
@@ -327,6 +331,33 @@ def test_many_clients_on_the_chain(srv, gc):
         assert sorted(f.result(timeout=HANG_S) for f in [ex.submit(client, k) for k in range(4)]) \
             == [0, 1, 2, 3]
     assert_ready(srv)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the chain of callers is lost in an ensemble (sched/ensemble_exec.c: a "
+    "step's request does not take the ensemble request's caller_chain), and "
+    "the deadlock check runs only in capi_infer.c's submit, never for an "
+    "ensemble's step: the step waits forever for the instance that waits "
+    "on it"))
+def test_cycle_through_an_ensemble_refused(tmp_path):
+    """bls_via_ens (one instance) -> ens_cycle -> bls_via_ens: refused with
+    the deadlock error, as a direct cycle is. A private server (a hang
+    would hold it until its exit timeout); CYCLE_WAIT_S only detects the
+    hang."""
+    h.require_binary()
+    repo = _repo(tmp_path / "repo")
+    backends = _backend_dir(tmp_path / "backends")
+    s = h.start_server(tmp_path / "srv", [repo],
+                       extra=[f"--backend-directory={backends}", "--exit-timeout-secs=5"],
+                       wait_models=("bls_via_ens", "ens_cycle"))
+    try:
+        try:
+            infer("http", s, None, "bls_via_ens", int32_in([1]), timeout=CYCLE_WAIT_S)
+            raise AssertionError("the cycle through the ensemble was served")
+        except Failed as f:
+            assert f.code == "UNAVAILABLE" and "deadlock" in f.message, f
+    finally:
+        s.stop(check=True)
 
 
 def pending(s, model):
