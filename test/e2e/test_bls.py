@@ -8,7 +8,7 @@ its own malloc allocator's buffers, and waits on a condition variable of its
 own; the model config's "calls" says what it calls). Models:
 test/models/bls_repo, plus repeat_int32 from test/models/decoupled_repo. The
 fixture gives the server a backend directory of its own: the shipped
-backends plus the test backends bls, memprobe and repeat.
+backends plus the test backends bls, memprobe, repeat and sleep.
 
 What is asserted:
   * a chain (identity, then a model that adds 1 to identity's output) returns
@@ -28,6 +28,8 @@ What is asserted:
   * a callee's error (unknown model, bad shape) is the client's error, with
     the callee's status and message;
   * several clients at once on the chain get their own answers;
+  * a client that goes away (HTTP close, gRPC cancel) cancels the BLS
+    model's call too, and the instance is free again;
   * only the outputs a client asks for come back;
   * (xfail, a core bug) SIGTERM with BLS requests accepted and in flight:
     the drain completes them all.
@@ -35,6 +37,7 @@ Every wait is bounded (HANG_S), and no assertion is about time.
 """
 
 import concurrent.futures as cf
+import json
 import os
 import shutil
 import signal
@@ -51,7 +54,7 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 BLS_REPO = h.REPO_ROOT / "test" / "models" / "bls_repo"
 DECOUPLED_REPO = h.REPO_ROOT / "test" / "models" / "decoupled_repo"
-TEST_BACKENDS = ("bls", "memprobe", "repeat")
+TEST_BACKENDS = ("bls", "memprobe", "repeat", "sleep")
 # Only there so that nothing hangs; never a claim about speed.
 HANG_S = 60
 # How long a request that should be refused at once may take before the
@@ -323,6 +326,47 @@ def test_callee_bad_shape(srv, gc, proto):
     # The right shape goes through.
     out = infer(proto, srv, gc, "bls_bad_shape", int32_in([1, 2, 3, 4]))
     assert out["OUTPUT0"].tolist() == [1, 2, 3, 4]
+
+
+LONG_MS = 60000  # far longer than any wait: only a cancel ends it early
+
+
+def wait_log(srv, text):
+    deadline = time.monotonic() + HANG_S
+    while text not in srv.log_path.read_text(errors="replace"):
+        assert srv.alive() and time.monotonic() < deadline, \
+            f"no {text!r} in the server log\n--- log tail ---\n{srv.log_tail()}"
+        time.sleep(0.05)
+
+
+def cheap_call_served(srv):
+    """bls_cancel's one instance is free again: a 0 ms call is answered."""
+    out = infer("http", srv, None, "bls_cancel", [("IN", "INT32", [1], [0])])
+    assert out["OUT"].tolist() == [0]
+
+
+def test_http_close_cancels_the_bls_call(srv):
+    """The client closes while bls_cancel waits on bls_sleep: the BLS model
+    sees its request cancelled and cancels its call (which carries the
+    client's request id), which stops sleeping."""
+    body = json.dumps({"id": "bls-http", "inputs": [
+        {"name": "IN", "datatype": "INT32", "shape": [1], "data": [LONG_MS]}]}).encode()
+    with h.RawConn(srv.port) as c:
+        c.send(h.http_request("POST", "/v2/models/bls_cancel/infer", body,
+                              headers={"Content-Type": "application/json"}))
+        wait_log(srv, "sleep: request 'bls-http' sleeping")
+    wait_log(srv, "sleep: request 'bls-http' cancelled after")
+    cheap_call_served(srv)
+
+
+def test_grpc_cancel_cancels_the_bls_call(srv, gc):
+    req = gh.infer_request(gc.pb, "bls_cancel", [("IN", "INT32", [1], np.array([LONG_MS], np.int32))],
+                           request_id="bls-grpc")
+    fut = gc.model_infer_future(req, timeout=HANG_S * 2)
+    wait_log(srv, "sleep: request 'bls-grpc' sleeping")
+    fut.cancel()
+    wait_log(srv, "sleep: request 'bls-grpc' cancelled after")
+    cheap_call_served(srv)
 
 
 def test_many_clients_on_the_chain(srv, gc):

@@ -13,7 +13,10 @@
  * decoupled callee sends several): an output's bytes are concatenated across
  * responses. The BLS response carries every output of every step under the
  * callee's names. A callee's error (an error response, or a refused call)
- * becomes the BLS request's error, code and message unchanged.
+ * becomes the BLS request's error, code and message unchanged. A call
+ * carries the id of the request it serves, and the cancellation of that
+ * request: the waiting thread polls TRITONBACKEND_RequestIsCancelled every
+ * 5 ms and then calls TRITONSERVER_InferenceRequestCancel on its call.
  *
  * Model config parameters ({"string_value": ...}):
  *   calls      "model[:dst=src,...][;model...]": the steps. Step 0 sends the
@@ -34,12 +37,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
@@ -52,6 +57,7 @@
 #define MAX_TENSORS 16
 #define MAX_DIMS 8
 #define NAME_MAX_LEN 64
+#define CANCEL_POLL_MS 5
 
 typedef struct map {
   char dst[NAME_MAX_LEN], src[NAME_MAX_LEN];
@@ -422,12 +428,18 @@ static TRITONSERVER_Error *add_input(TRITONSERVER_InferenceRequest *r,
   return err;
 }
 
-/* Builds the request of `step` from `in`. */
+/* Builds the request of `step` from `in`; it takes the id of the request
+ * it serves (`outer`), so the callee's log lines name it. */
 static TRITONSERVER_Error *build(TRITONSERVER_InferenceRequest *r,
+                                 TRITONBACKEND_Request *outer,
                                  const step_t *step, tensors_t *in,
                                  int64_t depth) {
-  TRITONSERVER_Error *err =
-      TRITONSERVER_InferenceRequestSetIntParameter(r, "bls_depth", depth);
+  const char *id = NULL;
+  TRITONSERVER_Error *err = TRITONBACKEND_RequestId(outer, &id);
+  if (err == NULL && id != NULL && id[0] != '\0')
+    err = TRITONSERVER_InferenceRequestSetId(r, id);
+  if (err == NULL)
+    err = TRITONSERVER_InferenceRequestSetIntParameter(r, "bls_depth", depth);
   if (step->n_maps == 0)
     for (unsigned i = 0; err == NULL && i < in->n; i++)
       err = add_input(r, in->t[i].name, &in->t[i]);
@@ -442,22 +454,56 @@ static TRITONSERVER_Error *build(TRITONSERVER_InferenceRequest *r,
   return err;
 }
 
-/* Runs `step` with inputs `in` and waits for it: its gathered outputs in
- * *out (cleared first), or the callee's error. */
-static TRITONSERVER_Error *run_step(model_state_t *st, const step_t *step,
-                                    tensors_t *in, int64_t depth,
-                                    tensors_t *out) {
+/* A deadline CANCEL_POLL_MS from now on the monotonic clock. */
+static struct timespec poll_deadline(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += CANCEL_POLL_MS * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+/* Once `outer` is cancelled (its client went away), cancels the call r
+ * too, once. Called without c->mu: the cancel waits for the loop thread,
+ * whose callbacks take c->mu. */
+static void forward_cancel(TRITONBACKEND_Request *outer,
+                           TRITONSERVER_InferenceRequest *r, bool *sent) {
+  bool cancelled = false;
+  if (*sent) return;
+  log_if_error(TRITONBACKEND_RequestIsCancelled(outer, &cancelled),
+               "cannot ask for cancellation");
+  if (!cancelled) return;
+  *sent = true;
+  log_if_error(TRITONSERVER_InferenceRequestCancel(r), "cannot cancel a call");
+}
+
+/* Runs `step` for request `outer` with inputs `in` and waits for it: its
+ * gathered outputs in *out (cleared first), or the callee's error. While it
+ * waits it polls `outer` for cancellation every CANCEL_POLL_MS and
+ * forwards it to the call. */
+static TRITONSERVER_Error *run_step(model_state_t *st,
+                                    TRITONBACKEND_Request *outer,
+                                    const step_t *step, tensors_t *in,
+                                    int64_t depth, tensors_t *out) {
   TRITONSERVER_InferenceRequest *r = NULL;
   TRITONSERVER_Error *err, *failed = NULL;
+  pthread_condattr_t ca;
+  bool cancel_sent = false;
   call_t c;
 
   memset(&c, 0, sizeof(c));
   pthread_mutex_init(&c.mu, NULL);
-  pthread_cond_init(&c.cv, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c.cv, &ca);
+  pthread_condattr_destroy(&ca);
   tensors_clear(out);
   err = TRITONSERVER_InferenceRequestNew(&r, st->server, step->model, -1);
   if (err != NULL) goto out_destroy;
-  err = build(r, step, in, depth);
+  err = build(r, outer, step, in, depth);
   if (err == NULL)
     err = TRITONSERVER_InferenceRequestSetReleaseCallback(r, on_release, &c);
   if (err == NULL)
@@ -471,8 +517,14 @@ static TRITONSERVER_Error *run_step(model_state_t *st, const step_t *step,
   for (;;) {
     pending_t *p = c.head;
     if (p == NULL) {
+      struct timespec until = poll_deadline();
       if (c.final && c.released) break;
-      pthread_cond_wait(&c.cv, &c.mu);
+      if (pthread_cond_timedwait(&c.cv, &c.mu, &until) == ETIMEDOUT &&
+          !cancel_sent) {
+        pthread_mutex_unlock(&c.mu);
+        forward_cancel(outer, r, &cancel_sent);
+        pthread_mutex_lock(&c.mu);
+      }
       continue;
     }
     c.head = p->next;
@@ -603,7 +655,7 @@ static TRITONSERVER_Error *run_steps(model_state_t *st, int64_t depth,
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "bls: out of memory");
   for (unsigned k = 0; err == NULL && k < st->n_steps; k++) {
-    err = run_step(st, &st->steps[k], prev, depth + 1, cur);
+    err = run_step(st, request, &st->steps[k], prev, depth + 1, cur);
     for (unsigned i = 0; err == NULL && i < cur->n; i++) {
       for (unsigned j = 0; err == NULL && j < n_names; j++)
         if (strcmp(names[j], cur->t[i].name) == 0)
