@@ -17,9 +17,9 @@ What is asserted:
   * a call to a decoupled model gathers every response, none lost;
   * the BLS deadlock rule (docs/c_api.md): a one-instance model calling
     itself, and a cycle of one-instance models, are refused at once with
-    UNAVAILABLE "deadlock" (never a hang), the server keeps serving, and the
-    same request succeeds again later than a refusal; a two-instance model
-    calling itself is served by its other instance;
+    UNAVAILABLE "deadlock" (never a hang), again on every retry (the
+    instance is free after each refusal), and the server keeps serving; a
+    two-instance model calling itself is served by its other instance;
   * saturation: more clients than the caller has instances, every instance
     waiting on one slow one-instance callee, all succeed;
   * (xfail, a bug) a cycle through an ensemble is refused as well;
@@ -117,8 +117,8 @@ def gc(srv, grpc_stubs):  # noqa: F811
 # ------------------------------------------------------------ requests ---
 
 class Failed(Exception):
-    """An error answer: status is the gRPC code name (HTTP: checked against
-    HTTP_STATUS by the caller through `http_status`)."""
+    """An error answer: `code` is the gRPC status name (for HTTP, the name
+    whose status HTTP_STATUS gives), `http_status` the HTTP status."""
 
     def __init__(self, code, message, http_status=None):
         super().__init__(f"{code}: {message}")
