@@ -22,7 +22,8 @@ What is asserted:
     two-instance model calling itself is served by its other instance;
   * saturation: more clients than the caller has instances, every instance
     waiting on one slow one-instance callee, all succeed;
-  * (xfail, a bug) a cycle through an ensemble is refused as well;
+  * a cycle through an ensemble is refused as well (the ensemble's step
+    carries the chain of callers);
   * many clients at once on the two-instance self-caller: each gets its
     answer or the refusal, none hangs;
   * a callee's error (unknown model, bad shape) is the client's error, with
@@ -31,8 +32,8 @@ What is asserted:
   * a client that goes away (HTTP close, gRPC cancel) cancels the BLS
     model's call too, and the instance is free again;
   * only the outputs a client asks for come back;
-  * (xfail, a core bug) SIGTERM with BLS requests accepted and in flight:
-    the drain completes them all.
+  * SIGTERM with BLS requests accepted and in flight: the drain completes
+    them all, their calls included.
 Every wait is bounded (HANG_S), and no assertion is about time.
 """
 
@@ -58,7 +59,7 @@ TEST_BACKENDS = ("bls", "memprobe", "repeat", "sleep")
 # Only there so that nothing hangs; never a claim about speed.
 HANG_S = 60
 # How long a request that should be refused at once may take before the
-# test calls it hung (the xfail case of a cycle through an ensemble).
+# test calls it hung (a cycle through an ensemble).
 CYCLE_WAIT_S = 10
 
 PROTOCOLS = ("http", "grpc")
@@ -387,12 +388,6 @@ def test_many_clients_on_the_chain(srv, gc):
     assert_ready(srv)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the chain of callers is lost in an ensemble (sched/ensemble_exec.c: a "
-    "step's request does not take the ensemble request's caller_chain), and "
-    "the deadlock check runs only in capi_infer.c's submit, never for an "
-    "ensemble's step: the step waits forever for the instance that waits "
-    "on it"))
 def test_cycle_through_an_ensemble_refused(tmp_path):
     """bls_via_ens (one instance) -> ens_cycle -> bls_via_ens: refused with
     the deadlock error, as a direct cycle is. A private server (a hang
@@ -425,12 +420,6 @@ def pending(s, model):
     raise AssertionError(f"no pending count for {model} in the metrics")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core/infer.c ifd_request_submit refuses every request once the server "
-    "shuts down (!ready && !live), so the BLS calls of requests accepted "
-    "before SIGTERM fail with 'server is shutting down' during the drain; "
-    "Triton's InferenceServer::InferAsync still accepts requests while "
-    "SERVER_EXITING, for in-flight work to complete"))
 def test_stop_with_bls_calls_in_flight(tmp_path):
     """SIGTERM while 8 clients' requests to bls_saturate were all accepted:
     its 4 instances executing, each waiting on a call to bls_slow (one
