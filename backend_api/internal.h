@@ -402,6 +402,11 @@ struct TRITONSERVER_ServerOptions {
   size_t n_host_policy;
 };
 
+/** The metrics of `s` (loop thread): NULL when no gauges are sampled (the
+ *  executable's server, whose gauges its metrics service holds); *enabled
+ *  is 0 when the options turned metrics off (capi_server.c). */
+struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled);
+
 /** The default backend directory: `backends` beside the folder of
  *  libtritonserver.so (build/lib -> build/backends), or beside the library
  *  itself. Writes into out (n bytes); returns 0, or -1 when unknown. */
