@@ -346,6 +346,8 @@ typedef struct waiter {
   TRITONSERVER_InferenceRequest *resubmit; /* release resubmits it ... */
   int resubmit_left;                       /* ... this many times */
   out_ctx_t *ctx;                          /* the resubmission's */
+  TRITONSERVER_InferenceRequest *cancel;   /* the response cancels it */
+  TRITONSERVER_Error *cancel_err;          /* owned: what Cancel said */
 } waiter_t;
 
 static void waiter_init(waiter_t *w) {
@@ -379,6 +381,11 @@ static void on_response(TRITONSERVER_InferenceResponse *resp, uint32_t flags,
   if (w->n_resp < MAX_RESP) w->flags[w->n_resp] = flags;
   if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL) w->n_final++;
   if (resp == NULL) w->n_null++;
+  if (w->cancel != NULL) {
+    /* An API call from a callback: it runs inline on the loop. */
+    w->cancel_err = TRITONSERVER_InferenceRequestCancel(w->cancel);
+    w->cancel = NULL;
+  }
   if (resp != NULL && !w->keep) {
     TRITONSERVER_Error *e = TRITONSERVER_InferenceResponseError(resp);
     if (e != NULL) {
@@ -866,6 +873,30 @@ static void test_request_reuse(void **state) {
   OK(TRITONSERVER_ResponseAllocatorDelete(a));
 }
 
+/* A raw input takes the model's only input's type and shape. */
+static void test_raw_input(void **state) {
+  TRITONSERVER_ResponseAllocator *a = allocator_new();
+  TRITONSERVER_InferenceRequest *r;
+  out_ctx_t ctx;
+  waiter_t w;
+  float in[16];
+  (void)state;
+  fill(in, 16, 9.0f);
+  memset(&ctx, 0, sizeof(ctx));
+  waiter_init(&w);
+  OK(TRITONSERVER_InferenceRequestNew(&r, server, "identity_fp32", -1));
+  OK(TRITONSERVER_InferenceRequestAddRawInput(r, "INPUT0"));
+  OK(TRITONSERVER_InferenceRequestAppendInputData(r, "INPUT0", in, sizeof(in),
+                                                  TRITONSERVER_MEMORY_CPU, 0));
+  set_callbacks(r, a, &ctx, &w);
+  OK(TRITONSERVER_ServerInferAsync(server, r, NULL));
+  waiter_wait(&w);
+  check_fp32_response(w.resp[0], in, &ctx);
+  waiter_destroy(&w);
+  OK(TRITONSERVER_InferenceRequestDelete(r));
+  OK(TRITONSERVER_ResponseAllocatorDelete(a));
+}
+
 /* Sends one INT32 to a seqacc model; returns OUTPUT, and OUT_CORRID in
  * corrid (BYTES: a 4-byte length, then the text). */
 static int32_t seq_step(const char *model, uint64_t id, const char *sid,
@@ -999,7 +1030,24 @@ static void test_cancel(void **state) {
   pthread_mutex_unlock(&wb.mu);
   OK(TRITONSERVER_InferenceRequestIsCancelled(busy, &c));
   assert_false(c);
-  OK(TRITONSERVER_InferenceRequestCancel(busy));
+  /* Cancelled from the response callback of another request. */
+  {
+    waiter_t wt;
+    float in[16];
+    TRITONSERVER_InferenceRequest *trigger;
+    fill(in, 16, 1.0f);
+    waiter_init(&wt);
+    wt.keep = 0;
+    wt.cancel = busy;
+    trigger = fp32_request(in);
+    set_callbacks(trigger, NULL, NULL, &wt);
+    OK(TRITONSERVER_ServerInferAsync(server, trigger, NULL));
+    waiter_wait(&wt);
+    OK(wt.cancel_err);
+    assert_int_equal(wt.n_errors, 0);
+    OK(TRITONSERVER_InferenceRequestDelete(trigger));
+    waiter_destroy(&wt);
+  }
   expect_cancelled(&wb);
   /* Cancelling a released request changes nothing; it runs again. */
   OK(TRITONSERVER_InferenceRequestCancel(queued));
@@ -1408,6 +1456,7 @@ int main(void) {
       cmocka_unit_test(test_many_threads),
       cmocka_unit_test(test_request_fields),
       cmocka_unit_test(test_request_reuse),
+      cmocka_unit_test(test_raw_input),
       cmocka_unit_test(test_sequence_round_trip),
       cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_errors_at_call),
