@@ -56,6 +56,11 @@ typedef struct ifd_model_ops {
    *  ifd_request_abort(IFD_ECANCELLED); leave it if it runs. May be NULL.
    *  Loop thread (ifd_request_cancel). */
   void (*cancel)(ifd_model_t *m, ifd_request_t *req);
+  /** Would `m` never serve `req`, a request sent from inside a model's
+   *  execute (req->caller_chain set: in-process BLS), because the chain
+   *  leads back to `m` and every instance of `m` waits on calls it sent?
+   *  May be NULL. Loop thread (ifd_request_submit refuses it then). */
+  int (*deadlocks)(const ifd_model_t *m, const ifd_request_t *req);
 } ifd_model_ops_t;
 
 /** --model-control-mode. */
