@@ -241,12 +241,12 @@ $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lcmocka
 
 # The in-process API's tests (test/unit/test_capi_*.c) are embedding
-# applications: they link $(LIBTS) itself, found at run time through an
-# rpath, and load the built backends from a repository of their own.
-$(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) | $(BACKEND_SO) $(TEST_BACKEND_SO)
+# applications: they use tritonserver.h only and link the built
+# libtritonserver.so, whose default backend directory is then $(BUILD)/backends.
+$(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
 	@mkdir -p $(dir $@)
-	$(CC) -Ibackend_api/include $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
-	  -Wl,-rpath,'$$ORIGIN/../../lib' -ltritonserver -lcmocka
+	$(CC) -Ibackend_api/include -D_GNU_SOURCE $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
+	  -Wl,-rpath,$(abspath $(BUILD)/lib) -ltritonserver -ljansson -lcmocka
 
 $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)
