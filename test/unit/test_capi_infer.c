@@ -24,7 +24,9 @@
  * No assertion depends on timing: waits are bounded (WAIT_S) only so that
  * a bug fails the test instead of hanging it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* nftw, mkdtemp, readlink */
+#endif
 /* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
