@@ -7,6 +7,9 @@
  *   make example            (or make all) builds build/examples/embed
  *   build/examples/embed [MODEL_REPOSITORY [BACKEND_DIRECTORY]]
  *
+ * The backend directory defaults to the backends folder beside the
+ * library's lib folder: build/backends for build/lib/libtritonserver.so.
+ *
  * It uses Triton's public header only and links libtritonserver.so, so the
  * same source builds against Triton's library. README.md beside it tells the
  * steps; docs/c_api.md is the API's page.
@@ -101,7 +104,7 @@ static void on_release(TRITONSERVER_InferenceRequest *request,
 
 int main(int argc, char **argv) {
   const char *repo = argc > 1 ? argv[1] : "examples/model_repository";
-  const char *backends = argc > 2 ? argv[2] : "build/backends";
+  const char *backends = argc > 2 ? argv[2] : NULL;
   TRITONSERVER_ServerOptions *options;
   TRITONSERVER_Server *server;
   TRITONSERVER_ResponseAllocator *allocator;
@@ -127,8 +130,9 @@ int main(int argc, char **argv) {
   check(TRITONSERVER_ServerOptionsNew(&options), "options");
   check(TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, repo),
         "repository");
-  check(TRITONSERVER_ServerOptionsSetBackendDirectory(options, backends),
-        "backend directory");
+  if (backends != NULL)
+    check(TRITONSERVER_ServerOptionsSetBackendDirectory(options, backends),
+          "backend directory");
   check(TRITONSERVER_ServerOptionsSetLogInfo(options, false), "log");
   check(TRITONSERVER_ServerNew(&server, options), "server");
   check(TRITONSERVER_ServerOptionsDelete(options), "options");
