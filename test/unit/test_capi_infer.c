@@ -1387,7 +1387,8 @@ static void stop_with_requests(int stop_first, unsigned exit_timeout_s,
     /* Stopped: a new request is refused at the call. */
     waiter_init(&wl);
     late = sleep_request("sleep_plain", &ms, &wl);
-    assert_non_null(TRITONSERVER_ServerInferAsync(server, late, NULL));
+    FAILS(TRITONSERVER_ServerInferAsync(server, late, NULL),
+          TRITONSERVER_ERROR_UNAVAILABLE, "stopped");
     OK(TRITONSERVER_InferenceRequestDelete(late));
     waiter_destroy(&wl);
   }
