@@ -622,7 +622,20 @@ static void on_response_delete(ifd_event_t *ev) {
 TRITONSERVER_Error *TRITONSERVER_InferenceResponseDelete(
     TRITONSERVER_InferenceResponse *inference_response) {
   ifd_response_t *resp = RESP(inference_response);
+  uint32_t i;
   if (resp == NULL) return NULL;
+  /* The allocator's buffers go back now, on the caller's thread, as in
+   * Triton: once this returns the application may delete its allocator,
+   * which the loop's free below (maybe later) must not reach. */
+  for (i = 0; i < resp->n_outputs; i++) {
+    ifd_output_t *o = &resp->outputs[i];
+    if (o->alloc == NULL) continue;
+    o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
+                      o->mem_type, o->mem_id);
+    o->alloc = NULL;
+    o->buffer = NULL;
+    o->buffer_external = 1; /* nothing left for ifd_response_free */
+  }
   if (ifd_server_on_loop(resp->req->server)) {
     response_delete(resp);
     return NULL;
