@@ -97,6 +97,7 @@ FUZZ_BIN := $(FUZZ_NAMES:%=$(BUILD)/test/fuzz/fuzz_%)
 PERF_SRC := $(wildcard bench/perf/*.c)
 PERF_OBJ := $(PERF_SRC:%.c=$(BUILD)/obj/%.o)
 PERF := $(BUILD)/inferd-perf
+EMBED := $(BUILD)/examples/embed
 
 LIBTS := $(BUILD)/lib/libtritonserver.so
 ABI_MAP := backend_api/libtritonserver.map
@@ -108,11 +109,11 @@ GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(if $(wildcard $(NVCC)),\
   $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so))
 
 .PHONY: all run test test-unit test-e2e test-gpu test-asan deps deps-check clean format-check bench \
-  fuzz fuzz-bins
+  fuzz fuzz-bins example
 .DEFAULT_GOAL := all
 
 all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(if $(PERF_SRC),$(PERF)) \
-  $(FAKE_NVML) $(GPU_TEST_BACKEND_SO)
+  $(FAKE_NVML) $(GPU_TEST_BACKEND_SO) $(EMBED)
 
 # ---- generated protobuf code ----------------------------------------------
 $(BUILD)/%.pb-c.c $(BUILD)/%.pb-c.h: %.proto
@@ -164,6 +165,16 @@ $(ABI_DYNLIST): $(ABI_MAP)
 $(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
 	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \
 	  $(EXE_DEPS)
+
+# ---- the embedding example (examples/embed/README.md) --------------------------
+# An application of the in-process API, built as one outside the tree would
+# be: Triton's public header and -ltritonserver only.
+$(EMBED): examples/embed/embed.c $(LIBTS)
+	@mkdir -p $(dir $@)
+	$(CC) -Ibackend_api/include $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
+	  -Wl,-rpath,'$$ORIGIN/../lib' -ltritonserver
+
+example: $(EMBED) $(BACKEND_SO)
 
 # ---- the load generator (a client: none of the server's objects) ------------
 $(PERF): $(PERF_OBJ) $(LLHTTP_OBJ) $(PROTO_C:%.c=%.o)
@@ -228,6 +239,14 @@ $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
 	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lcmocka
+
+# The in-process API's tests (test/unit/test_capi_*.c) are embedding
+# applications: they use tritonserver.h only and link the built
+# libtritonserver.so, whose default backend directory is then $(BUILD)/backends.
+$(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -Ibackend_api/include -D_GNU_SOURCE $(CFLAGS) -o $@ $< $(LDFLAGS) -L$(BUILD)/lib \
+	  -Wl,-rpath,$(abspath $(BUILD)/lib) -ltritonserver -ljansson -lcmocka
 
 $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)

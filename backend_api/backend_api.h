@@ -47,6 +47,15 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
 void ifd_backend_model_unload(ifd_model_t *m, void (*freed)(void *arg),
                               void *arg);
 
+/**
+ * The deadlock rule of in-process calls from inside an execute (BLS,
+ * backend_api/capi_infer.c): 1 when `req` carries a call chain that names
+ * `m` and every instance of `m` waits on calls it sent, so that `req`
+ * could never run; else 0 (also for a model without instances of its own,
+ * an ensemble). Loop thread.
+ */
+int ifd_backend_bls_deadlocks(const ifd_model_t *m, const ifd_request_t *req);
+
 /** Number of instances of a loaded model. */
 uint32_t ifd_backend_instance_count(const ifd_model_t *m);
 

@@ -141,12 +141,12 @@ static void bls_leave(TRITONSERVER_InferenceRequest *r) {
   r->gate = NULL;
 }
 
-/* Loop thread: would `m` never serve a request with chain `r->chain`? */
-static int bls_deadlocks(const TRITONSERVER_InferenceRequest *r,
-                         const ifd_model_t *m) {
+int ifd_backend_bls_deadlocks(const ifd_model_t *m, const ifd_request_t *req) {
   const TRITONBACKEND_Model *bm = m->backend_model;
-  if (r->chain == NULL || !chain_has(r->chain, r->chain_len, m->name)) return 0;
-  if (bm == NULL || bm->gate == NULL) return 0; /* not a backend's model */
+  if (req->caller_chain == NULL ||
+      !chain_has(req->caller_chain, req->caller_chain_len, m->name))
+    return 0;
+  if (bm == NULL || bm->gate == NULL) return 0; /* an ensemble */
   return atomic_load(&bm->gate->waiting) >= bm->gate->n_instances;
 }
 
@@ -432,23 +432,13 @@ static void submit(ifd_event_t *ev) {
     req->caller_chain_len = r->chain_len;
   }
 
-  /* The model is needed for raw inputs and the deadlock rule; submit looks
-   * it up again (same loop turn: the same answer). */
+  /* The model is needed for raw inputs; submit looks it up again (same
+   * loop turn: the same answer) and applies the deadlock rule. */
   if (ifd_server_find_model(r->server, r->model, strlen(r->model), r->version,
                             &m, &err) < 0) {
     refuse(c, err.code, err.text);
     return;
   }
-  if (bls_deadlocks(r, m)) {
-    ifd_errf(&err, IFD_EUNAVAIL,
-             "in-process request to model '%s' refused: it would deadlock, "
-             "as every instance of '%s' waits on a request it sent and the "
-             "call chain leads back to it",
-             m->name, m->name);
-    refuse(c, err.code, err.text);
-    return;
-  }
-
   if (ifd_request_reserve_inputs(req, r->n_inputs) < 0) goto out_nomem;
   for (i = 0; i < r->n_inputs; i++) {
     const ifd__capi_input_t *ci = &r->inputs[i];
@@ -632,7 +622,20 @@ static void on_response_delete(ifd_event_t *ev) {
 TRITONSERVER_Error *TRITONSERVER_InferenceResponseDelete(
     TRITONSERVER_InferenceResponse *inference_response) {
   ifd_response_t *resp = RESP(inference_response);
+  uint32_t i;
   if (resp == NULL) return NULL;
+  /* The allocator's buffers go back now, on the caller's thread, as in
+   * Triton: once this returns the application may delete its allocator,
+   * which the loop's free below (maybe later) must not reach. */
+  for (i = 0; i < resp->n_outputs; i++) {
+    ifd_output_t *o = &resp->outputs[i];
+    if (o->alloc == NULL) continue;
+    o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
+                      o->mem_type, o->mem_id);
+    o->alloc = NULL;
+    o->buffer = NULL;
+    o->buffer_external = 1; /* nothing left for ifd_response_free */
+  }
   if (ifd_server_on_loop(resp->req->server)) {
     response_delete(resp);
     return NULL;

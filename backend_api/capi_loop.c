@@ -21,10 +21,23 @@ int ifd__capi_open(TRITONSERVER_Server *server) {
 
 TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
                                    ifd_event_t *ev) {
-  if (!ifd__capi_open(server))
+  ifd__capi_host_t *h = ifd_server_host(SRV(server));
+
+  /* Announced before `closed` is read: TRITONSERVER_ServerStop sets closed,
+   * then waits for posting to drop to 0 before it queues its own event, so
+   * a post that saw the server open lands before the shutdown begins. */
+  if (h != NULL) atomic_fetch_add(&h->posting, 1);
+  /* A backend's execute (BLS) still posts while the stop drains: its
+   * requests are part of work accepted before the stop, and the loop runs
+   * until ServerDelete, after every instance thread has ended. */
+  if (h != NULL && atomic_load(&h->closed) &&
+      ifd__instance_current(NULL, NULL) == NULL) {
+    atomic_fetch_sub(&h->posting, 1);
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE,
                                  "the server is stopped");
+  }
   ifd_evq_push(ifd_server_evq(SRV(server)), ev);
+  if (h != NULL) atomic_fetch_sub(&h->posting, 1);
   return NULL;
 }
 

@@ -318,8 +318,11 @@ TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
 /* What capi_server.c keeps for a server it created, first in its own
  * object (ifd_server_host() points at it). */
 typedef struct ifd__capi_host {
-  atomic_int closed; /* set once TRITONSERVER_ServerStop began: no more
-                        calls are posted to the loop */
+  atomic_int closed;  /* set once TRITONSERVER_ServerStop began: no more
+                         calls are posted to the loop */
+  atomic_int posting; /* posts between their check of `closed` and their
+                         push: Stop waits for none before its own event, so
+                         nothing is pushed after the server is freed */
 } ifd__capi_host_t;
 
 /* A call from any thread that runs on the server's loop. Zero it, set fn
@@ -361,6 +364,53 @@ TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
 
 /** Does `server` take calls (not stopped)? Any thread. */
 int ifd__capi_open(TRITONSERVER_Server *server);
+
+/* ---- capi_options.c: TRITONSERVER_ServerOptions -------------------------- */
+
+#include "cuda/cuda_mem.h"
+
+/* A (group, setting, value) triple: --backend-config and --host-policy. */
+typedef struct ifd__capi_setting {
+  char *group;   /* owned: backend or policy name */
+  char *setting; /* owned */
+  char *value;   /* owned */
+} ifd__capi_setting_t;
+
+/* What an application sets before TRITONSERVER_ServerNew; its defaults are
+ * Triton's (TRITONSERVER_ServerOptionsNew). Not thread-safe, as in Triton. */
+struct TRITONSERVER_ServerOptions {
+  char **repos; /* owned: n_repos paths, each owned */
+  size_t n_repos;
+  ifd_control_mode_t control_mode;
+  char **startup_models; /* owned: n_startup_models names, each owned */
+  size_t n_startup_models;
+  int strict_config;
+  int exit_on_error;
+  int strict_readiness;
+  unsigned exit_timeout_secs;
+  char *backend_dir; /* owned; NULL: the library's own backends/ folder */
+  int log_info, log_warn, log_error, log_verbose;
+  int metrics;     /* ServerMetrics answers; gauges sampled */
+  int gpu_metrics; /* the GPU gauges among them */
+  uint64_t metrics_interval_ms;
+  int histogram_latencies;  /* metrics config histogram_latencies */
+  int no_counter_latencies; /* metrics config counter_latencies=false */
+  ifd_cuda_mem_opts_t cuda_mem;
+  ifd__capi_setting_t *backend_config; /* owned: n_backend_config entries */
+  size_t n_backend_config;
+  ifd__capi_setting_t *host_policy; /* owned: n_host_policy entries */
+  size_t n_host_policy;
+};
+
+/** The metrics of `s` (loop thread): NULL when no gauges are sampled (the
+ *  executable's server, whose gauges its metrics service holds); *enabled
+ *  is 0 when the options turned metrics off (capi_server.c). */
+struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled);
+
+/** The default backend directory: `backends` beside the folder of
+ *  libtritonserver.so (build/lib -> build/backends), or beside the library
+ *  itself. Writes into out (n bytes); returns 0, or -1 when unknown. */
+int ifd__capi_default_backend_dir(char *out, size_t n);
 
 /* ---- in-process requests (capi_request.c, capi_infer.c) ----------------- */
 

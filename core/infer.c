@@ -190,7 +190,10 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
 
   if (req->state != IFD_REQ_INIT)
     return ifd_errf(err, IFD_EINTERNAL, "request submitted twice");
-  if (!ifd_server_ready(req->server) && !ifd_server_live(req->server))
+  /* A request sent from inside a running execute (BLS) is part of work
+   * accepted before the shutdown, which the drain lets finish. */
+  if (!ifd_server_ready(req->server) && !ifd_server_live(req->server) &&
+      req->caller_chain == NULL)
     return ifd_errf(err, IFD_EUNAVAIL, "server is shutting down");
   rc = ifd_server_find_model(req->server, req->model_name,
                              strlen(req->model_name), req->model_version, &m,
@@ -198,6 +201,13 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   if (rc < 0) return rc;
   if (req->correlation_id != 0 || req->correlation_id_str != NULL)
     m = ifd__registry_sequence_home(req->server, m, req);
+  if (req->caller_chain != NULL && ops_of(req)->deadlocks != NULL &&
+      ops_of(req)->deadlocks(m, req))
+    return ifd_errf(err, IFD_EUNAVAIL,
+                    "request to model '%s' refused: it would deadlock, as "
+                    "every instance of '%s' waits on a request it sent and "
+                    "the call chain leads back to it",
+                    m->name, m->name);
   rc = ifd_model_validate_request(m, req, err);
   if (rc < 0) return rc;
   ifd_model_ref(m);

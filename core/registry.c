@@ -77,7 +77,10 @@ typedef struct reg_job {
   char *name;           /* owned copy: prepare */
   char *path;           /* owned: prepare in and out */
   char *repo;           /* owned: prepare out */
-  ifd_event_t ev;       /* embedded: unload completion, after its events */
+  char **repos;         /* owned: prepare's copy of the repository list
+                           (the loop may change it meanwhile) */
+  size_t n_repos;
+  ifd_event_t ev; /* embedded: unload completion, after its events */
   int rc;
   ifd_errmsg_t err;
 } reg_job_t;
@@ -322,6 +325,32 @@ static ifd_model_config_t *config_clone(const ifd_model_config_t *c) {
 /* ---- thread-pool jobs -------------------------------------------------------
  */
 
+/* A job's own copy of the repository list: TRITONSERVER_ServerRegister/
+ * UnregisterModelRepository change the server's on the loop while jobs run.
+ * Returns 0 or IFD_ENOMEM. */
+static int repos_copy(const ifd_server_t *s, char ***out, size_t *n) {
+  char **a = calloc(s->opts.n_repos ? s->opts.n_repos : 1, sizeof(*a));
+  size_t i;
+  if (a == NULL) return IFD_ENOMEM;
+  for (i = 0; i < s->opts.n_repos; i++) {
+    a[i] = strdup(s->opts.repos[i]);
+    if (a[i] == NULL) {
+      while (i > 0) free(a[--i]);
+      free(a);
+      return IFD_ENOMEM;
+    }
+  }
+  *out = a;
+  *n = s->opts.n_repos;
+  return 0;
+}
+
+static void repos_free(char **a, size_t n) {
+  size_t i;
+  for (i = 0; a != NULL && i < n; i++) free(a[i]);
+  free(a);
+}
+
 static reg_job_t *job_new(ifd_server_t *s, reg_op_t *op, ifd_model_t *m) {
   reg_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL) return NULL;
@@ -339,6 +368,7 @@ static int job_queue(reg_job_t *j, uv_work_cb work, uv_after_work_cb after) {
   s->jobs--;
   free(j->name);
   free(j->path);
+  repos_free(j->repos, j->n_repos);
   free(j);
   return IFD_EINTERNAL;
 }
@@ -348,6 +378,7 @@ static void job_end(ifd_server_t *s, reg_job_t *j) {
   free(j->name);
   free(j->path);
   free(j->repo);
+  repos_free(j->repos, j->n_repos);
   free(j);
   s->jobs--;
   if (ifd__registry_idle(s)) ifd__server_registry_idle(s);
@@ -643,8 +674,8 @@ static void prepare_work(uv_work_t *w) {
 
   ifd_errclear(&j->err);
   if (j->path == NULL) {
-    j->rc = ifd_repo_find(s->opts.repos, s->opts.n_repos, j->name, &j->path,
-                          &j->repo, &j->err);
+    j->rc = ifd_repo_find((const char *const *)j->repos, j->n_repos, j->name,
+                          &j->path, &j->repo, &j->err);
     if (j->rc < 0) return;
   }
   dir = j->path;
@@ -1007,10 +1038,12 @@ static void op_start(reg_op_t *op) {
     j->path = ifd_strdup_null(e->path);
   }
   if (j == NULL || j->name == NULL || (e->path != NULL && j->path == NULL) ||
+      (e->path == NULL && repos_copy(s, &j->repos, &j->n_repos) < 0) ||
       job_queue(j, prepare_work, prepare_after) < 0) {
     if (j != NULL) {
       free(j->name);
       free(j->path);
+      repos_free(j->repos, j->n_repos);
       free(j);
     }
     snprintf(msg, sizeof(msg), "failed to load '%s': out of memory", e->name);
@@ -1025,7 +1058,9 @@ typedef struct scan_job {
   uv_work_t work;       /* embedded */
   ifd_server_t *server; /* borrowed */
   ifd_repo_scan_t scan; /* owned */
-  uint64_t *fps;        /* owned: poll only, one per scan entry */
+  char **repos;         /* owned: the repository list when queued */
+  size_t n_repos;
+  uint64_t *fps; /* owned: poll only, one per scan entry */
   int poll;
   int rc;
   ifd_errmsg_t err;
@@ -1034,8 +1069,8 @@ typedef struct scan_job {
 static void scan_work(uv_work_t *w) {
   scan_job_t *j = (scan_job_t *)w;
   ifd_errclear(&j->err);
-  j->rc = ifd_repo_scan(j->server->opts.repos, j->server->opts.n_repos,
-                        &j->scan, &j->err);
+  j->rc = ifd_repo_scan((const char *const *)j->repos, j->n_repos, &j->scan,
+                        &j->err);
   if (j->rc < 0 || !j->poll || j->scan.count == 0) return;
   j->fps = calloc(j->scan.count, sizeof(*j->fps));
   for (size_t i = 0; j->fps != NULL && i < j->scan.count; i++)
@@ -1058,7 +1093,7 @@ static reg_op_t *queue_load(ifd_server_t *s, model_entry_t *e, int startup) {
 
 /* The repository path that holds `path` ("<repo>/<name>"). */
 static const char *repo_of(ifd_server_t *s, const char *path) {
-  const char *repo = s->opts.repos[0];
+  const char *repo = s->opts.n_repos > 0 ? s->opts.repos[0] : NULL;
   for (size_t k = 0; k < s->opts.n_repos; k++) {
     size_t rl = strlen(s->opts.repos[k]);
     if (strncmp(path, s->opts.repos[k], rl) == 0 && path[rl] == '/')
@@ -1169,6 +1204,7 @@ static void scan_after(uv_work_t *w, int status) {
   }
   if (j->poll) s->polling = 0;
   if (j->rc == 0) ifd_repo_scan_free(&j->scan);
+  repos_free(j->repos, j->n_repos);
   free(j->fps);
   if (!j->poll && --s->startup_ops == 0) ifd__server_loading_done(s);
   free(j);
@@ -1178,11 +1214,16 @@ static void scan_after(uv_work_t *w, int status) {
 static int scan_start(ifd_server_t *s, int poll) {
   scan_job_t *j = calloc(1, sizeof(*j));
   if (j == NULL) return IFD_ENOMEM;
+  if (repos_copy(s, &j->repos, &j->n_repos) < 0) {
+    free(j);
+    return IFD_ENOMEM;
+  }
   j->server = s;
   j->poll = poll;
   s->jobs++;
   if (uv_queue_work(s->loop, &j->work, scan_work, scan_after) < 0) {
     s->jobs--;
+    repos_free(j->repos, j->n_repos);
     free(j);
     return IFD_EINTERNAL;
   }
@@ -1193,6 +1234,74 @@ static void on_poll_timer(uv_timer_t *t) {
   ifd_server_t *s = t->data;
   if (s->polling || s->shutting_down || !s->loading_done) return;
   if (scan_start(s, 1) == 0) s->polling = 1;
+}
+
+int ifd_server_register_repository(ifd_server_t *s, const char *path,
+                                   ifd_errmsg_t *err) {
+  char **grown, *copy;
+  size_t i;
+
+  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+    return ifd_errf(err, IFD_EUNSUPPORTED,
+                    "repository registration is not allowed if model control "
+                    "mode is not EXPLICIT");
+  for (i = 0; i < s->opts.n_repos; i++)
+    if (strcmp(s->repos[i], path) == 0)
+      return ifd_errf(err, IFD_EEXISTS,
+                      "model repository '%s' has already been registered",
+                      path);
+  copy = strdup(path);
+  grown = copy != NULL
+              ? realloc(s->repos, (s->opts.n_repos + 1) * sizeof(char *))
+              : NULL;
+  if (grown == NULL) {
+    free(copy);
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
+  grown[s->opts.n_repos++] = copy;
+  s->repos = grown;
+  s->opts.repos = (const char *const *)s->repos;
+  return 0;
+}
+
+int ifd_server_unregister_repository(ifd_server_t *s, const char *path,
+                                     ifd_errmsg_t *err) {
+  size_t i;
+
+  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+    return ifd_errf(err, IFD_EUNSUPPORTED,
+                    "repository unregistration is not allowed if model "
+                    "control mode is not EXPLICIT");
+  for (i = 0; i < s->opts.n_repos; i++)
+    if (strcmp(s->repos[i], path) == 0) break;
+  if (i == s->opts.n_repos)
+    return ifd_errf(err, IFD_EINVAL,
+                    "failed to unregister '%s', repository not found", path);
+  /* Jobs hold copies of the list; entries hold copies of their path. */
+  free(s->repos[i]);
+  memmove(&s->repos[i], &s->repos[i + 1],
+          (s->opts.n_repos - i - 1) * sizeof(char *));
+  s->opts.n_repos--;
+  return 0;
+}
+
+int ifd_server_poll(ifd_server_t *s, void (*done)(void *arg), void *arg,
+                    ifd_errmsg_t *err) {
+  if (s->opts.control_mode != IFD_CONTROL_POLL)
+    return ifd_errf(err, IFD_EUNAVAIL, "polling is disabled");
+  if (s->shutting_down || !s->loading_done || s->poll_done != NULL)
+    return ifd_errf(err, IFD_EUNAVAIL,
+                    "the model repository cannot be polled now (starting, "
+                    "stopping, or a poll in progress)");
+  /* A timer scan in flight: its changes are applied first, then ours. */
+  if (!s->polling) {
+    int rc = scan_start(s, 1);
+    if (rc < 0) return ifd_errf(err, rc, "cannot poll the model repository");
+    s->polling = 1;
+  }
+  s->poll_done = done;
+  s->poll_arg = arg;
+  return 0;
 }
 
 int ifd__registry_start(ifd_server_t *s) {

@@ -196,6 +196,11 @@ void ifd__server_loading_done(ifd_server_t *s) {
 }
 
 void ifd__server_registry_idle(ifd_server_t *s) {
+  if (s->poll_done != NULL && !s->polling) {
+    void (*done)(void *) = s->poll_done;
+    s->poll_done = NULL;
+    done(s->poll_arg);
+  }
   if (s->shutting_down && s->loading_done) loaded_while_stopping(s);
 }
 

@@ -56,6 +56,11 @@ typedef struct ifd_model_ops {
    *  ifd_request_abort(IFD_ECANCELLED); leave it if it runs. May be NULL.
    *  Loop thread (ifd_request_cancel). */
   void (*cancel)(ifd_model_t *m, ifd_request_t *req);
+  /** Would `m` never serve `req`, a request sent from inside a model's
+   *  execute (req->caller_chain set: in-process BLS), because the chain
+   *  leads back to `m` and every instance of `m` waits on calls it sent?
+   *  May be NULL. Loop thread (ifd_request_submit refuses it then). */
+  int (*deadlocks)(const ifd_model_t *m, const ifd_request_t *req);
 } ifd_model_ops_t;
 
 /** --model-control-mode. */
@@ -272,6 +277,37 @@ typedef void (*ifd_load_cb)(int rc, const char *msg, void *arg);
 int ifd_server_load_model(ifd_server_t *s, const char *name, size_t name_len,
                           const ifd_load_params_t *params, ifd_load_cb done,
                           void *arg, ifd_load_call_t **call, ifd_errmsg_t *err);
+
+/**
+ * Rescans the repositories now (poll mode;
+ * TRITONSERVER_ServerPollModelRepository): models added or changed load, models
+ * removed unload. Returns 0 when started: `done(arg)` runs on the loop once the
+ * scan and every load and unload it caused have ended (never from inside this
+ * call). Refused with IFD_EUNAVAIL "polling is disabled" outside poll mode, and
+ * while starting, stopping or another such poll is in progress.
+ */
+int ifd_server_poll(ifd_server_t *s, void (*done)(void *arg), void *arg,
+                    ifd_errmsg_t *err);
+
+/**
+ * Adds a model repository (explicit mode; TRITONSERVER_ServerRegister-
+ * ModelRepository): later loads by name look there too, after the ones
+ * given before. The caller checked that it is a directory (no file I/O on
+ * the loop). Returns 0, or IFD_EUNSUPPORTED outside explicit mode,
+ * IFD_EEXISTS "model repository '<p>' has already been registered",
+ * IFD_ENOMEM. Loop thread.
+ */
+int ifd_server_register_repository(ifd_server_t *s, const char *path,
+                                   ifd_errmsg_t *err);
+
+/**
+ * Removes a repository added at start or by ifd_server_register_repository:
+ * later loads by name no longer look there; loaded models stay loaded.
+ * Returns 0, or IFD_EUNSUPPORTED outside explicit mode, IFD_EINVAL "failed
+ * to unregister '<p>', repository not found". Loop thread.
+ */
+int ifd_server_unregister_repository(ifd_server_t *s, const char *path,
+                                     ifd_errmsg_t *err);
 
 /** The caller of a load went away (its connection closed): its `done` will
  *  not run. The load itself goes on. Loop thread. */

@@ -73,8 +73,11 @@ struct ifd_server {
   void (*start_done)(ifd_server_t *, int, void *);
   void *start_arg;
   /* model control */
-  uv_timer_t poll_timer;   /* embedded: --repository-poll-secs */
-  int polling;             /* a poll scan is in flight */
+  uv_timer_t poll_timer; /* embedded: --repository-poll-secs */
+  int polling;           /* a poll scan is in flight */
+  /* ifd_server_poll's caller: runs once the scan and what it queued end. */
+  void (*poll_done)(void *arg);
+  void *poll_arg;          /* borrowed: the caller's */
   uv_timer_t retire_timer; /* embedded: checks retired versions */
   unsigned n_retired;      /* READY versions in retired lists */
   /* shutdown */

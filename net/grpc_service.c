@@ -41,7 +41,7 @@
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
-#include "net/utf8.h"
+#include "core/utf8.h"
 #include "proto/grpc_service.pb-c.h"
 #include "proto/health.pb-c.h"
 
@@ -154,15 +154,15 @@ static void **struct_array(arena_t *a, size_t n, size_t size) {
 /* A proto3 string field must hold UTF-8 (clients refuse the message
  * otherwise), and names and reasons may carry a folder name's bytes. Returns
  * `s` itself when it is well-formed, else a repaired copy from the arena
- * (net/utf8.h); NULL on ENOMEM. */
+ * (core/utf8.h); NULL on ENOMEM. */
 static char *text(arena_t *a, const char *s) {
   size_t n = strlen(s);
   char *r;
 
-  if (ifd__utf8_valid(s, n)) return (char *)s;
+  if (ifd_utf8_valid(s, n)) return (char *)s;
   if (n > (SIZE_MAX - 1) / 3 || (r = arena_alloc(a, 3 * n + 1)) == NULL)
     return NULL;
-  r[ifd__utf8_repair(s, n, r)] = '\0';
+  r[ifd_utf8_repair(s, n, r)] = '\0';
   return r;
 }
 

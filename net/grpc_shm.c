@@ -31,7 +31,7 @@
 #include "core/shm.h"
 #include "net/grpc_infer.h"
 #include "net/status.h"
-#include "net/utf8.h"
+#include "core/utf8.h"
 
 static ifd_shm_t *table(const ifd_gstream_t *st) {
   return ifd_server_shm(ifd_gstream_server(st));
@@ -56,10 +56,10 @@ static void entries_free(entries_t *e) {
 static char *put_text(char *out, const char *s) {
   size_t n = strlen(s);
 
-  if (ifd__utf8_valid(s, n)) {
+  if (ifd_utf8_valid(s, n)) {
     memcpy(out, s, n);
   } else {
-    n = ifd__utf8_repair(s, n, out);
+    n = ifd_utf8_repair(s, n, out);
   }
   out[n] = '\0';
   return out + n + 1;

@@ -181,19 +181,12 @@ static void reply_body(ifd_http_slot_t *s, ifd_hbuf_t *b) {
 
 /* The model configuration is the inference.ModelConfig message itself; its
  * JSON form (protobuf's JSON mapping with Triton's field order) is the one
- * TRITONBACKEND_ModelConfig hands to backends too, so both share
- * ifd_config_to_json. */
+ * TRITONBACKEND_ModelConfig hands to backends too (ifd_config_to_json). */
 static void reply_config(ifd_http_slot_t *s, const ifd_model_t *m) {
-  json_t *j = ifd_config_to_json(m->config);
   ifd_hbuf_t b;
 
-  if (j == NULL) {
-    ifd__http_slot_error(s, 500, "out of memory");
-    return;
-  }
   ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__json_dump(&b, j);
-  json_decref(j);
+  ifd__json_model_config(&b, m);
   reply_body(s, &b);
 }
 

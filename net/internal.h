@@ -135,13 +135,16 @@ const char *ifd__json_number_f32(const char *p, const char *end, float *out);
 
 /* ---- metadata JSON (http_meta.c) --------------------------------------- */
 
-/* Each appends the compact JSON body of one route to `b`, fields in the
- * order tritonserver writes them. An allocation failure sets b->oom. */
+/* Each appends the compact JSON body of one route to `b`, rendered by
+ * core/render_json.h (the in-process API's text too). An allocation failure
+ * sets b->oom. */
 
 /** GET /v2: {"name","version","extensions"}. */
 void ifd__json_server_info(ifd_hbuf_t *b, const ifd_server_info_t *info);
 /** GET /v2/models/m: {"name","versions","platform","inputs","outputs"}. */
 void ifd__json_model_info(ifd_hbuf_t *b, const ifd_model_info_t *info);
+/** GET /v2/models/m/config: the configuration as protobuf's JSON mapping. */
+void ifd__json_model_config(ifd_hbuf_t *b, const ifd_model_t *m);
 /** The statistics extension: {"model_stats":[...]} of `n` entries. */
 void ifd__json_stats(ifd_hbuf_t *b, const ifd_stats_entry_t *e, size_t n);
 /** POST /v2/repository/index: [{"name","version","state","reason"}], the

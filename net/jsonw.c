@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "net/internal.h"
-#include "net/utf8.h"
+#include "core/utf8.h"
 
 void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom) {
   b->data = NULL;
@@ -169,7 +169,7 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
 void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n) {
   char *tmp;
 
-  if (ifd__utf8_valid(s, n)) {
+  if (ifd_utf8_valid(s, n)) {
     ifd__json_str(b, s, n);
     return;
   }
@@ -178,7 +178,7 @@ void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n) {
     b->oom = 1;
     return;
   }
-  ifd__json_str(b, tmp, ifd__utf8_repair(s, n, tmp));
+  ifd__json_str(b, tmp, ifd_utf8_repair(s, n, tmp));
   free(tmp);
 }
 

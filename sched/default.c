@@ -247,6 +247,7 @@ static const ifd_model_ops_t ops = {
     .pending = sched_pending,
     .sequences = sched_sequences,
     .holds_sequence = sched_holds_sequence,
+    .deadlocks = ifd_backend_bls_deadlocks,
 };
 
 const ifd_model_ops_t *ifd_sched_model_ops(void) {

@@ -408,6 +408,11 @@ static void start(ens_exec_t *x, ens_run_t *r) {
   c->model_name = st->model;
   c->model_version = st->version;
   c->id = p->id;
+  /* A step runs on behalf of whoever sent the ensemble's request: a BLS
+   * call's chain goes on, so the deadlock rule sees a cycle through an
+   * ensemble too. */
+  c->caller_chain = p->caller_chain;
+  c->caller_chain_len = p->caller_chain_len;
   c->correlation_id = seq->id;
   c->correlation_id_str = seq->str;
   c->flags = seq->flags;

@@ -100,9 +100,9 @@ static inline int fz_submit(ifd_model_t *m, ifd_request_t *req,
   return 0;
 }
 
-static const ifd_model_ops_t fz_ops = {fz_load, fz_unload,  fz_submit,
-                                       fz_stop, fz_pending, fz_pending,
-                                       NULL,    NULL,       NULL};
+static const ifd_model_ops_t fz_ops = {
+    fz_load,    fz_unload, fz_submit, fz_stop, fz_pending,
+    fz_pending, NULL,      NULL,      NULL,    NULL};
 
 /* ---- the server -------------------------------------------------------- */
 

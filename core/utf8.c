@@ -1,12 +1,12 @@
 /*
- * net/utf8.c - UTF-8 checking and repair of outgoing text (see utf8.h).
+ * core/utf8.c - UTF-8 checking and repair of outgoing text (see utf8.h).
  */
-#include "net/utf8.h"
+#include "core/utf8.h"
 
 #include <stdint.h>
 #include <string.h>
 
-size_t ifd__utf8_seq(const unsigned char *s, size_t n) {
+size_t ifd_utf8_seq(const unsigned char *s, size_t n) {
   size_t len, i;
   uint32_t cp;
 
@@ -34,7 +34,7 @@ size_t ifd__utf8_seq(const unsigned char *s, size_t n) {
   return len;
 }
 
-int ifd__utf8_valid(const char *s, size_t n) {
+int ifd_utf8_valid(const char *s, size_t n) {
   const unsigned char *u = (const unsigned char *)s;
   size_t i = 0, len;
 
@@ -44,18 +44,18 @@ int ifd__utf8_valid(const char *s, size_t n) {
       i++;
       continue;
     }
-    if ((len = ifd__utf8_seq(u + i, n - i)) == 0) return 0;
+    if ((len = ifd_utf8_seq(u + i, n - i)) == 0) return 0;
     i += len;
   }
   return 1;
 }
 
-size_t ifd__utf8_repair(const char *s, size_t n, char *out) {
+size_t ifd_utf8_repair(const char *s, size_t n, char *out) {
   const unsigned char *u = (const unsigned char *)s;
   size_t i, o = 0, len;
 
   for (i = 0; i < n; i += len) {
-    len = ifd__utf8_seq(u + i, n - i);
+    len = ifd_utf8_seq(u + i, n - i);
     if (len == 0) {
       memcpy(out + o, "\xef\xbf\xbd", 3);
       o += 3;

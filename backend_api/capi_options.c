@@ -1,0 +1,537 @@
+/*
+ * backend_api/capi_options.c - TRITONSERVER_ServerOptions: what an
+ * application sets before TRITONSERVER_ServerNew.
+ *
+ * Every setter of tritonserver.h exists. Those inferd has a meaning for are
+ * stored and used by ServerNew (capi_server.c): repositories, model control,
+ * startup models, strict config, exit on error, strict readiness, exit
+ * timeout, backend directory, log and metrics settings, memory pools.
+ * Settings inferd has no use for but whose absence changes nothing an
+ * application can observe (thread counts, the peer access switch, a server
+ * id) are accepted with a warning logged once per process. Settings whose
+ * acceptance would mislead (a response cache, a log file, a rate limiter,
+ * namespacing, another config file name) fail with UNSUPPORTED, naming the
+ * option, so the application learns at once.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_api/internal.h"
+#include "core/log.h"
+
+#define ERR(code, msg) TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_##code, (msg))
+
+static TRITONSERVER_Error *unsupported(const char *fn, const char *why) {
+  char msg[320];
+  snprintf(msg, sizeof(msg), "%s: %s", fn, why);
+  return ERR(UNSUPPORTED, msg);
+}
+
+/* Logs once per process and call site that an option is accepted but has
+ * no effect in inferd. */
+#define WARN_ONCE(fn, why)                       \
+  do {                                           \
+    static atomic_int warned_;                   \
+    if (atomic_exchange(&warned_, 1) == 0)       \
+      IFD_WARN("%s: accepted, but %s", fn, why); \
+  } while (0)
+
+#define OPT_CHECK(o)                                                      \
+  do {                                                                    \
+    if ((o) == NULL) return ERR(INVALID_ARG, "options must not be NULL"); \
+  } while (0)
+
+static TRITONSERVER_Error *oom(void) {
+  return ERR(INTERNAL, "out of memory");
+}
+
+/* Appends a copy of `s` to a string array. */
+static TRITONSERVER_Error *push_str(char ***arr, size_t *n, const char *s) {
+  char **grown, *copy;
+
+  if (s == NULL) return ERR(INVALID_ARG, "the string must not be NULL");
+  copy = strdup(s);
+  if (copy == NULL) return oom();
+  grown = realloc(*arr, (*n + 1) * sizeof(**arr));
+  if (grown == NULL) {
+    free(copy);
+    return oom();
+  }
+  grown[(*n)++] = copy;
+  *arr = grown;
+  return NULL;
+}
+
+static void free_strs(char **arr, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) free(arr[i]);
+  free(arr);
+}
+
+/* Appends (or, for a repeated group and setting, replaces) a setting. */
+static TRITONSERVER_Error *push_setting(ifd__capi_setting_t **arr, size_t *n,
+                                        const char *group, const char *setting,
+                                        const char *value) {
+  ifd__capi_setting_t *grown, t;
+  size_t i;
+
+  if (group == NULL || setting == NULL || value == NULL)
+    return ERR(INVALID_ARG, "name, setting and value must not be NULL");
+  t.group = strdup(group);
+  t.setting = strdup(setting);
+  t.value = strdup(value);
+  if (t.group == NULL || t.setting == NULL || t.value == NULL) goto out_oom;
+  for (i = 0; i < *n; i++) {
+    if (strcmp((*arr)[i].group, group) == 0 &&
+        strcmp((*arr)[i].setting, setting) == 0) {
+      free(t.group);
+      free(t.setting);
+      free((*arr)[i].value);
+      (*arr)[i].value = t.value;
+      return NULL;
+    }
+  }
+  grown = realloc(*arr, (*n + 1) * sizeof(**arr));
+  if (grown == NULL) goto out_oom;
+  grown[(*n)++] = t;
+  *arr = grown;
+  return NULL;
+
+out_oom:
+  free(t.group);
+  free(t.setting);
+  free(t.value);
+  return oom();
+}
+
+static void free_settings(ifd__capi_setting_t *arr, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    free(arr[i].group);
+    free(arr[i].setting);
+    free(arr[i].value);
+  }
+  free(arr);
+}
+
+int ifd__capi_default_backend_dir(char *out, size_t n) {
+  Dl_info info;
+  char dir[PATH_MAX];
+  char *slash;
+  size_t len;
+
+  /* Where this very code was loaded from: libtritonserver.so, or the
+   * executable that stands in for it. */
+  if (dladdr((void *)ifd__capi_default_backend_dir, &info) == 0 ||
+      info.dli_fname == NULL || realpath(info.dli_fname, dir) == NULL)
+    return -1;
+  slash = strrchr(dir, '/');
+  if (slash == NULL) return -1;
+  *slash = '\0';
+  len = strlen(dir);
+  /* <prefix>/lib/libtritonserver.so -> <prefix>/backends. */
+  if (len >= 4 && strcmp(dir + len - 4, "/lib") == 0) dir[len - 4] = '\0';
+  if ((size_t)snprintf(out, n, "%s/backends", dir) >= n) return -1;
+  return 0;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsNew(
+    TRITONSERVER_ServerOptions **options) {
+  TRITONSERVER_ServerOptions *o;
+
+  if (options == NULL) return ERR(INVALID_ARG, "options must not be NULL");
+  o = calloc(1, sizeof(*o));
+  if (o == NULL) return oom();
+  /* Triton's defaults (its TritonServerOptions). */
+  o->control_mode = IFD_CONTROL_NONE;
+  o->strict_config = 1;
+  o->exit_on_error = 1;
+  o->strict_readiness = 1;
+  o->exit_timeout_secs = 30;
+  o->log_info = o->log_warn = o->log_error = 1;
+  o->metrics = 1;
+  o->gpu_metrics = 1;
+  o->metrics_interval_ms = 2000;
+  ifd_cuda_mem_opts_default(&o->cuda_mem);
+  *options = o;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsDelete(
+    TRITONSERVER_ServerOptions *options) {
+  if (options == NULL) return NULL;
+  free_strs(options->repos, options->n_repos);
+  free_strs(options->startup_models, options->n_startup_models);
+  free(options->backend_dir);
+  free_settings(options->backend_config, options->n_backend_config);
+  free_settings(options->host_policy, options->n_host_policy);
+  free(options);
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetServerId(
+    TRITONSERVER_ServerOptions *options, const char *server_id) {
+  OPT_CHECK(options);
+  (void)server_id;
+  WARN_ONCE(__func__, "the server metadata keeps the name \"inferd\"");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelRepositoryPath(
+    TRITONSERVER_ServerOptions *options, const char *model_repository_path) {
+  OPT_CHECK(options);
+  return push_str(&options->repos, &options->n_repos, model_repository_path);
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelControlMode(
+    TRITONSERVER_ServerOptions *options, TRITONSERVER_ModelControlMode mode) {
+  OPT_CHECK(options);
+  switch (mode) {
+    case TRITONSERVER_MODEL_CONTROL_NONE:
+      options->control_mode = IFD_CONTROL_NONE;
+      return NULL;
+    case TRITONSERVER_MODEL_CONTROL_POLL:
+      options->control_mode = IFD_CONTROL_POLL;
+      return NULL;
+    case TRITONSERVER_MODEL_CONTROL_EXPLICIT:
+      options->control_mode = IFD_CONTROL_EXPLICIT;
+      return NULL;
+  }
+  return ERR(INVALID_ARG, "unknown model control mode");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStartupModel(
+    TRITONSERVER_ServerOptions *options, const char *model_name) {
+  OPT_CHECK(options);
+  return push_str(&options->startup_models, &options->n_startup_models,
+                  model_name);
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStrictModelConfig(
+    TRITONSERVER_ServerOptions *options, bool strict) {
+  OPT_CHECK(options);
+  options->strict_config = strict;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelConfigName(
+    TRITONSERVER_ServerOptions *options, const char *model_config_name) {
+  OPT_CHECK(options);
+  if (model_config_name == NULL || model_config_name[0] == '\0' ||
+      strcmp(model_config_name, "config.pbtxt") == 0)
+    return NULL;
+  return unsupported(__func__, "inferd reads each model's config.pbtxt only");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetRateLimiterMode(
+    TRITONSERVER_ServerOptions *options, TRITONSERVER_RateLimitMode mode) {
+  OPT_CHECK(options);
+  if (mode == TRITONSERVER_RATE_LIMIT_OFF) return NULL;
+  return unsupported(__func__, "inferd has no rate limiter");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsAddRateLimiterResource(
+    TRITONSERVER_ServerOptions *options, const char *resource_name,
+    const size_t resource_count, const int device) {
+  OPT_CHECK(options);
+  (void)resource_name;
+  (void)resource_count;
+  (void)device;
+  return unsupported(__func__, "inferd has no rate limiter");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(
+    TRITONSERVER_ServerOptions *options, uint64_t size) {
+  OPT_CHECK(options);
+  options->cuda_mem.pinned_bytes = size;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCudaMemoryPoolByteSize(
+    TRITONSERVER_ServerOptions *options, int gpu_device, uint64_t size) {
+  OPT_CHECK(options);
+  if (gpu_device < 0 || gpu_device >= IFD_CUDA_MAX_DEVICES)
+    return ERR(INVALID_ARG, "GPU device id out of range");
+  options->cuda_mem.cuda_bytes[gpu_device] = size;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCudaVirtualAddressSize(
+    TRITONSERVER_ServerOptions *options, int gpu_device,
+    size_t cuda_virtual_address_size) {
+  OPT_CHECK(options);
+  (void)gpu_device;
+  (void)cuda_virtual_address_size;
+  WARN_ONCE(__func__, "inferd's GPU pools do not grow virtually");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetResponseCacheByteSize(
+    TRITONSERVER_ServerOptions *options, uint64_t size) {
+  OPT_CHECK(options);
+  if (size == 0) return NULL;
+  return unsupported(__func__, "inferd has no response cache");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCacheConfig(
+    TRITONSERVER_ServerOptions *options, const char *cache_name,
+    const char *config_json) {
+  OPT_CHECK(options);
+  (void)cache_name;
+  (void)config_json;
+  return unsupported(__func__, "inferd has no response cache");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCacheDirectory(
+    TRITONSERVER_ServerOptions *options, const char *cache_dir) {
+  OPT_CHECK(options);
+  (void)cache_dir;
+  WARN_ONCE(__func__, "inferd has no response cache");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(
+    TRITONSERVER_ServerOptions *options, double cc) {
+  OPT_CHECK(options);
+  (void)cc;
+  WARN_ONCE(__func__, "inferd uses every GPU the CUDA runtime lists");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetExitOnError(
+    TRITONSERVER_ServerOptions *options, bool exit) {
+  OPT_CHECK(options);
+  options->exit_on_error = exit;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStrictReadiness(
+    TRITONSERVER_ServerOptions *options, bool strict) {
+  OPT_CHECK(options);
+  options->strict_readiness = strict;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetExitTimeout(
+    TRITONSERVER_ServerOptions *options, unsigned int timeout) {
+  OPT_CHECK(options);
+  if (timeout > INT_MAX / 1000)
+    return ERR(INVALID_ARG, "exit timeout out of range");
+  options->exit_timeout_secs = timeout;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetBufferManagerThreadCount(
+    TRITONSERVER_ServerOptions *options, unsigned int thread_count) {
+  OPT_CHECK(options);
+  (void)thread_count;
+  WARN_ONCE(__func__, "inferd copies buffers on the threads that need them");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadThreadCount(
+    TRITONSERVER_ServerOptions *options, unsigned int thread_count) {
+  OPT_CHECK(options);
+  (void)thread_count;
+  WARN_ONCE(__func__,
+            "models load on libuv's thread pool (UV_THREADPOOL_SIZE)");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadRetryCount(
+    TRITONSERVER_ServerOptions *options, unsigned int retry_count) {
+  OPT_CHECK(options);
+  (void)retry_count;
+  WARN_ONCE(__func__, "a failed load is not retried");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelNamespacing(
+    TRITONSERVER_ServerOptions *options, bool enable_namespace) {
+  OPT_CHECK(options);
+  if (!enable_namespace) return NULL;
+  return unsupported(__func__, "model names are global in inferd");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetEnablePeerAccess(
+    TRITONSERVER_ServerOptions *options, bool enable_peer_access) {
+  OPT_CHECK(options);
+  (void)enable_peer_access;
+  return NULL; /* inferd never enables peer access between GPUs */
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFile(
+    TRITONSERVER_ServerOptions *options, const char *file) {
+  OPT_CHECK(options);
+  if (file == NULL || file[0] == '\0') return NULL;
+  return unsupported(__func__, "inferd logs to standard error only");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogInfo(
+    TRITONSERVER_ServerOptions *options, bool log) {
+  OPT_CHECK(options);
+  options->log_info = log;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogWarn(
+    TRITONSERVER_ServerOptions *options, bool log) {
+  OPT_CHECK(options);
+  options->log_warn = log;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogError(
+    TRITONSERVER_ServerOptions *options, bool log) {
+  OPT_CHECK(options);
+  options->log_error = log;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFormat(
+    TRITONSERVER_ServerOptions *options, const TRITONSERVER_LogFormat format) {
+  OPT_CHECK(options);
+  if (format == TRITONSERVER_LOG_DEFAULT) return NULL;
+  if (format == TRITONSERVER_LOG_ISO8601) {
+    WARN_ONCE(__func__, "log lines keep inferd's one format");
+    return NULL;
+  }
+  return ERR(INVALID_ARG, "unknown log format");
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogVerbose(
+    TRITONSERVER_ServerOptions *options, int level) {
+  OPT_CHECK(options);
+  options->log_verbose = level;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetrics(
+    TRITONSERVER_ServerOptions *options, bool metrics) {
+  OPT_CHECK(options);
+  options->metrics = metrics;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetGpuMetrics(
+    TRITONSERVER_ServerOptions *options, bool gpu_metrics) {
+  OPT_CHECK(options);
+  options->gpu_metrics = gpu_metrics;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCpuMetrics(
+    TRITONSERVER_ServerOptions *options, bool cpu_metrics) {
+  OPT_CHECK(options);
+  if (!cpu_metrics)
+    WARN_ONCE(__func__, "CPU and memory gauges are always sampled");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetricsInterval(
+    TRITONSERVER_ServerOptions *options, uint64_t metrics_interval_ms) {
+  OPT_CHECK(options);
+  if (metrics_interval_ms == 0)
+    return ERR(INVALID_ARG, "the metrics interval must be positive");
+  options->metrics_interval_ms = metrics_interval_ms;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetBackendDirectory(
+    TRITONSERVER_ServerOptions *options, const char *backend_dir) {
+  char *copy;
+
+  OPT_CHECK(options);
+  if (backend_dir == NULL)
+    return ERR(INVALID_ARG, "backend directory must not be NULL");
+  copy = strdup(backend_dir);
+  if (copy == NULL) return oom();
+  free(options->backend_dir);
+  options->backend_dir = copy;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetRepoAgentDirectory(
+    TRITONSERVER_ServerOptions *options, const char *repoagent_dir) {
+  OPT_CHECK(options);
+  (void)repoagent_dir;
+  WARN_ONCE(__func__, "inferd runs no repository agents");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadDeviceLimit(
+    TRITONSERVER_ServerOptions *options,
+    const TRITONSERVER_InstanceGroupKind kind, const int device_id,
+    const double fraction) {
+  OPT_CHECK(options);
+  (void)kind;
+  (void)device_id;
+  (void)fraction;
+  WARN_ONCE(__func__, "loads are not limited by device memory");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetBackendConfig(
+    TRITONSERVER_ServerOptions *options, const char *backend_name,
+    const char *setting, const char *value) {
+  OPT_CHECK(options);
+  /* Stored as given; backends still receive inferd's command-line settings
+   * only (TRITONBACKEND_BackendConfig, backend_api/loader.c). */
+  WARN_ONCE(__func__,
+            "backends receive inferd's default command-line settings only");
+  return push_setting(&options->backend_config, &options->n_backend_config,
+                      backend_name, setting, value);
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetHostPolicy(
+    TRITONSERVER_ServerOptions *options, const char *policy_name,
+    const char *setting, const char *value) {
+  OPT_CHECK(options);
+  WARN_ONCE(__func__, "inferd pins no thread to a NUMA node or CPU");
+  return push_setting(&options->host_policy, &options->n_host_policy,
+                      policy_name, setting, value);
+}
+
+/* A boolean setting's value, as tritonserver reads "true"/"false". */
+static int parse_bool(const char *v, int *out) {
+  if (strcmp(v, "true") == 0)
+    *out = 1;
+  else if (strcmp(v, "false") == 0)
+    *out = 0;
+  else
+    return -1;
+  return 0;
+}
+
+TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMetricsConfig(
+    TRITONSERVER_ServerOptions *options, const char *name, const char *setting,
+    const char *value) {
+  int on;
+
+  OPT_CHECK(options);
+  if (name == NULL || setting == NULL || value == NULL)
+    return ERR(INVALID_ARG, "name, setting and value must not be NULL");
+  if (strcmp(setting, "counter_latencies") == 0 ||
+      strcmp(setting, "histogram_latencies") == 0 ||
+      strcmp(setting, "summary_latencies") == 0) {
+    if (parse_bool(value, &on) != 0)
+      return ERR(INVALID_ARG, "metrics config: expected true or false");
+    if (setting[0] == 'c')
+      options->no_counter_latencies = !on;
+    else if (setting[0] == 'h')
+      options->histogram_latencies = on;
+    else if (on)
+      return unsupported(__func__,
+                         "latency summaries are not rendered by inferd");
+    return NULL;
+  }
+  if (strcmp(setting, "summary_quantiles") == 0)
+    return unsupported(__func__,
+                       "latency summaries are not rendered by inferd");
+  IFD_WARN("%s: unknown setting '%s', ignored", __func__, setting);
+  return NULL;
+}
