@@ -9,9 +9,11 @@ identity_fp32 with batch 2 and 0.5 s windows: the report must be
 perf_analyzer's, and as over the sockets the client's request count must
 equal the server's success-count delta (read with
 TRITONSERVER_ServerModelStatistics) in every step, with an inference count
-twice that. Also the errors: no library in the directory, an unknown model,
+twice that; concurrency 4 with --spin-us and the open loop too. Also the
+errors: no library in the directory, an unknown model,
 a missing --model-repository, options that do not apply in-process, and a
-decoupled model (not measured in this mode).
+decoupled model (not measured in this mode). Last, over HTTP to the session
+server, --cpu-pid: the server's CPU time per request beside the tool's.
 """
 
 import json
@@ -127,3 +129,12 @@ def test_cpu_pid_over_http(server, tmp_path):
     (s,) = json.loads(summary.read_text())["steps"]
     assert s["cpu_pid"] == server.proc.pid
     assert s["cpu_self_us_per_request"] > 0 and s["cpu_pid_us_per_request"] >= 0
+
+
+def test_spin_us_and_concurrency():
+    rc, out, err = run_capi(["-m", "identity_fp32", "--concurrency-range", "4", "--spin-us", "20",
+                             "--measurement-interval", "300", "--warmup", "0"])
+    assert rc == 0, f"exit {rc}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+    ((conc, text),) = steps(out)
+    n = field(text, "Request count")
+    assert conc == 4 and n > 0 and field(text, "Successful request count") == n, text
