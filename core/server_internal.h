@@ -57,6 +57,8 @@ struct ifd_server {
   ifd_server_opts_t opts;  /* strings owned (copied) */
   char **repos;            /* owned copies behind opts.repos */
   char *backend_dir;       /* owned copy behind opts.backend_dir */
+  ifd_backend_setting_t *backend_cfg; /* owned copies behind
+                                         opts.backend_config (strings too) */
   char **load_models;      /* owned copies behind opts.load_models */
   ifd_evq_t evq;           /* embedded completion queue */
   ifd_strmap_t by_name;    /* name -> model_entry_t* */
