@@ -163,9 +163,11 @@ static int alloc_cb(ifd_out_alloc_t *a, void *req_arg, const char *name,
       al->alloc_fn(al, name, (size_t)size, (TRITONSERVER_MemoryType)*mem_type,
                    *mem_id, req_arg, buf, userp, &amt, &aid);
   if (e != NULL) {
+    /* The allocator's class and text reach the backend as they are. */
+    int code = ifd__code_from_class(TRITONSERVER_ErrorCode(e));
     snprintf(msg, msg_len, "%s", TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
-    return IFD_EINTERNAL;
+    return code < 0 ? code : IFD_EINTERNAL;
   }
   *mem_type = (int32_t)amt;
   *mem_id = aid;
@@ -180,6 +182,16 @@ static void release_cb(ifd_out_alloc_t *a, void *buf, void *userp,
   if (e != NULL) {
     IFD_ERROR("response allocator release failed: %s",
               TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+  }
+}
+
+static void start_cb(ifd_out_alloc_t *a, void *req_arg) {
+  TRITONSERVER_ResponseAllocator *al = (TRITONSERVER_ResponseAllocator *)a;
+  TRITONSERVER_Error *e = al->start_fn(al, req_arg);
+  if (e != NULL) {
+    IFD_WARN("response allocator start failed: %s",
+             TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
   }
 }
@@ -214,6 +226,7 @@ TRITONSERVER_Error *TRITONSERVER_ResponseAllocatorNew(
   a->alloc_fn = alloc_fn;
   a->release_fn = release_fn;
   a->start_fn = start_fn;
+  a->base.start = start_fn != NULL ? start_cb : NULL;
   *allocator = a;
   return NULL;
 }
@@ -266,6 +279,7 @@ static void on_response(ifd_response_t *resp, void *arg) {
                        : 0;
   ifd_out_alloc_t *a = c->req->out_alloc;
   uint32_t i;
+  int started = 0;
   if (resp->empty) {
     /* Only flags (a decoupled model's last word): no response object. */
     ifd_response_free(resp);
@@ -282,6 +296,8 @@ static void on_response(ifd_response_t *resp, void *arg) {
     void *buf = NULL, *userp = NULL;
     char msg[256];
     if (o->alloc != NULL || o->buffer_external) continue;
+    if (!started && a->start != NULL) a->start(a, c->req->out_alloc_arg);
+    started = 1;
     if (a->alloc(a, c->req->out_alloc_arg, o->name, o->byte_size, &mt, &id,
                  &buf, &userp, msg, sizeof(msg)) < 0) {
       IFD_WARN("response allocator failed for output '%s': %s", o->name, msg);

@@ -479,10 +479,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetBackendConfig(
     TRITONSERVER_ServerOptions *options, const char *backend_name,
     const char *setting, const char *value) {
   OPT_CHECK(options);
-  /* Stored as given; backends still receive inferd's command-line settings
-   * only (TRITONBACKEND_BackendConfig, backend_api/loader.c). */
-  WARN_ONCE(__func__,
-            "backends receive inferd's default command-line settings only");
+  /* Backends find it in TRITONBACKEND_BackendConfig's "cmdline" object
+   * (backend_api/loader.c); backend "" applies to every backend. */
   return push_setting(&options->backend_config, &options->n_backend_config,
                       backend_name, setting, value);
 }

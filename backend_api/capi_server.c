@@ -241,6 +241,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
     TRITONSERVER_Server **server, TRITONSERVER_ServerOptions *options) {
   char backend_dir[PATH_MAX];
   ifd_server_opts_t so;
+  ifd_backend_setting_t *bc = NULL; /* owned: views for so */
   capi_server_t *cs;
   TRITONSERVER_Error *err;
 
@@ -284,9 +285,26 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   so.no_counter_latencies = options->no_counter_latencies;
   so.gpu_count = ifd_gpu_count();
   so.ops = ifd_sched_model_ops();
+  /* Backend settings: views of the options' copies, read by
+   * ifd_server_new (which copies them) before this function returns. */
+  if (options->n_backend_config > 0) {
+    size_t k;
+    bc = calloc(options->n_backend_config, sizeof(*bc));
+    if (bc == NULL) return ERR(INTERNAL, "out of memory");
+    for (k = 0; k < options->n_backend_config; k++) {
+      bc[k].backend = options->backend_config[k].group;
+      bc[k].setting = options->backend_config[k].setting;
+      bc[k].value = options->backend_config[k].value;
+    }
+    so.backend_config = bc;
+    so.n_backend_config = options->n_backend_config;
+  }
 
   cs = calloc(1, sizeof(*cs));
-  if (cs == NULL) return ERR(INTERNAL, "out of memory");
+  if (cs == NULL) {
+    free(bc);
+    return ERR(INTERNAL, "out of memory");
+  }
   pthread_mutex_init(&cs->mu, NULL);
   pthread_cond_init(&cs->cv, NULL);
   cs->so = &so;
@@ -305,6 +323,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   if (uv_thread_create(&cs->thread, loop_main, cs) != 0) {
     cuda_release();
     capi_free(cs);
+    free(bc);
     return ERR(INTERNAL, "cannot start the server's thread");
   }
   pthread_mutex_lock(&cs->mu);
@@ -313,6 +332,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   cs->start_err = NULL;
   pthread_mutex_unlock(&cs->mu);
   cs->so = NULL;
+  free(bc);
   if (err != NULL) {
     /* The loop thread has ended (PHASE_ENDED) or is about to. */
     uv_thread_join(&cs->thread);

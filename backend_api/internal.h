@@ -224,7 +224,7 @@ struct TRITONBACKEND_ModelInstance {
 /** Acquires (opening and initializing on first use) the backend library at
  *  `path`. Blocking. Returns 0 and *out (counted reference). */
 int ifd__backend_acquire(const char *name, const char *path,
-                         const char *backend_dir, int strict,
+                         const ifd_server_opts_t *o,
                          TRITONBACKEND_Backend **out, ifd_errmsg_t *err);
 /** Drops a reference; the last one finalizes and closes the library. */
 void ifd__backend_release(TRITONBACKEND_Backend *b);

@@ -152,8 +152,10 @@ static void *sym(void *dl, const char *name) {
 
 /* Opens and initializes a backend library. Called with registry_mu held. */
 static int backend_open(const char *name, const char *path,
-                        const char *backend_dir, int strict,
-                        TRITONBACKEND_Backend **out, ifd_errmsg_t *err) {
+                        const ifd_server_opts_t *o, TRITONBACKEND_Backend **out,
+                        ifd_errmsg_t *err) {
+  const char *backend_dir = o->backend_dir;
+  int strict = o->strict_config;
   TRITONBACKEND_Backend *b = calloc(1, sizeof(*b));
   char *slash, *cfg = NULL;
   int rc, n;
@@ -205,6 +207,20 @@ static int backend_open(const char *name, const char *path,
                   strict ? "false" : "true", "backend-directory",
                   backend_dir ? backend_dir : "", "min-compute-capability",
                   "6.000000", "default-max-batch-size", "4");
+    json_t *cmd = j != NULL ? json_object_get(j, "cmdline") : NULL;
+    size_t k;
+    /* --backend-config settings for every backend, then this one's, over
+     * the defaults (values are strings, as Triton passes them). */
+    for (k = 0; cmd != NULL && k < o->n_backend_config; k++) {
+      const ifd_backend_setting_t *t = &o->backend_config[k];
+      if (t->backend[0] == '\0')
+        json_object_set_new(cmd, t->setting, json_string(t->value));
+    }
+    for (k = 0; cmd != NULL && k < o->n_backend_config; k++) {
+      const ifd_backend_setting_t *t = &o->backend_config[k];
+      if (strcmp(t->backend, name) == 0)
+        json_object_set_new(cmd, t->setting, json_string(t->value));
+    }
     cfg = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     n = cfg != NULL ? (int)strlen(cfg) : -1;
@@ -231,7 +247,7 @@ out_free:
 }
 
 int ifd__backend_acquire(const char *name, const char *path,
-                         const char *backend_dir, int strict,
+                         const ifd_server_opts_t *o,
                          TRITONBACKEND_Backend **out, ifd_errmsg_t *err) {
   TRITONBACKEND_Backend *b;
   int rc = 0;
@@ -240,7 +256,7 @@ int ifd__backend_acquire(const char *name, const char *path,
   for (b = registry; b != NULL; b = b->next)
     if (strcmp(b->path, path) == 0) break;
   if (b == NULL) {
-    rc = backend_open(name, path, backend_dir, strict, &b, err);
+    rc = backend_open(name, path, o, &b, err);
     if (rc == 0) {
       b->next = registry;
       registry = b;
@@ -400,8 +416,7 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   bm->idle_arg = idle_arg;
   m->backend_model = bm;
 
-  rc = ifd__backend_acquire(backend, path, o->backend_dir, o->strict_config,
-                            &bm->backend, err);
+  rc = ifd__backend_acquire(backend, path, o, &bm->backend, err);
   if (rc < 0) goto out_free;
 
   if (bm->backend->model_init != NULL) {

@@ -553,8 +553,14 @@ static TRITONSERVER_Error *alloc_output_buffer(
   int32_t mt = (int32_t)*memory_type;
   int64_t id = *memory_type_id;
   void *buf = NULL, *userp = NULL;
-  int rc = a->alloc(a, req->out_alloc_arg, o->name, byte_size, &mt, &id, &buf,
-                    &userp, msg, sizeof(msg));
+  uint32_t i;
+  int rc, first = 1;
+  /* The allocator hears of each response before its first buffer. */
+  for (i = 0; i < o->resp->n_outputs && first; i++)
+    if (o->resp->outputs[i].alloc != NULL) first = 0;
+  if (first && a->start != NULL) a->start(a, req->out_alloc_arg);
+  rc = a->alloc(a, req->out_alloc_arg, o->name, byte_size, &mt, &id, &buf,
+                &userp, msg, sizeof(msg));
   if (rc < 0) return ifd__error_from(rc, msg);
   if (buf == NULL && byte_size > 0) {
     a->release(a, buf, userp, byte_size, mt, id);

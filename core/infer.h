@@ -103,6 +103,9 @@ typedef struct ifd_out_alloc {
    * freed. */
   void (*release)(struct ifd_out_alloc *a, void *buf, void *userp,
                   uint64_t size, int32_t mem_type, int64_t mem_id);
+  /* Any thread, may be NULL: called once per response, before the first
+   * alloc for it (TRITONSERVER_ResponseAllocatorStartFn_t). */
+  void (*start)(struct ifd_out_alloc *a, void *req_arg);
   /* Any thread, may be NULL: the memory type the requester would give for
    * `name` (TRITONBACKEND_RequestOutputBufferProperties). */
   void (*query)(struct ifd_out_alloc *a, void *req_arg, const char *name,

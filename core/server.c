@@ -109,6 +109,39 @@ int ifd_parse_version(const char *str, size_t n, int64_t *out) {
 /* ---- creation ---------------------------------------------------------------
  */
 
+static void free_backend_config(ifd_server_t *s) {
+  size_t i;
+  for (i = 0; s->backend_cfg != NULL && i < s->opts.n_backend_config; i++) {
+    free((char *)s->backend_cfg[i].backend);
+    free((char *)s->backend_cfg[i].setting);
+    free((char *)s->backend_cfg[i].value);
+  }
+  free(s->backend_cfg);
+  s->backend_cfg = NULL;
+}
+
+/* Copies the --backend-config settings (s->opts already holds `opts`).
+ * 0 or -1 (out of memory; what was copied is freed by free_backend_config). */
+static int copy_backend_config(ifd_server_t *s, const ifd_server_opts_t *o) {
+  size_t i;
+  s->opts.backend_config = NULL;
+  if (o->n_backend_config == 0) return 0;
+  s->backend_cfg = calloc(o->n_backend_config, sizeof(*s->backend_cfg));
+  if (s->backend_cfg == NULL) {
+    s->opts.n_backend_config = 0;
+    return -1;
+  }
+  for (i = 0; i < o->n_backend_config; i++) {
+    ifd_backend_setting_t *t = &s->backend_cfg[i];
+    t->backend = strdup(o->backend_config[i].backend);
+    t->setting = strdup(o->backend_config[i].setting);
+    t->value = strdup(o->backend_config[i].value);
+    if (t->backend == NULL || t->setting == NULL || t->value == NULL) return -1;
+  }
+  s->opts.backend_config = s->backend_cfg;
+  return 0;
+}
+
 int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
                    ifd_server_t **out, ifd_errmsg_t *err) {
   ifd_server_t *s = calloc(1, sizeof(*s));
@@ -128,6 +161,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
   s->opts.repos = (const char *const *)s->repos;
   s->backend_dir = ifd_strdup_null(opts->backend_dir);
   s->opts.backend_dir = s->backend_dir;
+  if (copy_backend_config(s, opts) < 0) goto out_nomem;
   s->load_models =
       calloc(opts->n_load_models ? opts->n_load_models : 1, sizeof(char *));
   if (s->load_models == NULL) goto out_nomem;
@@ -163,6 +197,7 @@ out_free:
     free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free_backend_config(s);
   free(s);
   return err ? err->code : IFD_ENOMEM;
 }
@@ -404,6 +439,7 @@ static void on_handle_closed(uv_handle_t *h) {
   for (i = 0; i < s->opts.n_load_models; i++) free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free_backend_config(s);
   free(s);
 }
 

@@ -70,6 +70,14 @@ typedef enum ifd_control_mode {
   IFD_CONTROL_POLL,     /* load everything, then rescan every poll_secs */
 } ifd_control_mode_t;
 
+/** One --backend-config setting (TRITONSERVER_ServerOptionsSetBackendConfig),
+ *  passed to backends in TRITONBACKEND_BackendConfig's "cmdline" object. */
+typedef struct ifd_backend_setting {
+  const char *backend; /* borrowed: "" applies to every backend */
+  const char *setting; /* borrowed */
+  const char *value;   /* borrowed */
+} ifd_backend_setting_t;
+
 typedef struct ifd_server_opts {
   const char *const *repos; /* borrowed: --model-repository paths */
   size_t n_repos;
@@ -79,10 +87,13 @@ typedef struct ifd_server_opts {
   size_t n_load_models;
   int poll_secs;           /* --repository-poll-secs (poll mode; > 0) */
   const char *backend_dir; /* borrowed: --backend-directory */
-  int strict_config;       /* --strict-model-config */
-  int exit_on_error;       /* --exit-on-error */
-  int strict_readiness;    /* --strict-readiness */
-  int exit_timeout_secs;   /* --exit-timeout-secs */
+  const ifd_backend_setting_t *backend_config; /* borrowed: --backend-config
+                                                  settings, in order */
+  size_t n_backend_config;
+  int strict_config;     /* --strict-model-config */
+  int exit_on_error;     /* --exit-on-error */
+  int strict_readiness;  /* --strict-readiness */
+  int exit_timeout_secs; /* --exit-timeout-secs */
   /* --metrics-config histogram_latencies=true: first-response histograms
    * of decoupled models. */
   int histogram_latencies;

@@ -53,14 +53,16 @@ typedef struct model_entry {
 } model_entry_t;
 
 struct ifd_server {
-  uv_loop_t *loop;         /* borrowed: outlives the server */
-  ifd_server_opts_t opts;  /* strings owned (copied) */
-  char **repos;            /* owned copies behind opts.repos */
-  char *backend_dir;       /* owned copy behind opts.backend_dir */
-  char **load_models;      /* owned copies behind opts.load_models */
-  ifd_evq_t evq;           /* embedded completion queue */
-  ifd_strmap_t by_name;    /* name -> model_entry_t* */
-  model_entry_t **entries; /* owned array, sorted by name */
+  uv_loop_t *loop;                    /* borrowed: outlives the server */
+  ifd_server_opts_t opts;             /* strings owned (copied) */
+  char **repos;                       /* owned copies behind opts.repos */
+  char *backend_dir;                  /* owned copy behind opts.backend_dir */
+  ifd_backend_setting_t *backend_cfg; /* owned copies behind
+                                         opts.backend_config (strings too) */
+  char **load_models;                 /* owned copies behind opts.load_models */
+  ifd_evq_t evq;                      /* embedded completion queue */
+  ifd_strmap_t by_name;               /* name -> model_entry_t* */
+  model_entry_t **entries;            /* owned array, sorted by name */
   size_t n_entries;
   int started; /* ifd_server_start was called */
   int loading_done;

@@ -30,6 +30,7 @@
 
 #define MAX_REPOS 64
 #define MAX_LOAD_MODELS 1024
+#define MAX_BACKEND_CONFIG 256
 /* tritonserver's default --repository-poll-secs. */
 #define DEFAULT_POLL_SECS 15
 /* --loop-spin-us: see core/event.h, "Expected events". */
@@ -39,6 +40,10 @@ typedef struct options {
   const char *repos[MAX_REPOS];
   size_t n_repos;
   const char *backend_dir;
+  /* --backend-config settings; strings in backend_cfg_text. */
+  ifd_backend_setting_t backend_cfg[MAX_BACKEND_CONFIG];
+  size_t n_backend_cfg;
+  char *backend_cfg_text[MAX_BACKEND_CONFIG]; /* owned: split copies */
   char backend_dir_default[PATH_MAX];
   const char *http_address;
   int http_port;
@@ -117,6 +122,9 @@ static void usage(FILE *f) {
       "Usage: inferd [options]\n"
       "  --model-repository=DIR     model repository path (repeatable; "
       "also --model-store)\n"
+      "  --backend-config=[B,]S=V   setting S=V for backend B (every backend\n"
+      "                             without B), in "
+      "TRITONBACKEND_BackendConfig\n"
       "  --backend-directory=DIR    where <backend>/libtriton_<backend>.so "
       "are found\n"
       "                             (default: <inferd dir>/backends)\n"
@@ -323,11 +331,12 @@ enum kind {
   K_LOAD,
   K_METRICS_CONFIG,
   K_NOTYET,
-  K_UINT,      /* unsigned, 0 allowed */
-  K_U64Z,      /* uint64_t, 0 allowed */
-  K_SECS_MS,   /* seconds into a uint64_t of ms, 0 allowed */
-  K_RESTRICT,  /* ifd_restrict_t rule (HTTP or gRPC by the name) */
-  K_CUDA_POOL, /* --cuda-memory-pool-byte-size <device>:<bytes> */
+  K_BACKEND_CONFIG, /* --backend-config [<backend>,]<setting>=<value> */
+  K_UINT,           /* unsigned, 0 allowed */
+  K_U64Z,           /* uint64_t, 0 allowed */
+  K_SECS_MS,        /* seconds into a uint64_t of ms, 0 allowed */
+  K_RESTRICT,       /* ifd_restrict_t rule (HTTP or gRPC by the name) */
+  K_CUDA_POOL,      /* --cuda-memory-pool-byte-size <device>:<bytes> */
 };
 
 typedef struct flag {
@@ -342,6 +351,7 @@ static const flag_t flags[] = {
     {"model-repository", K_REPO, 0},
     {"model-store", K_REPO, 0},
     {"backend-directory", K_STR, OFF(backend_dir)},
+    {"backend-config", K_BACKEND_CONFIG, 0},
     {"http-address", K_STR, OFF(http_address)},
     {"http-port", K_PORT, OFF(http_port)},
     {"allow-http", K_BOOL, OFF(allow_http)},
@@ -411,6 +421,36 @@ static int bad(const char *name, const char *value, const char *why) {
   fprintf(stderr, "inferd: invalid value '%s' for --%s: %s\n", value, name,
           why);
   usage(stderr);
+  return -1;
+}
+
+/* --backend-config=[<backend>,]<setting>=<value> (tritonserver's form; no
+ * backend: every backend). The value may hold '=' and ','. 0 or -1. */
+static int parse_backend_config(const char *value, options_t *o) {
+  char *t, *eq, *comma;
+  ifd_backend_setting_t *b;
+  if (o->n_backend_cfg == MAX_BACKEND_CONFIG) return -1;
+  t = strdup(value);
+  if (t == NULL) return -1;
+  eq = strchr(t, '=');
+  if (eq == NULL || eq == t) goto out_bad;
+  *eq = '\0';
+  b = &o->backend_cfg[o->n_backend_cfg];
+  comma = strchr(t, ',');
+  if (comma != NULL) {
+    *comma = '\0';
+    b->backend = t;
+    b->setting = comma + 1;
+    if (t[0] == '\0' || b->setting[0] == '\0') goto out_bad;
+  } else {
+    b->backend = "";
+    b->setting = t;
+  }
+  b->value = eq + 1;
+  o->backend_cfg_text[o->n_backend_cfg++] = t;
+  return 0;
+out_bad:
+  free(t);
   return -1;
 }
 
@@ -621,6 +661,10 @@ static int parse_args(int argc, char **argv, options_t *o) {
         if (o->n_load_models == MAX_LOAD_MODELS)
           return bad(f->name, value, "too many models");
         o->load_models[o->n_load_models++] = value;
+        break;
+      case K_BACKEND_CONFIG:
+        if (parse_backend_config(value, o) < 0)
+          return bad(f->name, value, "expected [<backend>,]<setting>=<value>");
         break;
       case K_METRICS_CONFIG:
         if (parse_metrics_config(value, o) < 0) {
@@ -928,6 +972,8 @@ int main(int argc, char **argv) {
   so.n_load_models = a->opt.n_load_models;
   so.poll_secs = a->opt.poll_secs;
   so.backend_dir = a->opt.backend_dir;
+  so.backend_config = a->opt.backend_cfg;
+  so.n_backend_config = a->opt.n_backend_cfg;
   so.strict_config = a->opt.strict_config;
   so.exit_on_error = a->opt.exit_on_error;
   so.strict_readiness = a->opt.strict_readiness;
@@ -1036,6 +1082,8 @@ int main(int argc, char **argv) {
   ifd_tls_ctx_free(a->http_tls);
   ifd_tls_ctx_free(a->grpc_tls);
   ifd_cuda_mem_fini();
+  for (size_t k = 0; k < a->opt.n_backend_cfg; k++)
+    free(a->opt.backend_cfg_text[k]);
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }

@@ -18,6 +18,7 @@ backend directory, so the library is copied into the model's version folder,
 which is also the first place the backend search looks.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -76,6 +77,45 @@ def test_abicheck_backend(tmp_path):
         )
     finally:
         srv.stop(check=True)
+
+
+def test_backend_config_reaches_the_backend(tmp_path):
+    """--backend-config settings (a backend's own, and one without a backend
+    name for every backend) appear in TRITONBACKEND_BackendConfig's cmdline
+    object, over inferd's defaults; another backend's do not."""
+    h.require_binary()
+    so = abicheck_backend_so()
+    repo = tmp_path / "repo"
+    shutil.copytree(ABI_REPO_SRC / "abicheck", repo / "abicheck")
+    shutil.copy2(so, repo / "abicheck" / "1" / so.name)
+    srv = h.start_server(tmp_path / "srv", [repo], wait_models=("abicheck",), extra=(
+        "--backend-config=abicheck,shape-tensor=a=b,c",
+        "--backend-config=default-max-batch-size=8",
+        "--backend-config=other,not-mine=1"))
+    try:
+        # The backend checks (and logs) its config while serving a request.
+        body = {"inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [7]}]}
+        r = srv.post("/v2/models/abicheck/infer", json=body)
+        assert r.status_code == 200, r.text
+        log = srv.log_tail(200000)
+        line = next((l for l in log.splitlines() if '"cmdline"' in l), None)
+        assert line is not None, log
+        cmd = json.loads(line[line.index("{"):])["cmdline"]
+        assert cmd["shape-tensor"] == "a=b,c", cmd
+        assert cmd["default-max-batch-size"] == "8", cmd
+        assert "not-mine" not in cmd, cmd
+        assert cmd["auto-complete-config"] in ("true", "false"), cmd
+    finally:
+        srv.stop(check=True)
+
+
+def test_backend_config_flag_refused_when_malformed(tmp_path):
+    h.require_binary()
+    for bad in ("=1", "abicheck,=1", "novalue"):
+        r = subprocess.run([str(h.build_dir() / "inferd"), f"--backend-config={bad}",
+                            f"--model-repository={tmp_path}"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "backend-config" in r.stderr, (bad, r.stderr)
 
 
 def test_one_core_per_process(tmp_path, monkeypatch):

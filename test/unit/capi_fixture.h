@@ -227,7 +227,7 @@ static void capi_fixture_cleanup(void) {
 /* ---- the allocator ---------------------------------------------------------
  */
 
-static atomic_int n_allocs, n_releases, n_alloc_fail;
+static atomic_int n_allocs, n_releases, n_alloc_fail, n_starts;
 
 /* What a request's allocator userp points at. */
 typedef struct out_ctx {
@@ -248,7 +248,8 @@ static TRITONSERVER_Error *alloc_fn(
   (void)id;
   if (ctx != NULL && ctx->fail) {
     atomic_fetch_add(&n_alloc_fail, 1);
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+    /* Not INTERNAL: the class must reach the response as it is. */
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE,
                                  "test allocator refuses");
   }
   *buffer = malloc(size > 0 ? size : 1);
@@ -279,9 +280,18 @@ static TRITONSERVER_Error *release_fn(TRITONSERVER_ResponseAllocator *a,
   return NULL;
 }
 
+/* Called once per response before its first buffer. */
+static TRITONSERVER_Error *start_fn(TRITONSERVER_ResponseAllocator *a,
+                                    void *userp) {
+  (void)a;
+  (void)userp;
+  atomic_fetch_add(&n_starts, 1);
+  return NULL;
+}
+
 static TRITONSERVER_ResponseAllocator *allocator_new(void) {
   TRITONSERVER_ResponseAllocator *a = NULL;
-  OK(TRITONSERVER_ResponseAllocatorNew(&a, alloc_fn, release_fn, NULL));
+  OK(TRITONSERVER_ResponseAllocatorNew(&a, alloc_fn, release_fn, start_fn));
   return a;
 }
 

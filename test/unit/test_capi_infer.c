@@ -729,7 +729,7 @@ static void test_error_responses(void **state) {
                                                   TRITONSERVER_MEMORY_CPU, 0));
   ctx.fail = 1;
   atomic_store(&n_alloc_fail, 0);
-  expect_error_response(r, a, &ctx, TRITONSERVER_ERROR_INTERNAL,
+  expect_error_response(r, a, &ctx, TRITONSERVER_ERROR_UNAVAILABLE,
                         "test allocator refuses");
   assert_int_equal(atomic_load(&n_alloc_fail), 1);
   assert_int_equal(atomic_load(&ctx.allocs), 0);
@@ -737,11 +737,14 @@ static void test_error_responses(void **state) {
   ctx.fail = 0;
   {
     waiter_t w;
+    int starts = atomic_load(&n_starts);
     waiter_init(&w);
     set_callbacks(r, a, &ctx, &w);
     OK(TRITONSERVER_ServerInferAsync(server, r, NULL));
     waiter_wait(&w);
     check_fp32_response(w.resp[0], in, &ctx);
+    /* The allocator heard of the response once, before its buffer. */
+    assert_int_equal(atomic_load(&n_starts), starts + 1);
     waiter_destroy(&w);
   }
   OK(TRITONSERVER_InferenceRequestDelete(r));

@@ -176,6 +176,11 @@ static void check_backend(TRITONBACKEND_Backend *backend, int32_t *r) {
       ok(TRITONSERVER_MessageSerializeToJson(msg, &json, &len),
          "MessageSerializeToJson") &&
       json != NULL && strstr(json, "\"cmdline\"") != NULL;
+  /* Logged whole: test_abi.py checks that --backend-config reaches it. */
+  if (json != NULL)
+    log_if_error(TRITONSERVER_LogMessage(TRITONSERVER_LOG_INFO, __FILE__,
+                                         __LINE__, json),
+                 "LogMessage");
 
   TRITONBACKEND_ArtifactType at = (TRITONBACKEND_ArtifactType)-1;
   const char *loc = NULL;
