@@ -44,6 +44,8 @@
 /* Longest call chain (models) a BLS request may carry. */
 #define CHAIN_MAX_MODELS 32
 #define CHAIN_MAX_BYTES 4096
+/* How soon an application's next request is expected after an answer. */
+#define EXPECT_NEXT_NS 20000
 
 static TRITONSERVER_Error *nomem(void) {
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
@@ -320,6 +322,10 @@ static void on_response(ifd_response_t *resp, void *arg) {
   c->open_resps++;
   r->response_fn((TRITONSERVER_InferenceResponse *)resp, flags,
                  r->response_userp);
+  /* An application that waits for its answer sends its next request right
+   * away: the loop waits for it briefly instead of sleeping. */
+  if (flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    ifd_evq_expect(ifd_server_evq(c->req->server), EXPECT_NEXT_NS);
 }
 
 /* The release: the application may reuse or delete its request after. */
