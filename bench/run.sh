@@ -714,6 +714,18 @@ if section capi; then
   printf '%q ' "${cmd[@]}" >"$dir/cmd"
   log "capi: ${cmd[*]}"
   "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" || log "capi: inferd-perf failed (see $dir/tool.err)"
+  # The same with the client polling 30 us for its answer before it sleeps
+  # (--spin-us): what an application that spins costs and saves.
+  dir=$RAW/capi/c-api_c1_spin30
+  mkdir -p "$dir"
+  cmd=(taskset -c "$SERVER_CORE,$LOAD_CORE" "$PERF" --service-kind=triton_c_api
+    --triton-server-directory="$BUILD" --model-repository="$MODELS"
+    -m "$ID" -x 1 -b 1 --concurrency-range 1:1:1 --warmup $((WARM * 1000))
+    --measurement-interval $((WINDOW * 1000)) --percentile 99 --spin-us 30
+    --json-summary "$dir/summary.json")
+  printf '%q ' "${cmd[@]}" >"$dir/cmd"
+  log "capi: ${cmd[*]}"
+  "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" || log "capi: inferd-perf failed (see $dir/tool.err)"
 fi
 
 # ---- the tables ------------------------------------------------------------------------

@@ -69,6 +69,14 @@ def issue14(p, res, fmt):
             name, fmt(c, 2), fmt(h, 2), fmt(c / h if c is not None and h else None, 3),
             TARGETS14["latency_us"],
             verdict(c, c is not None and c < TARGETS14["latency_us"])))
+    spin = step(res, "capi", "c-api_c1_spin30")
+    if spin is not None:
+        s_cpu = per_req(spin, "cpu_self_us")
+        p("| C API with the client polling 30 us (--spin-us 30): CPU us per inference / "
+          "p50 / p99 latency us | %s / %s / %s | %s | %s | reported | - |" % (
+              fmt(s_cpu, 2), fmt(lat(spin, "p50_latency_ns"), 2),
+              fmt(lat(spin, "p99_latency_ns"), 2), fmt(h_cpu, 2),
+              fmt(s_cpu / h_cpu if s_cpu is not None and h_cpu else None, 3)))
     p("")
     p("HTTP: server %s + client %s CPU us per request (the tool's window, server via "
       "--cpu-pid), %s req/s. C API: %s req/s, %s requests. The C API process may use both "
