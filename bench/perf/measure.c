@@ -319,6 +319,11 @@ int ifd__perf_measure_write_csv(const ifd_perf_opts_t *o,
   return fclose(f) ? -errno : 0;
 }
 
+/* Percentiles the JSON summary always carries under their own keys. */
+static int fixed_percentile(int p) {
+  return p == 50 || p == 90 || p == 95 || p == 99;
+}
+
 int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
                                  const ifd_perf_step_t *st, int n) {
   FILE *f = fopen(o->json_summary, "w");
@@ -346,7 +351,9 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
             (unsigned long long)r->errors, r->secs, r->throughput, r->avg_us,
             r->std_us, r->p50, r->p90, r->p95, r->p99,
             (unsigned long long)r->delayed);
-    if (o->percentile > 0)
+    /* The fixed keys hold p50/p90/p95/p99 already: a duplicate key would
+     * make the JSON ambiguous. */
+    if (o->percentile > 0 && !fixed_percentile(o->percentile))
       fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->pn);
     fprintf(f,
             ",\"avg_latency_ns\":%.0f,\"p50_latency_ns\":%.0f,"
@@ -371,7 +378,7 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
               (unsigned long long)r->responses, r->resp_throughput,
               (unsigned long long)r->first_count, r->f_avg, r->f_p50, r->f_p90,
               r->f_p95, r->f_p99);
-      if (o->percentile > 0)
+      if (o->percentile > 0 && !fixed_percentile(o->percentile))
         fprintf(f, ",\"p%d_latency_us\":%.0f", o->percentile, r->f_pn);
       fprintf(f, "}");
     }
