@@ -40,6 +40,7 @@
 #include "core/log.h"
 #include "core/model.h"
 #include "core/shm.h"
+#include "cuda/cuda_mem.h"
 
 /* Longest call chain (models) a BLS request may carry. */
 #define CHAIN_MAX_MODELS 32
@@ -311,7 +312,9 @@ static void on_response(ifd_response_t *resp, void *arg) {
       continue;
     }
     if (o->byte_size > 0) memcpy(buf, o->buffer, o->byte_size);
-    if (resp->keep == NULL && !o->buffer_in_pool) free(o->buffer);
+    /* The server's buffer goes as ifd_response_free would free it (a GPU
+     * output staged in the pinned pool included). */
+    if (resp->keep == NULL && !o->buffer_in_pool) ifd_cuda_host_free(o->buffer);
     o->buffer = buf;
     o->buffer_in_pool = 0;
     o->alloc = a;
@@ -368,15 +371,13 @@ static void refuse(call_t *c, int code, const char *msg) {
 }
 
 /* A raw input takes the type and shape of the model's only input. */
-static int raw_input(TRITONSERVER_InferenceRequest *r,
-                     const ifd__capi_input_t *in, const ifd_model_t *m,
+static int raw_input(const ifd__capi_input_t *in, const ifd_model_t *m,
                      size_t bytes, ifd_dtype_t *dtype, int64_t *shape,
                      uint32_t *ndims, ifd_errmsg_t *err) {
   const ifd_model_config_t *cfg = m->config;
   const Inference__ModelInput *ci;
   size_t k, es;
   uint32_t nd = 0;
-  (void)r;
   if (cfg->n_input != 1)
     return ifd_errf(err, IFD_EINVAL,
                     "raw input '%s' needs a model with exactly one input; "
@@ -472,7 +473,7 @@ static void submit(ifd_event_t *ev) {
     ifd_input_t *in;
     for (k = 0; k < ci->n_bufs; k++) total += ci->bufs[k].size;
     if (ci->raw) {
-      if (raw_input(r, ci, m, total, &dtype, rshape, &ndims, &err) < 0) {
+      if (raw_input(ci, m, total, &dtype, rshape, &ndims, &err) < 0) {
         refuse(c, err.code, err.text);
         return;
       }
