@@ -278,7 +278,9 @@ static TRITONSERVER_Error *stub_start(py_instance_t *in) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], IFD_PY_SOCK_FD);
   posix_spawn_file_actions_adddup2(&fa, in->shm, IFD_PY_SHM_FD);
-  char *argv[] = {in->stub_path, in->backend_dir, NULL};
+  /* The model and instance names only name the process (ps, tests). */
+  char *argv[] = {in->stub_path, in->backend_dir, in->model_name, in->inst_name,
+                  NULL};
   int rc = posix_spawn(&in->pid, in->stub_path, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   close(sv[1]);

@@ -4,7 +4,8 @@
  * The process libtriton_python.so starts for each model instance. It embeds
  * CPython, registers the built-in module _inferd_stub (sock_fd, shm_fd: the
  * descriptors of ipc.h) and runs triton_python_backend_utils._stub_main(),
- * found in argv[1] (the backend's folder), which serves the socket until EOF
+ * found in argv[1] (the backend's folder; argv[2] and argv[3], the model
+ * and instance names, only name the process), which serves the socket until EOF
  * or FINALIZE. Exit status 0 on a clean end, 1 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
