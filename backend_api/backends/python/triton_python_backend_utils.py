@@ -286,11 +286,14 @@ class _Stub:
             for i in r["inputs"]:
                 shape = tuple(i["shape"])
                 off, size = i["offset"], i["size"]
-                if i["dtype"] == "BYTES":
+                if size == 0 or mm is None:
+                    # Empty tensor (the segment may not even be mapped).
+                    arr = np.empty(shape, dtype=triton_string_to_numpy(i["dtype"]))
+                    if i["dtype"] == "BYTES":
+                        arr.fill(b"")
+                elif i["dtype"] == "BYTES":
                     arr = deserialize_bytes_tensor(
                         memoryview(mm)[off:off + size]).reshape(shape)
-                elif size == 0:
-                    arr = np.zeros(shape, dtype=triton_string_to_numpy(i["dtype"]))
                 else:
                     arr = np.frombuffer(
                         memoryview(mm)[off:off + size],
