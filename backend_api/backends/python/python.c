@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -422,11 +423,17 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
   if (in->pid > 0) {
     ifd_py_hdr_t h;
     char *payload = NULL;
-    /* The model's finalize runs; the stub then exits on its own. */
+    /* The model's finalize runs; the stub then exits on its own. One that
+     * does not answer within 30 s is killed: unload never hangs on it. */
+    struct timeval tv = {30, 0};
+    int clean = 0;
+    setsockopt(in->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (send_msg(in, IFD_PY_MSG_FINALIZE, ++in->next_id, NULL, 0) == 0 &&
-        recv_msg(in, &h, &payload) == 0)
+        recv_msg(in, &h, &payload) == 0) {
+      clean = (h.type == IFD_PY_MSG_FINALIZE_OK);
       free(payload);
-    stub_stop(in, 0, NULL, 0);
+    }
+    stub_stop(in, !clean, NULL, 0);
   }
   free(in->model_name);
   free(in->inst_name);
