@@ -79,6 +79,10 @@ BACKENDS := $(notdir $(wildcard backend_api/backends/*))
 # header only; cuda_add needs nvcc and has its own rule).
 TEST_BACKENDS := $(filter-out common cuda_add,$(notdir $(wildcard test/models/backends/*)))
 BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
+# The Python backend's stub and module sit beside libtriton_python.so.
+PY_STUB := $(BUILD)/backends/python/triton_python_backend_stub
+PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py
+BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 
 UNIT_SRC := $(wildcard test/unit/test_*.c)
@@ -190,6 +194,19 @@ $(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard $(3)/common/*.
 endef
 $(foreach b,$(BACKENDS),$(eval $(call backend_rule,$(BUILD)/backends,$(b),backend_api/backends)))
 $(foreach b,$(TEST_BACKENDS),$(eval $(call backend_rule,$(BUILD)/test/backends,$(b),test/models/backends)))
+
+# The Python backend (backend_api/backends/python): the stub embeds Debian's
+# CPython (python3-embed; not the python3-config on PATH). No sanitizers in
+# the stub: CPython's own allocations would read as leaks at its exit.
+PY_DIR := backend_api/backends/python
+$(BUILD)/backends/python/libtriton_python.so: $(PY_DIR)/ipc.h
+$(PY_STUB): $(PY_DIR)/stub/stub.c $(PY_DIR)/ipc.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror $(OPT) $(shell pkg-config --cflags python3-embed) \
+	  -o $@ $< -pthread $(shell pkg-config --libs python3-embed)
+$(PY_UTILS): $(PY_DIR)/triton_python_backend_utils.py
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # ---- GPUs (README, "GPUs") ------------------------------------------------------
 # A fake libnvidia-ml for the GPU gauges' tests (test/unit/lib/fake_nvml.c).
