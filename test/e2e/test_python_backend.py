@@ -9,6 +9,9 @@ What is asserted:
   * add_sub: two FP32 inputs, sum and difference;
   * a BYTES model: numpy object arrays of bytes in and out;
   * default_model_filename is honoured;
+  * initialize's args carry Triton's keys; a request's id, parameters and
+    requested output names reach execute; InferenceResponse(error=...)
+    fails that request only;
   * an exception in execute fails every request with its message; a wrong
     return type and a wrong number of responses fail the requests clearly;
     the server keeps serving;
@@ -24,6 +27,7 @@ Every wait is bounded (HANG_S); no assertion is about time.
 """
 
 import concurrent.futures as cf
+import json
 import os
 import signal
 import shutil
@@ -44,7 +48,8 @@ PROTOCOLS = ("http", "grpc")
 HTTP_STATUS = {"UNAVAILABLE": 503, "NOT_FOUND": 404, "INVALID_ARGUMENT": 400, "INTERNAL": 500}
 STUB_NAME = "triton_python_backend_stub"
 READY_MODELS = ("add_sub", "bytes_echo", "raise_execute", "wrong_count", "wrong_type", "instances",
-                "slow", "batched", "double_fp32", "py_identity_step", "ens_py", "custom_file")
+                "slow", "batched", "double_fp32", "py_identity_step", "ens_py", "custom_file", "introspect",
+                "error_response")
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +155,38 @@ def test_default_model_filename(srv, gc, proto):
     assert np.asarray(out["OUTPUT0"]).tolist() == [2.0, 0.0]
 
 
+def test_args_and_request_fields(srv):
+    body = {"id": "req-7", "parameters": {"mykey": "v", "n": 3},
+            "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2], "data": [1.0, 2.0]}],
+            "outputs": [{"name": "INFO"}]}
+    r = srv.post("/v2/models/introspect/infer", json=body)
+    assert r.status_code == 200, r.text
+    outs = {o["name"]: o for o in r.json()["outputs"]}
+    assert set(outs) == {"INFO"}, outs
+    info = json.loads(outs["INFO"]["data"][0])
+    args = info["args"]
+    for k in ("model_config", "model_instance_kind", "model_instance_name", "model_instance_device_id",
+              "model_repository", "model_version", "model_name"):
+        assert k in args, (k, args)
+    assert args["model_name"] == "introspect" and args["model_version"] == "1", args
+    assert args["model_instance_kind"] == "CPU", args
+    assert args["model_config"]["name"] == "introspect", args
+    assert args["model_repository"].rstrip("/").endswith("introspect"), args
+    assert info["request_id"] == "req-7", info
+    assert info["parameters"] == {"mykey": "v", "n": 3}, info
+    assert info["requested"] == ["INFO"], info
+    assert info["inputs"] == ["INPUT0"] and info["is_cpu"] is True, info
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_error_in_response(srv, gc, proto):
+    with pytest.raises(Failed) as ei:
+        infer(proto, srv, gc, "error_response", [fp32("INPUT0", [-1.0])])
+    assert "error_response: negative input" in ei.value.message, ei.value
+    out = infer(proto, srv, gc, "error_response", [fp32("INPUT0", [5.0])])
+    assert np.asarray(out["OUTPUT0"]).tolist() == [5.0]
+
+
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_large_tensor(srv, gc, proto):
     # Bigger than any first shared-memory segment: the segment grows.
@@ -183,7 +220,7 @@ def test_wrong_number_of_responses(srv, gc, proto):
 def test_wrong_return_type(srv, gc, proto):
     with pytest.raises(Failed) as ei:
         infer(proto, srv, gc, "wrong_type", [fp32("INPUT0", [1.0])])
-    assert ei.value.message, ei.value
+    assert "Expected a list in the execute return" in ei.value.message, ei.value
 
 
 def test_raise_in_initialize(srv):
