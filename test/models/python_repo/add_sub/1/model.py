@@ -3,7 +3,6 @@ Python backend's first example, written for inferd's tests."""
 
 import json
 
-import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
