@@ -64,7 +64,15 @@ def srv(tmp_path_factory):
     try:
         yield s
     finally:
+        stubs = stub_pids(s.proc.pid) if s.alive() else []
         s.stop(check=True)
+        # No stub outlives the server.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}/cmdline") and _is_stub(p)
+                                                  for p in stubs):
+            time.sleep(0.05)
+        left = [p for p in stubs if _is_stub(p)]
+        assert not left, f"stub processes left after the server exited: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +118,14 @@ def fp32(name, values):
 
 def delay(ms):
     return [("DELAY_MS", "INT32", [1], [ms])]
+
+
+def _is_stub(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return STUB_NAME.encode() in f.read()
+    except OSError:
+        return False
 
 
 def stub_pids(server_pid):
@@ -221,6 +237,33 @@ def test_wrong_return_type(srv, gc, proto):
     with pytest.raises(Failed) as ei:
         infer(proto, srv, gc, "wrong_type", [fp32("INPUT0", [1.0])])
     assert "Expected a list in the execute return" in ei.value.message, ei.value
+
+
+def test_syntax_error(srv):
+    r = srv.post("/v2/repository/index", json={})
+    entry = [m for m in r.json() if m["name"] == "syntax_error"]
+    assert entry and entry[0].get("state") == "UNAVAILABLE", entry
+    assert "SyntaxError" in entry[0].get("reason", "") + srv.log_tail(200000), entry
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_empty_tensor(srv, gc, proto):
+    out = infer(proto, srv, gc, "double_fp32", [("INPUT0", "FP32", [0], [])])
+    assert np.asarray(out["OUTPUT0"]).size == 0
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_sigkill_idle_stub(srv, gc, proto):
+    pid = int(np.asarray(infer(proto, srv, gc, "slow", delay(0))["PID"]).reshape(-1)[0])
+    os.kill(pid, signal.SIGKILL)
+    # Nothing in flight: the next request is served by a new stub (or, if the
+    # backend has not yet noticed, fails clearly and the one after is served).
+    try:
+        out = infer(proto, srv, gc, "slow", delay(0))
+    except Failed as f:
+        assert "exited unexpectedly" in f.message, f
+        out = infer(proto, srv, gc, "slow", delay(0))
+    assert int(np.asarray(out["PID"]).reshape(-1)[0]) != pid
 
 
 def test_raise_in_initialize(srv):
