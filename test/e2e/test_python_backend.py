@@ -22,7 +22,11 @@ What is asserted:
   * an ensemble of identity then a Python model;
   * SIGKILL of a stub (a child of the server, found through /proc): the
     request in flight fails with "exited unexpectedly", the next request is
-    served by a restarted stub (another pid), another model is unaffected.
+    served by a restarted stub (another pid), another model is unaffected;
+    a stub killed while idle is replaced by the next request or the one after;
+  * many concurrent requests of varied sizes each get their own answer;
+  * unload ends a model's stubs, load starts new ones; no stub outlives
+    the server.
 Every wait is bounded (HANG_S); no assertion is about time.
 """
 
@@ -266,6 +270,21 @@ def test_sigkill_idle_stub(srv, gc, proto):
     assert int(np.asarray(out["PID"]).reshape(-1)[0]) != pid
 
 
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_concurrent_varied_sizes(srv, gc, proto):
+    sizes = [1, 1000, 7, 250000, 3, 64, 100000, 0, 5, 33333] * 3
+
+    def one(i, n):
+        x = np.arange(n, dtype=np.float32) + i
+        out = infer(proto, srv, gc, "double_fp32", [("INPUT0", "FP32", [n], x)])
+        assert np.array_equal(np.asarray(out["OUTPUT0"]).reshape(-1), x * 2), (i, n)
+        return True
+
+    with cf.ThreadPoolExecutor(8) as ex:
+        futs = [ex.submit(one, i, n) for i, n in enumerate(sizes)]
+        assert all(f.result(timeout=HANG_S) for f in futs)
+
+
 def test_raise_in_initialize(srv):
     r = srv.get("/v2/models/raise_init/ready")
     assert r.status_code != 200
@@ -355,3 +374,33 @@ def _in_execute(pid):
             return "sleep" in f.read()
     except OSError:
         return False
+
+
+def test_unload_and_reload_stops_and_starts_stubs(tmp_path):
+    """Explicit model control: unloading a Python model ends its stubs;
+    loading it again starts new ones that answer."""
+    repo = tmp_path / "repo"
+    for m in ("instances", "add_sub"):
+        shutil.copytree(PY_REPO / m, repo / m)
+    s = h.start_server(tmp_path / "srv", [repo], wait_models=("instances", "add_sub"), timeout=120,
+                       extra=["--model-control-mode=explicit", "--load-model=instances",
+                              "--load-model=add_sub"])
+    try:
+        before = stub_pids(s.proc.pid)
+        assert len(before) == 4, before  # 3 instances + add_sub
+        mine = {int(np.asarray(infer("http", s, None, "instances", delay(0))["PID"]).reshape(-1)[0])}
+        assert mine <= set(before)
+        r = s.post("/v2/repository/models/instances/unload", json={})
+        assert r.status_code == 200, r.text
+        deadline = time.monotonic() + HANG_S
+        while time.monotonic() < deadline and len(stub_pids(s.proc.pid)) != 1:
+            time.sleep(0.05)
+        assert len(stub_pids(s.proc.pid)) == 1, stub_pids(s.proc.pid)
+        r = s.post("/v2/repository/models/instances/load", json={})
+        assert r.status_code == 200, r.text
+        pid = int(np.asarray(infer("http", s, None, "instances", delay(0))["PID"]).reshape(-1)[0])
+        assert pid not in before and pid in stub_pids(s.proc.pid)
+        out = infer("http", s, None, "add_sub", [fp32("INPUT0", [1.0] * 4), fp32("INPUT1", [2.0] * 4)])
+        assert np.asarray(out["OUTPUT0"]).tolist() == [3.0] * 4
+    finally:
+        s.stop(check=True)
