@@ -163,6 +163,14 @@ def test_add_sub(srv, gc, proto):
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
+def test_empty_bytes_first(srv, gc, proto):
+    # Before any other request to bytes_echo (this test runs first): an
+    # empty BYTES tensor on an instance whose segment was never used.
+    out = infer(proto, srv, gc, "bytes_echo", [("INPUT0", "BYTES", [0], [])])
+    assert list(out["OUTPUT0"]) == []
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bytes(srv, gc, proto):
     items = [b"hello", b"", b"\x00\xffab", "é".encode() * 100]
     out = infer(proto, srv, gc, "bytes_echo", [("INPUT0", "BYTES", [len(items)], items)])
