@@ -211,6 +211,7 @@ def test_error_in_response(srv, gc, proto):
     with pytest.raises(Failed) as ei:
         infer(proto, srv, gc, "error_response", [fp32("INPUT0", [-1.0])])
     assert "error_response: negative input" in ei.value.message, ei.value
+    assert ei.value.code == "INVALID_ARGUMENT", ei.value  # TritonError's code kept
     out = infer(proto, srv, gc, "error_response", [fp32("INPUT0", [5.0])])
     assert np.asarray(out["OUTPUT0"]).tolist() == [5.0]
 
