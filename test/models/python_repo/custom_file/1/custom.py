@@ -1,0 +1,14 @@
+"""custom_file: loaded from custom.py (default_model_filename); OUTPUT0 =
+INPUT0 + 1."""
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(
+                "OUTPUT0", (pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() + 1).astype(np.float32))])
+            for r in requests
+        ]
