@@ -391,6 +391,8 @@ struct TRITONSERVER_ServerOptions {
   unsigned exit_timeout_secs;
   char *backend_dir; /* owned; NULL: the library's own backends/ folder */
   int log_info, log_warn, log_error, log_verbose;
+  int log_format;  /* ifd_log_format_t */
+  char *log_file;  /* owned: "" or NULL for stderr */
   int metrics;     /* ServerMetrics answers; gauges sampled */
   int gpu_metrics; /* the GPU gauges among them */
   uint64_t metrics_interval_ms;
