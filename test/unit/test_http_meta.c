@@ -190,7 +190,7 @@ static void test_server_info(void **state) {
                      "\"schedule_policy\",\"model_configuration\","
                      "\"system_shared_memory\",\"cuda_shared_memory\","
                      "\"binary_tensor_data\",\"parameters\","
-                     "\"statistics\"]}"));
+                     "\"statistics\",\"logging\"]}"));
   ifd__hbuf_init(&b, 0);
   ifd__json_server_info(&b, &none);
   assert_same(text_of(&b),
