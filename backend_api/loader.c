@@ -202,11 +202,15 @@ static int backend_open(const char *name, const char *path,
   /* Built with jansson so that a path with quotes or backslashes stays
    * valid JSON. */
   {
-    json_t *j =
-        json_pack("{s:{s:s, s:s, s:s, s:s}}", "cmdline", "auto-complete-config",
+    /* std::to_string(double), as tritonserver formats it. */
+    char mcc[64];
+    json_t *j;
+    snprintf(mcc, sizeof(mcc), "%f",
+             o->min_compute_capability > 0 ? o->min_compute_capability : 6.0);
+    j = json_pack("{s:{s:s, s:s, s:s, s:s}}", "cmdline", "auto-complete-config",
                   strict ? "false" : "true", "backend-directory",
-                  backend_dir ? backend_dir : "", "min-compute-capability",
-                  "6.000000", "default-max-batch-size", "4");
+                  backend_dir ? backend_dir : "", "min-compute-capability", mcc,
+                  "default-max-batch-size", "4");
     json_t *cmd = j != NULL ? json_object_get(j, "cmdline") : NULL;
     size_t k;
     /* --backend-config settings for every backend, then this one's, over

@@ -170,6 +170,13 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
     if (s->load_models[i] == NULL) goto out_nomem;
   }
   s->opts.load_models = (const char *const *)s->load_models;
+  s->server_id = ifd_strdup_null(opts->server_id);
+  s->opts.server_id = s->server_id;
+  s->model_config_name = ifd_strdup_null(opts->model_config_name);
+  s->opts.model_config_name = s->model_config_name;
+  if ((opts->server_id != NULL && s->server_id == NULL) ||
+      (opts->model_config_name != NULL && s->model_config_name == NULL))
+    goto out_nomem;
   ifd_strmap_init(&s->by_name);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), REQ_CACHE_MAX);
   s->shm = ifd_shm_new(loop, opts->gpu_count);
@@ -197,6 +204,8 @@ out_free:
     free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free(s->server_id);
+  free(s->model_config_name);
   free_backend_config(s);
   free(s);
   return err ? err->code : IFD_ENOMEM;
@@ -439,6 +448,8 @@ static void on_handle_closed(uv_handle_t *h) {
   for (i = 0; i < s->opts.n_load_models; i++) free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free(s->server_id);
+  free(s->model_config_name);
   free_backend_config(s);
   free(s);
 }

@@ -60,9 +60,12 @@ struct ifd_server {
   ifd_backend_setting_t *backend_cfg; /* owned copies behind
                                          opts.backend_config (strings too) */
   char **load_models;                 /* owned copies behind opts.load_models */
-  ifd_evq_t evq;                      /* embedded completion queue */
-  ifd_strmap_t by_name;               /* name -> model_entry_t* */
-  model_entry_t **entries;            /* owned array, sorted by name */
+  char *server_id;                    /* owned copy behind opts.server_id */
+  char *model_config_name; /* owned copy behind opts.model_config_name */
+  ifd_server_info_t info;  /* server metadata; name: server_id */
+  ifd_evq_t evq;           /* embedded completion queue */
+  ifd_strmap_t by_name;    /* name -> model_entry_t* */
+  model_entry_t **entries; /* owned array, sorted by name */
   size_t n_entries;
   int started; /* ifd_server_start was called */
   int loading_done;

@@ -79,8 +79,15 @@ static const ifd_server_info_t server_info = {
     sizeof(extensions) / sizeof(extensions[0])};
 
 const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s) {
-  (void)s;
-  return &server_info;
+  ifd_server_t *w = (ifd_server_t *)s;
+  if (s == NULL || s->server_id == NULL || s->server_id[0] == '\0')
+    return &server_info;
+  /* Filled on first use; metadata is asked on the loop thread only. */
+  if (w->info.name == NULL) {
+    w->info = server_info;
+    w->info.name = s->server_id;
+  }
+  return &w->info;
 }
 
 /* Points `t` at one config tensor; its shape goes to *shape, which moves on. */

@@ -20,6 +20,7 @@ typedef struct ifd_grpc_opts {
   int port;                  /* 0 picks a free port (see ifd_grpc_port) */
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */
+  int reuse_port;            /* set SO_REUSEPORT before binding */
   /* Most response bytes one call may have queued but not yet written (a
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */

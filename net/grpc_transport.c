@@ -462,7 +462,8 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
   g->set.tls = opts->tls; /* before any accept: the loop is not running */
-  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port, 0,
+  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port,
+                           opts->reuse_port,
                            opts->max_connections != 0 ? opts->max_connections
                                                       : DEFAULT_MAX_CONNECTIONS,
                            err);

@@ -272,6 +272,14 @@ int main(int argc, char **argv) {
     if (rc > 0) ifd__net_options_usage(stdout);
     return rc > 0 ? 0 : 1;
   }
+  /* --model-load-thread-count: models load on libuv's thread pool, sized
+   * once, at its first use (after this); at least libuv's 4 threads, which
+   * also serve other blocking work. An explicit UV_THREADPOOL_SIZE wins. */
+  if (a->opt.model_load_threads > 4 && getenv("UV_THREADPOOL_SIZE") == NULL) {
+    char n[16];
+    snprintf(n, sizeof(n), "%d", a->opt.model_load_threads);
+    setenv("UV_THREADPOOL_SIZE", n, 0);
+  }
   if (a->opt.log_format != NULL) {
     ifd_log_format_t f;
     if (ifd_log_parse_format(a->opt.log_format, &f) != 0) {
@@ -293,6 +301,7 @@ int main(int argc, char **argv) {
   ifd_log_set_enabled(IFD_LOG_INFO, a->opt.log_info);
   ifd_log_set_enabled(IFD_LOG_WARN, a->opt.log_warning);
   ifd_log_set_enabled(IFD_LOG_ERROR, a->opt.log_error);
+  ifd__net_options_report(&a->opt);
   signal(SIGPIPE, SIG_IGN);
   if (build_tls(a) != 0) {
     ifd_tls_ctx_free(a->http_tls);
@@ -321,6 +330,9 @@ int main(int argc, char **argv) {
   so.histogram_latencies = a->opt.histogram_latencies;
   so.no_counter_latencies = a->opt.no_counter_latencies;
   so.exit_timeout_secs = a->opt.exit_timeout_secs;
+  so.server_id = a->opt.server_id;
+  so.model_config_name = a->opt.model_config_name;
+  so.min_compute_capability = a->opt.min_compute_capability;
   so.gpu_count = ifd_gpu_count();
   /* Before any model loads; without a GPU there is nothing to set up. */
   ifd_cuda_mem_init(&a->opt.cuda_mem, so.gpu_count);
@@ -348,6 +360,7 @@ int main(int argc, char **argv) {
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;
+    ho.reuse_port = a->opt.reuse_http_port;
     http_limits(&a->opt, &ho);
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
@@ -366,6 +379,7 @@ int main(int argc, char **argv) {
     go.max_message_size = a->opt.grpc_max_message_size;
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     go.tls = a->grpc_tls;
+    go.reuse_port = a->opt.reuse_grpc_port;
     go.max_connections = (unsigned)a->opt.max_connections;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
       IFD_ERROR("failed to start the GRPC service: %s", err.text);
@@ -390,6 +404,7 @@ int main(int argc, char **argv) {
       a->exit_code = 1;
     } else {
       ifd_metrics_allow_gpu(a->metrics, a->opt.allow_gpu_metrics);
+      ifd_metrics_allow_cpu(a->metrics, a->opt.allow_cpu_metrics);
     }
     memset(&mo, 0, sizeof(mo));
     http_limits(&a->opt, &mo);

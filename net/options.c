@@ -2,11 +2,14 @@
  * net/options.c - tritonserver's command line: one table of flags, each
  * with a kind that says how its value is read, and the usage text.
  *
- * Flags are spelled as tritonserver spells them and take `--flag=value` or
- * `--flag value`. Flags for endpoints that this build does not serve yet are
- * refused with a clear message rather than silently ignored, except the
- * port/allow flags that every tritonserver command line carries, which are
- * accepted with a warning so that existing command lines keep working.
+ * Every flag of tritonserver 2.47 (and the few later ones a newer command
+ * line may carry) is accepted, spelled and checked as tritonserver does:
+ * `--flag=value` or `--flag value`, a unique prefix of a name (getopt_long),
+ * booleans true/on/1 and false/off/0. Each flag then either takes effect,
+ * or has no effect by design (one info line at start says why), or needs a
+ * feature inferd lacks and whose absence would change results: the server
+ * then refuses to start, naming the flag. README's "Flags" lists which is
+ * which; inferd's own flags (connection limits) follow tritonserver's.
  */
 #include "net/options.h"
 
@@ -47,8 +50,6 @@ void ifd__net_options_usage(FILE *f) {
       "more are decoded\n"
       "                             and encoded on the thread pool "
       "(default 262144)\n"
-      "  --http-thread-count=N      accepted for compatibility: HTTP is "
-      "served by one event loop\n"
       "  --http-max-header-bytes=N  largest request line plus headers; "
       "beyond: 431, close\n"
       "                             (default 65536)\n"
@@ -159,8 +160,11 @@ void ifd__net_options_usage(FILE *f) {
       "  --metrics-address=ADDR     metrics bind address (default: the "
       "HTTP address)\n"
       "  --allow-metrics=BOOL       serve metrics (default true)\n"
-      "  --metrics-interval-ms=N    how often CPU and memory gauges are "
-      "sampled (default 2000)\n"
+      "  --metrics-interval-ms=MS   how often CPU and memory gauges are "
+      "sampled (a float;\n"
+      "                             default 2000)\n"
+      "  --allow-cpu-metrics=BOOL   CPU utilization and memory gauges "
+      "(default true)\n"
       "  --metrics-config=K=V       counter_latencies=BOOL (default true): "
       "the\n"
       "                             latency counters; "
@@ -193,6 +197,21 @@ void ifd__net_options_usage(FILE *f) {
       "                             (default 15, must be > 0)\n"
       "  --strict-model-config=BOOL no config auto-completion (default "
       "false)\n"
+      "  --disable-auto-complete-config  the same as "
+      "--strict-model-config=true\n"
+      "  --model-config-name=NAME   read <model>/configs/NAME.pbtxt instead of "
+      "config.pbtxt\n"
+      "                             where it exists\n"
+      "  --model-load-thread-count=N  threads loading models (default 4; "
+      "libuv's pool)\n"
+      "  --id=NAME                  the server metadata's name (default "
+      "inferd)\n"
+      "  --reuse-http-port=BOOL, --reuse-grpc-port=BOOL  SO_REUSEPORT: "
+      "servers that all\n"
+      "                             set it share one port (default false)\n"
+      "  --min-supported-compute-capability=F  passed to backends as "
+      "min-compute-capability\n"
+      "                             (default 6.0)\n"
       "  --strict-readiness=BOOL    ready only when every model is ready "
       "(default true)\n"
       "  --exit-on-error=BOOL       exit when a model fails to load "
@@ -207,6 +226,24 @@ void ifd__net_options_usage(FILE *f) {
       "  --log-file=PATH            append log lines to PATH instead of "
       "stderr\n"
       "  --log-format=F             default or ISO8601 (default: default)\n"
+      "Accepted without effect (one info line at start says why):\n"
+      "  --http-thread-count, --grpc-infer-allocation-pool-size,\n"
+      "  --grpc-infer-thread-count, --grpc-max-response-pool-size,\n"
+      "  --grpc-infer-response-compression-level, --grpc-max-connection-age,\n"
+      "  --grpc-max-connection-age-grace, --buffer-manager-thread-count,\n"
+      "  --host-policy, --cuda-virtual-address-size, --enable-peer-access,\n"
+      "  --cache-directory, --rate-limit-resource (with --rate-limit=off),\n"
+      "  --trace-config/--trace-* with level OFF, --sagemaker-* and\n"
+      "  --vertex-ai-* (with --allow-sagemaker/--allow-vertex-ai false)\n"
+      "Refused (inferd lacks the feature): --cache-config,\n"
+      "  --response-cache-byte-size, --rate-limit=execution_count, trace "
+      "levels\n"
+      "  other than OFF, --model-namespacing=true, "
+      "--model-load-retry-count>0,\n"
+      "  --allow-sagemaker=true, --allow-vertex-ai=true, "
+      "--repoagent-directory,\n"
+      "  --model-load-gpu-limit, --http-header-forward-pattern,\n"
+      "  --grpc-header-forward-pattern\n"
       "  --help                     this text\n");
 }
 
@@ -243,93 +280,216 @@ enum kind {
   K_MODE,
   K_LOAD,
   K_METRICS_CONFIG,
-  K_NOTYET,
   K_BACKEND_CONFIG, /* --backend-config [<backend>,]<setting>=<value> */
   K_UINT,           /* unsigned, 0 allowed */
   K_U64Z,           /* uint64_t, 0 allowed */
   K_SECS_MS,        /* seconds into a uint64_t of ms, 0 allowed */
   K_RESTRICT,       /* ifd_restrict_t rule (HTTP or gRPC by the name) */
   K_CUDA_POOL,      /* --cuda-memory-pool-byte-size <device>:<bytes> */
+  K_SWITCH,         /* no value (getopt's no_argument): sets the int to 1 */
+  K_NONEMPTY,       /* a string that must not be empty */
+  K_LOG_VERBOSE,    /* an integer, or true (1) / false (0) */
+  K_MS_FLOAT,       /* milliseconds as a float, into an int (rounded) */
+  K_FLOAT,          /* a double, into a double */
+  K_ANYINT,         /* an int (negative allowed), into an int */
+  K_RATE_LIMIT,     /* off | execution_count */
+  K_TRACE_LEVEL,    /* --trace-level OFF|TIMESTAMPS|TENSORS (repeatable) */
+  K_TRACE_CONFIG,   /* --trace-config [<mode>,]<setting>=<value> */
+  K_CACHE_CONFIG,   /* --cache-config <cache>,<setting>=<value> */
+  K_CACHE_SIZE,     /* --response-cache-byte-size <int64> */
+  K_IGNORED,        /* checked as `check` says, then no effect (`why`) */
+  K_REFUSED,        /* checked as `check` says, then refused (`why`) */
+};
+
+/* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
+ * checks it. */
+enum check {
+  C_STR,
+  C_INT,
+  C_BOOL,
+  C_PAIR_INT,    /* <int>:<int> (cuda-virtual-address-size) */
+  C_PAIR_FLOAT,  /* <int>:<float> (model-load-gpu-limit) */
+  C_RANGE,       /* <int>-<int> (sagemaker-safe-port-range) */
+  C_POLICY,      /* <name>,<setting>=<value> (host-policy) */
+  C_RESOURCE,    /* <name>:<count>[:<device>] (rate-limit-resource) */
+  C_COMPRESSION, /* none | low | medium | high */
 };
 
 typedef struct flag {
   const char *name;
   enum kind kind;
-  size_t off; /* offset in ifd_net_options_t; unused for K_REPO/K_MODE/K_LOAD/
-                 K_METRICS_CONFIG/K_NOTYET */
+  size_t off;       /* offset in ifd_net_options_t, for kinds that store */
+  enum check check; /* K_IGNORED, K_REFUSED */
+  const char *why;  /* K_IGNORED, K_REFUSED: why, for the log line */
 } flag_t;
 
 #define OFF(f) offsetof(ifd_net_options_t, f)
+/* A flag accepted without effect, and a flag refused. */
+#define IGN(n, c, w) \
+  { n, K_IGNORED, 0, c, w }
+#define REF(n, c, w) \
+  { n, K_REFUSED, 0, c, w }
+
+static const char why_threads[] =
+    "inferd serves every connection from one event loop";
+static const char why_sagemaker[] =
+    "the SageMaker endpoint is not served (--allow-sagemaker is false)";
+static const char why_vertex[] =
+    "the Vertex AI endpoint is not served (--allow-vertex-ai is false)";
+static const char why_trace[] =
+    "tracing is off (trace level OFF), and inferd does not trace yet";
+
 static const flag_t flags[] = {
-    {"model-repository", K_REPO, 0},
-    {"model-store", K_REPO, 0},
-    {"backend-directory", K_STR, OFF(backend_dir)},
-    {"backend-config", K_BACKEND_CONFIG, 0},
-    {"http-address", K_STR, OFF(http_address)},
-    {"http-port", K_PORT, OFF(http_port)},
-    {"allow-http", K_BOOL, OFF(allow_http)},
-    {"http-max-input-size", K_U64, OFF(http_max_input_size)},
-    {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes)},
-    {"http-thread-count", K_NOTYET, 0},
-    {"http-max-header-bytes", K_POS, OFF(http_max_header_bytes)},
-    {"http-max-headers", K_POS, OFF(http_max_headers)},
-    {"http-max-pipeline", K_POS, OFF(http_max_pipeline)},
-    {"http-header-timeout-secs", K_INT, OFF(http_header_timeout_secs)},
-    {"http-body-timeout-secs", K_INT, OFF(http_body_timeout_secs)},
-    {"http-idle-timeout-secs", K_INT, OFF(http_idle_timeout_secs)},
-    {"max-connections", K_POS, OFF(max_connections)},
-    {"loop-spin-us", K_INT, OFF(loop_spin_us)},
-    {"grpc-port", K_PORT, OFF(grpc_port)},
-    {"grpc-address", K_STR, OFF(grpc_address)},
-    {"allow-grpc", K_BOOL, OFF(allow_grpc)},
-    {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size)},
-    {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes)},
-    {"grpc-max-concurrent-streams", K_UINT,
-     OFF(grpc_lim.max_concurrent_streams)},
-    {"grpc-max-header-list-size", K_UINT, OFF(grpc_lim.max_header_list_size)},
-    {"grpc-idle-timeout-secs", K_SECS_MS, OFF(grpc_lim.idle_timeout_ms)},
-    {"grpc-max-resets-per-second", K_UINT, OFF(grpc_lim.max_resets_per_second)},
-    {"grpc-max-connection-buffer-bytes", K_U64,
-     OFF(grpc_lim.max_connection_buffer)},
-    {"grpc-keepalive-time", K_U64Z, OFF(grpc_lim.keepalive_time_ms)},
-    {"grpc-keepalive-timeout", K_U64Z, OFF(grpc_lim.keepalive_timeout_ms)},
+    /* Server. */
+    {"id", K_STR, OFF(server_id), 0, NULL},
+    {"exit-timeout-secs", K_INT, OFF(exit_timeout_secs), 0, NULL},
+    /* Model repository. */
+    {"model-repository", K_REPO, 0, 0, NULL},
+    {"model-store", K_REPO, 0, 0, NULL},
+    {"exit-on-error", K_BOOL, OFF(exit_on_error), 0, NULL},
+    {"disable-auto-complete-config", K_SWITCH, OFF(disable_auto_complete), 0,
+     NULL},
+    {"strict-model-config", K_BOOL, OFF(strict_config), 0, NULL},
+    {"strict-readiness", K_BOOL, OFF(strict_readiness), 0, NULL},
+    {"model-control-mode", K_MODE, 0, 0, NULL},
+    {"repository-poll-secs", K_INT, OFF(poll_secs), 0, NULL},
+    {"load-model", K_LOAD, 0, 0, NULL},
+    {"model-config-name", K_NONEMPTY, OFF(model_config_name), 0, NULL},
+    {"model-load-thread-count", K_ANYINT, OFF(model_load_threads), 0, NULL},
+    {"model-load-retry-count", K_ANYINT, OFF(model_load_retry_count), 0, NULL},
+    {"model-namespacing", K_BOOL, OFF(model_namespacing), 0, NULL},
+    IGN("enable-peer-access", C_BOOL,
+        "inferd does not enable CUDA peer access between GPUs; tensors "
+        "moving between GPUs are staged through host memory"),
+    /* HTTP. */
+    {"allow-http", K_BOOL, OFF(allow_http), 0, NULL},
+    {"http-address", K_STR, OFF(http_address), 0, NULL},
+    {"http-port", K_PORT, OFF(http_port), 0, NULL},
+    {"reuse-http-port", K_BOOL, OFF(reuse_http_port), 0, NULL},
+    REF("http-header-forward-pattern", C_STR,
+        "request headers are not forwarded as request parameters"),
+    IGN("http-thread-count", C_INT, why_threads),
+    {"http-restricted-api", K_RESTRICT, OFF(http_restrict), 0, NULL},
+    {"http-max-input-size", K_U64, OFF(http_max_input_size), 0, NULL},
+    {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes), 0, NULL},
+    {"http-max-header-bytes", K_POS, OFF(http_max_header_bytes), 0, NULL},
+    {"http-max-headers", K_POS, OFF(http_max_headers), 0, NULL},
+    {"http-max-pipeline", K_POS, OFF(http_max_pipeline), 0, NULL},
+    {"http-header-timeout-secs", K_INT, OFF(http_header_timeout_secs), 0, NULL},
+    {"http-body-timeout-secs", K_INT, OFF(http_body_timeout_secs), 0, NULL},
+    {"http-idle-timeout-secs", K_INT, OFF(http_idle_timeout_secs), 0, NULL},
+    {"http-ssl-cert", K_STR, OFF(http_ssl_cert), 0, NULL},
+    {"http-ssl-key", K_STR, OFF(http_ssl_key), 0, NULL},
+    {"max-connections", K_POS, OFF(max_connections), 0, NULL},
+    {"loop-spin-us", K_INT, OFF(loop_spin_us), 0, NULL},
+    /* gRPC. */
+    {"allow-grpc", K_BOOL, OFF(allow_grpc), 0, NULL},
+    {"grpc-address", K_STR, OFF(grpc_address), 0, NULL},
+    {"grpc-port", K_PORT, OFF(grpc_port), 0, NULL},
+    {"reuse-grpc-port", K_BOOL, OFF(reuse_grpc_port), 0, NULL},
+    REF("grpc-header-forward-pattern", C_STR,
+        "request headers are not forwarded as request parameters"),
+    IGN("grpc-infer-allocation-pool-size", C_INT,
+        "inferd keeps its own per-loop cache of request objects"),
+    IGN("grpc-infer-thread-count", C_INT, why_threads),
+    IGN("grpc-max-response-pool-size", C_INT,
+        "responses are bounded by --grpc-stream-buffer-bytes instead"),
+    {"grpc-use-ssl", K_BOOL, OFF(grpc_use_ssl), 0, NULL},
+    {"grpc-use-ssl-mutual", K_BOOL, OFF(grpc_use_ssl_mutual), 0, NULL},
+    {"grpc-server-cert", K_STR, OFF(grpc_server_cert), 0, NULL},
+    {"grpc-server-key", K_STR, OFF(grpc_server_key), 0, NULL},
+    {"grpc-root-cert", K_STR, OFF(grpc_root_cert), 0, NULL},
+    IGN("grpc-infer-response-compression-level", C_COMPRESSION,
+        "responses are sent uncompressed (clients read both)"),
+    {"grpc-keepalive-time", K_U64Z, OFF(grpc_lim.keepalive_time_ms), 0, NULL},
+    {"grpc-keepalive-timeout", K_U64Z, OFF(grpc_lim.keepalive_timeout_ms), 0,
+     NULL},
     {"grpc-keepalive-permit-without-calls", K_BOOL,
-     OFF(grpc_lim.keepalive_permit_without_calls)},
+     OFF(grpc_lim.keepalive_permit_without_calls), 0, NULL},
     {"grpc-http2-max-pings-without-data", K_UINT,
-     OFF(grpc_lim.max_pings_without_data)},
+     OFF(grpc_lim.max_pings_without_data), 0, NULL},
     {"grpc-http2-min-recv-ping-interval-without-data", K_U64Z,
-     OFF(grpc_lim.min_recv_ping_interval_ms)},
-    {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes)},
-    {"http-restricted-api", K_RESTRICT, OFF(http_restrict)},
-    {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict)},
-    {"grpc-use-ssl", K_BOOL, OFF(grpc_use_ssl)},
-    {"grpc-use-ssl-mutual", K_BOOL, OFF(grpc_use_ssl_mutual)},
-    {"grpc-server-cert", K_STR, OFF(grpc_server_cert)},
-    {"grpc-server-key", K_STR, OFF(grpc_server_key)},
-    {"grpc-root-cert", K_STR, OFF(grpc_root_cert)},
-    {"http-ssl-cert", K_STR, OFF(http_ssl_cert)},
-    {"http-ssl-key", K_STR, OFF(http_ssl_key)},
-    {"metrics-port", K_PORT, OFF(metrics_port)},
-    {"metrics-address", K_STR, OFF(metrics_address)},
-    {"allow-metrics", K_BOOL, OFF(allow_metrics)},
-    {"metrics-interval-ms", K_INT, OFF(metrics_interval_ms)},
-    {"metrics-config", K_METRICS_CONFIG, 0},
-    {"allow-gpu-metrics", K_BOOL, OFF(allow_gpu_metrics)},
-    {"pinned-memory-pool-byte-size", K_U64Z, OFF(cuda_mem.pinned_bytes)},
-    {"cuda-memory-pool-byte-size", K_CUDA_POOL, 0},
-    {"model-control-mode", K_MODE, 0},
-    {"load-model", K_LOAD, 0},
-    {"repository-poll-secs", K_INT, OFF(poll_secs)},
-    {"strict-model-config", K_BOOL, OFF(strict_config)},
-    {"strict-readiness", K_BOOL, OFF(strict_readiness)},
-    {"exit-on-error", K_BOOL, OFF(exit_on_error)},
-    {"exit-timeout-secs", K_INT, OFF(exit_timeout_secs)},
-    {"log-verbose", K_INT, OFF(log_verbose)},
-    {"log-info", K_BOOL, OFF(log_info)},
-    {"log-warning", K_BOOL, OFF(log_warning)},
-    {"log-error", K_BOOL, OFF(log_error)},
-    {"log-file", K_STR, OFF(log_file)},
-    {"log-format", K_STR, OFF(log_format)},
+     OFF(grpc_lim.min_recv_ping_interval_ms), 0, NULL},
+    {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes), 0,
+     NULL},
+    IGN("grpc-max-connection-age", C_INT,
+        "connections are not aged out (idle ones close after "
+        "--grpc-idle-timeout-secs)"),
+    IGN("grpc-max-connection-age-grace", C_INT,
+        "connections are not aged out (idle ones close after "
+        "--grpc-idle-timeout-secs)"),
+    {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict), 0, NULL},
+    {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size), 0, NULL},
+    {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes), 0, NULL},
+    {"grpc-max-concurrent-streams", K_UINT,
+     OFF(grpc_lim.max_concurrent_streams), 0, NULL},
+    {"grpc-max-header-list-size", K_UINT, OFF(grpc_lim.max_header_list_size), 0,
+     NULL},
+    {"grpc-idle-timeout-secs", K_SECS_MS, OFF(grpc_lim.idle_timeout_ms), 0,
+     NULL},
+    {"grpc-max-resets-per-second", K_UINT, OFF(grpc_lim.max_resets_per_second),
+     0, NULL},
+    {"grpc-max-connection-buffer-bytes", K_U64,
+     OFF(grpc_lim.max_connection_buffer), 0, NULL},
+    /* Logging. */
+    {"log-verbose", K_LOG_VERBOSE, OFF(log_verbose), 0, NULL},
+    {"log-info", K_BOOL, OFF(log_info), 0, NULL},
+    {"log-warning", K_BOOL, OFF(log_warning), 0, NULL},
+    {"log-error", K_BOOL, OFF(log_error), 0, NULL},
+    {"log-file", K_STR, OFF(log_file), 0, NULL},
+    {"log-format", K_STR, OFF(log_format), 0, NULL},
+    /* SageMaker and Vertex AI: refused when allowed (below). */
+    {"allow-sagemaker", K_BOOL, OFF(allow_sagemaker), 0, NULL},
+    IGN("sagemaker-port", C_INT, why_sagemaker),
+    IGN("sagemaker-safe-port-range", C_RANGE, why_sagemaker),
+    IGN("sagemaker-thread-count", C_INT, why_sagemaker),
+    {"allow-vertex-ai", K_BOOL, OFF(allow_vertex_ai), 0, NULL},
+    IGN("vertex-ai-port", C_INT, why_vertex),
+    IGN("vertex-ai-thread-count", C_INT, why_vertex),
+    IGN("vertex-ai-default-model", C_STR, why_vertex),
+    /* Metrics. */
+    {"allow-metrics", K_BOOL, OFF(allow_metrics), 0, NULL},
+    {"allow-gpu-metrics", K_BOOL, OFF(allow_gpu_metrics), 0, NULL},
+    {"allow-cpu-metrics", K_BOOL, OFF(allow_cpu_metrics), 0, NULL},
+    {"metrics-address", K_STR, OFF(metrics_address), 0, NULL},
+    {"metrics-port", K_PORT, OFF(metrics_port), 0, NULL},
+    {"metrics-interval-ms", K_MS_FLOAT, OFF(metrics_interval_ms), 0, NULL},
+    {"metrics-config", K_METRICS_CONFIG, 0, 0, NULL},
+    /* Tracing: only level OFF (checked once every flag is read). */
+    {"trace-config", K_TRACE_CONFIG, 0, 0, NULL},
+    {"trace-level", K_TRACE_LEVEL, 0, 0, NULL},
+    IGN("trace-file", C_STR, why_trace),
+    IGN("trace-rate", C_INT, why_trace),
+    IGN("trace-count", C_INT, why_trace),
+    IGN("trace-log-frequency", C_INT, why_trace),
+    /* Backends and repository agents. */
+    {"backend-directory", K_STR, OFF(backend_dir), 0, NULL},
+    {"backend-config", K_BACKEND_CONFIG, 0, 0, NULL},
+    REF("repoagent-directory", C_STR,
+        "repository agents (TRITONREPOAGENT_*) are not loaded"),
+    /* Response cache. */
+    {"cache-config", K_CACHE_CONFIG, 0, 0, NULL},
+    IGN("cache-directory", C_STR,
+        "no response cache is configured (--cache-config)"),
+    {"response-cache-byte-size", K_CACHE_SIZE, 0, 0, NULL},
+    /* Rate limiter. */
+    {"rate-limit", K_RATE_LIMIT, 0, 0, NULL},
+    IGN("rate-limit-resource", C_RESOURCE,
+        "--rate-limit is off: instances run as soon as they are free"),
+    /* Memory and devices. */
+    {"pinned-memory-pool-byte-size", K_U64Z, OFF(cuda_mem.pinned_bytes), 0,
+     NULL},
+    {"cuda-memory-pool-byte-size", K_CUDA_POOL, 0, 0, NULL},
+    IGN("cuda-virtual-address-size", C_PAIR_INT,
+        "implicit state buffers are not grown through CUDA virtual memory"),
+    {"min-supported-compute-capability", K_FLOAT, OFF(min_compute_capability),
+     0, NULL},
+    IGN("buffer-manager-thread-count", C_INT,
+        "tensor copies run on the instance threads and the loop"),
+    IGN("host-policy", C_POLICY,
+        "instance threads are not bound to NUMA nodes or CPU cores"),
+    REF("model-load-gpu-limit", C_PAIR_FLOAT,
+        "loads are not refused by GPU memory use"),
 };
 
 int ifd__net_options_bad(const char *name, const char *value, const char *why) {
@@ -440,39 +600,316 @@ static int check_control(ifd_net_options_t *o) {
   return 0;
 }
 
-/* Parses argv into o. Returns 0, 1 for --help, or -1 after printing why. */
+/* Prints "--<name> is not supported by inferd yet: <why>" and returns -1. */
+static int refuse(const char *name, const char *why) {
+  fprintf(stderr, "inferd: --%s is not supported by inferd yet: %s\n", name,
+          why);
+  return -1;
+}
+
+/* Notes a flag accepted without effect, once per name. */
+static void no_effect(ifd_net_options_t *o, const char *name, const char *why) {
+  size_t k;
+  for (k = 0; k < o->n_no_effect; k++)
+    if (strcmp(o->no_effect[k], name) == 0) return;
+  if (o->n_no_effect == IFD_MAX_NO_EFFECT) return;
+  o->no_effect[o->n_no_effect] = name;
+  o->no_effect_why[o->n_no_effect++] = why;
+}
+
+/* A double as std::stod reads it (the whole text). 0 or -1. */
+static int parse_double(const char *v, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(v, &end);
+  return errno != 0 || end == v || *end != '\0' ? -1 : 0;
+}
+
+/* <int><sep><int-or-float> (tritonserver's ParsePairOption). 0 or -1. */
+static int check_pair(const char *v, const char *sep, int second_float) {
+  const char *d = strstr(v, sep);
+  char first[32];
+  long long n;
+  double f;
+  size_t len;
+  if (d == NULL) return -1;
+  len = (size_t)(d - v);
+  if (len == 0 || len >= sizeof(first)) return -1;
+  memcpy(first, v, len);
+  first[len] = '\0';
+  if (parse_int(first, INT_MIN, INT_MAX, &n) < 0) return -1;
+  d += strlen(sep);
+  if (second_float) return parse_double(d, &f);
+  return parse_int(d, LLONG_MIN, LLONG_MAX, &n);
+}
+
+/* <name><d1><setting><d2><value>, all three non-empty (tritonserver's
+ * ParseGenericConfigOption). 0 or -1. */
+static int check_generic(const char *v, char d1, char d2) {
+  const char *a = strchr(v, d1), *b;
+  if (a == NULL || a == v) return -1;
+  b = strchr(a + 1, d2);
+  return b == NULL || b == a + 1 || b[1] == '\0' ? -1 : 0;
+}
+
+/* <name>:<count>[:<device>] (tritonserver's ParseRateLimiterResourceOption).
+ * 0 or -1. */
+static int check_resource(const char *v) {
+  const char *a = strchr(v, ':'), *b;
+  char num[32];
+  long long n;
+  size_t len;
+  if (a == NULL) return -1;
+  b = strchr(a + 1, ':');
+  if (b == NULL) return parse_int(a + 1, INT_MIN, INT_MAX, &n);
+  if (strchr(b + 1, ':') != NULL) return -1;
+  len = (size_t)(b - a - 1);
+  if (len == 0 || len >= sizeof(num)) return -1;
+  memcpy(num, a + 1, len);
+  num[len] = '\0';
+  if (parse_int(num, INT_MIN, INT_MAX, &n) < 0) return -1;
+  return parse_int(b + 1, INT_MIN, INT_MAX, &n);
+}
+
+/* Checks a K_IGNORED / K_REFUSED value; returns 0 or -1 after printing
+ * tritonserver's message. */
+static int check_value(const flag_t *f, const char *v) {
+  long long n;
+  int b;
+  switch (f->check) {
+    case C_STR:
+      return 0;
+    case C_INT:
+      if (parse_int(v, INT_MIN, INT_MAX, &n) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected an integer");
+    case C_BOOL:
+      if (parse_bool(v, &b) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected true or false");
+    case C_PAIR_INT:
+      if (check_pair(v, ":", 0) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected <device id>:<integer>");
+    case C_PAIR_FLOAT:
+      if (check_pair(v, ":", 1) == 0) return 0;
+      return ifd__net_options_bad(f->name, v,
+                                  "expected <device id>:<fraction>");
+    case C_RANGE:
+      if (check_pair(v, "-", 0) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected <integer>-<integer>");
+    case C_POLICY:
+      if (check_generic(v, ',', '=') == 0) return 0;
+      return ifd__net_options_bad(f->name, v,
+                                  "--host-policy option format is '<policy "
+                                  "name>,<setting>=<value>'");
+    case C_RESOURCE:
+      if (check_resource(v) == 0) return 0;
+      return ifd__net_options_bad(f->name, v,
+                                  "--rate-limit-resource option format is "
+                                  "'<resource_name>:<count>:<device>' or "
+                                  "'<resource_name>:<count>'");
+    case C_COMPRESSION:
+      if (strcasecmp(v, "none") == 0 || strcasecmp(v, "low") == 0 ||
+          strcasecmp(v, "medium") == 0 || strcasecmp(v, "high") == 0)
+        return 0;
+      return ifd__net_options_bad(
+          f->name, v,
+          "invalid argument for --grpc_infer_response_compression_level "
+          "(none, low, medium or high)");
+  }
+  return 0;
+}
+
+/* A trace level as tritonserver reads it: 0 OFF, 1 TIMESTAMPS, 2 TENSORS,
+ * -1 invalid. */
+static int trace_level(const char *v) {
+  static const char *const off[] = {"false", "off"};
+  static const char *const ts[] = {"true", "on", "min", "max", "timestamps"};
+  size_t i;
+  for (i = 0; i < 2; i++)
+    if (strcasecmp(v, off[i]) == 0) return 0;
+  for (i = 0; i < 5; i++)
+    if (strcasecmp(v, ts[i]) == 0) return 1;
+  return strcasecmp(v, "tensors") == 0 ? 2 : -1;
+}
+
+static void add_trace_level(ifd_net_options_t *o, int level) {
+  if (level == 0)
+    o->trace_level_off = 1;
+  else
+    o->trace_level |= level;
+}
+
+/* --trace-config [<mode>,]<setting>=<value>, as tritonserver reads it:
+ * mode triton or opentelemetry; level, rate, count and log-frequency are
+ * checked. Tracing itself is refused unless the level is OFF (after every
+ * flag is read). Returns 0 or -1 after printing why. */
+static int parse_trace_config(const char *v, ifd_net_options_t *o) {
+  const char *comma = strchr(v, ','), *eq, *set = v;
+  const char *fmt =
+      "--trace-config option format is '<trace mode>,"
+      "<setting>=<value>'";
+  size_t klen;
+  long long n;
+  if (comma == v)
+    return ifd__net_options_bad("trace-config", v,
+                                "No trace mode specified. --trace-config "
+                                "option format is <trace mode>,<setting>="
+                                "<value> or <setting>=<value>");
+  eq = strchr(comma != NULL ? comma + 1 : v, '=');
+  if (comma != NULL && eq != NULL && comma > eq) comma = NULL;
+  if (comma != NULL) {
+    char mode[32];
+    size_t mlen = (size_t)(comma - v);
+    if (mlen >= sizeof(mode) || (memcpy(mode, v, mlen), mode[mlen] = '\0',
+                                 strcasecmp(mode, "triton") != 0 &&
+                                     strcasecmp(mode, "opentelemetry") != 0))
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace mode option. "
+                                  "Available options are \"triton\" and "
+                                  "\"opentelemetry\"");
+    set = comma + 1;
+  }
+  if (eq == NULL || eq == set || eq[1] == '\0')
+    return ifd__net_options_bad("trace-config", v, fmt);
+  klen = (size_t)(eq - set);
+#define KEY_IS(k) (klen == strlen(k) && strncmp(set, k, klen) == 0)
+  if (KEY_IS("level")) {
+    int l = trace_level(eq + 1);
+    if (l < 0)
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace level option");
+    add_trace_level(o, l);
+    return 0;
+  }
+  if (KEY_IS("mode")) {
+    if (strcasecmp(eq + 1, "triton") != 0 &&
+        strcasecmp(eq + 1, "opentelemetry") != 0)
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace mode option. "
+                                  "Available options are \"triton\" and "
+                                  "\"opentelemetry\"");
+  } else if (KEY_IS("rate") || KEY_IS("count") || KEY_IS("log-frequency")) {
+    if (parse_int(eq + 1, INT_MIN, INT_MAX, &n) < 0)
+      return ifd__net_options_bad("trace-config", v, "expected an integer");
+  }
+#undef KEY_IS
+  no_effect(o, "trace-config", why_trace);
+  return 0;
+}
+
+/* --cache-config <cache>,<setting>=<value> as tritonserver checks it. */
+static int check_cache_config(const char *v) {
+  const char *comma = strchr(v, ','), *eq;
+  if (comma == NULL || comma == v)
+    return ifd__net_options_bad("cache-config", v,
+                                "No cache specified. --cache-config option "
+                                "format is <cache name>,<setting>=<value>");
+  eq = strchr(comma + 1, '=');
+  if (eq == NULL || eq == comma + 1 || eq[1] == '\0')
+    return ifd__net_options_bad("cache-config", v,
+                                "--cache-config option format is '<cache "
+                                "name>,<setting>=<value>'");
+  return 0;
+}
+
+/* The flags whose feature inferd lacks, refused once every flag is read
+ * (tritonserver's own cross-flag checks first). Also applies
+ * --disable-auto-complete-config. Returns 0 or -1 after printing why. */
+static int check_features(ifd_net_options_t *o) {
+  const char *aip = getenv("AIP_MODE");
+  if (o->cache_config && o->cache_byte_size) {
+    fprintf(stderr,
+            "inferd: Error: Incompatible flags --response-cache-byte-size "
+            "and --cache-config both provided. Please provide one or the "
+            "other.\n");
+    return -1;
+  }
+  if (o->disable_auto_complete) o->strict_config = 1;
+  /* tritonserver serves Vertex AI by default under AIP_MODE=PREDICTION. */
+  if (o->allow_vertex_ai == -1)
+    o->allow_vertex_ai = aip != NULL && strcmp(aip, "PREDICTION") == 0;
+  if (o->cache_config)
+    return refuse("cache-config", "the response cache is not built yet");
+  if (o->cache_byte_size)
+    return refuse("response-cache-byte-size",
+                  "the response cache is not built yet");
+  if (o->rate_limit_on)
+    return refuse("rate-limit",
+                  "the rate limiter (execution_count) is not built yet; "
+                  "use --rate-limit=off");
+  if (o->trace_level != 0 && !o->trace_level_off)
+    return refuse("trace-config",
+                  "tracing (TIMESTAMPS, TENSORS) is not built yet; only "
+                  "level=OFF is accepted");
+  if (o->model_namespacing)
+    return refuse("model-namespacing", "model namespacing is not built yet");
+  if (o->model_load_retry_count > 0)
+    return refuse("model-load-retry-count",
+                  "retrying a failed model load is not built yet");
+  if (o->allow_sagemaker)
+    return refuse("allow-sagemaker", "the SageMaker endpoint is not built");
+  if (o->allow_vertex_ai)
+    return refuse("allow-vertex-ai",
+                  "the Vertex AI endpoint is not built (AIP_MODE=PREDICTION "
+                  "turns it on unless --allow-vertex-ai=false)");
+  if (o->refused != NULL) return refuse(o->refused, o->refused_why);
+  return 0;
+}
+
+/* Finds the flag named by the `nlen` bytes of `arg`: an exact name, else
+ * a unique prefix of one, as getopt_long takes them. NULL after printing
+ * why. */
+static const flag_t *find_flag(const char *arg, size_t nlen) {
+  const flag_t *f = NULL;
+  size_t k, hits = 0;
+  for (k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+    if (strncmp(flags[k].name, arg, nlen) != 0) continue;
+    if (flags[k].name[nlen] == '\0') return &flags[k];
+    f = &flags[k];
+    hits++;
+  }
+  if (hits == 1) return f;
+  fprintf(stderr, "inferd: %s option '--%.*s'\n",
+          hits > 1 ? "ambiguous" : "unknown", (int)nlen, arg);
+  ifd__net_options_usage(stderr);
+  return NULL;
+}
+
 int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
-  int i;
+  int i, rc;
   for (i = 1; i < argc; i++) {
     const char *arg = argv[i], *eq, *value;
-    size_t nlen, k;
-    const flag_t *f = NULL;
+    size_t nlen;
+    const flag_t *f;
     long long n;
+    double d;
 
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
-    if (strncmp(arg, "--", 2) != 0) {
-      fprintf(stderr, "inferd: unexpected argument '%s'\n", arg);
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+      fprintf(stderr, "inferd: Unexpected argument: %s\n", arg);
       ifd__net_options_usage(stderr);
       return -1;
     }
     arg += 2;
     eq = strchr(arg, '=');
     nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-    for (k = 0; k < sizeof(flags) / sizeof(flags[0]); k++)
-      if (strlen(flags[k].name) == nlen &&
-          strncmp(flags[k].name, arg, nlen) == 0)
-        f = &flags[k];
-    if (f == NULL) {
-      fprintf(stderr, "inferd: unknown option '--%.*s'\n", (int)nlen, arg);
-      ifd__net_options_usage(stderr);
-      return -1;
+    f = find_flag(arg, nlen);
+    if (f == NULL) return -1;
+    if (f->kind == K_SWITCH) {
+      if (eq != NULL) {
+        fprintf(stderr, "inferd: option '--%s' doesn't allow an argument\n",
+                f->name);
+        ifd__net_options_usage(stderr);
+        return -1;
+      }
+      *(int *)((char *)o + f->off) = 1;
+      continue;
     }
     if (eq != NULL) {
       value = eq + 1;
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
-      fprintf(stderr, "inferd: option '--%s' needs a value\n", f->name);
+      fprintf(stderr, "inferd: option '--%s' requires an argument\n", f->name);
       ifd__net_options_usage(stderr);
       return -1;
     }
@@ -487,6 +924,11 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
       case K_STR:
         *(const char **)((char *)o + f->off) = value;
         break;
+      case K_NONEMPTY:
+        if (value[0] == '\0')
+          return ifd__net_options_bad(f->name, value, "empty argument");
+        *(const char **)((char *)o + f->off) = value;
+        break;
       case K_PORT:
         if (parse_int(value, 0, 65535, &n) < 0)
           return ifd__net_options_bad(f->name, value,
@@ -495,13 +937,42 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         break;
       case K_BOOL:
         if (parse_bool(value, (int *)((char *)o + f->off)) < 0)
-          return ifd__net_options_bad(f->name, value, "expected true or false");
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid value for bool option: "
+                                      "expected true or false");
         break;
       case K_INT:
         if (parse_int(value, 0, INT_MAX, &n) < 0)
           return ifd__net_options_bad(f->name, value,
                                       "expected a non-negative integer");
         *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_ANYINT:
+        if (parse_int(value, INT_MIN, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value, "expected an integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_LOG_VERBOSE:
+        /* tritonserver's ParseIntBoolOption. */
+        if (strcasecmp(value, "true") == 0)
+          n = 1;
+        else if (strcasecmp(value, "false") == 0)
+          n = 0;
+        else if (parse_int(value, 0, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected an integer, true or false");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_MS_FLOAT:
+        if (parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative number");
+        *(int *)((char *)o + f->off) = d > 0 && d < 1 ? 1 : (int)(d + 0.5);
+        break;
+      case K_FLOAT:
+        if (parse_double(value, &d) < 0)
+          return ifd__net_options_bad(f->name, value, "expected a number");
+        *(double *)((char *)o + f->off) = d;
         break;
       case K_POS:
         if (parse_int(value, 1, INT_MAX, &n) < 0)
@@ -525,7 +996,9 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
           o->control_mode = IFD_CONTROL_POLL;
         else
           return ifd__net_options_bad(f->name, value,
-                                      "expected none, explicit or poll");
+                                      "invalid argument for "
+                                      "--model-control-mode (none, explicit "
+                                      "or poll)");
         break;
       case K_LOAD:
         if (value[0] == '\0')
@@ -584,12 +1057,48 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
           return ifd__net_options_bad(f->name, value, e.text);
         break;
       }
-      case K_NOTYET:
-        IFD_WARN("--%s=%s accepted but not used: %s", f->name, value,
-                 strcmp(f->name, "http-thread-count") == 0
-                     ? "inferd serves HTTP from one event loop"
-                     : "this endpoint is not served by this build yet");
+      case K_RATE_LIMIT:
+        if (strcasecmp(value, "off") == 0)
+          o->rate_limit_on = 0;
+        else if (strcasecmp(value, "execution_count") == 0)
+          o->rate_limit_on = 1;
+        else
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid argument for --rate-limit "
+                                      "(off or execution_count)");
         break;
+      case K_TRACE_LEVEL:
+        rc = trace_level(value);
+        if (rc < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid value for trace level option");
+        add_trace_level(o, rc);
+        break;
+      case K_TRACE_CONFIG:
+        if (parse_trace_config(value, o) < 0) return -1;
+        break;
+      case K_CACHE_CONFIG:
+        if (check_cache_config(value) < 0) return -1;
+        o->cache_config = 1;
+        break;
+      case K_CACHE_SIZE:
+        if (parse_int(value, LLONG_MIN, LLONG_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value, "expected an integer");
+        o->cache_byte_size = 1;
+        break;
+      case K_IGNORED:
+        if (check_value(f, value) < 0) return -1;
+        no_effect(o, f->name, f->why);
+        break;
+      case K_REFUSED:
+        if (check_value(f, value) < 0) return -1;
+        if (o->refused == NULL) {
+          o->refused = f->name;
+          o->refused_why = f->why;
+        }
+        break;
+      case K_SWITCH:
+        break; /* handled above */
     }
   }
   if (o->n_repos == 0) {
@@ -597,7 +1106,15 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     ifd__net_options_usage(stderr);
     return -1;
   }
+  if (check_features(o) < 0) return -1;
   return check_control(o);
+}
+
+void ifd__net_options_report(const ifd_net_options_t *o) {
+  size_t k;
+  for (k = 0; k < o->n_no_effect; k++)
+    IFD_INFO("--%s has no effect in inferd: %s", o->no_effect[k],
+             o->no_effect_why[k]);
 }
 
 static void default_backend_dir(ifd_net_options_t *o) {
@@ -643,6 +1160,9 @@ void ifd__net_options_init(ifd_net_options_t *o) {
   o->allow_metrics = 1;
   o->metrics_interval_ms = 2000;
   o->allow_gpu_metrics = 1;
+  o->allow_cpu_metrics = 1;
+  o->allow_vertex_ai = -1;
+  o->model_load_threads = 4;
   ifd_cuda_mem_opts_default(&o->cuda_mem);
   o->exit_on_error = 1;
   o->strict_readiness = 1;

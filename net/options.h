@@ -18,6 +18,7 @@
 #define IFD_MAX_REPOS 64
 #define IFD_MAX_LOAD_MODELS 1024
 #define IFD_MAX_BACKEND_CONFIG 256
+#define IFD_MAX_NO_EFFECT 64
 
 typedef struct ifd_net_options {
   const char *repos[IFD_MAX_REPOS];
@@ -75,6 +76,32 @@ typedef struct ifd_net_options {
   /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
   ifd_cuda_mem_opts_t cuda_mem;
   int allow_gpu_metrics;
+  /* tritonserver's flags that take effect (README, "Flags"). */
+  const char *server_id;         /* --id: NULL for "inferd" */
+  const char *model_config_name; /* --model-config-name: NULL for none */
+  int disable_auto_complete;     /* --disable-auto-complete-config */
+  int model_load_threads;        /* --model-load-thread-count (default 4) */
+  int reuse_http_port, reuse_grpc_port; /* --reuse-{http,grpc}-port */
+  int allow_cpu_metrics;                /* --allow-cpu-metrics */
+  double min_compute_capability;        /* --min-supported-compute-capability */
+  /* Flags checked once every flag is read (refused when their feature
+   * would be needed). */
+  int model_namespacing;
+  int model_load_retry_count;
+  int allow_sagemaker, allow_vertex_ai; /* vertex: -1 when not given */
+  int rate_limit_on;                    /* --rate-limit=execution_count */
+  int trace_level;         /* OR of the trace levels asked (1 timestamps, 2
+                              tensors) */
+  int trace_level_off;     /* a level OFF was given: it wins, as in Triton */
+  int cache_config;        /* --cache-config given */
+  int cache_byte_size;     /* --response-cache-byte-size given */
+  const char *refused;     /* borrowed: first flag whose feature is missing */
+  const char *refused_why; /* borrowed: static text */
+  /* Flags accepted without effect, in the order first given: one info
+   * line each at start (ifd__net_options_report). */
+  const char *no_effect[IFD_MAX_NO_EFFECT];     /* borrowed: flag names */
+  const char *no_effect_why[IFD_MAX_NO_EFFECT]; /* borrowed: static text */
+  size_t n_no_effect;
 } ifd_net_options_t;
 
 /** Fills `o` with tritonserver's defaults (and inferd's for its own flags);
@@ -88,6 +115,10 @@ void ifd__net_options_init(ifd_net_options_t *o);
  * asked, or -1 after printing why to stderr.
  */
 int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o);
+
+/** Logs one info line per flag given that has no effect in inferd:
+ *  "--X has no effect in inferd: <why>". Call once logging is set up. */
+void ifd__net_options_report(const ifd_net_options_t *o);
 
 /** Prints the usage text (--help) to `f`. */
 void ifd__net_options_usage(FILE *f);

@@ -1,0 +1,387 @@
+"""Every tritonserver 2.47 flag on inferd's command line (README, "Flags").
+
+Each accepted flag starts a server that serves (one identity model, so the
+starts stay fast); bad values are refused with a message naming the flag;
+flags whose feature inferd lacks are refused; the flags with an effect are
+checked for it. Each test runs private servers on free loopback ports.
+"""
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+import e2e_helpers as h
+import grpc_helpers as g
+from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
+
+MODEL = "identity_fp32"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return h.copy_repo(tmp_path_factory.mktemp("flags") / "repo", models=[MODEL])
+
+
+def _args(repos, extra=(), ports=None):
+    http_port, grpc_port, metrics_port = ports or h.free_ports(3)
+    return h.server_args(repos, http_port, grpc_port, metrics_port, extra)
+
+
+def _refused(repo, extra, env=None):
+    """Runs inferd expecting it to refuse to start; returns its output."""
+    args = _args([repo], extra)
+    if env is None:
+        rc, out, err = h.run_to_exit(args)
+    else:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=h.START_TIMEOUT_S,
+                           env={**os.environ, **env}, cwd=str(h.REPO_ROOT))
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    assert rc != 0, f"inferd started with {extra}\n{out}{err}"
+    return out + err
+
+
+# Flags with a value tritonserver accepts (both spellings appear). Values that
+# are files are filled in by the test ("{tmp}").
+ACCEPTED = [
+    ["--id=my-inferd"],
+    ["--id", "other-name"],
+    ["--exit-timeout-secs=5"],
+    ["--model-store={tmp}"],
+    ["--exit-on-error=false"],
+    ["--disable-auto-complete-config"],
+    ["--strict-model-config=false"],
+    ["--strict-readiness=true"],
+    ["--model-control-mode=NONE"],
+    ["--model-control-mode=poll", "--repository-poll-secs=5"],
+    ["--model-control-mode=explicit", "--load-model=" + MODEL],
+    ["--model-config-name=h100"],
+    ["--model-load-thread-count=8"],
+    ["--model-load-thread-count", "1"],
+    ["--model-load-retry-count=0"],
+    ["--model-namespacing=false"],
+    ["--enable-peer-access=true"],
+    ["--allow-http=true"],
+    ["--http-address=127.0.0.1"],
+    ["--reuse-http-port=true"],
+    ["--http-thread-count=8"],
+    ["--http-restricted-api=model-repository:admin-key=admin-value"],
+    ["--allow-grpc=false"],
+    ["--grpc-address=127.0.0.1"],
+    ["--reuse-grpc-port=1"],
+    ["--grpc-infer-allocation-pool-size=16"],
+    ["--grpc-infer-thread-count=4"],
+    ["--grpc-max-response-pool-size=8"],
+    ["--grpc-use-ssl=false"],
+    ["--grpc-infer-response-compression-level=high"],
+    ["--grpc-infer-response-compression-level", "none"],
+    ["--grpc-keepalive-time=10000"],
+    ["--grpc-keepalive-timeout=5000"],
+    ["--grpc-keepalive-permit-without-calls=true"],
+    ["--grpc-http2-max-pings-without-data=0"],
+    ["--grpc-http2-min-recv-ping-interval-without-data=5000"],
+    ["--grpc-http2-max-ping-strikes=0"],
+    ["--grpc-max-connection-age=60000"],
+    ["--grpc-max-connection-age-grace=5000"],
+    ["--grpc-restricted-protocol=health:k=v"],
+    ["--log-verbose=true"],
+    ["--log-verbose=1"],
+    ["--log-info=false"],
+    ["--log-warning=on"],
+    ["--log-error=1"],
+    ["--log-format=ISO8601"],
+    ["--log-file={tmp}/inferd.log"],
+    ["--allow-sagemaker=false"],
+    ["--sagemaker-port=8080"],
+    ["--sagemaker-safe-port-range=8000-8500"],
+    ["--sagemaker-thread-count=8"],
+    ["--allow-vertex-ai=false"],
+    ["--vertex-ai-port=8080"],
+    ["--vertex-ai-thread-count=8"],
+    ["--vertex-ai-default-model=" + MODEL],
+    ["--allow-metrics=false"],
+    ["--allow-gpu-metrics=false"],
+    ["--allow-cpu-metrics=false"],
+    ["--metrics-address=127.0.0.1"],
+    ["--metrics-interval-ms=500.5"],
+    ["--metrics-config=summary_latencies=false"],
+    ["--trace-config=level=OFF"],
+    ["--trace-config", "triton,file={tmp}/trace.json", "--trace-config", "rate=100",
+     "--trace-config", "count=-1", "--trace-config", "triton,log-frequency=0",
+     "--trace-config", "mode=opentelemetry"],
+    ["--trace-level=OFF"],
+    ["--trace-level=TIMESTAMPS", "--trace-level=OFF"],
+    ["--trace-file={tmp}/trace.json"],
+    ["--trace-rate=1000"],
+    ["--trace-count=-1"],
+    ["--trace-log-frequency=0"],
+    ["--backend-config=identity,some-setting=1"],
+    ["--cache-directory={tmp}"],
+    ["--rate-limit=off"],
+    ["--rate-limit=OFF", "--rate-limit-resource=R1:4:0", "--rate-limit-resource=R2:2"],
+    ["--pinned-memory-pool-byte-size=0"],
+    ["--cuda-virtual-address-size=0:1073741824"],
+    ["--min-supported-compute-capability=7.5"],
+    ["--buffer-manager-thread-count=2"],
+    ["--host-policy=gpu_0,numa-node=0"],
+    ["--model-repo={tmp}"],  # a unique prefix, as getopt_long takes it
+]
+
+
+@pytest.mark.parametrize("extra", ACCEPTED, ids=lambda e: " ".join(e)[:60])
+def test_accepted_flag_serves(repo, tmp_path, extra):
+    extra = [a.replace("{tmp}", str(tmp_path)) for a in extra]
+    srv = h.start_server(tmp_path, [repo], extra=extra)
+    try:
+        assert srv.get("/v2/health/live").status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_help_lists_tritonserver_flags():
+    p = subprocess.run([str(h.require_binary()), "--help"], capture_output=True, text=True,
+                       timeout=h.START_TIMEOUT_S)
+    assert p.returncode == 0, p.stderr
+    for flag in ("--id", "--model-config-name", "--disable-auto-complete-config",
+                 "--reuse-grpc-port", "--allow-cpu-metrics", "--http-thread-count",
+                 "--cache-config", "--rate-limit=execution_count"):
+        assert flag in p.stdout, flag
+
+
+BAD = [
+    (["--exit-timeout-secs=abc"], "exit-timeout-secs"),
+    (["--model-control-mode=sometimes"], "model-control-mode"),
+    (["--model-config-name="], "model-config-name"),
+    (["--model-load-thread-count=x"], "model-load-thread-count"),
+    (["--reuse-http-port=maybe"], "reuse-http-port"),
+    (["--allow-cpu-metrics=2"], "allow-cpu-metrics"),
+    (["--metrics-interval-ms=fast"], "metrics-interval-ms"),
+    (["--grpc-infer-response-compression-level=max"], "compression_level"),
+    (["--grpc-keepalive-time=x"], "grpc-keepalive-time"),
+    (["--log-verbose=loud"], "log-verbose"),
+    (["--log-format=json"], "log-format"),
+    (["--sagemaker-safe-port-range=8000"], "sagemaker-safe-port-range"),
+    (["--trace-config=level=SOME"], "trace-config"),
+    (["--trace-config=,rate=1"], "No trace mode specified"),
+    (["--trace-config=zipkin,rate=1"], "trace mode"),
+    (["--trace-config=triton,rate=often"], "trace-config"),
+    (["--trace-level=x"], "trace-level"),
+    (["--cache-config=size=1"], "No cache specified"),
+    (["--rate-limit=fast"], "--rate-limit"),
+    (["--rate-limit-resource=R1"], "--rate-limit-resource option format"),
+    (["--cuda-virtual-address-size=0"], "cuda-virtual-address-size"),
+    (["--min-supported-compute-capability=x"], "min-supported-compute-capability"),
+    (["--host-policy=gpu_0"], "--host-policy option format"),
+    (["--model-load-gpu-limit=0"], "model-load-gpu-limit"),
+    (["--disable-auto-complete-config=true"], "disable-auto-complete-config"),
+    (["--http-thread-count=many"], "http-thread-count"),
+    (["--id"], "--id"),
+    (["--grpc-"], "ambiguous"),
+]
+
+
+@pytest.mark.parametrize("extra,needle", BAD, ids=lambda e: " ".join(e) if isinstance(e, list) else None)
+def test_bad_value_refused(repo, extra, needle):
+    text = _refused(repo, extra)
+    assert needle in text, text
+
+
+REFUSED = [
+    (["--cache-config=local,size=1048576"], "--cache-config"),
+    (["--response-cache-byte-size=1024"], "--response-cache-byte-size"),
+    (["--rate-limit=execution_count"], "--rate-limit"),
+    (["--trace-config", "level=TIMESTAMPS"], "--trace-config"),
+    (["--trace-level=TENSORS"], "--trace-config"),
+    (["--model-namespacing=true"], "--model-namespacing"),
+    (["--model-load-retry-count=2"], "--model-load-retry-count"),
+    (["--allow-sagemaker=true"], "--allow-sagemaker"),
+    (["--allow-vertex-ai=true"], "--allow-vertex-ai"),
+    (["--repoagent-directory=/opt/tritonserver/repoagents"], "--repoagent-directory"),
+    (["--model-load-gpu-limit=0:0.8"], "--model-load-gpu-limit"),
+    (["--http-header-forward-pattern=x-.*"], "--http-header-forward-pattern"),
+    (["--grpc-header-forward-pattern=x-.*"], "--grpc-header-forward-pattern"),
+]
+
+
+@pytest.mark.parametrize("extra,flag", REFUSED, ids=lambda e: " ".join(e) if isinstance(e, list) else None)
+def test_missing_feature_refused(repo, extra, flag):
+    text = _refused(repo, extra)
+    assert flag in text and "not supported" in text, text
+
+
+def test_cache_flags_incompatible(repo):
+    text = _refused(repo, ["--cache-config=local,size=1", "--response-cache-byte-size=1"])
+    assert "Incompatible flags --response-cache-byte-size and --cache-config" in text, text
+
+
+def test_vertex_ai_by_environment_refused(repo):
+    text = _refused(repo, [], env={"AIP_MODE": "PREDICTION"})
+    assert "--allow-vertex-ai" in text, text
+    # Turned off explicitly, the same environment starts.
+    rc_args = _args([repo], ["--allow-vertex-ai=false", "--help"])
+    p = subprocess.run(rc_args, capture_output=True, text=True, timeout=h.START_TIMEOUT_S,
+                       env={**os.environ, "AIP_MODE": "PREDICTION"})
+    assert p.returncode == 0, p.stderr
+
+
+def test_no_effect_flags_say_so_once(repo, tmp_path):
+    srv = h.start_server(tmp_path, [repo], extra=["--http-thread-count=4", "--http-thread-count=8",
+                                                  "--host-policy=gpu_0,numa-node=0"])
+    try:
+        srv.stop()
+        log = srv.log_tail(100000)
+        assert log.count("--http-thread-count has no effect in inferd") == 1, log
+        assert "--host-policy has no effect in inferd" in log, log
+    finally:
+        srv.stop(check=False)
+
+
+# ------------------------------------------------------------ effects ---
+
+def test_id_names_the_server(repo, tmp_path, grpc_stubs):  # noqa: F811
+    srv = h.start_server(tmp_path, [repo], extra=["--id=edge-7"])
+    try:
+        assert srv.get("/v2").json()["name"] == "edge-7"
+        with g.connect(srv, grpc_stubs) as c:
+            assert c.server_metadata().name == "edge-7"
+    finally:
+        srv.stop()
+
+
+def test_default_name_is_inferd(repo, tmp_path):
+    srv = h.start_server(tmp_path, [repo])
+    try:
+        assert srv.get("/v2").json()["name"] == "inferd"
+    finally:
+        srv.stop()
+
+
+def test_model_config_name_picks_the_other_config(tmp_path):
+    r = h.copy_repo(tmp_path / "repo", models=[MODEL, "identity_int32"])
+    alt = (r / MODEL / "config.pbtxt").read_text().replace("max_batch_size: 8", "max_batch_size: 4")
+    assert alt != (r / MODEL / "config.pbtxt").read_text()
+    (r / MODEL / "configs").mkdir()
+    (r / MODEL / "configs" / "small.pbtxt").write_text(alt)
+    srv = h.start_server(tmp_path, [r], extra=["--model-config-name=small"],
+                         wait_models=(MODEL, "identity_int32"))
+    try:
+        assert srv.get(f"/v2/models/{MODEL}/config").json()["max_batch_size"] == 4
+        # A model without configs/small.pbtxt keeps its config.pbtxt.
+        assert srv.get("/v2/models/identity_int32/config").status_code == 200
+    finally:
+        srv.stop()
+    srv = h.start_server(tmp_path / "again", [r])
+    try:
+        assert srv.get(f"/v2/models/{MODEL}/config").json()["max_batch_size"] == 8
+    finally:
+        srv.stop()
+
+
+def test_disable_auto_complete_config_is_strict(tmp_path):
+    r = h.copy_repo(tmp_path / "repo", models=[MODEL])
+    (r / MODEL / "config.pbtxt").unlink()
+    srv = h.start_server(tmp_path, [r], extra=["--disable-auto-complete-config"], wait_models=())
+    try:
+        deadline = time.monotonic() + 10
+        while "model loading finished" not in srv.log_tail(100000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.get(f"/v2/models/{MODEL}/ready").status_code != 200
+        assert "strict-model-config" in srv.log_tail(100000)
+    finally:
+        srv.stop()
+
+
+def _start_on(tmp_path, repo, ports, extra):
+    """inferd on the given (http, grpc, metrics) ports; waits until live on
+    HTTP; returns the h.Server, or None when the process exits first."""
+    args = _args([repo], extra, ports=ports)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    log = tmp_path / "inferd.log"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=str(h.REPO_ROOT))
+    srv = h.Server(proc, *ports, log, [repo], args)
+    deadline = time.monotonic() + h.START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return None
+        if "ready (" in srv.log_tail(100000):
+            return srv
+        time.sleep(0.05)
+    srv.stop(check=False)
+    raise AssertionError("inferd did not start\n" + srv.log_tail())
+
+
+def test_reuse_port_lets_two_servers_share_ports(repo, tmp_path, grpc_stubs):  # noqa: F811
+    http_port, grpc_port, m1, m2 = h.free_ports(4)
+    reuse = ["--reuse-http-port=true", "--reuse-grpc-port=true"]
+    a = _start_on(tmp_path / "a", repo, (http_port, grpc_port, m1), reuse)
+    assert a is not None
+    try:
+        b = _start_on(tmp_path / "b", repo, (http_port, grpc_port, m2), reuse)
+        assert b is not None, "the second server could not bind the shared ports"
+        try:
+            for _ in range(8):
+                assert requests.get(f"http://127.0.0.1:{http_port}/v2/health/live",
+                                    timeout=5).status_code == 200
+            with g.connect(b, grpc_stubs) as c:
+                assert c.server_live().live
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
+def test_without_reuse_port_the_second_server_fails(repo, tmp_path):
+    http_port, grpc_port, m1, m2 = h.free_ports(4)
+    a = _start_on(tmp_path / "a", repo, (http_port, grpc_port, m1), [])
+    assert a is not None
+    try:
+        b = _start_on(tmp_path / "b", repo, (http_port, grpc_port, m2), [])
+        if b is not None:
+            b.stop(check=False)
+        assert b is None, "a second server bound the same HTTP port without --reuse-http-port"
+    finally:
+        a.stop()
+
+
+def _metrics_text(srv, want=None, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=5).text
+        if want is None or want in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_allow_cpu_metrics(repo, tmp_path, allow):
+    srv = h.start_server(tmp_path, [repo], extra=["--metrics-interval-ms=50",
+                                                  f"--allow-cpu-metrics={str(allow).lower()}"])
+    try:
+        text = _metrics_text(srv, "process_cpu_seconds_total")
+        assert "process_cpu_seconds_total" in text, text
+        assert ("nv_cpu_utilization" in text) == allow, text
+        assert ("nv_cpu_memory_total_bytes" in text) == allow, text
+    finally:
+        srv.stop()
+
+
+def test_model_load_thread_count_sizes_the_pool(repo, tmp_path):
+    srv = h.start_server(tmp_path, [repo], extra=["--model-load-thread-count=12"])
+    try:
+        pid = srv.proc.pid
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+        # libuv starts the whole pool at its first job: 12 workers plus the
+        # loop and instance threads.
+        assert threads >= 13, threads
+    finally:
+        srv.stop()
+
+
+def test_unknown_flag_named(repo):
+    text = _refused(repo, ["--no-such-flag=1"])
+    assert "unknown option '--no-such-flag'" in text, text
