@@ -6,6 +6,7 @@
 #ifndef IFD_NET_GRPC_H
 #define IFD_NET_GRPC_H
 
+#include <regex.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -21,6 +22,9 @@ typedef struct ifd_grpc_opts {
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */
   int reuse_port;            /* set SO_REUSEPORT before binding */
+  /* --grpc-header-forward-pattern (borrowed: outlives the front end; NULL:
+   * none): matching request metadata become parameters of infer requests. */
+  const regex_t *forward_headers;
   /* Most response bytes one call may have queued but not yet written (a
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "net/conn.h"
+#include "net/forward.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
 #include "net/restrict.h"
@@ -64,6 +65,7 @@ struct ifd_grpc {
   ifd_grpc_opts_t lim;   /* the HTTP/2 limits and keepalive, defaults filled */
   nghttp2_option *h2opt; /* owned */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
+  const regex_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or NULL */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
@@ -129,6 +131,7 @@ struct ifd_gstream {
   uint64_t held;        /* this call's share of conn->in_bytes */
   uint32_t hdr_bytes;   /* header list size so far (RFC 9113 6.5.2 counting) */
   uint16_t restrict_ok; /* restricted groups whose metadata matched */
+  ifd_fwd_buf_t fwd;    /* metadata to forward (g->fwd_re); owned */
   /* Outbound queue, oldest first; the head may be partly sent. */
   qmsg_t *out_head, *out_tail; /* owned */
   int out_piece;               /* -1: in the prefix; else iov index */

@@ -83,6 +83,10 @@ extern const ifd_grpc_method_t ifd__grpc_methods[];
 
 /** Server the call belongs to. */
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st);
+/** Appends the call's metadata that --grpc-header-forward-pattern matched
+ *  to req's parameters (strings). 0 or IFD_ENOMEM with `err` set. */
+int ifd__gstream_forward(const ifd_gstream_t *st, struct ifd_request *req,
+                         ifd_errmsg_t *err);
 /** Per-call storage for the method (NULL initially). */
 void *ifd_gstream_data(const ifd_gstream_t *st);
 void ifd_gstream_set_data(ifd_gstream_t *st, void *data);

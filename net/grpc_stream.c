@@ -114,6 +114,11 @@ static const ifd_grpc_method_t *mtab_find(const ifd_grpc_t *g, const char *p,
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st) {
   return st->server;
 }
+
+int ifd__gstream_forward(const ifd_gstream_t *st, ifd_request_t *req,
+                         ifd_errmsg_t *err) {
+  return ifd__fwd_apply(req, st->fwd.data, st->fwd.len, st->fwd.n, err);
+}
 void *ifd_gstream_data(const ifd_gstream_t *st) {
   return st->data;
 }
@@ -146,6 +151,7 @@ void ifd_gstream_unref(ifd_gstream_t *st) {
   free(st->unary);
   free(st->path);
   free(st->message);
+  ifd__fwd_free(&st->fwd);
   free(st);
 }
 
@@ -621,6 +627,15 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
   if (rs != NULL && rs->n_rules != 0 && namelen > RESTRICT_PREFIX_LEN &&
       memcmp(name, RESTRICT_PREFIX, RESTRICT_PREFIX_LEN) == 0)
     st->restrict_ok |= ifd_restrict_match(rs, name, namelen, value, valuelen);
+  /* --grpc-header-forward-pattern sees the call's metadata as gRPC hands
+   * it to tritonserver: no pseudo-headers, nor what the transport itself
+   * reads (te, content-type, grpc-*). */
+  if (c->g->fwd_re != NULL && namelen > 0 && name[0] != ':' &&
+      !hdr_is(name, namelen, "te") && !hdr_is(name, namelen, "content-type") &&
+      !(namelen >= 5 && memcmp(name, "grpc-", 5) == 0) &&
+      ifd__fwd_add(&st->fwd, c->g->fwd_re, (const char *)name, namelen,
+                   (const char *)value, valuelen) != 0)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (hdr_is(name, namelen, ":method")) {
     st->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
   } else if (hdr_is(name, namelen, ":path")) {

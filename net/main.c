@@ -361,6 +361,7 @@ int main(int argc, char **argv) {
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;
     ho.reuse_port = a->opt.reuse_http_port;
+    ho.forward_headers = a->opt.http_fwd.set ? &a->opt.http_fwd.re : NULL;
     http_limits(&a->opt, &ho);
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
       IFD_ERROR("failed to start the HTTP service: %s", err.text);
@@ -380,6 +381,7 @@ int main(int argc, char **argv) {
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     go.tls = a->grpc_tls;
     go.reuse_port = a->opt.reuse_grpc_port;
+    go.forward_headers = a->opt.grpc_fwd.set ? &a->opt.grpc_fwd.re : NULL;
     go.max_connections = (unsigned)a->opt.max_connections;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
       IFD_ERROR("failed to start the GRPC service: %s", err.text);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "net/forward.h"
 #include "net/http.h"
 
 /* tritonserver's default --repository-poll-secs. */
@@ -209,6 +210,11 @@ void ifd__net_options_usage(FILE *f) {
       "  --reuse-http-port=BOOL, --reuse-grpc-port=BOOL  SO_REUSEPORT: "
       "servers that all\n"
       "                             set it share one port (default false)\n"
+      "  --http-header-forward-pattern=RE, --grpc-header-forward-pattern=RE\n"
+      "                             request headers whose name matches RE "
+      "(POSIX ERE,\n"
+      "                             any case) become string parameters of "
+      "infer requests\n"
       "  --min-supported-compute-capability=F  passed to backends as "
       "min-compute-capability\n"
       "                             (default 6.0)\n"
@@ -242,8 +248,7 @@ void ifd__net_options_usage(FILE *f) {
       "--model-load-retry-count>0,\n"
       "  --allow-sagemaker=true, --allow-vertex-ai=true, "
       "--repoagent-directory,\n"
-      "  --model-load-gpu-limit, --http-header-forward-pattern,\n"
-      "  --grpc-header-forward-pattern\n"
+      "  --model-load-gpu-limit\n"
       "  --help                     this text\n");
 }
 
@@ -299,6 +304,7 @@ enum kind {
   K_CACHE_SIZE,     /* --response-cache-byte-size <int64> */
   K_IGNORED,        /* checked as `check` says, then no effect (`why`) */
   K_REFUSED,        /* checked as `check` says, then refused (`why`) */
+  K_REGEX,          /* a POSIX ERE compiled into a struct ifd_net_fwd_pattern */
 };
 
 /* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
@@ -366,8 +372,7 @@ static const flag_t flags[] = {
     {"http-address", K_STR, OFF(http_address), 0, NULL},
     {"http-port", K_PORT, OFF(http_port), 0, NULL},
     {"reuse-http-port", K_BOOL, OFF(reuse_http_port), 0, NULL},
-    REF("http-header-forward-pattern", C_STR,
-        "request headers are not forwarded as request parameters"),
+    {"http-header-forward-pattern", K_REGEX, OFF(http_fwd), 0, NULL},
     IGN("http-thread-count", C_INT, why_threads),
     {"http-restricted-api", K_RESTRICT, OFF(http_restrict), 0, NULL},
     {"http-max-input-size", K_U64, OFF(http_max_input_size), 0, NULL},
@@ -387,8 +392,7 @@ static const flag_t flags[] = {
     {"grpc-address", K_STR, OFF(grpc_address), 0, NULL},
     {"grpc-port", K_PORT, OFF(grpc_port), 0, NULL},
     {"reuse-grpc-port", K_BOOL, OFF(reuse_grpc_port), 0, NULL},
-    REF("grpc-header-forward-pattern", C_STR,
-        "request headers are not forwarded as request parameters"),
+    {"grpc-header-forward-pattern", K_REGEX, OFF(grpc_fwd), 0, NULL},
     IGN("grpc-infer-allocation-pool-size", C_INT,
         "inferd keeps its own per-loop cache of request objects"),
     IGN("grpc-infer-thread-count", C_INT, why_threads),
@@ -1097,6 +1101,18 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
           o->refused_why = f->why;
         }
         break;
+      case K_REGEX: {
+        struct ifd_net_fwd_pattern *fp =
+            (struct ifd_net_fwd_pattern *)((char *)o + f->off);
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (fp->set) regfree(&fp->re); /* the last one given wins */
+        fp->set = 0;
+        if (ifd__fwd_compile(&fp->re, value, &e) != 0)
+          return ifd__net_options_bad(f->name, value, e.text);
+        fp->set = 1;
+        break;
+      }
       case K_SWITCH:
         break; /* handled above */
     }
@@ -1173,6 +1189,8 @@ void ifd__net_options_init(ifd_net_options_t *o) {
 }
 
 void ifd__net_options_free(ifd_net_options_t *o) {
+  if (o->http_fwd.set) regfree(&o->http_fwd.re);
+  if (o->grpc_fwd.set) regfree(&o->grpc_fwd.re);
   ifd_restrict_free(&o->http_restrict);
   ifd_restrict_free(&o->grpc_restrict);
   for (size_t k = 0; k < o->n_backend_cfg; k++) free(o->backend_cfg_text[k]);

@@ -7,6 +7,7 @@
 #define IFD_NET_OPTIONS_H
 
 #include <limits.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -84,6 +85,12 @@ typedef struct ifd_net_options {
   int reuse_http_port, reuse_grpc_port; /* --reuse-{http,grpc}-port */
   int allow_cpu_metrics;                /* --allow-cpu-metrics */
   double min_compute_capability;        /* --min-supported-compute-capability */
+  /* --http-header-forward-pattern, --grpc-header-forward-pattern: compiled
+   * when `set` (owned: regfree'd by ifd__net_options_free). */
+  struct ifd_net_fwd_pattern {
+    regex_t re;
+    int set;
+  } http_fwd, grpc_fwd;
   /* Flags checked once every flag is read (refused when their feature
    * would be needed). */
   int model_namespacing;

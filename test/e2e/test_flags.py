@@ -69,6 +69,8 @@ ACCEPTED = [
     ["--reuse-http-port=true"],
     ["--http-thread-count=8"],
     ["--http-restricted-api=model-repository:admin-key=admin-value"],
+    ["--http-header-forward-pattern=^x-fwd-"],
+    ["--grpc-header-forward-pattern", "x-.*"],
     ["--allow-grpc=false"],
     ["--grpc-address=127.0.0.1"],
     ["--reuse-grpc-port=1"],
@@ -178,6 +180,8 @@ BAD = [
     (["--model-load-gpu-limit=0"], "model-load-gpu-limit"),
     (["--disable-auto-complete-config=true"], "disable-auto-complete-config"),
     (["--http-thread-count=many"], "http-thread-count"),
+    (["--http-header-forward-pattern=x-(["], "http-header-forward-pattern"),
+    (["--grpc-header-forward-pattern=*("], "grpc-header-forward-pattern"),
     (["--id"], "--id"),
     (["--grpc-"], "ambiguous"),
 ]
@@ -201,8 +205,6 @@ REFUSED = [
     (["--allow-vertex-ai=true"], "--allow-vertex-ai"),
     (["--repoagent-directory=/opt/tritonserver/repoagents"], "--repoagent-directory"),
     (["--model-load-gpu-limit=0:0.8"], "--model-load-gpu-limit"),
-    (["--http-header-forward-pattern=x-.*"], "--http-header-forward-pattern"),
-    (["--grpc-header-forward-pattern=x-.*"], "--grpc-header-forward-pattern"),
 ]
 
 
@@ -385,3 +387,75 @@ def test_model_load_thread_count_sizes_the_pool(repo, tmp_path):
 def test_unknown_flag_named(repo):
     text = _refused(repo, ["--no-such-flag=1"])
     assert "unknown option '--no-such-flag'" in text, text
+
+
+# ------------------------------------------------ header forwarding ---
+
+PARAMS_CONFIG = """name: "params"
+backend: "params"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+"""
+
+
+def _params_repo(root):
+    """A repository with the `params` test backend's model (it echoes a
+    request's string parameters as response parameters)."""
+    so = h.build_dir() / "test" / "backends" / "params" / "libtriton_params.so"
+    assert so.is_file(), f"{so} not built (make all)"
+    d = root / "params"
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(PARAMS_CONFIG)
+    (d / so.name).write_bytes(so.read_bytes())
+    return root
+
+
+def _http_params(srv, headers, parameters=None):
+    body = {"inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [1]}]}
+    if parameters is not None:
+        body["parameters"] = parameters
+    r = srv.post("/v2/models/params/infer", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json().get("parameters", {})
+
+
+def _grpc_params(srv, stubs, metadata):
+    with g.connect(srv, stubs) as c:
+        req = g.infer_request(c.pb, "params", [("IN", "INT32", [1], [1])])
+        resp = c.model_infer(req, metadata=metadata)
+        out = {}
+        for k, v in resp.parameters.items():
+            out[k] = v.string_param if v.WhichOneof("parameter_choice") == "string_param" else v.int64_param
+        return out
+
+
+def test_header_forward_patterns(tmp_path, grpc_stubs):  # noqa: F811
+    r = _params_repo(tmp_path / "repo")
+    srv = h.start_server(tmp_path, [r], wait_models=("params",),
+                         extra=["--http-header-forward-pattern=^x-fwd-",
+                                "--grpc-header-forward-pattern=^x-g"])
+    try:
+        got = _http_params(srv, {"X-Fwd-A": "one", "x-fwd-b": "", "X-Other": "no"},
+                           parameters={"p": "json"})
+        assert got.get("X-Fwd-A") == "one", got
+        assert got.get("x-fwd-b") == "", got
+        assert "X-Other" not in got and "x-g1" not in got, got
+        assert got.get("p") == "json" and got.get("n_params") == 3, got
+        # gRPC: metadata keys arrive lowercase; the transport's own headers
+        # (content-type, te, grpc-*) and pseudo-headers are never forwarded.
+        got = _grpc_params(srv, grpc_stubs, [("x-g1", "v1"), ("x-fwd-a", "http-only")])
+        assert got.get("x-g1") == "v1", got
+        assert "x-fwd-a" not in got and got.get("n_params") == 1, got
+    finally:
+        srv.stop()
+
+
+def test_no_forward_pattern_forwards_nothing(tmp_path, grpc_stubs):  # noqa: F811
+    r = _params_repo(tmp_path / "repo")
+    srv = h.start_server(tmp_path, [r], wait_models=("params",))
+    try:
+        assert _http_params(srv, {"X-Fwd-A": "one"}).get("n_params") == 0
+        assert _grpc_params(srv, grpc_stubs, [("x-g1", "v1")]).get("n_params") == 0
+    finally:
+        srv.stop()
