@@ -292,6 +292,9 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   so.exit_timeout_secs = (int)options->exit_timeout_secs;
   so.histogram_latencies = options->histogram_latencies;
   so.no_counter_latencies = options->no_counter_latencies;
+  so.server_id = options->server_id;
+  so.model_config_name = options->model_config_name;
+  so.min_compute_capability = options->min_compute_capability;
   so.gpu_count = ifd_gpu_count();
   so.ops = ifd_sched_model_ops();
   /* Backend settings: views of the options' copies, read by

@@ -391,10 +391,13 @@ struct TRITONSERVER_ServerOptions {
   unsigned exit_timeout_secs;
   char *backend_dir; /* owned; NULL: the library's own backends/ folder */
   int log_info, log_warn, log_error, log_verbose;
-  int log_format;  /* ifd_log_format_t */
-  char *log_file;  /* owned: "" or NULL for stderr */
-  int metrics;     /* ServerMetrics answers; gauges sampled */
-  int gpu_metrics; /* the GPU gauges among them */
+  int log_format;          /* ifd_log_format_t */
+  char *log_file;          /* owned: "" or NULL for stderr */
+  char *server_id;         /* owned: the metadata's name; NULL for "inferd" */
+  char *model_config_name; /* owned: configs/<name>.pbtxt; NULL: none */
+  double min_compute_capability; /* 0: 6.0 */
+  int metrics;                   /* ServerMetrics answers; gauges sampled */
+  int gpu_metrics;               /* the GPU gauges among them */
   uint64_t metrics_interval_ms;
   int histogram_latencies;  /* metrics config histogram_latencies */
   int no_counter_latencies; /* metrics config counter_latencies=false */

@@ -177,6 +177,7 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
   if ((opts->server_id != NULL && s->server_id == NULL) ||
       (opts->model_config_name != NULL && s->model_config_name == NULL))
     goto out_nomem;
+  ifd__server_info_init(s);
   ifd_strmap_init(&s->by_name);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), REQ_CACHE_MAX);
   s->shm = ifd_shm_new(loop, opts->gpu_count);

@@ -132,6 +132,8 @@ void ifd__registry_stop_polling(ifd_server_t *s);
 int ifd__registry_close(ifd_server_t *s, uv_close_cb cb);
 /** Initializes the registry's handles (ifd_server_new). */
 void ifd__registry_init(ifd_server_t *s);
+/** Fills s->info, the server metadata (name: --id when given). */
+void ifd__server_info_init(ifd_server_t *s);
 
 /* ---- server.c ---- */
 

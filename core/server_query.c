@@ -78,16 +78,14 @@ static const ifd_server_info_t server_info = {
     IFD_SERVER_NAME, IFD_SERVER_VERSION, extensions,
     sizeof(extensions) / sizeof(extensions[0])};
 
+void ifd__server_info_init(ifd_server_t *s) {
+  s->info = server_info;
+  if (s->server_id != NULL && s->server_id[0] != '\0')
+    s->info.name = s->server_id;
+}
+
 const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s) {
-  ifd_server_t *w = (ifd_server_t *)s;
-  if (s == NULL || s->server_id == NULL || s->server_id[0] == '\0')
-    return &server_info;
-  /* Filled on first use; metadata is asked on the loop thread only. */
-  if (w->info.name == NULL) {
-    w->info = server_info;
-    w->info.name = s->server_id;
-  }
-  return &w->info;
+  return s != NULL ? &s->info : &server_info;
 }
 
 /* Points `t` at one config tensor; its shape goes to *shape, which moves on. */

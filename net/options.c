@@ -815,6 +815,35 @@ static int check_cache_config(const char *v) {
   return 0;
 }
 
+/* tritonserver's CheckPortCollision: two enabled services on one address
+ * and port are refused (with --reuse-*-port they would otherwise share the
+ * listener's connections). Port 0 (a free port each) never collides.
+ * Returns 0 or -1 after printing why. */
+static int check_ports(const ifd_net_options_t *o) {
+  struct {
+    const char *name, *addr;
+    int port, on;
+  } s[3] = {
+      {"HTTP", o->http_address, o->http_port, o->allow_http},
+      {"GRPC", o->grpc_address, o->grpc_port, o->allow_grpc},
+      {"metrics",
+       o->metrics_address != NULL ? o->metrics_address : o->http_address,
+       o->metrics_port, o->allow_metrics},
+  };
+  int i, j;
+  for (i = 0; i < 3; i++)
+    for (j = i + 1; j < 3; j++)
+      if (s[i].on && s[j].on && s[i].port != 0 && s[i].port == s[j].port &&
+          strcmp(s[i].addr, s[j].addr) == 0) {
+        fprintf(stderr,
+                "inferd: The server cannot listen to %s requests and %s "
+                "requests at the same address and port %s:%d\n",
+                s[i].name, s[j].name, s[i].addr, s[i].port);
+        return -1;
+      }
+  return 0;
+}
+
 /* The flags whose feature inferd lacks, refused once every flag is read
  * (tritonserver's own cross-flag checks first). Also applies
  * --disable-auto-complete-config. Returns 0 or -1 after printing why. */
@@ -1122,7 +1151,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     ifd__net_options_usage(stderr);
     return -1;
   }
-  if (check_features(o) < 0) return -1;
+  if (check_features(o) < 0 || check_ports(o) < 0) return -1;
   return check_control(o);
 }
 

@@ -459,3 +459,13 @@ def test_no_forward_pattern_forwards_nothing(tmp_path, grpc_stubs):  # noqa: F81
         assert _grpc_params(srv, grpc_stubs, [("x-g1", "v1")]).get("n_params") == 0
     finally:
         srv.stop()
+
+
+def test_port_collision_refused(repo):
+    """tritonserver's CheckPortCollision: with --reuse-*-port the two
+    listeners would otherwise share one port."""
+    port, metrics_port = h.free_ports(2)
+    rc, out, err = h.run_to_exit(_args([repo], ["--reuse-http-port=true", "--reuse-grpc-port=true"],
+                                       ports=(port, port, metrics_port)))
+    assert rc != 0
+    assert "cannot listen to HTTP requests and GRPC requests at the same address and port" in out + err
