@@ -353,8 +353,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadThreadCount(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadRetryCount(
     TRITONSERVER_ServerOptions *options, unsigned int retry_count) {
   OPT_CHECK(options);
-  (void)retry_count;
-  WARN_ONCE(__func__, "a failed load is not retried");
+  options->model_load_retry_count = retry_count;
   return NULL;
 }
 

@@ -295,6 +295,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   so.server_id = options->server_id;
   so.model_config_name = options->model_config_name;
   so.min_compute_capability = options->min_compute_capability;
+  so.model_load_retry_count = options->model_load_retry_count;
   so.gpu_count = ifd_gpu_count();
   so.ops = ifd_sched_model_ops();
   /* Backend settings: views of the options' copies, read by

@@ -396,8 +396,9 @@ struct TRITONSERVER_ServerOptions {
   char *server_id;         /* owned: the metadata's name; NULL for "inferd" */
   char *model_config_name; /* owned: configs/<name>.pbtxt; NULL: none */
   double min_compute_capability; /* 0: 6.0 */
-  int metrics;                   /* ServerMetrics answers; gauges sampled */
-  int gpu_metrics;               /* the GPU gauges among them */
+  unsigned model_load_retry_count;
+  int metrics;     /* ServerMetrics answers; gauges sampled */
+  int gpu_metrics; /* the GPU gauges among them */
   uint64_t metrics_interval_ms;
   int histogram_latencies;  /* metrics config histogram_latencies */
   int no_counter_latencies; /* metrics config counter_latencies=false */

@@ -109,6 +109,9 @@ typedef struct ifd_server_opts {
   /* --min-supported-compute-capability, passed to backends as
    * "min-compute-capability" (0: tritonserver's default, 6.0). */
   double min_compute_capability;
+  /* --model-load-retry-count: a failed load is tried again this many
+   * times (tritonserver's default 0). */
+  unsigned model_load_retry_count;
 } ifd_server_opts_t;
 
 /**

@@ -333,6 +333,9 @@ int main(int argc, char **argv) {
   so.server_id = a->opt.server_id;
   so.model_config_name = a->opt.model_config_name;
   so.min_compute_capability = a->opt.min_compute_capability;
+  so.model_load_retry_count = a->opt.model_load_retry_count > 0
+                                  ? (unsigned)a->opt.model_load_retry_count
+                                  : 0;
   so.gpu_count = ifd_gpu_count();
   /* Before any model loads; without a GPU there is nothing to set up. */
   ifd_cuda_mem_init(&a->opt.cuda_mem, so.gpu_count);

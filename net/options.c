@@ -205,6 +205,8 @@ void ifd__net_options_usage(FILE *f) {
       "                             where it exists\n"
       "  --model-load-thread-count=N  threads loading models (default 4; "
       "libuv's pool)\n"
+      "  --model-load-retry-count=N  tries a failed model load N more "
+      "times (default 0)\n"
       "  --id=NAME                  the server metadata's name (default "
       "inferd)\n"
       "  --reuse-http-port=BOOL, --reuse-grpc-port=BOOL  SO_REUSEPORT: "
@@ -244,8 +246,7 @@ void ifd__net_options_usage(FILE *f) {
       "Refused (inferd lacks the feature): --cache-config,\n"
       "  --response-cache-byte-size, --rate-limit=execution_count, trace "
       "levels\n"
-      "  other than OFF, --model-namespacing=true, "
-      "--model-load-retry-count>0,\n"
+      "  other than OFF, --model-namespacing=true,\n"
       "  --allow-sagemaker=true, --allow-vertex-ai=true, "
       "--repoagent-directory,\n"
       "  --model-load-gpu-limit\n"
@@ -875,9 +876,6 @@ static int check_features(ifd_net_options_t *o) {
                   "level=OFF is accepted");
   if (o->model_namespacing)
     return refuse("model-namespacing", "model namespacing is not built yet");
-  if (o->model_load_retry_count > 0)
-    return refuse("model-load-retry-count",
-                  "retrying a failed model load is not built yet");
   if (o->allow_sagemaker)
     return refuse("allow-sagemaker", "the SageMaker endpoint is not built");
   if (o->allow_vertex_ai)

@@ -62,6 +62,7 @@ ACCEPTED = [
     ["--model-load-thread-count=8"],
     ["--model-load-thread-count", "1"],
     ["--model-load-retry-count=0"],
+    ["--model-load-retry-count=3"],
     ["--model-namespacing=false"],
     ["--enable-peer-access=true"],
     ["--allow-http=true"],
@@ -200,7 +201,6 @@ REFUSED = [
     (["--trace-config", "level=TIMESTAMPS"], "--trace-config"),
     (["--trace-level=TENSORS"], "--trace-config"),
     (["--model-namespacing=true"], "--model-namespacing"),
-    (["--model-load-retry-count=2"], "--model-load-retry-count"),
     (["--allow-sagemaker=true"], "--allow-sagemaker"),
     (["--allow-vertex-ai=true"], "--allow-vertex-ai"),
     (["--repoagent-directory=/opt/tritonserver/repoagents"], "--repoagent-directory"),
@@ -469,3 +469,22 @@ def test_port_collision_refused(repo):
                                        ports=(port, port, metrics_port)))
     assert rc != 0
     assert "cannot listen to HTTP requests and GRPC requests at the same address and port" in out + err
+
+
+@pytest.mark.parametrize("retries,fails,loads", [(0, 1, False), (1, 2, False), (2, 2, True)])
+def test_model_load_retry_count(tmp_path, retries, fails, loads):
+    """The params model fails its first `fails` loads; it loads when the
+    retries cover them."""
+    r = _params_repo(tmp_path / "repo")
+    (r / "params" / "fail_loads").write_text(f"{fails}\n")
+    srv = h.start_server(tmp_path, [r], wait_models=(),
+                         extra=[f"--model-load-retry-count={retries}"])
+    try:
+        deadline = time.monotonic() + 10
+        while "model loading finished" not in srv.log_tail(100000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ready = srv.get("/v2/models/params/ready").status_code == 200
+        assert ready == loads, srv.log_tail()
+        assert srv.log_tail(100000).count("retrying (") == min(retries, fails), srv.log_tail()
+    finally:
+        srv.stop()
