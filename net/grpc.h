@@ -48,6 +48,12 @@ typedef struct ifd_grpc_opts {
   unsigned max_pings_without_data; /* (0) */
   uint64_t min_recv_ping_interval_ms;
   unsigned max_ping_strikes; /* (0) */
+  /* --grpc-max-connection-age (0: none): past it a connection gets
+   * GOAWAY(2^31-1) and drains like a shutting-down one; its open calls may
+   * finish for --grpc-max-connection-age-grace more ms (0: as long as they
+   * take), then they get UNAVAILABLE and it closes. */
+  uint64_t max_connection_age_ms;
+  uint64_t max_connection_age_grace_ms;
   /* Triton's --grpc-restricted-protocol (borrowed: outlives the front end;
    * NULL: nothing restricted). */
   const struct ifd_restrict *restrict_api;

@@ -88,9 +88,12 @@ typedef struct gconn {
   unsigned terminated : 1;   /* the final GOAWAY is submitted */
   unsigned ping_out : 1;     /* our keepalive PING awaits its ACK */
   unsigned goaway_close : 1; /* our GOAWAY is out: close once written */
+  unsigned aged : 1;         /* --grpc-max-connection-age reached: drains */
+  unsigned age_ended : 1;    /* ... and its grace ended: calls were ended */
   /* Limits and keepalive (grpc_transport.c), uv_now() ms. */
   uint64_t timer_due;  /* when the timer fires; 0: not armed */
   uint64_t idle_since; /* the last call ended (or the connection opened) */
+  uint64_t opened;     /* the connection was accepted */
   uint64_t last_read;  /* bytes last arrived */
   uint64_t ping_sent;  /* our last keepalive PING */
   uint64_t ping_recv;  /* the client's last PING; 0: none yet */

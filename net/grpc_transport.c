@@ -337,7 +337,7 @@ static int on_open(ifd_conn_t *base) {
 
   c->g = ifd_container_of(base->set, ifd_grpc_t, set);
   ifd__link_init(&c->streams);
-  c->idle_since = c->last_read = uv_now(c->g->loop);
+  c->opened = c->idle_since = c->last_read = uv_now(c->g->loop);
   if (start_session(c) != 0 ||
       ifd__conn_read_start(base, on_alloc, on_read) != 0)
     return -1;

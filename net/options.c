@@ -205,6 +205,12 @@ void ifd__net_options_usage(FILE *f) {
       "                             where it exists\n"
       "  --model-load-thread-count=N  threads loading models (default 4; "
       "libuv's pool)\n"
+      "  --grpc-max-connection-age=MS, --grpc-max-connection-age-grace=MS  a "
+      "gRPC\n"
+      "                             connection drains past MS (0: never); its "
+      "calls may\n"
+      "                             finish for the grace (0: as long as they "
+      "take)\n"
       "  --model-load-retry-count=N  tries a failed model load N more "
       "times (default 0)\n"
       "  --id=NAME                  the server metadata's name (default "
@@ -237,8 +243,8 @@ void ifd__net_options_usage(FILE *f) {
       "Accepted without effect (one info line at start says why):\n"
       "  --http-thread-count, --grpc-infer-allocation-pool-size,\n"
       "  --grpc-infer-thread-count, --grpc-max-response-pool-size,\n"
-      "  --grpc-infer-response-compression-level, --grpc-max-connection-age,\n"
-      "  --grpc-max-connection-age-grace, --buffer-manager-thread-count,\n"
+      "  --grpc-infer-response-compression-level, "
+      "--buffer-manager-thread-count,\n"
       "  --host-policy, --cuda-virtual-address-size, --enable-peer-access,\n"
       "  --cache-directory, --rate-limit-resource (with --rate-limit=off),\n"
       "  --trace-config/--trace-* with level OFF, --sagemaker-* and\n"
@@ -417,12 +423,10 @@ static const flag_t flags[] = {
      OFF(grpc_lim.min_recv_ping_interval_ms), 0, NULL},
     {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes), 0,
      NULL},
-    IGN("grpc-max-connection-age", C_INT,
-        "connections are not aged out (idle ones close after "
-        "--grpc-idle-timeout-secs)"),
-    IGN("grpc-max-connection-age-grace", C_INT,
-        "connections are not aged out (idle ones close after "
-        "--grpc-idle-timeout-secs)"),
+    {"grpc-max-connection-age", K_U64Z, OFF(grpc_lim.max_connection_age_ms), 0,
+     NULL},
+    {"grpc-max-connection-age-grace", K_U64Z,
+     OFF(grpc_lim.max_connection_age_grace_ms), 0, NULL},
     {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict), 0, NULL},
     {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size), 0, NULL},
     {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes), 0, NULL},

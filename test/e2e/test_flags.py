@@ -16,6 +16,7 @@ import requests
 
 import e2e_helpers as h
 import grpc_helpers as g
+from grpc_helpers import FLAG_ACK, GOAWAY, PING, SETTINGS, frame
 from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 MODEL = "identity_fp32"
@@ -486,5 +487,81 @@ def test_model_load_retry_count(tmp_path, retries, fails, loads):
         ready = srv.get("/v2/models/params/ready").status_code == 200
         assert ready == loads, srv.log_tail()
         assert srv.log_tail(100000).count("retrying (") == min(retries, fails), srv.log_tail()
+    finally:
+        srv.stop()
+
+
+# ------------------------------------------------ gRPC connection age ---
+
+def _h2_frames(port, stream_path=None, timeout=5.0):
+    """A raw HTTP/2 connection to the gRPC port (optionally with one call
+    left open): the frames until the server closes it, and whether it did."""
+    frames = []
+    with g.H2Conn(port) as c:
+        c.start()
+        if stream_path is not None:
+            c.send_headers(1, stream_path)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return frames, False
+            c.sock.settimeout(left)
+            try:
+                f = c.read_frame()
+            except EOFError:
+                return frames, True
+            except (socket.timeout, TimeoutError):
+                return frames, False
+            except OSError:
+                return frames, True
+            frames.append(f)
+            ftype, flags, _, payload = f
+            if ftype == SETTINGS and not flags & FLAG_ACK:
+                c.send(frame(SETTINGS, FLAG_ACK, 0))
+            elif ftype == PING and not flags & FLAG_ACK:
+                c.send(frame(PING, FLAG_ACK, 0, payload))
+
+
+def _goaway_ids(frames):
+    return [int.from_bytes(p[:4], "big") & 0x7FFFFFFF for t, _, _, p in frames if t == GOAWAY]
+
+
+def test_grpc_max_connection_age_drains(repo, tmp_path, grpc_stubs):  # noqa: F811
+    srv = h.start_server(tmp_path, [repo], extra=["--grpc-max-connection-age=300"])
+    try:
+        t0 = time.monotonic()
+        frames, closed = _h2_frames(srv.grpc_port)
+        assert closed, frames
+        assert time.monotonic() - t0 >= 0.25
+        ids = _goaway_ids(frames)
+        assert ids[:1] == [2**31 - 1] and ids[-1] == 0, frames
+        with g.connect(srv, grpc_stubs) as c:  # a new connection serves
+            assert c.server_live().live
+    finally:
+        srv.stop()
+
+
+STREAM_PATH = f"/{g.SERVICE}/ModelStreamInfer"
+
+
+def test_grpc_max_connection_age_grace_ends_calls(repo, tmp_path):
+    srv = h.start_server(tmp_path, [repo], extra=["--grpc-max-connection-age=200",
+                                                  "--grpc-max-connection-age-grace=300"])
+    try:
+        frames, closed = _h2_frames(srv.grpc_port, STREAM_PATH)
+        assert closed, frames
+        ids = _goaway_ids(frames)
+        assert ids[0] == 2**31 - 1 and ids[-1] == 1, frames
+    finally:
+        srv.stop()
+
+
+def test_grpc_max_connection_age_without_grace_waits_for_calls(repo, tmp_path):
+    srv = h.start_server(tmp_path, [repo], extra=["--grpc-max-connection-age=200"])
+    try:
+        frames, closed = _h2_frames(srv.grpc_port, STREAM_PATH, timeout=1.5)
+        assert not closed, frames
+        assert _goaway_ids(frames) == [2**31 - 1], frames
     finally:
         srv.stop()
