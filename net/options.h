@@ -127,7 +127,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o);
  *  "--X has no effect in inferd: <why>". Call once logging is set up. */
 void ifd__net_options_report(const ifd_net_options_t *o);
 
-/** Prints the usage text (--help) to `f`. */
+/** Prints the usage text (--help) to `f` (net/options_usage.c). */
 void ifd__net_options_usage(FILE *f);
 
 /** Frees what ifd__net_options_parse allocated; `o` is not used after. */
