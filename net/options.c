@@ -126,7 +126,8 @@ static const char why_trace[] =
 static const flag_t flags[] = {
     /* Server. */
     {"id", K_STR, OFF(server_id), 0, NULL},
-    {"exit-timeout-secs", K_INT, OFF(exit_timeout_secs), 0, NULL},
+    /* tritonserver takes any int here and uses max(0, N). */
+    {"exit-timeout-secs", K_ANYINT, OFF(exit_timeout_secs), 0, NULL},
     /* Model repository. */
     {"model-repository", K_REPO, 0, 0, NULL},
     {"model-store", K_REPO, 0, 0, NULL},
@@ -136,7 +137,7 @@ static const flag_t flags[] = {
     {"strict-model-config", K_BOOL, OFF(strict_config), 0, NULL},
     {"strict-readiness", K_BOOL, OFF(strict_readiness), 0, NULL},
     {"model-control-mode", K_MODE, 0, 0, NULL},
-    {"repository-poll-secs", K_INT, OFF(poll_secs), 0, NULL},
+    {"repository-poll-secs", K_ANYINT, OFF(poll_secs), 0, NULL},
     {"load-model", K_LOAD, 0, 0, NULL},
     {"model-config-name", K_NONEMPTY, OFF(model_config_name), 0, NULL},
     {"model-load-thread-count", K_ANYINT, OFF(model_load_threads), 0, NULL},
@@ -764,10 +765,10 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
           n = 1;
         else if (strcasecmp(value, "false") == 0)
           n = 0;
-        else if (parse_int(value, 0, INT_MAX, &n) < 0)
+        else if (parse_int(value, INT_MIN, INT_MAX, &n) < 0)
           return ifd__net_options_bad(f->name, value,
                                       "expected an integer, true or false");
-        *(int *)((char *)o + f->off) = (int)n;
+        *(int *)((char *)o + f->off) = n > 0 ? (int)n : 0;
         break;
       case K_MS_FLOAT:
         if (parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
@@ -925,6 +926,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     return -1;
   }
   if (check_features(o) < 0 || check_ports(o) < 0) return -1;
+  if (o->exit_timeout_secs < 0) o->exit_timeout_secs = 0;
   return check_control(o);
 }
 

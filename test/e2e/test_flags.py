@@ -51,6 +51,8 @@ ACCEPTED = [
     ["--id=my-inferd"],
     ["--id", "other-name"],
     ["--exit-timeout-secs=5"],
+    ["--exit-timeout-secs=-1"],  # tritonserver uses max(0, N)
+    ["--log-verbose=-1"],
     ["--model-store={tmp}"],
     ["--exit-on-error=false"],
     ["--disable-auto-complete-config"],
@@ -58,6 +60,7 @@ ACCEPTED = [
     ["--strict-readiness=true"],
     ["--model-control-mode=NONE"],
     ["--model-control-mode=poll", "--repository-poll-secs=5"],
+    ["--repository-poll-secs=-3"],  # ignored outside poll mode, as tritonserver
     ["--model-control-mode=explicit", "--load-model=" + MODEL],
     ["--model-config-name=h100"],
     ["--model-load-thread-count=8"],
