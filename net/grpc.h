@@ -54,6 +54,10 @@ typedef struct ifd_grpc_opts {
    * take), then they get UNAVAILABLE and it closes. */
   uint64_t max_connection_age_ms;
   uint64_t max_connection_age_grace_ms;
+  /* --grpc-infer-response-compression-level: 0 none, 1 low, 2 medium,
+   * 3 high (ModelInfer and ModelStreamInfer responses; see
+   * ifd_gstream_compress). */
+  int infer_compression_level;
   /* Triton's --grpc-restricted-protocol (borrowed: outlives the front end;
    * NULL: nothing restricted). */
   const struct ifd_restrict *restrict_api;

@@ -106,6 +106,9 @@ typedef struct gconn {
 } gconn_t;
 
 enum { ENC_NONE = 0, ENC_IDENTITY, ENC_OTHER };
+/* Response compression (--grpc-infer-response-compression-level): the
+ * algorithms of grpc-accept-encoding, as bits, and the one chosen. */
+enum { ZIP_NONE = 0, ZIP_DEFLATE = 1, ZIP_GZIP = 2 };
 
 struct ifd_gstream {
   gconn_t *conn;                   /* borrowed; NULL once detached */
@@ -122,6 +125,8 @@ struct ifd_gstream {
   char *path; /* owned: copy of :path (only kept for unknown methods) */
   char enc[48];
   int enc_state;
+  uint8_t accept_zip; /* grpc-accept-encoding: 1 << ZIP_* */
+  uint8_t out_zip;    /* ZIP_*: how response messages are compressed */
   int timeout_bad;
   /* Inbound message being reassembled. */
   uint8_t prefix[5];

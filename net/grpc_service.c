@@ -615,6 +615,8 @@ static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
   }
   req->body = msg; /* owned by the request: raw inputs point into it */
   req->t_received = uv_hrtime();
+  /* --grpc-infer-response-compression-level applies to inference calls. */
+  ifd_gstream_compress(st);
   rc = ifd__grpc_infer_decode(req, msg, len, err);
   if (rc == 0) rc = ifd__gstream_forward(st, req, err);
   return rc;

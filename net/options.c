@@ -83,6 +83,7 @@ enum kind {
   K_IGNORED,        /* checked as `check` says, then no effect (`why`) */
   K_REFUSED,        /* checked as `check` says, then refused (`why`) */
   K_REGEX,          /* a POSIX ERE compiled into a struct ifd_net_fwd_pattern */
+  K_COMPRESSION,    /* none | low | medium | high into an int 0-3 */
 };
 
 /* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
@@ -91,12 +92,11 @@ enum check {
   C_STR,
   C_INT,
   C_BOOL,
-  C_PAIR_INT,    /* <int>:<int> (cuda-virtual-address-size) */
-  C_PAIR_FLOAT,  /* <int>:<float> (model-load-gpu-limit) */
-  C_RANGE,       /* <int>-<int> (sagemaker-safe-port-range) */
-  C_POLICY,      /* <name>,<setting>=<value> (host-policy) */
-  C_RESOURCE,    /* <name>:<count>[:<device>] (rate-limit-resource) */
-  C_COMPRESSION, /* none | low | medium | high */
+  C_PAIR_INT,   /* <int>:<int> (cuda-virtual-address-size) */
+  C_PAIR_FLOAT, /* <int>:<float> (model-load-gpu-limit) */
+  C_RANGE,      /* <int>-<int> (sagemaker-safe-port-range) */
+  C_POLICY,     /* <name>,<setting>=<value> (host-policy) */
+  C_RESOURCE,   /* <name>:<count>[:<device>] (rate-limit-resource) */
 };
 
 typedef struct flag {
@@ -182,8 +182,8 @@ static const flag_t flags[] = {
     {"grpc-server-cert", K_STR, OFF(grpc_server_cert), 0, NULL},
     {"grpc-server-key", K_STR, OFF(grpc_server_key), 0, NULL},
     {"grpc-root-cert", K_STR, OFF(grpc_root_cert), 0, NULL},
-    IGN("grpc-infer-response-compression-level", C_COMPRESSION,
-        "responses are sent uncompressed (clients read both)"),
+    {"grpc-infer-response-compression-level", K_COMPRESSION,
+     OFF(grpc_lim.infer_compression_level), 0, NULL},
     {"grpc-keepalive-time", K_U64Z, OFF(grpc_lim.keepalive_time_ms), 0, NULL},
     {"grpc-keepalive-timeout", K_U64Z, OFF(grpc_lim.keepalive_timeout_ms), 0,
      NULL},
@@ -487,14 +487,6 @@ static int check_value(const flag_t *f, const char *v) {
                                   "--rate-limit-resource option format is "
                                   "'<resource_name>:<count>:<device>' or "
                                   "'<resource_name>:<count>'");
-    case C_COMPRESSION:
-      if (strcasecmp(v, "none") == 0 || strcasecmp(v, "low") == 0 ||
-          strcasecmp(v, "medium") == 0 || strcasecmp(v, "high") == 0)
-        return 0;
-      return ifd__net_options_bad(
-          f->name, v,
-          "invalid argument for --grpc_infer_response_compression_level "
-          "(none, low, medium or high)");
   }
   return 0;
 }
@@ -914,6 +906,19 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         if (ifd__fwd_compile(&fp->re, value, &e) != 0)
           return ifd__net_options_bad(f->name, value, e.text);
         fp->set = 1;
+        break;
+      }
+      case K_COMPRESSION: {
+        static const char *const levels[] = {"none", "low", "medium", "high"};
+        int l;
+        for (l = 0; l < 4 && strcasecmp(value, levels[l]) != 0; l++) {
+        }
+        if (l == 4)
+          return ifd__net_options_bad(
+              f->name, value,
+              "invalid argument for --grpc_infer_response_compression_level "
+              "(none, low, medium or high)");
+        *(int *)((char *)o + f->off) = l;
         break;
       }
       case K_SWITCH:

@@ -8,8 +8,10 @@ checked for it. Each test runs private servers on free loopback ports.
 
 import os
 import socket
+import struct
 import subprocess
 import time
+import zlib
 
 import pytest
 import requests
@@ -167,6 +169,7 @@ BAD = [
     (["--allow-cpu-metrics=2"], "allow-cpu-metrics"),
     (["--metrics-interval-ms=fast"], "metrics-interval-ms"),
     (["--grpc-infer-response-compression-level=max"], "compression_level"),
+    (["--grpc-infer-response-compression-level="], "compression_level"),
     (["--grpc-keepalive-time=x"], "grpc-keepalive-time"),
     (["--log-verbose=loud"], "log-verbose"),
     (["--log-format=json"], "log-format"),
@@ -566,5 +569,74 @@ def test_grpc_max_connection_age_without_grace_waits_for_calls(repo, tmp_path):
         frames, closed = _h2_frames(srv.grpc_port, STREAM_PATH, timeout=1.5)
         assert not closed, frames
         assert _goaway_ids(frames) == [2**31 - 1], frames
+    finally:
+        srv.stop()
+
+
+# ------------------------------------------- gRPC response compression ---
+
+def _raw_infer(srv, stubs, accept):
+    """ModelInfer by hand with grpc-accept-encoding `accept`: (grpc-encoding
+    of the answer, compressed flag, message bytes as sent, expected input)."""
+    import numpy as np
+    x = np.zeros((8, 16), dtype=np.float32)  # compressible: it shrinks
+    x[:, 3] = 7
+    req = g.infer_request(stubs.pb, MODEL, [("INPUT0", "FP32", [8, 16], x)])
+    with g.H2Conn(srv.grpc_port) as c:
+        c.start()
+        extra = [("grpc-accept-encoding", accept)] if accept is not None else []
+        c.send_headers(1, f"/{g.SERVICE}/ModelInfer", extra=extra)
+        c.send_data(1, g.grpc_message(req.SerializeToString()), end_stream=True)
+        res = c.collect(1)
+    assert res.header("grpc-status") == "0", res
+    flag, n = struct.unpack(">BI", res.data[:5])
+    return res.header("grpc-encoding"), flag, res.data[5:5 + n], x
+
+
+@pytest.mark.parametrize("level,accept,enc", [
+    ("low", "identity,deflate,gzip", "gzip"),
+    ("medium", "identity,deflate,gzip", "deflate"),
+    ("high", "identity, deflate, gzip", "deflate"),
+    ("high", "gzip", "gzip"),
+    ("low", "identity", None),
+    ("high", None, None),
+    ("none", "identity,deflate,gzip", None),
+])
+def test_grpc_infer_response_compression(repo, tmp_path, grpc_stubs, level, accept, enc):  # noqa: F811
+    """Algorithms chosen as gRPC core chooses them for a level, among those
+    the client accepts; the messages decompress to the right answer."""
+    srv = h.start_server(tmp_path, [repo], extra=[f"--grpc-infer-response-compression-level={level}"])
+    try:
+        got_enc, flag, body, x = _raw_infer(srv, grpc_stubs, accept)
+        assert got_enc == enc
+        assert flag == (1 if enc else 0)
+        if enc == "gzip":
+            body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            body = zlib.decompress(body)
+        resp = grpc_stubs.pb.ModelInferResponse.FromString(body)
+        np_out = g.outputs_of(resp)["OUTPUT0"]
+        assert (np_out == x).all()
+        # grpcio decompresses on its own; other RPCs stay uncompressed.
+        with g.connect(srv, grpc_stubs) as c:
+            req = g.infer_request(c.pb, MODEL, [("INPUT0", "FP32", [8, 16], x)])
+            assert (g.outputs_of(c.model_infer(req))["OUTPUT0"] == x).all()
+            assert c.server_metadata().name == "inferd"
+    finally:
+        srv.stop()
+
+
+def test_grpc_stream_infer_compressed(repo, tmp_path, grpc_stubs):  # noqa: F811
+    import numpy as np
+    srv = h.start_server(tmp_path, [repo], extra=["--grpc-infer-response-compression-level=high"])
+    try:
+        x = np.zeros((8, 16), dtype=np.float32)
+        with g.connect(srv, grpc_stubs) as c:
+            reqs = [g.infer_request(c.pb, MODEL, [("INPUT0", "FP32", [8, 16], x + i)]) for i in range(3)]
+            outs = list(c.model_stream_infer(iter(reqs)))
+            assert len(outs) == 3
+            for i, o in enumerate(outs):
+                assert not o.error_message, o.error_message
+                assert (g.outputs_of(o.infer_response)["OUTPUT0"] == x + i).all()
     finally:
         srv.stop()
