@@ -500,7 +500,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetHostPolicy(
     TRITONSERVER_ServerOptions *options, const char *policy_name,
     const char *setting, const char *value) {
   OPT_CHECK(options);
-  WARN_ONCE(__func__, "inferd pins no thread to a NUMA node or CPU");
+  /* numa-node and cpu-cores pick the CPUs of the policy's instance
+   * threads (backend_api/loader.c). */
   return push_setting(&options->host_policy, &options->n_host_policy,
                       policy_name, setting, value);
 }

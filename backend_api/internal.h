@@ -88,6 +88,7 @@ TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
 /* ---- backends, models, instances (loader.c, instance.c) --------------- */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "backend_api/backend_api.h"
@@ -198,8 +199,12 @@ struct TRITONBACKEND_ModelInstance {
   TRITONSERVER_InstanceGroupKind kind;
   int32_t device_id;
   int passive;
-  TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{}} */
-  void *state;                       /* the backend's */
+  TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{settings}} */
+  /* --host-policy cpu-cores / numa-node of its policy: the thread runs on
+   * `cpus` when `pin` (set before it starts). */
+  cpu_set_t cpus;
+  int pin;
+  void *state; /* the backend's */
   pthread_t thread;
   int started;        /* thread created */
   int inline_run;     /* no thread: ifd__instance_step() runs it (tests) */

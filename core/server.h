@@ -112,6 +112,12 @@ typedef struct ifd_server_opts {
   /* --model-load-retry-count: a failed load is tried again this many
    * times (tritonserver's default 0). */
   unsigned model_load_retry_count;
+  /* --host-policy <name>,<setting>=<value> settings (borrowed; `backend`
+   * holds the policy name). Instances of policy "cpu", "gpu_<device>" or
+   * their group's host_policy run on the CPUs that cpu-cores or numa-node
+   * give (backend_api/loader.c). */
+  const ifd_backend_setting_t *host_policy;
+  size_t n_host_policy;
 } ifd_server_opts_t;
 
 /**

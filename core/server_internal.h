@@ -61,6 +61,8 @@ struct ifd_server {
                                          opts.backend_config (strings too) */
   char **load_models;                 /* owned copies behind opts.load_models */
   char *server_id;                    /* owned copy behind opts.server_id */
+  ifd_backend_setting_t *host_cfg;    /* owned copies behind opts.host_policy
+                                         (strings too) */
   char *model_config_name; /* owned copy behind opts.model_config_name */
   ifd_server_info_t info;  /* server metadata; name: server_id */
   ifd_evq_t evq;           /* embedded completion queue */

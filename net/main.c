@@ -331,6 +331,8 @@ int main(int argc, char **argv) {
   so.no_counter_latencies = a->opt.no_counter_latencies;
   so.exit_timeout_secs = a->opt.exit_timeout_secs;
   so.server_id = a->opt.server_id;
+  so.host_policy = a->opt.host_cfg;
+  so.n_host_policy = a->opt.n_host_cfg;
   so.model_config_name = a->opt.model_config_name;
   so.min_compute_capability = a->opt.min_compute_capability;
   so.model_load_retry_count = a->opt.model_load_retry_count > 0

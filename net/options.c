@@ -84,6 +84,7 @@ enum kind {
   K_REFUSED,        /* checked as `check` says, then refused (`why`) */
   K_REGEX,          /* a POSIX ERE compiled into a struct ifd_net_fwd_pattern */
   K_COMPRESSION,    /* none | low | medium | high into an int 0-3 */
+  K_HOST_POLICY,    /* --host-policy <policy>,<setting>=<value> */
 };
 
 /* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
@@ -95,7 +96,6 @@ enum check {
   C_PAIR_INT,   /* <int>:<int> (cuda-virtual-address-size) */
   C_PAIR_FLOAT, /* <int>:<float> (model-load-gpu-limit) */
   C_RANGE,      /* <int>-<int> (sagemaker-safe-port-range) */
-  C_POLICY,     /* <name>,<setting>=<value> (host-policy) */
   C_RESOURCE,   /* <name>:<count>[:<device>] (rate-limit-resource) */
 };
 
@@ -267,8 +267,7 @@ static const flag_t flags[] = {
      0, NULL},
     IGN("buffer-manager-thread-count", C_INT,
         "tensor copies run on the instance threads and the loop"),
-    IGN("host-policy", C_POLICY,
-        "instance threads are not bound to NUMA nodes or CPU cores"),
+    {"host-policy", K_HOST_POLICY, 0, 0, NULL},
     REF("model-load-gpu-limit", C_PAIR_FLOAT,
         "loads are not refused by GPU memory use"),
 };
@@ -476,11 +475,6 @@ static int check_value(const flag_t *f, const char *v) {
     case C_RANGE:
       if (check_pair(v, "-", 0) == 0) return 0;
       return ifd__net_options_bad(f->name, v, "expected <integer>-<integer>");
-    case C_POLICY:
-      if (check_generic(v, ',', '=') == 0) return 0;
-      return ifd__net_options_bad(f->name, v,
-                                  "--host-policy option format is '<policy "
-                                  "name>,<setting>=<value>'");
     case C_RESOURCE:
       if (check_resource(v) == 0) return 0;
       return ifd__net_options_bad(f->name, v,
@@ -921,6 +915,32 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         *(int *)((char *)o + f->off) = l;
         break;
       }
+      case K_HOST_POLICY: {
+        char *t, *comma, *eq;
+        ifd_backend_setting_t *hp;
+        if (check_generic(value, ',', '=') != 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "--host-policy option format is "
+                                      "'<policy name>,<setting>=<value>'");
+        if (o->n_host_cfg == IFD_MAX_HOST_POLICY)
+          return ifd__net_options_bad(f->name, value, "too many settings");
+        t = strdup(value);
+        if (t == NULL) return ifd__net_options_bad(f->name, value, "no memory");
+        comma = strchr(t, ',');
+        eq = strchr(comma + 1, '=');
+        *comma = *eq = '\0';
+        hp = &o->host_cfg[o->n_host_cfg];
+        hp->backend = t;
+        hp->setting = comma + 1;
+        hp->value = eq + 1;
+        o->host_cfg_text[o->n_host_cfg++] = t;
+        if (strcmp(hp->setting, "numa-node") != 0 &&
+            strcmp(hp->setting, "cpu-cores") != 0)
+          no_effect(o, "host-policy",
+                    "only its numa-node and cpu-cores settings are used "
+                    "(they pick the CPUs of the policy's instance threads)");
+        break;
+      }
       case K_SWITCH:
         break; /* handled above */
     }
@@ -1003,4 +1023,5 @@ void ifd__net_options_free(ifd_net_options_t *o) {
   ifd_restrict_free(&o->http_restrict);
   ifd_restrict_free(&o->grpc_restrict);
   for (size_t k = 0; k < o->n_backend_cfg; k++) free(o->backend_cfg_text[k]);
+  for (size_t k = 0; k < o->n_host_cfg; k++) free(o->host_cfg_text[k]);
 }

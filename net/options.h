@@ -20,6 +20,7 @@
 #define IFD_MAX_LOAD_MODELS 1024
 #define IFD_MAX_BACKEND_CONFIG 256
 #define IFD_MAX_NO_EFFECT 64
+#define IFD_MAX_HOST_POLICY 64
 
 typedef struct ifd_net_options {
   const char *repos[IFD_MAX_REPOS];
@@ -77,6 +78,11 @@ typedef struct ifd_net_options {
   /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
   ifd_cuda_mem_opts_t cuda_mem;
   int allow_gpu_metrics;
+  /* --host-policy settings (`backend`: the policy name); strings in
+   * host_cfg_text. */
+  ifd_backend_setting_t host_cfg[IFD_MAX_HOST_POLICY];
+  size_t n_host_cfg;
+  char *host_cfg_text[IFD_MAX_HOST_POLICY]; /* owned: split copies */
   /* tritonserver's flags that take effect (README, "Flags"). */
   const char *server_id;         /* --id: NULL for "inferd" */
   const char *model_config_name; /* --model-config-name: NULL for none */

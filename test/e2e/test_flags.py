@@ -136,6 +136,7 @@ ACCEPTED = [
     ["--min-supported-compute-capability=7.5"],
     ["--buffer-manager-thread-count=2"],
     ["--host-policy=gpu_0,numa-node=0"],
+    ["--host-policy=cpu,cpu-cores=0", "--host-policy=cpu,pinned-memory=x"],
     ["--model-repo={tmp}"],  # a unique prefix, as getopt_long takes it
 ]
 
@@ -238,12 +239,13 @@ def test_vertex_ai_by_environment_refused(repo):
 
 def test_no_effect_flags_say_so_once(repo, tmp_path):
     srv = h.start_server(tmp_path, [repo], extra=["--http-thread-count=4", "--http-thread-count=8",
-                                                  "--host-policy=gpu_0,numa-node=0"])
+                                                  "--host-policy=gpu_0,numa-node=0",
+                                                  "--host-policy=cpu,other=1"])
     try:
         srv.stop()
         log = srv.log_tail(100000)
         assert log.count("--http-thread-count has no effect in inferd") == 1, log
-        assert "--host-policy has no effect in inferd" in log, log
+        assert "--host-policy has no effect in inferd: only its numa-node and cpu-cores" in log, log
     finally:
         srv.stop(check=False)
 
@@ -638,5 +640,52 @@ def test_grpc_stream_infer_compressed(repo, tmp_path, grpc_stubs):  # noqa: F811
             for i, o in enumerate(outs):
                 assert not o.error_message, o.error_message
                 assert (g.outputs_of(o.infer_response)["OUTPUT0"] == x + i).all()
+    finally:
+        srv.stop()
+
+
+# ------------------------------------------------------- host policy ---
+
+def _cpus_allowed(pid):
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("Cpus_allowed_list:"):
+                        out.append(line.split(":", 1)[1].strip())
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="needs two CPUs to tell a pinned thread")
+def test_host_policy_cpu_cores_pins_instance_threads(repo, tmp_path):
+    last = str(os.cpu_count() - 1)
+    srv = h.start_server(tmp_path, [repo], extra=[f"--host-policy=cpu,cpu-cores={last}"])
+    try:
+        allowed = _cpus_allowed(srv.proc.pid)
+        assert allowed.count(last) >= 1, allowed  # the identity instance
+        assert any(a != last for a in allowed), allowed  # the loop is not pinned
+    finally:
+        srv.stop()
+    srv = h.start_server(tmp_path / "b", [repo])
+    try:
+        assert last not in _cpus_allowed(srv.proc.pid)
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("setting,why", [("cpu-cores=x", "invalid cpu-cores"),
+                                         ("numa-node=9999", "no NUMA node")])
+def test_host_policy_bad_setting_fails_the_load(repo, tmp_path, setting, why):
+    srv = h.start_server(tmp_path, [repo], extra=[f"--host-policy=cpu,{setting}"], wait_models=())
+    try:
+        deadline = time.monotonic() + 10
+        while "model loading finished" not in srv.log_tail(100000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.get(f"/v2/models/{MODEL}/ready").status_code != 200
+        log = srv.log_tail(100000)
+        assert "host policy 'cpu'" in log and why in log, log
     finally:
         srv.stop()

@@ -222,11 +222,16 @@ static void test_ports(void **state) {
 static void test_no_effect_notes(void **state) {
   ifd_net_options_t o;
   (void)state;
-  assert_int_equal(PARSE(&o, "--http-thread-count=2", "--http-thread-count=3",
-                         "--host-policy=p,cpu-cores=0-3", "--rate-limit=off",
-                         "--rate-limit-resource=R:1"),
-                   0);
+  assert_int_equal(
+      PARSE(&o, "--http-thread-count=2", "--http-thread-count=3",
+            "--host-policy=p,cpu-cores=0-3", "--host-policy=p,other=1",
+            "--rate-limit=off", "--rate-limit-resource=R:1"),
+      0);
   assert_int_equal(o.n_no_effect, 3);
+  assert_int_equal(o.n_host_cfg, 2);
+  assert_string_equal(o.host_cfg[0].backend, "p");
+  assert_string_equal(o.host_cfg[0].setting, "cpu-cores");
+  assert_string_equal(o.host_cfg[0].value, "0-3");
   assert_string_equal(o.no_effect[0], "http-thread-count");
   assert_string_equal(o.no_effect[1], "host-policy");
   assert_string_equal(o.no_effect[2], "rate-limit-resource");
