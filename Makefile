@@ -54,8 +54,9 @@ $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || ech
 
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
 # TLS (net/tls.c): OpenSSL from Debian's libssl-dev.
+# gRPC response compression (net/grpc_stream.c): zlib from zlib1g-dev.
 TLS_LIBS := -lssl -lcrypto
-EXE_DEPS := -lnghttp2 $(TLS_LIBS) $(LIB_DEPS)
+EXE_DEPS := -lnghttp2 $(TLS_LIBS) -lz $(LIB_DEPS)
 
 # ---- sources -------------------------------------------------------------
 # Core reads model configurations, so model_config.proto's code is part of the
@@ -255,7 +256,7 @@ $(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
-	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lcmocka
+	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz -lcmocka
 
 # The in-process API's tests (test/unit/test_capi_*.c) are embedding
 # applications: they use tritonserver.h only and link the built
@@ -268,7 +269,7 @@ $(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) $(BACKEND_SO) $
 $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< test/fuzz/replay.c $(TESTLIB) $(LDFLAGS) \
-	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS)
+	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz
 $(REPLAY_BIN): | $(PROTO_H)
 
 $(BUILD)/test/unit/test_cuda: $(FAKE_NVML)
@@ -290,7 +291,7 @@ FUZZ_FLAGS ?= -max_len=65536 -timeout=20 -rss_limit_mb=4096
 $(BUILD)/test/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(TESTLIB) $(LDFLAGS) \
-	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS)
+	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz
 $(FUZZ_BIN): | $(PROTO_H)
 
 fuzz-bins: $(FUZZ_BIN)

@@ -168,6 +168,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsDelete(
   free_strs(options->startup_models, options->n_startup_models);
   free(options->backend_dir);
   free(options->log_file);
+  free(options->server_id);
+  free(options->model_config_name);
   free_settings(options->backend_config, options->n_backend_config);
   free_settings(options->host_policy, options->n_host_policy);
   free(options);
@@ -177,8 +179,10 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsDelete(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetServerId(
     TRITONSERVER_ServerOptions *options, const char *server_id) {
   OPT_CHECK(options);
-  (void)server_id;
-  WARN_ONCE(__func__, "the server metadata keeps the name \"inferd\"");
+  char *copy = strdup(server_id != NULL ? server_id : "");
+  if (copy == NULL) return ERR(INTERNAL, "out of memory");
+  free(options->server_id);
+  options->server_id = copy;
   return NULL;
 }
 
@@ -222,10 +226,12 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetStrictModelConfig(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelConfigName(
     TRITONSERVER_ServerOptions *options, const char *model_config_name) {
   OPT_CHECK(options);
-  if (model_config_name == NULL || model_config_name[0] == '\0' ||
-      strcmp(model_config_name, "config.pbtxt") == 0)
-    return NULL;
-  return unsupported(__func__, "inferd reads each model's config.pbtxt only");
+  /* <model>/configs/<name>.pbtxt where it exists, else config.pbtxt. */
+  char *copy = strdup(model_config_name != NULL ? model_config_name : "");
+  if (copy == NULL) return ERR(INTERNAL, "out of memory");
+  free(options->model_config_name);
+  options->model_config_name = copy;
+  return NULL;
 }
 
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetRateLimiterMode(
@@ -298,8 +304,9 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetCacheDirectory(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetMinSupportedComputeCapability(
     TRITONSERVER_ServerOptions *options, double cc) {
   OPT_CHECK(options);
-  (void)cc;
-  WARN_ONCE(__func__, "inferd uses every GPU the CUDA runtime lists");
+  /* Passed to backends (min-compute-capability); inferd itself uses every
+   * GPU the CUDA runtime lists. */
+  options->min_compute_capability = cc;
   return NULL;
 }
 
@@ -346,8 +353,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadThreadCount(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetModelLoadRetryCount(
     TRITONSERVER_ServerOptions *options, unsigned int retry_count) {
   OPT_CHECK(options);
-  (void)retry_count;
-  WARN_ONCE(__func__, "a failed load is not retried");
+  options->model_load_retry_count = retry_count;
   return NULL;
 }
 
@@ -494,7 +500,8 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetHostPolicy(
     TRITONSERVER_ServerOptions *options, const char *policy_name,
     const char *setting, const char *value) {
   OPT_CHECK(options);
-  WARN_ONCE(__func__, "inferd pins no thread to a NUMA node or CPU");
+  /* numa-node and cpu-cores pick the CPUs of the policy's instance
+   * threads (backend_api/loader.c). */
   return push_setting(&options->host_policy, &options->n_host_policy,
                       policy_name, setting, value);
 }

@@ -292,21 +292,30 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   so.exit_timeout_secs = (int)options->exit_timeout_secs;
   so.histogram_latencies = options->histogram_latencies;
   so.no_counter_latencies = options->no_counter_latencies;
+  so.server_id = options->server_id;
+  so.model_config_name = options->model_config_name;
+  so.min_compute_capability = options->min_compute_capability;
+  so.model_load_retry_count = options->model_load_retry_count;
   so.gpu_count = ifd_gpu_count();
   so.ops = ifd_sched_model_ops();
-  /* Backend settings: views of the options' copies, read by
-   * ifd_server_new (which copies them) before this function returns. */
-  if (options->n_backend_config > 0) {
-    size_t k;
-    bc = calloc(options->n_backend_config, sizeof(*bc));
+  /* Backend settings, then host policies: views of the options' copies,
+   * read by ifd_server_new (which copies them) before this function
+   * returns. */
+  if (options->n_backend_config + options->n_host_policy > 0) {
+    size_t k, nb = options->n_backend_config;
+    bc = calloc(nb + options->n_host_policy, sizeof(*bc));
     if (bc == NULL) return ERR(INTERNAL, "out of memory");
-    for (k = 0; k < options->n_backend_config; k++) {
-      bc[k].backend = options->backend_config[k].group;
-      bc[k].setting = options->backend_config[k].setting;
-      bc[k].value = options->backend_config[k].value;
+    for (k = 0; k < nb + options->n_host_policy; k++) {
+      const ifd__capi_setting_t *t =
+          k < nb ? &options->backend_config[k] : &options->host_policy[k - nb];
+      bc[k].backend = t->group;
+      bc[k].setting = t->setting;
+      bc[k].value = t->value;
     }
     so.backend_config = bc;
-    so.n_backend_config = options->n_backend_config;
+    so.n_backend_config = nb;
+    so.host_policy = bc + nb;
+    so.n_host_policy = options->n_host_policy;
   }
 
   cs = calloc(1, sizeof(*cs));

@@ -264,6 +264,14 @@ static void instance_fini(TRITONBACKEND_ModelInstance *in) {
 static void *instance_main(void *arg) {
   TRITONBACKEND_ModelInstance *in = arg;
 
+  /* --host-policy cpu-cores / numa-node (backend_api/loader.c). */
+  if (in->pin) {
+    int e = pthread_setaffinity_np(pthread_self(), sizeof(in->cpus), &in->cpus);
+    if (e != 0)
+      IFD_WARN("instance '%s': cannot run on the CPUs of its host policy: %s",
+               in->name, strerror(e));
+  }
+
   if (instance_init(in) < 0) {
     ifd_gpu_thread_unbind();
     return NULL;

@@ -88,6 +88,7 @@ TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
 /* ---- backends, models, instances (loader.c, instance.c) --------------- */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "backend_api/backend_api.h"
@@ -198,8 +199,12 @@ struct TRITONBACKEND_ModelInstance {
   TRITONSERVER_InstanceGroupKind kind;
   int32_t device_id;
   int passive;
-  TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{}} */
-  void *state;                       /* the backend's */
+  TRITONSERVER_Message *host_policy; /* owned: JSON {"<policy>":{settings}} */
+  /* --host-policy cpu-cores / numa-node of its policy: the thread runs on
+   * `cpus` when `pin` (set before it starts). */
+  cpu_set_t cpus;
+  int pin;
+  void *state; /* the backend's */
   pthread_t thread;
   int started;        /* thread created */
   int inline_run;     /* no thread: ifd__instance_step() runs it (tests) */
@@ -391,8 +396,12 @@ struct TRITONSERVER_ServerOptions {
   unsigned exit_timeout_secs;
   char *backend_dir; /* owned; NULL: the library's own backends/ folder */
   int log_info, log_warn, log_error, log_verbose;
-  int log_format;  /* ifd_log_format_t */
-  char *log_file;  /* owned: "" or NULL for stderr */
+  int log_format;          /* ifd_log_format_t */
+  char *log_file;          /* owned: "" or NULL for stderr */
+  char *server_id;         /* owned: the metadata's name; NULL for "inferd" */
+  char *model_config_name; /* owned: configs/<name>.pbtxt; NULL: none */
+  double min_compute_capability; /* 0: 6.0 */
+  unsigned model_load_retry_count;
   int metrics;     /* ServerMetrics answers; gauges sampled */
   int gpu_metrics; /* the GPU gauges among them */
   uint64_t metrics_interval_ms;

@@ -202,11 +202,15 @@ static int backend_open(const char *name, const char *path,
   /* Built with jansson so that a path with quotes or backslashes stays
    * valid JSON. */
   {
-    json_t *j =
-        json_pack("{s:{s:s, s:s, s:s, s:s}}", "cmdline", "auto-complete-config",
+    /* std::to_string(double), as tritonserver formats it. */
+    char mcc[64];
+    json_t *j;
+    snprintf(mcc, sizeof(mcc), "%f",
+             o->min_compute_capability > 0 ? o->min_compute_capability : 6.0);
+    j = json_pack("{s:{s:s, s:s, s:s, s:s}}", "cmdline", "auto-complete-config",
                   strict ? "false" : "true", "backend-directory",
-                  backend_dir ? backend_dir : "", "min-compute-capability",
-                  "6.000000", "default-max-batch-size", "4");
+                  backend_dir ? backend_dir : "", "min-compute-capability", mcc,
+                  "default-max-batch-size", "4");
     json_t *cmd = j != NULL ? json_object_get(j, "cmdline") : NULL;
     size_t k;
     /* --backend-config settings for every backend, then this one's, over
@@ -333,6 +337,107 @@ static TRITONSERVER_InstanceGroupKind kind_of(
   }
 }
 
+/* Adds the CPUs of a list like "0-3,8" to `set`. 0, or -1 when malformed. */
+static int cpu_list(const char *s, cpu_set_t *set) {
+  while (*s != '\0') {
+    char *end;
+    long a = strtol(s, &end, 10), b = a;
+    if (end == s || a < 0 || a >= CPU_SETSIZE) return -1;
+    s = end;
+    if (*s == '-') {
+      b = strtol(s + 1, &end, 10);
+      if (end == s + 1 || b < a || b >= CPU_SETSIZE) return -1;
+      s = end;
+    }
+    for (; a <= b; a++) CPU_SET((int)a, set);
+    if (*s == ',')
+      s++;
+    else if (*s == '\n' || *s == '\0')
+      break;
+    else
+      return -1;
+  }
+  return 0;
+}
+
+/* The instance's host policy, as Triton's: its group's host_policy, else
+ * "gpu_<device>" or "cpu". Fills in->host_policy with the policy's
+ * --host-policy settings ({"<name>":{"<setting>":"<value>",...}}) and, for
+ * cpu-cores (else numa-node: the node's CPUs, from sysfs), in->cpus. 0, or
+ * an error naming the policy. */
+static int host_policy(TRITONBACKEND_Model *bm, TRITONBACKEND_ModelInstance *in,
+                       const char *group_policy, ifd_errmsg_t *err) {
+  const ifd_server_opts_t *o = ifd_server_opts(bm->model->server);
+  char name[64], *text;
+  const char *numa = NULL, *cores = NULL;
+  json_t *j = json_object(), *set = json_object();
+  size_t k;
+  int rc = 0;
+
+  if (group_policy != NULL && group_policy[0] != '\0')
+    snprintf(name, sizeof(name), "%s", group_policy);
+  else if (in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU)
+    snprintf(name, sizeof(name), "gpu_%d", (int)in->device_id);
+  else
+    snprintf(name, sizeof(name), "cpu");
+  for (k = 0; k < o->n_host_policy; k++) {
+    const ifd_backend_setting_t *t = &o->host_policy[k];
+    if (strcmp(t->backend, name) != 0) continue;
+    if (set != NULL)
+      json_object_set_new(set, t->setting, json_string(t->value));
+    if (strcmp(t->setting, "numa-node") == 0) numa = t->value;
+    if (strcmp(t->setting, "cpu-cores") == 0) cores = t->value;
+  }
+  if (j == NULL || set == NULL || json_object_set(j, name, set) != 0 ||
+      (text = json_dumps(j, JSON_COMPACT)) == NULL) {
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out;
+  }
+  in->host_policy = ifd__message_new_owned(text, strlen(text));
+  if (in->host_policy == NULL) {
+    free(text);
+    rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+    goto out;
+  }
+  CPU_ZERO(&in->cpus);
+  if (cores != NULL) {
+    if (cpu_list(cores, &in->cpus) != 0 || CPU_COUNT(&in->cpus) == 0) {
+      rc = ifd_errf(err, IFD_EINVAL,
+                    "host policy '%s': invalid cpu-cores '%s' (expected a "
+                    "list like 0-3,8)",
+                    name, cores);
+      goto out;
+    }
+    in->pin = 1;
+  } else if (numa != NULL) {
+    char path[96], list[4096];
+    FILE *f;
+    char *end;
+    long node = strtol(numa, &end, 10);
+    size_t n = 0;
+    snprintf(path, sizeof(path), "/sys/devices/system/node/node%ld/cpulist",
+             node);
+    f = end != numa && *end == '\0' && node >= 0 ? fopen(path, "r") : NULL;
+    if (f != NULL) {
+      n = fread(list, 1, sizeof(list) - 1, f);
+      fclose(f);
+    }
+    list[n] = '\0';
+    if (f == NULL || cpu_list(list, &in->cpus) != 0 ||
+        CPU_COUNT(&in->cpus) == 0) {
+      rc = ifd_errf(err, IFD_EINVAL,
+                    "host policy '%s': no NUMA node '%s' on this machine", name,
+                    numa);
+      goto out;
+    }
+    in->pin = 1;
+  }
+out:
+  json_decref(set);
+  json_decref(j);
+  return rc;
+}
+
 /* One instance per count of every instance group, named as Triton names
  * them: "<group>_<k>" for the k-th of a group. */
 static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
@@ -373,18 +478,11 @@ static int instances_plan(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
         pthread_cond_init(&in->cv, NULL);
         pthread_cond_init(&in->q.cv, NULL);
         bm->n_instances = k;
-        char *hp = NULL;
-        int hn;
+        int rc;
         if (asprintf(&in->name, "%s_%d", ig->name, j) < 0) in->name = NULL;
-        /* Triton's host policy names: "cpu", or "gpu_<device>". */
-        if (in->kind == TRITONSERVER_INSTANCEGROUPKIND_GPU)
-          hn = asprintf(&hp, "{\"gpu_%d\":{}}", (int)in->device_id);
-        else
-          hn = asprintf(&hp, "{\"cpu\":{}}");
-        in->host_policy =
-            hn < 0 ? NULL : ifd__message_new_owned(hp, (size_t)hn);
-        if (in->name == NULL || in->host_policy == NULL)
-          return ifd_errf(err, IFD_ENOMEM, "out of memory");
+        if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+        rc = host_policy(bm, in, ig->host_policy, err);
+        if (rc < 0) return rc;
       }
   }
   return 0;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -340,11 +341,19 @@ int ifd_config_load(const char *model_dir, const char *model_name,
   char *text = NULL;
   size_t len = 0;
   ifd_model_config_t *cfg = NULL;
-  int rc;
+  int rc, custom = 0;
 
   *out = NULL;
-  if ((size_t)snprintf(path, sizeof(path), "%s/config.pbtxt", model_dir) >=
-      sizeof(path))
+  /* --model-config-name as tritonserver reads it: configs/<name>.pbtxt when
+   * that file exists, else config.pbtxt. */
+  if (opts->config_name != NULL && opts->config_name[0] != '\0') {
+    if ((size_t)snprintf(path, sizeof(path), "%s/configs/%s.pbtxt", model_dir,
+                         opts->config_name) >= sizeof(path))
+      return ifd_errf(err, IFD_EINVAL, "model path too long: %s", model_dir);
+    custom = access(path, F_OK) == 0;
+  }
+  if (!custom && (size_t)snprintf(path, sizeof(path), "%s/config.pbtxt",
+                                  model_dir) >= sizeof(path))
     return ifd_errf(err, IFD_EINVAL, "model path too long: %s", model_dir);
 
   rc = read_file(path, &text, &len, err);

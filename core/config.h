@@ -22,6 +22,9 @@ typedef Inference__ModelConfig ifd_model_config_t;
 typedef struct ifd_config_opts {
   int strict;    /* --strict-model-config: no auto-completion */
   int gpu_count; /* GPUs present; 0 on a CPU-only machine */
+  /* --model-config-name (borrowed; NULL or "": none): configs/<name>.pbtxt
+   * is read instead of config.pbtxt when it exists. */
+  const char *config_name;
 } ifd_config_opts_t;
 
 /**

@@ -42,6 +42,7 @@ struct ifd_metrics {
   /* GPU gauges (--allow-gpu-metrics): NVML is opened by the first sample,
    * on the thread pool, and closed there when sampling stops. */
   int allow_gpu;
+  int no_cpu;       /* --allow-cpu-metrics=false; loop thread */
   int nvml_tried;   /* worker: the open was attempted */
   ifd_nvml_t *nvml; /* owned, used by the worker only: NULL when absent */
   uint64_t energy_base_mj[MAX_GPUS]; /* loop: first energy reading per GPU */
@@ -185,6 +186,10 @@ static void finish_stop(ifd_metrics_t *m) {
 
 void ifd_metrics_allow_gpu(ifd_metrics_t *m, int allow) {
   m->allow_gpu = allow;
+}
+
+void ifd_metrics_allow_cpu(ifd_metrics_t *m, int allow) {
+  m->no_cpu = !allow;
 }
 
 void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg) {
@@ -602,8 +607,7 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
     ifd_server_foreach_ready(s, put_first_response, &o);
   }
   if (m != NULL) put_pinned(&o);
-  if (m != NULL && m->last.ok) {
-    long tick = sysconf(_SC_CLK_TCK);
+  if (m != NULL && m->last.ok && !m->no_cpu) {
     put(&o,
         "# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]\n"
         "# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization %g\n",
@@ -618,6 +622,9 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
         "# TYPE nv_cpu_memory_used_bytes gauge\n"
         "nv_cpu_memory_used_bytes %" PRIu64 "\n",
         m->last.mem_total - m->last.mem_avail);
+  }
+  if (m != NULL && m->last.ok) {
+    long tick = sysconf(_SC_CLK_TCK);
     put(&o,
         "# HELP process_cpu_seconds_total Total user and system CPU time "
         "spent by inferd in seconds.\n"

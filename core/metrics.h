@@ -41,6 +41,10 @@ int ifd_metrics_start(ifd_server_t *s, uint64_t interval_ms,
  *  no GPU). Call right after ifd_metrics_start. Loop thread. */
 void ifd_metrics_allow_gpu(ifd_metrics_t *m, int allow);
 
+/** Whether /metrics shows the CPU gauges (nv_cpu_utilization,
+ *  nv_cpu_memory_*: --allow-cpu-metrics; shown by default). Loop thread. */
+void ifd_metrics_allow_cpu(ifd_metrics_t *m, int allow);
+
 /** Stops sampling; `done` runs once the timer is closed and no sample is in
  *  flight (m is freed by then). */
 void ifd_metrics_stop(ifd_metrics_t *m, void (*done)(void *arg), void *arg);

@@ -668,7 +668,8 @@ static void prepare_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   reg_op_t *op = j->op;
   ifd_server_t *s = j->server;
-  ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count};
+  ifd_config_opts_t copts = {s->opts.strict_config, s->opts.gpu_count,
+                             s->opts.model_config_name};
   const char *dir;
   char *tmp = NULL;
 
@@ -871,8 +872,18 @@ static void prepare_after(uv_work_t *w, int status) {
 
 static void load_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
-  ifd_errclear(&j->err);
-  j->rc = j->server->opts.ops->load(j->model, &j->err);
+  unsigned retries = j->server->opts.model_load_retry_count, k;
+  /* --model-load-retry-count: a failed load leaves nothing behind (the
+   * scheduler and the backend undo what they made), so it starts over. */
+  for (k = 0;; k++) {
+    ifd_errclear(&j->err);
+    j->rc = j->server->opts.ops->load(j->model, &j->err);
+    if (j->rc == 0 || k == retries) break;
+    IFD_WARN("failed to load '%s' version %" PRId64 ": %s; retrying (%u of %u)",
+             j->model->name, j->model->version,
+             j->err.text[0] ? j->err.text : ifd_strerror(j->rc), k + 1,
+             retries);
+  }
 }
 
 static void settle(reg_op_t *op);

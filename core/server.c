@@ -120,6 +120,35 @@ static void free_backend_config(ifd_server_t *s) {
   s->backend_cfg = NULL;
 }
 
+/* Copies `n` settings into *out (calloc'd, strings strdup'd). 0 or -1 (out
+ * of memory; free what was copied with free_settings(*out, n)). */
+static int copy_settings(const ifd_backend_setting_t *src, size_t n,
+                         ifd_backend_setting_t **out) {
+  size_t i;
+  *out = NULL;
+  if (n == 0) return 0;
+  *out = calloc(n, sizeof(**out));
+  if (*out == NULL) return -1;
+  for (i = 0; i < n; i++) {
+    ifd_backend_setting_t *t = &(*out)[i];
+    t->backend = strdup(src[i].backend);
+    t->setting = strdup(src[i].setting);
+    t->value = strdup(src[i].value);
+    if (t->backend == NULL || t->setting == NULL || t->value == NULL) return -1;
+  }
+  return 0;
+}
+
+static void free_settings(ifd_backend_setting_t *a, size_t n) {
+  size_t i;
+  for (i = 0; a != NULL && i < n; i++) {
+    free((char *)a[i].backend);
+    free((char *)a[i].setting);
+    free((char *)a[i].value);
+  }
+  free(a);
+}
+
 /* Copies the --backend-config settings (s->opts already holds `opts`).
  * 0 or -1 (out of memory; what was copied is freed by free_backend_config). */
 static int copy_backend_config(ifd_server_t *s, const ifd_server_opts_t *o) {
@@ -170,6 +199,17 @@ int ifd_server_new(uv_loop_t *loop, const ifd_server_opts_t *opts,
     if (s->load_models[i] == NULL) goto out_nomem;
   }
   s->opts.load_models = (const char *const *)s->load_models;
+  if (copy_settings(opts->host_policy, opts->n_host_policy, &s->host_cfg) < 0)
+    goto out_nomem;
+  s->opts.host_policy = s->host_cfg;
+  s->server_id = ifd_strdup_null(opts->server_id);
+  s->opts.server_id = s->server_id;
+  s->model_config_name = ifd_strdup_null(opts->model_config_name);
+  s->opts.model_config_name = s->model_config_name;
+  if ((opts->server_id != NULL && s->server_id == NULL) ||
+      (opts->model_config_name != NULL && s->model_config_name == NULL))
+    goto out_nomem;
+  ifd__server_info_init(s);
   ifd_strmap_init(&s->by_name);
   ifd_objcache_init(&s->req_cache, sizeof(ifd_request_t), REQ_CACHE_MAX);
   s->shm = ifd_shm_new(loop, opts->gpu_count);
@@ -197,6 +237,9 @@ out_free:
     free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free(s->server_id);
+  free(s->model_config_name);
+  free_settings(s->host_cfg, s->opts.n_host_policy);
   free_backend_config(s);
   free(s);
   return err ? err->code : IFD_ENOMEM;
@@ -439,6 +482,9 @@ static void on_handle_closed(uv_handle_t *h) {
   for (i = 0; i < s->opts.n_load_models; i++) free(s->load_models[i]);
   free(s->load_models);
   free(s->backend_dir);
+  free(s->server_id);
+  free(s->model_config_name);
+  free_settings(s->host_cfg, s->opts.n_host_policy);
   free_backend_config(s);
   free(s);
 }

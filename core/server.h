@@ -101,6 +101,23 @@ typedef struct ifd_server_opts {
   int no_counter_latencies;
   int gpu_count;              /* GPUs found at start */
   const ifd_model_ops_t *ops; /* borrowed: static table */
+  /* --id: the server metadata's name (NULL or "": IFD_SERVER_NAME). */
+  const char *server_id; /* borrowed */
+  /* --model-config-name: <model>/configs/<name>.pbtxt is read instead of
+   * config.pbtxt where it exists (NULL or "": config.pbtxt only). */
+  const char *model_config_name; /* borrowed */
+  /* --min-supported-compute-capability, passed to backends as
+   * "min-compute-capability" (0: tritonserver's default, 6.0). */
+  double min_compute_capability;
+  /* --model-load-retry-count: a failed load is tried again this many
+   * times (tritonserver's default 0). */
+  unsigned model_load_retry_count;
+  /* --host-policy <name>,<setting>=<value> settings (borrowed; `backend`
+   * holds the policy name). Instances of policy "cpu", "gpu_<device>" or
+   * their group's host_policy run on the CPUs that cpu-cores or numa-node
+   * give (backend_api/loader.c). */
+  const ifd_backend_setting_t *host_policy;
+  size_t n_host_policy;
 } ifd_server_opts_t;
 
 /**
@@ -205,7 +222,8 @@ typedef struct ifd_server_info {
   size_t n_extensions;
 } ifd_server_info_t;
 
-/** The server's metadata. Returns static storage (never NULL). */
+/** The server's metadata: static storage, or storage the server owns (its
+ *  name is --id) that lives as long as `s` (never NULL; `s` may be NULL). */
 const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s);
 
 /**

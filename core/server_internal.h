@@ -60,9 +60,14 @@ struct ifd_server {
   ifd_backend_setting_t *backend_cfg; /* owned copies behind
                                          opts.backend_config (strings too) */
   char **load_models;                 /* owned copies behind opts.load_models */
-  ifd_evq_t evq;                      /* embedded completion queue */
-  ifd_strmap_t by_name;               /* name -> model_entry_t* */
-  model_entry_t **entries;            /* owned array, sorted by name */
+  char *server_id;                    /* owned copy behind opts.server_id */
+  ifd_backend_setting_t *host_cfg;    /* owned copies behind opts.host_policy
+                                         (strings too) */
+  char *model_config_name; /* owned copy behind opts.model_config_name */
+  ifd_server_info_t info;  /* server metadata; name: server_id */
+  ifd_evq_t evq;           /* embedded completion queue */
+  ifd_strmap_t by_name;    /* name -> model_entry_t* */
+  model_entry_t **entries; /* owned array, sorted by name */
   size_t n_entries;
   int started; /* ifd_server_start was called */
   int loading_done;
@@ -129,6 +134,8 @@ void ifd__registry_stop_polling(ifd_server_t *s);
 int ifd__registry_close(ifd_server_t *s, uv_close_cb cb);
 /** Initializes the registry's handles (ifd_server_new). */
 void ifd__registry_init(ifd_server_t *s);
+/** Fills s->info, the server metadata (name: --id when given). */
+void ifd__server_info_init(ifd_server_t *s);
 
 /* ---- server.c ---- */
 

@@ -78,9 +78,14 @@ static const ifd_server_info_t server_info = {
     IFD_SERVER_NAME, IFD_SERVER_VERSION, extensions,
     sizeof(extensions) / sizeof(extensions[0])};
 
+void ifd__server_info_init(ifd_server_t *s) {
+  s->info = server_info;
+  if (s->server_id != NULL && s->server_id[0] != '\0')
+    s->info.name = s->server_id;
+}
+
 const ifd_server_info_t *ifd_server_metadata(const ifd_server_t *s) {
-  (void)s;
-  return &server_info;
+  return s != NULL ? &s->info : &server_info;
 }
 
 /* Points `t` at one config tensor; its shape goes to *shape, which moves on. */

@@ -6,6 +6,7 @@
 #ifndef IFD_NET_GRPC_H
 #define IFD_NET_GRPC_H
 
+#include <regex.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -20,6 +21,10 @@ typedef struct ifd_grpc_opts {
   int port;                  /* 0 picks a free port (see ifd_grpc_port) */
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */
+  int reuse_port;            /* set SO_REUSEPORT before binding */
+  /* --grpc-header-forward-pattern (borrowed: outlives the front end; NULL:
+   * none): matching request metadata become parameters of infer requests. */
+  const regex_t *forward_headers;
   /* Most response bytes one call may have queued but not yet written (a
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */
@@ -43,6 +48,16 @@ typedef struct ifd_grpc_opts {
   unsigned max_pings_without_data; /* (0) */
   uint64_t min_recv_ping_interval_ms;
   unsigned max_ping_strikes; /* (0) */
+  /* --grpc-max-connection-age (0: none): past it a connection gets
+   * GOAWAY(2^31-1) and drains like a shutting-down one; its open calls may
+   * finish for --grpc-max-connection-age-grace more ms (0: as long as they
+   * take), then they get UNAVAILABLE and it closes. */
+  uint64_t max_connection_age_ms;
+  uint64_t max_connection_age_grace_ms;
+  /* --grpc-infer-response-compression-level: 0 none, 1 low, 2 medium,
+   * 3 high (ModelInfer and ModelStreamInfer responses; see
+   * ifd_gstream_compress). */
+  int infer_compression_level;
   /* Triton's --grpc-restricted-protocol (borrowed: outlives the front end;
    * NULL: nothing restricted). */
   const struct ifd_restrict *restrict_api;

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "net/conn.h"
+#include "net/forward.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
 #include "net/restrict.h"
@@ -64,6 +65,7 @@ struct ifd_grpc {
   ifd_grpc_opts_t lim;   /* the HTTP/2 limits and keepalive, defaults filled */
   nghttp2_option *h2opt; /* owned */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
+  const regex_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or NULL */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
@@ -86,9 +88,12 @@ typedef struct gconn {
   unsigned terminated : 1;   /* the final GOAWAY is submitted */
   unsigned ping_out : 1;     /* our keepalive PING awaits its ACK */
   unsigned goaway_close : 1; /* our GOAWAY is out: close once written */
+  unsigned aged : 1;         /* --grpc-max-connection-age reached: drains */
+  unsigned age_ended : 1;    /* ... and its grace ended: calls were ended */
   /* Limits and keepalive (grpc_transport.c), uv_now() ms. */
   uint64_t timer_due;  /* when the timer fires; 0: not armed */
   uint64_t idle_since; /* the last call ended (or the connection opened) */
+  uint64_t opened;     /* the connection was accepted */
   uint64_t last_read;  /* bytes last arrived */
   uint64_t ping_sent;  /* our last keepalive PING */
   uint64_t ping_recv;  /* the client's last PING; 0: none yet */
@@ -101,6 +106,9 @@ typedef struct gconn {
 } gconn_t;
 
 enum { ENC_NONE = 0, ENC_IDENTITY, ENC_OTHER };
+/* Response compression (--grpc-infer-response-compression-level): the
+ * algorithms of grpc-accept-encoding, as bits, and the one chosen. */
+enum { ZIP_NONE = 0, ZIP_DEFLATE = 1, ZIP_GZIP = 2 };
 
 struct ifd_gstream {
   gconn_t *conn;                   /* borrowed; NULL once detached */
@@ -117,6 +125,8 @@ struct ifd_gstream {
   char *path; /* owned: copy of :path (only kept for unknown methods) */
   char enc[48];
   int enc_state;
+  uint8_t accept_zip; /* grpc-accept-encoding: 1 << ZIP_* */
+  uint8_t out_zip;    /* ZIP_*: how response messages are compressed */
   int timeout_bad;
   /* Inbound message being reassembled. */
   uint8_t prefix[5];
@@ -129,6 +139,7 @@ struct ifd_gstream {
   uint64_t held;        /* this call's share of conn->in_bytes */
   uint32_t hdr_bytes;   /* header list size so far (RFC 9113 6.5.2 counting) */
   uint16_t restrict_ok; /* restricted groups whose metadata matched */
+  ifd_fwd_buf_t fwd;    /* metadata to forward (g->fwd_re); owned */
   /* Outbound queue, oldest first; the head may be partly sent. */
   qmsg_t *out_head, *out_tail; /* owned */
   int out_piece;               /* -1: in the prefix; else iov index */

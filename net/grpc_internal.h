@@ -81,8 +81,24 @@ typedef struct ifd_grpc_method {
  *  terminated. Unknown paths get UNIMPLEMENTED from the transport. */
 extern const ifd_grpc_method_t ifd__grpc_methods[];
 
+/**
+ * Compresses the call's response messages from now on, as gRPC core does
+ * for a server's compression level (Triton's
+ * --grpc-infer-response-compression-level, ifd_grpc_opts_t's
+ * infer_compression_level): 0 none, 1 low, 2 medium, 3 high picks among
+ * the algorithms the client accepts
+ * (grpc-accept-encoding), ranked gzip then deflate, the first (low), the
+ * middle (medium) or the last (high). Only before the first message is
+ * sent; a message that would not shrink goes uncompressed.
+ */
+void ifd_gstream_compress(ifd_gstream_t *st);
+
 /** Server the call belongs to. */
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st);
+/** Appends the call's metadata that --grpc-header-forward-pattern matched
+ *  to req's parameters (strings). 0 or IFD_ENOMEM with `err` set. */
+int ifd__gstream_forward(const ifd_gstream_t *st, struct ifd_request *req,
+                         ifd_errmsg_t *err);
 /** Per-call storage for the method (NULL initially). */
 void *ifd_gstream_data(const ifd_gstream_t *st);
 void ifd_gstream_set_data(ifd_gstream_t *st, void *data);

@@ -24,6 +24,12 @@
  * strike; more than --grpc-http2-max-ping-strikes strikes get
  * GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings"), which gRPC clients answer by
  * pinging less. Sending HEADERS or DATA clears the strikes.
+ *
+ * --grpc-max-connection-age (gRPC core's MAX_CONNECTION_AGE, without its
+ * 10% jitter): an older connection drains as at shutdown, GOAWAY(2^31-1)
+ * then the final GOAWAY once its calls are done; past
+ * --grpc-max-connection-age-grace the calls still open get UNAVAILABLE and
+ * it closes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +138,37 @@ static uint64_t keepalive_due(const gconn_t *c) {
   return since + c->g->lim.keepalive_time_ms;
 }
 
+/* When the connection reaches its age, or its grace after that ends (0:
+ * neither is due). */
+static uint64_t age_due(const gconn_t *c) {
+  const ifd_grpc_opts_t *l = &c->g->lim;
+  if (l->max_connection_age_ms == 0 || c->terminated || c->age_ended) return 0;
+  if (!c->aged) return c->opened + l->max_connection_age_ms;
+  if (l->max_connection_age_grace_ms == 0) return 0;
+  return c->opened + l->max_connection_age_ms + l->max_connection_age_grace_ms;
+}
+
+/* The age or its grace has passed: drain, or end what is left. */
+static void age_out(gconn_t *c) {
+  if (!c->aged) {
+    c->aged = 1;
+    IFD_VERBOSE("gRPC connection: GOAWAY: --grpc-max-connection-age");
+    if (!c->stopping) {
+      c->stopping = 1;
+      nghttp2_submit_shutdown_notice(c->session);
+    }
+  } else {
+    IFD_VERBOSE("gRPC connection: --grpc-max-connection-age-grace ended");
+    c->age_ended = 1;
+    ifd__gconn_end_calls(c);
+  }
+  if (c->n_streams == 0 && !c->terminated) {
+    c->terminated = 1;
+    nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+  }
+  ifd__conn_mark_dirty(&c->base);
+}
+
 static int idle_wanted(const gconn_t *c) {
   return c->n_streams == 0 && c->g->lim.idle_timeout_ms != 0 && !c->stopping;
 }
@@ -147,6 +184,7 @@ void ifd__gconn_arm(gconn_t *c) {
     due = now + (d > t ? (d - t + 999999) / 1000000 : 0);
   }
   if (idle_wanted(c)) due = min_u64(due, c->idle_since + l->idle_timeout_ms);
+  if (age_due(c) != 0) due = min_u64(due, age_due(c));
   if (c->ping_out) {
     if (l->keepalive_timeout_ms != 0)
       due = min_u64(due, c->ping_sent + l->keepalive_timeout_ms);
@@ -183,6 +221,10 @@ void ifd__gconn_on_timer(gconn_t *c) {
   if (idle_wanted(c) && now >= c->idle_since + l->idle_timeout_ms) {
     ifd__gconn_goaway(c, NGHTTP2_NO_ERROR, NULL, "idle timeout");
     return;
+  }
+  if (age_due(c) != 0 && now >= age_due(c)) {
+    age_out(c);
+    if (c->base.closing || c->terminated) return;
   }
   if (keepalive_wanted(c) && now >= keepalive_due(c)) {
     static const uint8_t opaque[8] = {'i', 'n', 'f', 'e', 'r', 'd', 'k', 'a'};

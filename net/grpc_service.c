@@ -606,6 +606,7 @@ static void on_repository_model_unload(ifd_gstream_t *st, uint8_t *msg,
 static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
                          ifd_request_t **out, ifd_errmsg_t *err) {
   ifd_request_t *req = ifd_request_new(ifd_gstream_server(st));
+  int rc;
 
   *out = req;
   if (req == NULL) {
@@ -614,7 +615,11 @@ static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
   }
   req->body = msg; /* owned by the request: raw inputs point into it */
   req->t_received = uv_hrtime();
-  return ifd__grpc_infer_decode(req, msg, len, err);
+  /* --grpc-infer-response-compression-level applies to inference calls. */
+  ifd_gstream_compress(st);
+  rc = ifd__grpc_infer_decode(req, msg, len, err);
+  if (rc == 0) rc = ifd__gstream_forward(st, req, err);
+  return rc;
 }
 
 /* Sends `resp` as an inference response. Takes `resp`, and `own_req` (NULL,

@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "core/log.h"
 #include "core/util.h"
@@ -114,6 +115,11 @@ static const ifd_grpc_method_t *mtab_find(const ifd_grpc_t *g, const char *p,
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st) {
   return st->server;
 }
+
+int ifd__gstream_forward(const ifd_gstream_t *st, ifd_request_t *req,
+                         ifd_errmsg_t *err) {
+  return ifd__fwd_apply(req, st->fwd.data, st->fwd.len, st->fwd.n, err);
+}
 void *ifd_gstream_data(const ifd_gstream_t *st) {
   return st->data;
 }
@@ -146,6 +152,7 @@ void ifd_gstream_unref(ifd_gstream_t *st) {
   free(st->unary);
   free(st->path);
   free(st->message);
+  ifd__fwd_free(&st->fwd);
   free(st);
 }
 
@@ -387,6 +394,86 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
 /* On IFD_ETOOBIG the transport finishes the call itself, so the method's
  * on_cancel runs when the stream closes: the call ended without the method
  * finishing it. */
+/* ---- response compression ---------------------------------------------- */
+
+/* The compression algorithms of a grpc-accept-encoding value ("identity,
+ * deflate, gzip"), as 1 << ZIP_* bits. */
+static uint8_t accepted_zip(const char *v, size_t n) {
+  uint8_t bits = 0;
+  size_t i = 0;
+  while (i < n) {
+    size_t b, e;
+    while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+    b = i;
+    while (i < n && v[i] != ',') i++;
+    e = i;
+    while (e > b && (v[e - 1] == ' ' || v[e - 1] == '\t')) e--;
+    if (e - b == 4 && memcmp(v + b, "gzip", 4) == 0) bits |= 1u << ZIP_GZIP;
+    if (e - b == 7 && memcmp(v + b, "deflate", 7) == 0)
+      bits |= 1u << ZIP_DEFLATE;
+  }
+  return bits;
+}
+
+void ifd_gstream_compress(ifd_gstream_t *st) {
+  int algos[2], n = 0, level;
+  if (st->conn == NULL || st->headers_sent) return;
+  level = st->conn->g->lim.infer_compression_level;
+  if (level <= 0) return;
+  /* gRPC core's ranking: gzip, then deflate, among those accepted. */
+  if (st->accept_zip & (1u << ZIP_GZIP)) algos[n++] = ZIP_GZIP;
+  if (st->accept_zip & (1u << ZIP_DEFLATE)) algos[n++] = ZIP_DEFLATE;
+  if (n == 0) return;
+  st->out_zip = (uint8_t)(level == 1   ? algos[0]
+                          : level == 2 ? algos[n / 2]
+                                       : algos[n - 1]);
+}
+
+/* A compressed message: its one buffer, freed with the block. */
+typedef struct zmsg {
+  uv_buf_t iov;
+  uint8_t data[];
+} zmsg_t;
+
+/* Compresses the `n` buffers of `iov` (`total` bytes) as `zip` (gzip:
+ * RFC 1952; deflate: gRPC's, a zlib stream, RFC 1950). Returns the block
+ * (free() it), or NULL when out of memory or when it would not shrink. */
+static zmsg_t *compress_msg(const uv_buf_t *iov, unsigned n, uint64_t total,
+                            int zip) {
+  z_stream zs;
+  zmsg_t *z;
+  uLong bound;
+  unsigned i;
+  int rc = Z_OK;
+
+  memset(&zs, 0, sizeof(zs));
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
+                   15 + (zip == ZIP_GZIP ? 16 : 0), 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK)
+    return NULL;
+  bound = deflateBound(&zs, (uLong)total) + 32; /* + the gzip trailer */
+  z = malloc(sizeof(*z) + bound);
+  if (z == NULL) {
+    deflateEnd(&zs);
+    return NULL;
+  }
+  zs.next_out = z->data;
+  zs.avail_out = (uInt)bound;
+  for (i = 0; i < n && rc == Z_OK; i++) {
+    zs.next_in = (Bytef *)iov[i].base;
+    zs.avail_in = (uInt)iov[i].len;
+    rc = deflate(&zs, Z_NO_FLUSH);
+  }
+  if (rc == Z_OK) rc = deflate(&zs, Z_FINISH);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END || zs.total_out >= total) {
+    free(z);
+    return NULL;
+  }
+  z->iov = uv_buf_init((char *)z->data, (unsigned)zs.total_out);
+  return z;
+}
+
 int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
   gconn_t *c = st->conn;
   uint64_t total = 0;
@@ -442,6 +529,19 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
   q->free_fn = msg->free_fn;
   q->free_arg = msg->free_arg;
   q->prefix[0] = 0;
+  if (st->out_zip != ZIP_NONE && total > 0) {
+    /* The compressed copy replaces the message, released at once. */
+    zmsg_t *z = compress_msg(msg->iov, msg->n_iov, total, st->out_zip);
+    if (z != NULL) {
+      if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
+      q->iov = &z->iov;
+      q->n_iov = 1;
+      q->free_fn = free;
+      q->free_arg = z;
+      q->prefix[0] = 1;
+      total = z->iov.len;
+    }
+  }
   q->prefix[1] = (uint8_t)(total >> 24);
   q->prefix[2] = (uint8_t)(total >> 16);
   q->prefix[3] = (uint8_t)(total >> 8);
@@ -450,13 +550,18 @@ int ifd_gstream_send(ifd_gstream_t *st, const ifd_gmsg_t *msg) {
     static const nghttp2_nv nv[] = {
         NV_STATIC(":status", "200"),
         NV_STATIC("content-type", "application/grpc"),
+        NV_STATIC("grpc-encoding", "gzip"),
+        NV_STATIC("grpc-encoding", "deflate"),
     };
+    nghttp2_nv hv[3] = {nv[0], nv[1], nv[2]};
     nghttp2_data_provider prd;
+    if (st->out_zip == ZIP_DEFLATE) hv[2] = nv[3];
     prd.source.ptr = st;
     prd.read_callback = on_read_data;
-    if (nghttp2_submit_response(c->session, st->id, nv, 2, &prd) != 0) {
+    if (nghttp2_submit_response(c->session, st->id, hv,
+                                st->out_zip != ZIP_NONE ? 3 : 2, &prd) != 0) {
+      if (q->free_fn != NULL) q->free_fn(q->free_arg); /* msg's, or z */
       free(q);
-      if (msg->free_fn != NULL) msg->free_fn(msg->free_arg);
       return IFD_ENOMEM;
     }
     st->headers_sent = 1;
@@ -621,6 +726,15 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
   if (rs != NULL && rs->n_rules != 0 && namelen > RESTRICT_PREFIX_LEN &&
       memcmp(name, RESTRICT_PREFIX, RESTRICT_PREFIX_LEN) == 0)
     st->restrict_ok |= ifd_restrict_match(rs, name, namelen, value, valuelen);
+  /* --grpc-header-forward-pattern sees the call's metadata as gRPC hands
+   * it to tritonserver: no pseudo-headers, nor what the transport itself
+   * reads (te, content-type, grpc-*). */
+  if (c->g->fwd_re != NULL && namelen > 0 && name[0] != ':' &&
+      !hdr_is(name, namelen, "te") && !hdr_is(name, namelen, "content-type") &&
+      !(namelen >= 5 && memcmp(name, "grpc-", 5) == 0) &&
+      ifd__fwd_add(&st->fwd, c->g->fwd_re, (const char *)name, namelen,
+                   (const char *)value, valuelen) != 0)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (hdr_is(name, namelen, ":method")) {
     st->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
   } else if (hdr_is(name, namelen, ":path")) {
@@ -645,6 +759,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
       memcpy(st->enc, value, k);
       st->enc[k] = '\0';
     }
+  } else if (hdr_is(name, namelen, "grpc-accept-encoding")) {
+    st->accept_zip = accepted_zip((const char *)value, valuelen);
   } else if (hdr_is(name, namelen, "grpc-timeout")) {
     if (parse_timeout(value, valuelen, &ns) != 0) {
       st->timeout_bad = 1;

@@ -337,7 +337,7 @@ static int on_open(ifd_conn_t *base) {
 
   c->g = ifd_container_of(base->set, ifd_grpc_t, set);
   ifd__link_init(&c->streams);
-  c->idle_since = c->last_read = uv_now(c->g->loop);
+  c->opened = c->idle_since = c->last_read = uv_now(c->g->loop);
   if (start_session(c) != 0 ||
       ifd__conn_read_start(base, on_alloc, on_read) != 0)
     return -1;
@@ -456,13 +456,15 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
   if (g->lim.max_connection_buffer == 0)
     g->lim.max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
   g->restrict_api = g->lim.restrict_api;
+  g->fwd_re = opts->forward_headers;
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0 ||
       h2_options(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
   g->set.tls = opts->tls; /* before any accept: the loop is not running */
-  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port, 0,
+  rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port,
+                           opts->reuse_port,
                            opts->max_connections != 0 ? opts->max_connections
                                                       : DEFAULT_MAX_CONNECTIONS,
                            err);

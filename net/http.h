@@ -9,6 +9,7 @@
 #ifndef IFD_NET_HTTP_H
 #define IFD_NET_HTTP_H
 
+#include <regex.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -24,6 +25,9 @@ typedef struct ifd_http_opts {
   uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
   unsigned max_connections; /* 0 = default 65536 */
   int reuse_port;           /* set SO_REUSEPORT before binding */
+  /* --http-header-forward-pattern (borrowed: outlives the front end; NULL:
+   * none): matching request headers become parameters of infer requests. */
+  const regex_t *forward_headers;
   /* Metrics listener: serves only GET /metrics from `metrics` (borrowed:
    * outlives the front end). */
   int metrics_only;

@@ -59,6 +59,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "net/conn.h"
+#include "net/forward.h"
 #include "net/internal.h"
 #include "net/restrict.h"
 #include "net/status.h"
@@ -94,6 +95,8 @@ struct ifd_http {
   const struct ifd_metrics *metrics;  /* borrowed: outlives the front end */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end;
                                          NULL when nothing is restricted */
+  const regex_t *fwd_re; /* borrowed: --http-header-forward-pattern, or
+                            NULL */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see top of file) */
@@ -129,6 +132,7 @@ struct ifd_http_conn {
   uint64_t t_begin;
   unsigned has_header_len : 1, expect_continue : 1, chunked : 1;
   ifd_restrict_scan_t rscan; /* --http-restricted-api headers seen */
+  ifd_fwd_buf_t fwd;         /* headers to forward (h->fwd_re); owned */
 
   unsigned no_more : 1;     /* parse no further requests */
   unsigned stopping : 1;    /* ifd_http_stop: close once the FIFO drains */
@@ -487,6 +491,7 @@ static void reset_msg(ifd_http_conn_t *c) {
   c->header_len = 0;
   c->has_header_len = c->expect_continue = c->chunked = 0;
   ifd_restrict_scan_reset(&c->rscan);
+  ifd__fwd_reset(&c->fwd);
 }
 
 static int on_message_begin(llhttp_t *p) {
@@ -527,6 +532,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   if (count_header_bytes(c, n) != 0) return -1;
   if (c->h->restrict_api != NULL)
     ifd_restrict_scan_name(c->h->restrict_api, &c->rscan, at, n);
+  if (c->h->fwd_re != NULL && ifd__fwd_name(&c->fwd, at, n) != 0)
+    return fail(c, 500, "out of memory");
   /* Only short names interest us; a longer one is marked and skipped. */
   if (c->hname_len > sizeof(c->hname) || n > sizeof(c->hname) - c->hname_len) {
     c->hname_len = sizeof(c->hname) + 1;
@@ -554,6 +561,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   if (count_header_bytes(c, n) != 0) return -1;
   if (c->h->restrict_api != NULL)
     ifd_restrict_scan_value(c->h->restrict_api, &c->rscan, at, n);
+  if (c->h->fwd_re != NULL && ifd__fwd_value(&c->fwd, at, n) != 0)
+    return fail(c, 500, "out of memory");
   if (wanted_header(c) == 0) return 0;
   if (c->hval_len > sizeof(c->hval) || n > sizeof(c->hval) - c->hval_len) {
     c->hval_len = sizeof(c->hval) + 1;
@@ -572,6 +581,8 @@ static int on_header_value_complete(llhttp_t *p) {
 
   if (c->h->restrict_api != NULL)
     ifd_restrict_scan_done(c->h->restrict_api, &c->rscan);
+  if (c->h->fwd_re != NULL && ifd__fwd_end(&c->fwd, c->h->fwd_re) != 0)
+    return fail(c, 500, "out of memory");
   c->hname_len = 0;
   c->hval_len = 0;
   /* ": " and CRLF, which no callback reports. */
@@ -710,6 +721,9 @@ static int on_message_complete(llhttp_t *p) {
   msg.has_header_len = c->has_header_len;
   msg.t_received = c->t_begin;
   msg.restrict_ok = c->rscan.ok;
+  msg.fwd = c->fwd.data;
+  msg.fwd_len = c->fwd.len;
+  msg.fwd_n = c->fwd.n;
   c->body = NULL; /* the dispatch owns it now */
   c->body_len = c->body_cap = c->body_need = 0;
   ifd__http_dispatch(c->h, s, &msg);
@@ -1030,6 +1044,7 @@ static void on_free(ifd_conn_t *base) {
   free(c->body);
   free(c->pending);
   if (c->url != c->url_inline) free(c->url);
+  ifd__fwd_free(&c->fwd);
 }
 
 static void on_closing(ifd_conn_t *base) {
@@ -1159,6 +1174,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
       opts->restrict_api != NULL && opts->restrict_api->n_rules != 0
           ? opts->restrict_api
           : NULL;
+  h->fwd_re = opts->forward_headers;
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;

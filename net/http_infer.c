@@ -41,6 +41,7 @@
 #include "core/infer.h"
 #include "core/model.h"
 #include "core/server.h"
+#include "net/forward.h"
 #include "net/internal.h"
 #include "net/status.h"
 
@@ -306,6 +307,8 @@ int ifd__http_infer_resolve_shm(ifd_request_t *req,
 static void submit(ifd_http_slot_t *s, ifd_request_t *req, int rc,
                    ifd_errmsg_t *err, const ifd_http_infer_info_t *info) {
   if (rc == 0) rc = check_triton_params(req, err);
+  if (rc == 0 && s->fwd_n != 0)
+    rc = ifd__fwd_apply(req, s->fwd, s->fwd_len, s->fwd_n, err);
   /* Shared memory is resolved here, on the loop, whichever thread decoded:
    * the region table is the loop's. */
   if (rc == 0 && info->n_shm != 0)

@@ -584,7 +584,22 @@ static void route_infer(ifd_server_t *srv, ifd_http_slot_t *s,
   size_t json_len = msg->has_header_len ? msg->header_len : msg->body_len;
   ifd_request_t *req = url_request(srv, s, m, msg);
 
-  if (req != NULL) ifd__http_infer_start(s, req, body_len, json_len);
+  if (req == NULL) return;
+  /* Headers to forward: kept in the request's pool until its parameters
+   * are decoded (maybe on the thread pool), then appended (submit). */
+  if (msg->fwd_n != 0) {
+    char *f = ifd_pool_alloc(&req->pool, msg->fwd_len);
+    if (f == NULL) {
+      reply_code(s, IFD_ENOMEM, "out of memory");
+      ifd_request_unref(req);
+      return;
+    }
+    memcpy(f, msg->fwd, msg->fwd_len);
+    s->fwd = f;
+    s->fwd_len = msg->fwd_len;
+    s->fwd_n = msg->fwd_n;
+  }
+  ifd__http_infer_start(s, req, body_len, json_len);
 }
 
 /* The generate extension (net/http_generate.c). */

@@ -257,7 +257,11 @@ typedef struct ifd_http_slot {
   ifd_http_piece_t **pieces_tail; /* borrowed: where the next piece goes */
   size_t pieces_bytes;            /* bytes queued in `pieces` */
   unsigned n_pieces_writing;      /* pieces at the head in the write */
-  uint64_t json_offload;    /* JSON bodies this large go to the thread pool */
+  uint64_t json_offload; /* JSON bodies this large go to the thread pool */
+  const char *fwd;       /* borrowed: slot->req's pool; headers to forward as
+                            parameters (net/forward.h's pairs) */
+  size_t fwd_len;
+  uint32_t fwd_n;
   unsigned ready : 1;       /* iov complete: may be written */
   unsigned streaming : 1;   /* a streamed answer began: pieces, not iov */
   unsigned stream_end : 1;  /* its last piece is queued */
@@ -281,6 +285,11 @@ typedef struct ifd_http_msg {
   int has_header_len;
   uint64_t t_received;  /* uv_hrtime() when the message began */
   uint16_t restrict_ok; /* restricted API groups whose header matched */
+  /* --http-header-forward-pattern: the matching headers (net/forward.h's
+   * pairs; borrowed: the connection's, valid during dispatch). */
+  const char *fwd;
+  size_t fwd_len;
+  uint32_t fwd_n;
 } ifd_http_msg_t;
 
 /**

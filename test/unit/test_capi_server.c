@@ -149,8 +149,7 @@ static void test_options(void **state) {
         TRITONSERVER_ERROR_UNSUPPORTED, "rate limiter");
   fails(TRITONSERVER_ServerOptionsSetModelNamespacing(o, true),
         TRITONSERVER_ERROR_UNSUPPORTED, "Namespacing");
-  fails(TRITONSERVER_ServerOptionsSetModelConfigName(o, "other.pbtxt"),
-        TRITONSERVER_ERROR_UNSUPPORTED, "config.pbtxt");
+  ok(TRITONSERVER_ServerOptionsSetModelConfigName(o, "h100"));
   fails(TRITONSERVER_ServerOptionsSetMetricsConfig(o, "", "summary_latencies",
                                                    "true"),
         TRITONSERVER_ERROR_UNSUPPORTED, "summaries");
@@ -247,6 +246,24 @@ static void test_delete_loaded(void **state) {
 
 /* ---- queries --------------------------------------------------------------
  */
+
+/* SetServerId names the server in its metadata (tritonserver's --id). */
+static void test_server_id(void **state) {
+  TRITONSERVER_ServerOptions *o =
+      options(EXAMPLES, TRITONSERVER_MODEL_CONTROL_NONE);
+  TRITONSERVER_Server *s;
+  TRITONSERVER_Message *m = NULL;
+  json_t *j;
+  (void)state;
+  ok(TRITONSERVER_ServerOptionsSetServerId(o, "embedded"));
+  s = start(o);
+  ok(TRITONSERVER_ServerMetadata(s, &m));
+  j = json_of(m);
+  assert_string_equal(json_string_value(json_object_get(j, "name")),
+                      "embedded");
+  json_decref(j);
+  ok(TRITONSERVER_ServerDelete(s));
+}
 
 static void test_metadata(void **state) {
   TRITONSERVER_Server *s =
@@ -733,6 +750,7 @@ int main(void) {
       cmocka_unit_test(test_exit_on_error),
       cmocka_unit_test(test_start_stop),
       cmocka_unit_test(test_delete_loaded),
+      cmocka_unit_test(test_server_id),
       cmocka_unit_test(test_metadata),
       cmocka_unit_test(test_stats_and_index),
       cmocka_unit_test(test_explicit),

@@ -30,7 +30,7 @@
 
 /* ---- helpers ---- */
 
-static const ifd_config_opts_t cpu_opts = {0, 0};
+static const ifd_config_opts_t cpu_opts = {0, 0, NULL};
 
 static ifd_model_config_t *parse_ok(const char *text, const char *name) {
   ifd_model_config_t *cfg = NULL;
@@ -217,7 +217,7 @@ static void test_name_mismatch(void **state) {
 static int prepare(const char *root, const char *dir, const char *text,
                    int strict, ifd_errmsg_t *err) {
   char path[512];
-  ifd_config_opts_t opts = {strict, 0};
+  ifd_config_opts_t opts = {strict, 0, NULL};
   ifd_model_config_t *cfg = (void *)0x1;
   int rc;
 
@@ -313,9 +313,36 @@ static void test_parse_error_names_file(void **state) {
   assert_non_null(strstr(err.text, "no_such_field"));
 }
 
+/* --model-config-name: configs/<name>.pbtxt when it exists, else
+ * config.pbtxt. */
+static void test_custom_config_name(void **state) {
+  char *root = *state, dir[256], path[320];
+  ifd_config_opts_t named = {0, 0, "small"};
+  ifd_model_config_t *cfg = NULL;
+  ifd_errmsg_t err;
+  snprintf(dir, sizeof(dir), "%s/m", root);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(path, sizeof(path), "%s/config.pbtxt", dir);
+  write_file(path, "backend: \"identity\"\nmax_batch_size: 8\n");
+  ifd_errclear(&err);
+  assert_int_equal(ifd_config_load(dir, "m", &named, &cfg, &err), 0);
+  assert_int_equal(cfg->max_batch_size, 8);
+  ifd_config_free(cfg);
+  snprintf(path, sizeof(path), "%s/configs", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(path, sizeof(path), "%s/configs/small.pbtxt", dir);
+  write_file(path, "backend: \"identity\"\nmax_batch_size: 2\n");
+  assert_int_equal(ifd_config_load(dir, "m", &named, &cfg, &err), 0);
+  assert_int_equal(cfg->max_batch_size, 2);
+  ifd_config_free(cfg);
+  assert_int_equal(ifd_config_load(dir, "m", &cpu_opts, &cfg, &err), 0);
+  assert_int_equal(cfg->max_batch_size, 8);
+  ifd_config_free(cfg);
+}
+
 static void test_missing_file_strict(void **state) {
   char *root = *state, dir[256];
-  ifd_config_opts_t strict = {1, 0};
+  ifd_config_opts_t strict = {1, 0, NULL};
   ifd_model_config_t *cfg = (void *)0x1;
   ifd_errmsg_t err;
   snprintf(dir, sizeof(dir), "%s/m.identity", root);
@@ -462,7 +489,7 @@ static void test_platform_derives_backend(void **state) {
 #define BASE "name: \"m\" backend: \"identity\" max_batch_size: 8 " IO
 
 static void test_normalize_gpu(void **state) {
-  ifd_config_opts_t gpu2 = {0, 2};
+  ifd_config_opts_t gpu2 = {0, 2, NULL};
   ifd_errmsg_t err;
   (void)state;
   ifd_model_config_t *cfg = parse_ok(BASE, "m");
@@ -956,7 +983,7 @@ static const bad_case_t bad_cases[] = {
 
 static void test_bad_case(void **state) {
   const bad_case_t *c = *state;
-  ifd_config_opts_t opts = {0, c->gpu_count};
+  ifd_config_opts_t opts = {0, c->gpu_count, NULL};
   ifd_model_config_t *cfg = NULL;
   ifd_errmsg_t err;
   int rc;
@@ -1092,6 +1119,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_prepare_validates_before_name,
                                       tmp_setup, tmp_teardown),
       cmocka_unit_test_setup_teardown(test_parse_error_names_file, tmp_setup,
+                                      tmp_teardown),
+      cmocka_unit_test_setup_teardown(test_custom_config_name, tmp_setup,
                                       tmp_teardown),
       cmocka_unit_test_setup_teardown(test_missing_file_strict, tmp_setup,
                                       tmp_teardown),

@@ -66,6 +66,18 @@ uint64_t ifd_gstream_max_message(const ifd_gstream_t *st) {
 int ifd_gstream_closed(const ifd_gstream_t *st) {
   return st->finished;
 }
+/* No --grpc-infer-response-compression-level here. */
+void ifd_gstream_compress(ifd_gstream_t *st) {
+  (void)st;
+}
+/* No --grpc-header-forward-pattern here. */
+int ifd__gstream_forward(const ifd_gstream_t *st, ifd_request_t *req,
+                         ifd_errmsg_t *err) {
+  (void)st;
+  (void)req;
+  (void)err;
+  return 0;
+}
 void ifd_gstream_ref(ifd_gstream_t *st) {
   st->refs++;
 }

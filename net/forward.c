@@ -1,0 +1,129 @@
+/*
+ * net/forward.c - request headers forwarded as inference request
+ * parameters (--http-header-forward-pattern, --grpc-header-forward-pattern).
+ */
+#include "net/forward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pool.h"
+
+int ifd__fwd_compile(regex_t *re, const char *pattern, ifd_errmsg_t *err) {
+  int rc = regcomp(re, pattern, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+  char why[128];
+  if (rc == 0) return 0;
+  regerror(rc, re, why, sizeof(why));
+  return ifd_errf(err, IFD_EINVAL, "%s", why);
+}
+
+int ifd__fwd_match(const regex_t *re, const char *name) {
+  return regexec(re, name, 0, NULL, 0) == 0;
+}
+
+/* Makes room for `n` more bytes after len + pend. 0 or IFD_ENOMEM. */
+static int reserve(ifd_fwd_buf_t *b, size_t n) {
+  size_t need = b->len + b->pend + n, cap = b->cap ? b->cap : 256;
+  char *d;
+  if (need <= b->cap) return 0;
+  while (cap < need) cap *= 2;
+  d = realloc(b->data, cap);
+  if (d == NULL) return IFD_ENOMEM;
+  b->data = d;
+  b->cap = cap;
+  return 0;
+}
+
+static int append(ifd_fwd_buf_t *b, const char *at, size_t n) {
+  if (reserve(b, n) != 0) return IFD_ENOMEM;
+  memcpy(b->data + b->len + b->pend, at, n);
+  b->pend += n;
+  return 0;
+}
+
+int ifd__fwd_add(ifd_fwd_buf_t *b, const regex_t *re, const char *name,
+                 size_t name_len, const char *value, size_t value_len) {
+  b->pend = 0;
+  if (append(b, name, name_len) != 0 || append(b, "", 1) != 0)
+    return IFD_ENOMEM;
+  if (!ifd__fwd_match(re, b->data + b->len)) {
+    b->pend = 0;
+    return 0;
+  }
+  if (append(b, value, value_len) != 0 || append(b, "", 1) != 0)
+    return IFD_ENOMEM;
+  b->len += b->pend;
+  b->pend = 0;
+  b->n++;
+  return 0;
+}
+
+int ifd__fwd_name(ifd_fwd_buf_t *b, const char *at, size_t n) {
+  if (b->in_value) { /* a header without its end: start over */
+    b->pend = 0;
+    b->in_value = 0;
+  }
+  return append(b, at, n);
+}
+
+int ifd__fwd_value(ifd_fwd_buf_t *b, const char *at, size_t n) {
+  if (!b->in_value) {
+    if (append(b, "", 1) != 0) return IFD_ENOMEM;
+    b->in_value = 1;
+  }
+  return append(b, at, n);
+}
+
+int ifd__fwd_end(ifd_fwd_buf_t *b, const regex_t *re) {
+  int rc = 0;
+  if (!b->in_value) rc = append(b, "", 1); /* an empty value */
+  if (rc == 0) rc = append(b, "", 1);
+  if (rc == 0 && ifd__fwd_match(re, b->data + b->len)) {
+    b->len += b->pend;
+    b->n++;
+  }
+  b->pend = 0;
+  b->in_value = 0;
+  return rc;
+}
+
+void ifd__fwd_reset(ifd_fwd_buf_t *b) {
+  b->len = b->pend = 0;
+  b->n = 0;
+  b->in_value = 0;
+}
+
+void ifd__fwd_free(ifd_fwd_buf_t *b) {
+  free(b->data);
+  memset(b, 0, sizeof(*b));
+}
+
+int ifd__fwd_apply(ifd_request_t *req, const char *data, size_t len, uint32_t n,
+                   ifd_errmsg_t *err) {
+  ifd_param_t *arr;
+  const char *p = data, *end = data + len;
+  uint32_t k, cap = 4;
+  if (n == 0) return 0;
+  /* A new array (decoders size theirs exactly), with the capacity
+   * ifd_request_add_param expects of an array it grows: a power of two,
+   * at least 4. */
+  while (cap < req->n_params + n) cap *= 2;
+  arr = ifd_pool_alloc(&req->pool, (size_t)cap * sizeof(*arr));
+  if (arr == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (req->n_params != 0)
+    memcpy(arr, req->params, req->n_params * sizeof(*arr));
+  for (k = 0; k < n && p < end; k++) {
+    size_t kl = strlen(p), vl = strlen(p + kl + 1);
+    ifd_param_t *q = &arr[req->n_params + k];
+    memset(q, 0, sizeof(*q));
+    q->type = IFD_PARAM_STRING;
+    q->key = ifd_pool_strndup(&req->pool, p, kl);
+    q->v.s = ifd_pool_strndup(&req->pool, p + kl + 1, vl);
+    if (q->key == NULL || q->v.s == NULL)
+      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    p += kl + 1 + vl + 1;
+  }
+  req->params = arr;
+  req->n_params += k;
+  return 0;
+}

@@ -1,0 +1,1027 @@
+/*
+ * net/options.c - tritonserver's command line: one table of flags, each
+ * with a kind that says how its value is read, and the usage text.
+ *
+ * Every flag of tritonserver 2.47 (and the few later ones a newer command
+ * line may carry) is accepted, spelled and checked as tritonserver does:
+ * `--flag=value` or `--flag value`, a unique prefix of a name (getopt_long),
+ * booleans true/on/1 and false/off/0. Each flag then either takes effect,
+ * or has no effect by design (one info line at start says why), or needs a
+ * feature inferd lacks and whose absence would change results: the server
+ * then refuses to start, naming the flag. README's "Flags" lists which is
+ * which; inferd's own flags (connection limits) follow tritonserver's.
+ */
+#include "net/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "net/forward.h"
+#include "net/http.h"
+
+/* tritonserver's default --repository-poll-secs. */
+#define DEFAULT_POLL_SECS 15
+/* --loop-spin-us: see core/event.h, "Expected events". */
+#define DEFAULT_LOOP_SPIN_US 30
+
+static int parse_bool(const char *v, int *out) {
+  static const char *yes[] = {"true", "1", "yes", "on"};
+  static const char *no[] = {"false", "0", "no", "off"};
+  size_t i;
+  for (i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
+    if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
+  }
+  return -1;
+}
+
+static int parse_int(const char *v, long long lo, long long hi,
+                     long long *out) {
+  char *end;
+  long long n;
+  errno = 0;
+  n = strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) return -1;
+  *out = n;
+  return 0;
+}
+
+enum kind {
+  K_REPO,
+  K_STR,
+  K_PORT,
+  K_BOOL,
+  K_INT,
+  K_POS,
+  K_U64,
+  K_MODE,
+  K_LOAD,
+  K_METRICS_CONFIG,
+  K_BACKEND_CONFIG, /* --backend-config [<backend>,]<setting>=<value> */
+  K_UINT,           /* unsigned, 0 allowed */
+  K_U64Z,           /* uint64_t, 0 allowed */
+  K_SECS_MS,        /* seconds into a uint64_t of ms, 0 allowed */
+  K_RESTRICT,       /* ifd_restrict_t rule (HTTP or gRPC by the name) */
+  K_CUDA_POOL,      /* --cuda-memory-pool-byte-size <device>:<bytes> */
+  K_SWITCH,         /* no value (getopt's no_argument): sets the int to 1 */
+  K_NONEMPTY,       /* a string that must not be empty */
+  K_LOG_VERBOSE,    /* an integer, or true (1) / false (0) */
+  K_MS_FLOAT,       /* milliseconds as a float, into an int (rounded) */
+  K_FLOAT,          /* a double, into a double */
+  K_ANYINT,         /* an int (negative allowed), into an int */
+  K_RATE_LIMIT,     /* off | execution_count */
+  K_TRACE_LEVEL,    /* --trace-level OFF|TIMESTAMPS|TENSORS (repeatable) */
+  K_TRACE_CONFIG,   /* --trace-config [<mode>,]<setting>=<value> */
+  K_CACHE_CONFIG,   /* --cache-config <cache>,<setting>=<value> */
+  K_CACHE_SIZE,     /* --response-cache-byte-size <int64> */
+  K_IGNORED,        /* checked as `check` says, then no effect (`why`) */
+  K_REFUSED,        /* checked as `check` says, then refused (`why`) */
+  K_REGEX,          /* a POSIX ERE compiled into a struct ifd_net_fwd_pattern */
+  K_COMPRESSION,    /* none | low | medium | high into an int 0-3 */
+  K_HOST_POLICY,    /* --host-policy <policy>,<setting>=<value> */
+};
+
+/* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
+ * checks it. */
+enum check {
+  C_STR,
+  C_INT,
+  C_BOOL,
+  C_PAIR_INT,   /* <int>:<int> (cuda-virtual-address-size) */
+  C_PAIR_FLOAT, /* <int>:<float> (model-load-gpu-limit) */
+  C_RANGE,      /* <int>-<int> (sagemaker-safe-port-range) */
+  C_RESOURCE,   /* <name>:<count>[:<device>] (rate-limit-resource) */
+};
+
+typedef struct flag {
+  const char *name;
+  enum kind kind;
+  size_t off;       /* offset in ifd_net_options_t, for kinds that store */
+  enum check check; /* K_IGNORED, K_REFUSED */
+  const char *why;  /* K_IGNORED, K_REFUSED: why, for the log line */
+} flag_t;
+
+#define OFF(f) offsetof(ifd_net_options_t, f)
+/* A flag accepted without effect, and a flag refused. */
+#define IGN(n, c, w) \
+  { n, K_IGNORED, 0, c, w }
+#define REF(n, c, w) \
+  { n, K_REFUSED, 0, c, w }
+
+static const char why_threads[] =
+    "inferd serves every connection from one event loop";
+static const char why_sagemaker[] =
+    "the SageMaker endpoint is not served (--allow-sagemaker is false)";
+static const char why_vertex[] =
+    "the Vertex AI endpoint is not served (--allow-vertex-ai is false)";
+static const char why_trace[] =
+    "tracing is off (trace level OFF), and inferd does not trace yet";
+
+static const flag_t flags[] = {
+    /* Server. */
+    {"id", K_STR, OFF(server_id), 0, NULL},
+    /* tritonserver takes any int here and uses max(0, N). */
+    {"exit-timeout-secs", K_ANYINT, OFF(exit_timeout_secs), 0, NULL},
+    /* Model repository. */
+    {"model-repository", K_REPO, 0, 0, NULL},
+    {"model-store", K_REPO, 0, 0, NULL},
+    {"exit-on-error", K_BOOL, OFF(exit_on_error), 0, NULL},
+    {"disable-auto-complete-config", K_SWITCH, OFF(disable_auto_complete), 0,
+     NULL},
+    {"strict-model-config", K_BOOL, OFF(strict_config), 0, NULL},
+    {"strict-readiness", K_BOOL, OFF(strict_readiness), 0, NULL},
+    {"model-control-mode", K_MODE, 0, 0, NULL},
+    {"repository-poll-secs", K_ANYINT, OFF(poll_secs), 0, NULL},
+    {"load-model", K_LOAD, 0, 0, NULL},
+    {"model-config-name", K_NONEMPTY, OFF(model_config_name), 0, NULL},
+    {"model-load-thread-count", K_ANYINT, OFF(model_load_threads), 0, NULL},
+    {"model-load-retry-count", K_ANYINT, OFF(model_load_retry_count), 0, NULL},
+    {"model-namespacing", K_BOOL, OFF(model_namespacing), 0, NULL},
+    IGN("enable-peer-access", C_BOOL,
+        "inferd does not enable CUDA peer access between GPUs; tensors "
+        "moving between GPUs are staged through host memory"),
+    /* HTTP. */
+    {"allow-http", K_BOOL, OFF(allow_http), 0, NULL},
+    {"http-address", K_STR, OFF(http_address), 0, NULL},
+    {"http-port", K_PORT, OFF(http_port), 0, NULL},
+    {"reuse-http-port", K_BOOL, OFF(reuse_http_port), 0, NULL},
+    {"http-header-forward-pattern", K_REGEX, OFF(http_fwd), 0, NULL},
+    IGN("http-thread-count", C_INT, why_threads),
+    {"http-restricted-api", K_RESTRICT, OFF(http_restrict), 0, NULL},
+    {"http-max-input-size", K_U64, OFF(http_max_input_size), 0, NULL},
+    {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes), 0, NULL},
+    {"http-max-header-bytes", K_POS, OFF(http_max_header_bytes), 0, NULL},
+    {"http-max-headers", K_POS, OFF(http_max_headers), 0, NULL},
+    {"http-max-pipeline", K_POS, OFF(http_max_pipeline), 0, NULL},
+    {"http-header-timeout-secs", K_INT, OFF(http_header_timeout_secs), 0, NULL},
+    {"http-body-timeout-secs", K_INT, OFF(http_body_timeout_secs), 0, NULL},
+    {"http-idle-timeout-secs", K_INT, OFF(http_idle_timeout_secs), 0, NULL},
+    {"http-ssl-cert", K_STR, OFF(http_ssl_cert), 0, NULL},
+    {"http-ssl-key", K_STR, OFF(http_ssl_key), 0, NULL},
+    {"max-connections", K_POS, OFF(max_connections), 0, NULL},
+    {"loop-spin-us", K_INT, OFF(loop_spin_us), 0, NULL},
+    /* gRPC. */
+    {"allow-grpc", K_BOOL, OFF(allow_grpc), 0, NULL},
+    {"grpc-address", K_STR, OFF(grpc_address), 0, NULL},
+    {"grpc-port", K_PORT, OFF(grpc_port), 0, NULL},
+    {"reuse-grpc-port", K_BOOL, OFF(reuse_grpc_port), 0, NULL},
+    {"grpc-header-forward-pattern", K_REGEX, OFF(grpc_fwd), 0, NULL},
+    IGN("grpc-infer-allocation-pool-size", C_INT,
+        "inferd keeps its own per-loop cache of request objects"),
+    IGN("grpc-infer-thread-count", C_INT, why_threads),
+    IGN("grpc-max-response-pool-size", C_INT,
+        "responses are bounded by --grpc-stream-buffer-bytes instead"),
+    {"grpc-use-ssl", K_BOOL, OFF(grpc_use_ssl), 0, NULL},
+    {"grpc-use-ssl-mutual", K_BOOL, OFF(grpc_use_ssl_mutual), 0, NULL},
+    {"grpc-server-cert", K_STR, OFF(grpc_server_cert), 0, NULL},
+    {"grpc-server-key", K_STR, OFF(grpc_server_key), 0, NULL},
+    {"grpc-root-cert", K_STR, OFF(grpc_root_cert), 0, NULL},
+    {"grpc-infer-response-compression-level", K_COMPRESSION,
+     OFF(grpc_lim.infer_compression_level), 0, NULL},
+    {"grpc-keepalive-time", K_U64Z, OFF(grpc_lim.keepalive_time_ms), 0, NULL},
+    {"grpc-keepalive-timeout", K_U64Z, OFF(grpc_lim.keepalive_timeout_ms), 0,
+     NULL},
+    {"grpc-keepalive-permit-without-calls", K_BOOL,
+     OFF(grpc_lim.keepalive_permit_without_calls), 0, NULL},
+    {"grpc-http2-max-pings-without-data", K_UINT,
+     OFF(grpc_lim.max_pings_without_data), 0, NULL},
+    {"grpc-http2-min-recv-ping-interval-without-data", K_U64Z,
+     OFF(grpc_lim.min_recv_ping_interval_ms), 0, NULL},
+    {"grpc-http2-max-ping-strikes", K_UINT, OFF(grpc_lim.max_ping_strikes), 0,
+     NULL},
+    {"grpc-max-connection-age", K_U64Z, OFF(grpc_lim.max_connection_age_ms), 0,
+     NULL},
+    {"grpc-max-connection-age-grace", K_U64Z,
+     OFF(grpc_lim.max_connection_age_grace_ms), 0, NULL},
+    {"grpc-restricted-protocol", K_RESTRICT, OFF(grpc_restrict), 0, NULL},
+    {"grpc-max-message-size", K_U64, OFF(grpc_max_message_size), 0, NULL},
+    {"grpc-stream-buffer-bytes", K_U64, OFF(grpc_stream_buffer_bytes), 0, NULL},
+    {"grpc-max-concurrent-streams", K_UINT,
+     OFF(grpc_lim.max_concurrent_streams), 0, NULL},
+    {"grpc-max-header-list-size", K_UINT, OFF(grpc_lim.max_header_list_size), 0,
+     NULL},
+    {"grpc-idle-timeout-secs", K_SECS_MS, OFF(grpc_lim.idle_timeout_ms), 0,
+     NULL},
+    {"grpc-max-resets-per-second", K_UINT, OFF(grpc_lim.max_resets_per_second),
+     0, NULL},
+    {"grpc-max-connection-buffer-bytes", K_U64,
+     OFF(grpc_lim.max_connection_buffer), 0, NULL},
+    /* Logging. */
+    {"log-verbose", K_LOG_VERBOSE, OFF(log_verbose), 0, NULL},
+    {"log-info", K_BOOL, OFF(log_info), 0, NULL},
+    {"log-warning", K_BOOL, OFF(log_warning), 0, NULL},
+    {"log-error", K_BOOL, OFF(log_error), 0, NULL},
+    {"log-file", K_STR, OFF(log_file), 0, NULL},
+    {"log-format", K_STR, OFF(log_format), 0, NULL},
+    /* SageMaker and Vertex AI: refused when allowed (below). */
+    {"allow-sagemaker", K_BOOL, OFF(allow_sagemaker), 0, NULL},
+    IGN("sagemaker-port", C_INT, why_sagemaker),
+    IGN("sagemaker-safe-port-range", C_RANGE, why_sagemaker),
+    IGN("sagemaker-thread-count", C_INT, why_sagemaker),
+    {"allow-vertex-ai", K_BOOL, OFF(allow_vertex_ai), 0, NULL},
+    IGN("vertex-ai-port", C_INT, why_vertex),
+    IGN("vertex-ai-thread-count", C_INT, why_vertex),
+    IGN("vertex-ai-default-model", C_STR, why_vertex),
+    /* Metrics. */
+    {"allow-metrics", K_BOOL, OFF(allow_metrics), 0, NULL},
+    {"allow-gpu-metrics", K_BOOL, OFF(allow_gpu_metrics), 0, NULL},
+    {"allow-cpu-metrics", K_BOOL, OFF(allow_cpu_metrics), 0, NULL},
+    {"metrics-address", K_STR, OFF(metrics_address), 0, NULL},
+    {"metrics-port", K_PORT, OFF(metrics_port), 0, NULL},
+    {"metrics-interval-ms", K_MS_FLOAT, OFF(metrics_interval_ms), 0, NULL},
+    {"metrics-config", K_METRICS_CONFIG, 0, 0, NULL},
+    /* Tracing: only level OFF (checked once every flag is read). */
+    {"trace-config", K_TRACE_CONFIG, 0, 0, NULL},
+    {"trace-level", K_TRACE_LEVEL, 0, 0, NULL},
+    IGN("trace-file", C_STR, why_trace),
+    IGN("trace-rate", C_INT, why_trace),
+    IGN("trace-count", C_INT, why_trace),
+    IGN("trace-log-frequency", C_INT, why_trace),
+    /* Backends and repository agents. */
+    {"backend-directory", K_STR, OFF(backend_dir), 0, NULL},
+    {"backend-config", K_BACKEND_CONFIG, 0, 0, NULL},
+    REF("repoagent-directory", C_STR,
+        "repository agents (TRITONREPOAGENT_*) are not loaded"),
+    /* Response cache. */
+    {"cache-config", K_CACHE_CONFIG, 0, 0, NULL},
+    IGN("cache-directory", C_STR,
+        "no response cache is configured (--cache-config)"),
+    {"response-cache-byte-size", K_CACHE_SIZE, 0, 0, NULL},
+    /* Rate limiter. */
+    {"rate-limit", K_RATE_LIMIT, 0, 0, NULL},
+    IGN("rate-limit-resource", C_RESOURCE,
+        "--rate-limit is off: instances run as soon as they are free"),
+    /* Memory and devices. */
+    {"pinned-memory-pool-byte-size", K_U64Z, OFF(cuda_mem.pinned_bytes), 0,
+     NULL},
+    {"cuda-memory-pool-byte-size", K_CUDA_POOL, 0, 0, NULL},
+    IGN("cuda-virtual-address-size", C_PAIR_INT,
+        "implicit state buffers are not grown through CUDA virtual memory"),
+    {"min-supported-compute-capability", K_FLOAT, OFF(min_compute_capability),
+     0, NULL},
+    IGN("buffer-manager-thread-count", C_INT,
+        "tensor copies run on the instance threads and the loop"),
+    {"host-policy", K_HOST_POLICY, 0, 0, NULL},
+    REF("model-load-gpu-limit", C_PAIR_FLOAT,
+        "loads are not refused by GPU memory use"),
+};
+
+int ifd__net_options_bad(const char *name, const char *value, const char *why) {
+  fprintf(stderr, "inferd: invalid value '%s' for --%s: %s\n", value, name,
+          why);
+  ifd__net_options_usage(stderr);
+  return -1;
+}
+
+/* --backend-config=[<backend>,]<setting>=<value> (tritonserver's form; no
+ * backend: every backend). The value may hold '=' and ','. 0 or -1. */
+static int parse_backend_config(const char *value, ifd_net_options_t *o) {
+  char *t, *eq, *comma;
+  ifd_backend_setting_t *b;
+  if (o->n_backend_cfg == IFD_MAX_BACKEND_CONFIG) return -1;
+  t = strdup(value);
+  if (t == NULL) return -1;
+  eq = strchr(t, '=');
+  if (eq == NULL || eq == t) goto out_bad;
+  *eq = '\0';
+  b = &o->backend_cfg[o->n_backend_cfg];
+  comma = strchr(t, ',');
+  if (comma != NULL) {
+    *comma = '\0';
+    b->backend = t;
+    b->setting = comma + 1;
+    if (t[0] == '\0' || b->setting[0] == '\0') goto out_bad;
+  } else {
+    b->backend = "";
+    b->setting = t;
+  }
+  b->value = eq + 1;
+  o->backend_cfg_text[o->n_backend_cfg++] = t;
+  return 0;
+out_bad:
+  free(t);
+  return -1;
+}
+
+/* One --metrics-config <setting>=<value>, as tritonserver reads them:
+ * counter_latencies (default true) and histogram_latencies (default false);
+ * summaries are not built, so asking for them is refused rather than
+ * ignored. Other settings are ignored with a warning (tritonserver keeps
+ * unknown ones without effect). Returns 0, or -1 after printing why. */
+static int parse_metrics_config(const char *value, ifd_net_options_t *o) {
+  const char *eq = strchr(value, '=');
+  size_t klen = eq != NULL ? (size_t)(eq - value) : 0;
+  int b;
+  if (eq == NULL || klen == 0) {
+    fprintf(stderr, "inferd: --metrics-config expects <setting>=<value>\n");
+    return -1;
+  }
+#define KEY_IS(k) (klen == strlen(k) && strncmp(value, k, klen) == 0)
+  if (KEY_IS("counter_latencies") || KEY_IS("histogram_latencies") ||
+      KEY_IS("summary_latencies")) {
+    if (parse_bool(eq + 1, &b) < 0) {
+      fprintf(stderr, "inferd: --metrics-config %.*s expects true or false\n",
+              (int)klen, value);
+      return -1;
+    }
+    if (KEY_IS("counter_latencies")) o->no_counter_latencies = !b;
+    if (KEY_IS("histogram_latencies")) o->histogram_latencies = b;
+    if (KEY_IS("summary_latencies") && b) {
+      fprintf(stderr,
+              "inferd: --metrics-config summary_latencies=true: latency "
+              "summaries are not supported (counters and the first-response "
+              "histogram are)\n");
+      return -1;
+    }
+  } else if (KEY_IS("summary_quantiles")) {
+    fprintf(stderr,
+            "inferd: --metrics-config summary_quantiles: latency summaries "
+            "are not supported\n");
+    return -1;
+  } else {
+    IFD_WARN("--metrics-config %s: unknown setting, ignored", value);
+  }
+#undef KEY_IS
+  return 0;
+}
+
+/* The model control flags together, as tritonserver takes them: '*' must
+ * be the only --load-model; --load-model only matters in explicit mode
+ * (tritonserver ignores it otherwise: so do we, with a warning); polling
+ * needs a positive interval. Returns 0 or -1 after printing why. */
+static int check_control(ifd_net_options_t *o) {
+  if (o->load_all && o->n_load_models > 0) {
+    fprintf(stderr,
+            "inferd: --load-model=* must be the only --load-model (it "
+            "loads every model)\n");
+    return -1;
+  }
+  if (o->load_all) {
+    o->load_models[0] = "*";
+    o->n_load_models = 1;
+  }
+  if (o->n_load_models > 0 && o->control_mode != IFD_CONTROL_EXPLICIT) {
+    IFD_WARN("--load-model is ignored unless --model-control-mode=explicit");
+    o->n_load_models = 0;
+  }
+  if (o->control_mode == IFD_CONTROL_POLL && o->poll_secs <= 0) {
+    fprintf(stderr,
+            "inferd: invalid value '%d' for --repository-poll-secs: must be "
+            "greater than 0 with --model-control-mode=poll\n",
+            o->poll_secs);
+    return -1;
+  }
+  return 0;
+}
+
+/* Prints "--<name> is not supported by inferd yet: <why>" and returns -1. */
+static int refuse(const char *name, const char *why) {
+  fprintf(stderr, "inferd: --%s is not supported by inferd yet: %s\n", name,
+          why);
+  return -1;
+}
+
+/* Notes a flag accepted without effect, once per name. */
+static void no_effect(ifd_net_options_t *o, const char *name, const char *why) {
+  size_t k;
+  for (k = 0; k < o->n_no_effect; k++)
+    if (strcmp(o->no_effect[k], name) == 0) return;
+  if (o->n_no_effect == IFD_MAX_NO_EFFECT) return;
+  o->no_effect[o->n_no_effect] = name;
+  o->no_effect_why[o->n_no_effect++] = why;
+}
+
+/* A double as std::stod reads it (the whole text). 0 or -1. */
+static int parse_double(const char *v, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(v, &end);
+  return errno != 0 || end == v || *end != '\0' ? -1 : 0;
+}
+
+/* <int><sep><int-or-float> (tritonserver's ParsePairOption). 0 or -1. */
+static int check_pair(const char *v, const char *sep, int second_float) {
+  const char *d = strstr(v, sep);
+  char first[32];
+  long long n;
+  double f;
+  size_t len;
+  if (d == NULL) return -1;
+  len = (size_t)(d - v);
+  if (len == 0 || len >= sizeof(first)) return -1;
+  memcpy(first, v, len);
+  first[len] = '\0';
+  if (parse_int(first, INT_MIN, INT_MAX, &n) < 0) return -1;
+  d += strlen(sep);
+  if (second_float) return parse_double(d, &f);
+  return parse_int(d, LLONG_MIN, LLONG_MAX, &n);
+}
+
+/* <name><d1><setting><d2><value>, all three non-empty (tritonserver's
+ * ParseGenericConfigOption). 0 or -1. */
+static int check_generic(const char *v, char d1, char d2) {
+  const char *a = strchr(v, d1), *b;
+  if (a == NULL || a == v) return -1;
+  b = strchr(a + 1, d2);
+  return b == NULL || b == a + 1 || b[1] == '\0' ? -1 : 0;
+}
+
+/* <name>:<count>[:<device>] (tritonserver's ParseRateLimiterResourceOption).
+ * 0 or -1. */
+static int check_resource(const char *v) {
+  const char *a = strchr(v, ':'), *b;
+  char num[32];
+  long long n;
+  size_t len;
+  if (a == NULL) return -1;
+  b = strchr(a + 1, ':');
+  if (b == NULL) return parse_int(a + 1, INT_MIN, INT_MAX, &n);
+  if (strchr(b + 1, ':') != NULL) return -1;
+  len = (size_t)(b - a - 1);
+  if (len == 0 || len >= sizeof(num)) return -1;
+  memcpy(num, a + 1, len);
+  num[len] = '\0';
+  if (parse_int(num, INT_MIN, INT_MAX, &n) < 0) return -1;
+  return parse_int(b + 1, INT_MIN, INT_MAX, &n);
+}
+
+/* Checks a K_IGNORED / K_REFUSED value; returns 0 or -1 after printing
+ * tritonserver's message. */
+static int check_value(const flag_t *f, const char *v) {
+  long long n;
+  int b;
+  switch (f->check) {
+    case C_STR:
+      return 0;
+    case C_INT:
+      if (parse_int(v, INT_MIN, INT_MAX, &n) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected an integer");
+    case C_BOOL:
+      if (parse_bool(v, &b) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected true or false");
+    case C_PAIR_INT:
+      if (check_pair(v, ":", 0) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected <device id>:<integer>");
+    case C_PAIR_FLOAT:
+      if (check_pair(v, ":", 1) == 0) return 0;
+      return ifd__net_options_bad(f->name, v,
+                                  "expected <device id>:<fraction>");
+    case C_RANGE:
+      if (check_pair(v, "-", 0) == 0) return 0;
+      return ifd__net_options_bad(f->name, v, "expected <integer>-<integer>");
+    case C_RESOURCE:
+      if (check_resource(v) == 0) return 0;
+      return ifd__net_options_bad(f->name, v,
+                                  "--rate-limit-resource option format is "
+                                  "'<resource_name>:<count>:<device>' or "
+                                  "'<resource_name>:<count>'");
+  }
+  return 0;
+}
+
+/* A trace level as tritonserver reads it: 0 OFF, 1 TIMESTAMPS, 2 TENSORS,
+ * -1 invalid. */
+static int trace_level(const char *v) {
+  static const char *const off[] = {"false", "off"};
+  static const char *const ts[] = {"true", "on", "min", "max", "timestamps"};
+  size_t i;
+  for (i = 0; i < 2; i++)
+    if (strcasecmp(v, off[i]) == 0) return 0;
+  for (i = 0; i < 5; i++)
+    if (strcasecmp(v, ts[i]) == 0) return 1;
+  return strcasecmp(v, "tensors") == 0 ? 2 : -1;
+}
+
+static void add_trace_level(ifd_net_options_t *o, int level) {
+  if (level == 0)
+    o->trace_level_off = 1;
+  else
+    o->trace_level |= level;
+}
+
+/* --trace-config [<mode>,]<setting>=<value>, as tritonserver reads it:
+ * mode triton or opentelemetry; level, rate, count and log-frequency are
+ * checked. Tracing itself is refused unless the level is OFF (after every
+ * flag is read). Returns 0 or -1 after printing why. */
+static int parse_trace_config(const char *v, ifd_net_options_t *o) {
+  const char *comma = strchr(v, ','), *eq, *set = v;
+  const char *fmt =
+      "--trace-config option format is '<trace mode>,"
+      "<setting>=<value>'";
+  size_t klen;
+  long long n;
+  if (comma == v)
+    return ifd__net_options_bad("trace-config", v,
+                                "No trace mode specified. --trace-config "
+                                "option format is <trace mode>,<setting>="
+                                "<value> or <setting>=<value>");
+  eq = strchr(comma != NULL ? comma + 1 : v, '=');
+  if (comma != NULL && eq != NULL && comma > eq) comma = NULL;
+  if (comma != NULL) {
+    char mode[32];
+    size_t mlen = (size_t)(comma - v);
+    if (mlen >= sizeof(mode) || (memcpy(mode, v, mlen), mode[mlen] = '\0',
+                                 strcasecmp(mode, "triton") != 0 &&
+                                     strcasecmp(mode, "opentelemetry") != 0))
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace mode option. "
+                                  "Available options are \"triton\" and "
+                                  "\"opentelemetry\"");
+    set = comma + 1;
+  }
+  if (eq == NULL || eq == set || eq[1] == '\0')
+    return ifd__net_options_bad("trace-config", v, fmt);
+  klen = (size_t)(eq - set);
+#define KEY_IS(k) (klen == strlen(k) && strncmp(set, k, klen) == 0)
+  if (KEY_IS("level")) {
+    int l = trace_level(eq + 1);
+    if (l < 0)
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace level option");
+    add_trace_level(o, l);
+    return 0;
+  }
+  if (KEY_IS("mode")) {
+    if (strcasecmp(eq + 1, "triton") != 0 &&
+        strcasecmp(eq + 1, "opentelemetry") != 0)
+      return ifd__net_options_bad("trace-config", v,
+                                  "invalid value for trace mode option. "
+                                  "Available options are \"triton\" and "
+                                  "\"opentelemetry\"");
+  } else if (KEY_IS("rate") || KEY_IS("count") || KEY_IS("log-frequency")) {
+    if (parse_int(eq + 1, INT_MIN, INT_MAX, &n) < 0)
+      return ifd__net_options_bad("trace-config", v, "expected an integer");
+  }
+#undef KEY_IS
+  no_effect(o, "trace-config", why_trace);
+  return 0;
+}
+
+/* --cache-config <cache>,<setting>=<value> as tritonserver checks it. */
+static int check_cache_config(const char *v) {
+  const char *comma = strchr(v, ','), *eq;
+  if (comma == NULL || comma == v)
+    return ifd__net_options_bad("cache-config", v,
+                                "No cache specified. --cache-config option "
+                                "format is <cache name>,<setting>=<value>");
+  eq = strchr(comma + 1, '=');
+  if (eq == NULL || eq == comma + 1 || eq[1] == '\0')
+    return ifd__net_options_bad("cache-config", v,
+                                "--cache-config option format is '<cache "
+                                "name>,<setting>=<value>'");
+  return 0;
+}
+
+/* tritonserver's CheckPortCollision: two enabled services on one address
+ * and port are refused (with --reuse-*-port they would otherwise share the
+ * listener's connections). Port 0 (a free port each) never collides.
+ * Returns 0 or -1 after printing why. */
+static int check_ports(const ifd_net_options_t *o) {
+  struct {
+    const char *name, *addr;
+    int port, on;
+  } s[3] = {
+      {"HTTP", o->http_address, o->http_port, o->allow_http},
+      {"GRPC", o->grpc_address, o->grpc_port, o->allow_grpc},
+      {"metrics",
+       o->metrics_address != NULL ? o->metrics_address : o->http_address,
+       o->metrics_port, o->allow_metrics},
+  };
+  int i, j;
+  for (i = 0; i < 3; i++)
+    for (j = i + 1; j < 3; j++)
+      if (s[i].on && s[j].on && s[i].port != 0 && s[i].port == s[j].port &&
+          strcmp(s[i].addr, s[j].addr) == 0) {
+        fprintf(stderr,
+                "inferd: The server cannot listen to %s requests and %s "
+                "requests at the same address and port %s:%d\n",
+                s[i].name, s[j].name, s[i].addr, s[i].port);
+        return -1;
+      }
+  return 0;
+}
+
+/* The flags whose feature inferd lacks, refused once every flag is read
+ * (tritonserver's own cross-flag checks first). Also applies
+ * --disable-auto-complete-config. Returns 0 or -1 after printing why. */
+static int check_features(ifd_net_options_t *o) {
+  const char *aip = getenv("AIP_MODE");
+  if (o->cache_config && o->cache_byte_size) {
+    fprintf(stderr,
+            "inferd: Error: Incompatible flags --response-cache-byte-size "
+            "and --cache-config both provided. Please provide one or the "
+            "other.\n");
+    return -1;
+  }
+  if (o->disable_auto_complete) o->strict_config = 1;
+  /* tritonserver serves Vertex AI by default under AIP_MODE=PREDICTION. */
+  if (o->allow_vertex_ai == -1)
+    o->allow_vertex_ai = aip != NULL && strcmp(aip, "PREDICTION") == 0;
+  if (o->cache_config)
+    return refuse("cache-config", "the response cache is not built yet");
+  if (o->cache_byte_size)
+    return refuse("response-cache-byte-size",
+                  "the response cache is not built yet");
+  if (o->rate_limit_on)
+    return refuse("rate-limit",
+                  "the rate limiter (execution_count) is not built yet; "
+                  "use --rate-limit=off");
+  if (o->trace_level != 0 && !o->trace_level_off)
+    return refuse("trace-config",
+                  "tracing (TIMESTAMPS, TENSORS) is not built yet; only "
+                  "level=OFF is accepted");
+  if (o->model_namespacing)
+    return refuse("model-namespacing", "model namespacing is not built yet");
+  if (o->allow_sagemaker)
+    return refuse("allow-sagemaker", "the SageMaker endpoint is not built");
+  if (o->allow_vertex_ai)
+    return refuse("allow-vertex-ai",
+                  "the Vertex AI endpoint is not built (AIP_MODE=PREDICTION "
+                  "turns it on unless --allow-vertex-ai=false)");
+  if (o->refused != NULL) return refuse(o->refused, o->refused_why);
+  return 0;
+}
+
+/* Finds the flag named by the `nlen` bytes of `arg`: an exact name, else
+ * a unique prefix of one, as getopt_long takes them. NULL after printing
+ * why. */
+static const flag_t *find_flag(const char *arg, size_t nlen) {
+  const flag_t *f = NULL;
+  size_t k, hits = 0;
+  for (k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+    if (strncmp(flags[k].name, arg, nlen) != 0) continue;
+    if (flags[k].name[nlen] == '\0') return &flags[k];
+    f = &flags[k];
+    hits++;
+  }
+  if (hits == 1) return f;
+  fprintf(stderr, "inferd: %s option '--%.*s'\n",
+          hits > 1 ? "ambiguous" : "unknown", (int)nlen, arg);
+  ifd__net_options_usage(stderr);
+  return NULL;
+}
+
+int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
+  int i, rc;
+  for (i = 1; i < argc; i++) {
+    const char *arg = argv[i], *eq, *value;
+    size_t nlen;
+    const flag_t *f;
+    long long n;
+    double d;
+
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+      fprintf(stderr, "inferd: Unexpected argument: %s\n", arg);
+      ifd__net_options_usage(stderr);
+      return -1;
+    }
+    arg += 2;
+    eq = strchr(arg, '=');
+    nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+    f = find_flag(arg, nlen);
+    if (f == NULL) return -1;
+    if (f->kind == K_SWITCH) {
+      if (eq != NULL) {
+        fprintf(stderr, "inferd: option '--%s' doesn't allow an argument\n",
+                f->name);
+        ifd__net_options_usage(stderr);
+        return -1;
+      }
+      *(int *)((char *)o + f->off) = 1;
+      continue;
+    }
+    if (eq != NULL) {
+      value = eq + 1;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      fprintf(stderr, "inferd: option '--%s' requires an argument\n", f->name);
+      ifd__net_options_usage(stderr);
+      return -1;
+    }
+    switch (f->kind) {
+      case K_REPO:
+        if (o->n_repos == IFD_MAX_REPOS)
+          return ifd__net_options_bad(f->name, value, "too many repositories");
+        if (value[0] == '\0')
+          return ifd__net_options_bad(f->name, value, "empty path");
+        o->repos[o->n_repos++] = value;
+        break;
+      case K_STR:
+        *(const char **)((char *)o + f->off) = value;
+        break;
+      case K_NONEMPTY:
+        if (value[0] == '\0')
+          return ifd__net_options_bad(f->name, value, "empty argument");
+        *(const char **)((char *)o + f->off) = value;
+        break;
+      case K_PORT:
+        if (parse_int(value, 0, 65535, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a port number 0-65535");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_BOOL:
+        if (parse_bool(value, (int *)((char *)o + f->off)) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid value for bool option: "
+                                      "expected true or false");
+        break;
+      case K_INT:
+        if (parse_int(value, 0, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_ANYINT:
+        if (parse_int(value, INT_MIN, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value, "expected an integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_LOG_VERBOSE:
+        /* tritonserver's ParseIntBoolOption. */
+        if (strcasecmp(value, "true") == 0)
+          n = 1;
+        else if (strcasecmp(value, "false") == 0)
+          n = 0;
+        else if (parse_int(value, INT_MIN, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected an integer, true or false");
+        *(int *)((char *)o + f->off) = n > 0 ? (int)n : 0;
+        break;
+      case K_MS_FLOAT:
+        if (parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative number");
+        *(int *)((char *)o + f->off) = d > 0 && d < 1 ? 1 : (int)(d + 0.5);
+        break;
+      case K_FLOAT:
+        if (parse_double(value, &d) < 0)
+          return ifd__net_options_bad(f->name, value, "expected a number");
+        *(double *)((char *)o + f->off) = d;
+        break;
+      case K_POS:
+        if (parse_int(value, 1, INT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a positive integer");
+        *(int *)((char *)o + f->off) = (int)n;
+        break;
+      case K_U64:
+        if (parse_int(value, 1, LLONG_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a positive integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
+        break;
+      case K_MODE:
+        /* Case-insensitive, as tritonserver reads it. */
+        if (strcasecmp(value, "none") == 0)
+          o->control_mode = IFD_CONTROL_NONE;
+        else if (strcasecmp(value, "explicit") == 0)
+          o->control_mode = IFD_CONTROL_EXPLICIT;
+        else if (strcasecmp(value, "poll") == 0)
+          o->control_mode = IFD_CONTROL_POLL;
+        else
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid argument for "
+                                      "--model-control-mode (none, explicit "
+                                      "or poll)");
+        break;
+      case K_LOAD:
+        if (value[0] == '\0')
+          return ifd__net_options_bad(f->name, value, "empty model name");
+        if (strcmp(value, "*") == 0) {
+          o->load_all = 1;
+          break;
+        }
+        if (o->n_load_models == IFD_MAX_LOAD_MODELS)
+          return ifd__net_options_bad(f->name, value, "too many models");
+        o->load_models[o->n_load_models++] = value;
+        break;
+      case K_BACKEND_CONFIG:
+        if (parse_backend_config(value, o) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected [<backend>,]<setting>=<value>");
+        break;
+      case K_METRICS_CONFIG:
+        if (parse_metrics_config(value, o) < 0) {
+          ifd__net_options_usage(stderr);
+          return -1;
+        }
+        break;
+      case K_UINT:
+        if (parse_int(value, 0, UINT_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative integer");
+        *(unsigned *)((char *)o + f->off) = (unsigned)n;
+        break;
+      case K_U64Z:
+        if (parse_int(value, 0, LLONG_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
+        break;
+      case K_SECS_MS:
+        if (parse_int(value, 0, LLONG_MAX / 1000, &n) < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected a non-negative integer");
+        *(uint64_t *)((char *)o + f->off) = (uint64_t)n * 1000u;
+        break;
+      case K_RESTRICT: {
+        int grpc = strncmp(f->name, "grpc", 4) == 0;
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (ifd_restrict_add((ifd_restrict_t *)((char *)o + f->off), value,
+                             grpc ? "triton-grpc-protocol-" : "",
+                             grpc ? "protocol" : "API", &e) != 0)
+          return ifd__net_options_bad(f->name, value, e.text);
+        break;
+      }
+      case K_CUDA_POOL: {
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (ifd_cuda_mem_parse_pool(&o->cuda_mem, value, &e) < 0)
+          return ifd__net_options_bad(f->name, value, e.text);
+        break;
+      }
+      case K_RATE_LIMIT:
+        if (strcasecmp(value, "off") == 0)
+          o->rate_limit_on = 0;
+        else if (strcasecmp(value, "execution_count") == 0)
+          o->rate_limit_on = 1;
+        else
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid argument for --rate-limit "
+                                      "(off or execution_count)");
+        break;
+      case K_TRACE_LEVEL:
+        rc = trace_level(value);
+        if (rc < 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "invalid value for trace level option");
+        add_trace_level(o, rc);
+        break;
+      case K_TRACE_CONFIG:
+        if (parse_trace_config(value, o) < 0) return -1;
+        break;
+      case K_CACHE_CONFIG:
+        if (check_cache_config(value) < 0) return -1;
+        o->cache_config = 1;
+        break;
+      case K_CACHE_SIZE:
+        if (parse_int(value, LLONG_MIN, LLONG_MAX, &n) < 0)
+          return ifd__net_options_bad(f->name, value, "expected an integer");
+        o->cache_byte_size = 1;
+        break;
+      case K_IGNORED:
+        if (check_value(f, value) < 0) return -1;
+        no_effect(o, f->name, f->why);
+        break;
+      case K_REFUSED:
+        if (check_value(f, value) < 0) return -1;
+        if (o->refused == NULL) {
+          o->refused = f->name;
+          o->refused_why = f->why;
+        }
+        break;
+      case K_REGEX: {
+        struct ifd_net_fwd_pattern *fp =
+            (struct ifd_net_fwd_pattern *)((char *)o + f->off);
+        ifd_errmsg_t e;
+        ifd_errclear(&e);
+        if (fp->set) regfree(&fp->re); /* the last one given wins */
+        fp->set = 0;
+        if (ifd__fwd_compile(&fp->re, value, &e) != 0)
+          return ifd__net_options_bad(f->name, value, e.text);
+        fp->set = 1;
+        break;
+      }
+      case K_COMPRESSION: {
+        static const char *const levels[] = {"none", "low", "medium", "high"};
+        int l;
+        for (l = 0; l < 4 && strcasecmp(value, levels[l]) != 0; l++) {
+        }
+        if (l == 4)
+          return ifd__net_options_bad(
+              f->name, value,
+              "invalid argument for --grpc_infer_response_compression_level "
+              "(none, low, medium or high)");
+        *(int *)((char *)o + f->off) = l;
+        break;
+      }
+      case K_HOST_POLICY: {
+        char *t, *comma, *eq;
+        ifd_backend_setting_t *hp;
+        if (check_generic(value, ',', '=') != 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "--host-policy option format is "
+                                      "'<policy name>,<setting>=<value>'");
+        if (o->n_host_cfg == IFD_MAX_HOST_POLICY)
+          return ifd__net_options_bad(f->name, value, "too many settings");
+        t = strdup(value);
+        if (t == NULL) return ifd__net_options_bad(f->name, value, "no memory");
+        comma = strchr(t, ',');
+        eq = strchr(comma + 1, '=');
+        *comma = *eq = '\0';
+        hp = &o->host_cfg[o->n_host_cfg];
+        hp->backend = t;
+        hp->setting = comma + 1;
+        hp->value = eq + 1;
+        o->host_cfg_text[o->n_host_cfg++] = t;
+        if (strcmp(hp->setting, "numa-node") != 0 &&
+            strcmp(hp->setting, "cpu-cores") != 0)
+          no_effect(o, "host-policy",
+                    "only its numa-node and cpu-cores settings are used "
+                    "(they pick the CPUs of the policy's instance threads)");
+        break;
+      }
+      case K_SWITCH:
+        break; /* handled above */
+    }
+  }
+  if (o->n_repos == 0) {
+    fprintf(stderr, "inferd: --model-repository must be specified\n");
+    ifd__net_options_usage(stderr);
+    return -1;
+  }
+  if (check_features(o) < 0 || check_ports(o) < 0) return -1;
+  if (o->exit_timeout_secs < 0) o->exit_timeout_secs = 0;
+  return check_control(o);
+}
+
+void ifd__net_options_report(const ifd_net_options_t *o) {
+  size_t k;
+  for (k = 0; k < o->n_no_effect; k++)
+    IFD_INFO("--%s has no effect in inferd: %s", o->no_effect[k],
+             o->no_effect_why[k]);
+}
+
+static void default_backend_dir(ifd_net_options_t *o) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char *slash;
+  if (n <= 0) return;
+  exe[n] = '\0';
+  slash = strrchr(exe, '/');
+  if (slash == NULL) return;
+  *slash = '\0';
+  if (strlen(exe) + sizeof("/backends") > sizeof(o->backend_dir_default))
+    return;
+  memcpy(o->backend_dir_default, exe, strlen(exe));
+  memcpy(o->backend_dir_default + strlen(exe), "/backends",
+         sizeof("/backends"));
+  o->backend_dir = o->backend_dir_default;
+}
+
+void ifd__net_options_init(ifd_net_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->http_port = 8000;
+  o->allow_http = 1;
+  o->http_address = "0.0.0.0";
+  o->http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  o->http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
+  o->http_max_header_bytes = IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
+  o->http_max_headers = IFD_HTTP_DEFAULT_MAX_HEADERS;
+  o->http_max_pipeline = IFD_HTTP_DEFAULT_MAX_PIPELINE;
+  o->http_header_timeout_secs = IFD_HTTP_DEFAULT_HEADER_TIMEOUT_SECS;
+  o->http_body_timeout_secs = IFD_HTTP_DEFAULT_BODY_TIMEOUT_SECS;
+  o->http_idle_timeout_secs = IFD_HTTP_DEFAULT_IDLE_TIMEOUT_SECS;
+  o->max_connections = (int)IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
+  o->loop_spin_us = DEFAULT_LOOP_SPIN_US;
+  o->grpc_port = 8001;
+  o->allow_grpc = 1;
+  o->grpc_address = "0.0.0.0";
+  o->grpc_max_message_size = IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
+  o->grpc_stream_buffer_bytes = IFD_GRPC_DEFAULT_STREAM_BUFFER_BYTES;
+  ifd_grpc_opts_defaults(&o->grpc_lim);
+  o->grpc_use_ssl_mutual = -1;
+  o->metrics_port = 8002;
+  o->allow_metrics = 1;
+  o->metrics_interval_ms = 2000;
+  o->allow_gpu_metrics = 1;
+  o->allow_cpu_metrics = 1;
+  o->allow_vertex_ai = -1;
+  o->model_load_threads = 4;
+  ifd_cuda_mem_opts_default(&o->cuda_mem);
+  o->exit_on_error = 1;
+  o->strict_readiness = 1;
+  o->exit_timeout_secs = 30;
+  o->poll_secs = DEFAULT_POLL_SECS;
+  o->log_info = o->log_warning = o->log_error = 1;
+  default_backend_dir(o);
+}
+
+void ifd__net_options_free(ifd_net_options_t *o) {
+  if (o->http_fwd.set) regfree(&o->http_fwd.re);
+  if (o->grpc_fwd.set) regfree(&o->grpc_fwd.re);
+  ifd_restrict_free(&o->http_restrict);
+  ifd_restrict_free(&o->grpc_restrict);
+  for (size_t k = 0; k < o->n_backend_cfg; k++) free(o->backend_cfg_text[k]);
+  for (size_t k = 0; k < o->n_host_cfg; k++) free(o->host_cfg_text[k]);
+}

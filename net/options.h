@@ -1,0 +1,145 @@
+/*
+ * net/options.h - tritonserver's command line as inferd reads it: the
+ * options every front end and the core start from, their defaults, parsing
+ * (one table of flags) and the usage text. Used by net/main.c.
+ */
+#ifndef IFD_NET_OPTIONS_H
+#define IFD_NET_OPTIONS_H
+
+#include <limits.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/server.h"
+#include "cuda/cuda_mem.h"
+#include "net/grpc.h"
+#include "net/restrict.h"
+
+#define IFD_MAX_REPOS 64
+#define IFD_MAX_LOAD_MODELS 1024
+#define IFD_MAX_BACKEND_CONFIG 256
+#define IFD_MAX_NO_EFFECT 64
+#define IFD_MAX_HOST_POLICY 64
+
+typedef struct ifd_net_options {
+  const char *repos[IFD_MAX_REPOS];
+  size_t n_repos;
+  const char *backend_dir;
+  /* --backend-config settings; strings in backend_cfg_text. */
+  ifd_backend_setting_t backend_cfg[IFD_MAX_BACKEND_CONFIG];
+  size_t n_backend_cfg;
+  char *backend_cfg_text[IFD_MAX_BACKEND_CONFIG]; /* owned: split copies */
+  char backend_dir_default[PATH_MAX];
+  const char *http_address;
+  int http_port;
+  int allow_http;
+  uint64_t http_max_input_size;
+  uint64_t http_json_offload_bytes;
+  /* Connection limits and timeouts (README, "HTTP/1.1" section). */
+  int http_max_header_bytes;
+  int http_max_headers;
+  int http_max_pipeline;
+  int http_header_timeout_secs;
+  int http_body_timeout_secs;
+  int http_idle_timeout_secs;
+  int max_connections;
+  int loop_spin_us;
+  const char *grpc_address;
+  int grpc_port;
+  int allow_grpc;
+  uint64_t grpc_max_message_size;
+  uint64_t grpc_stream_buffer_bytes;
+  ifd_grpc_opts_t grpc_lim;     /* HTTP/2 limits and keepalive (grpc.h) */
+  ifd_restrict_t http_restrict; /* owned: --http-restricted-api */
+  ifd_restrict_t grpc_restrict; /* owned: --grpc-restricted-protocol */
+  int grpc_use_ssl, grpc_use_ssl_mutual; /* mutual: -1 when not given */
+  const char *grpc_server_cert, *grpc_server_key, *grpc_root_cert;
+  const char *http_ssl_cert, *http_ssl_key;
+  const char *metrics_address;
+  int metrics_port;
+  int allow_metrics;
+  int metrics_interval_ms;
+  int strict_config;
+  int exit_on_error;
+  int strict_readiness;
+  int histogram_latencies;  /* --metrics-config histogram_latencies */
+  int no_counter_latencies; /* --metrics-config counter_latencies=false */
+  int exit_timeout_secs;
+  ifd_control_mode_t control_mode;
+  const char *load_models[IFD_MAX_LOAD_MODELS];
+  size_t n_load_models;
+  int load_all; /* --load-model=* was given */
+  int poll_secs;
+  int log_verbose;
+  int log_info, log_warning, log_error;
+  const char *log_file;   /* --log-file: NULL for stderr */
+  const char *log_format; /* --log-format: NULL for "default" */
+  /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
+  ifd_cuda_mem_opts_t cuda_mem;
+  int allow_gpu_metrics;
+  /* --host-policy settings (`backend`: the policy name); strings in
+   * host_cfg_text. */
+  ifd_backend_setting_t host_cfg[IFD_MAX_HOST_POLICY];
+  size_t n_host_cfg;
+  char *host_cfg_text[IFD_MAX_HOST_POLICY]; /* owned: split copies */
+  /* tritonserver's flags that take effect (README, "Flags"). */
+  const char *server_id;         /* --id: NULL for "inferd" */
+  const char *model_config_name; /* --model-config-name: NULL for none */
+  int disable_auto_complete;     /* --disable-auto-complete-config */
+  int model_load_threads;        /* --model-load-thread-count (default 4) */
+  int reuse_http_port, reuse_grpc_port; /* --reuse-{http,grpc}-port */
+  int allow_cpu_metrics;                /* --allow-cpu-metrics */
+  double min_compute_capability;        /* --min-supported-compute-capability */
+  /* --http-header-forward-pattern, --grpc-header-forward-pattern: compiled
+   * when `set` (owned: regfree'd by ifd__net_options_free). */
+  struct ifd_net_fwd_pattern {
+    regex_t re;
+    int set;
+  } http_fwd, grpc_fwd;
+  /* Flags checked once every flag is read (refused when their feature
+   * would be needed). */
+  int model_namespacing;
+  int model_load_retry_count;
+  int allow_sagemaker, allow_vertex_ai; /* vertex: -1 when not given */
+  int rate_limit_on;                    /* --rate-limit=execution_count */
+  int trace_level;         /* OR of the trace levels asked (1 timestamps, 2
+                              tensors) */
+  int trace_level_off;     /* a level OFF was given: it wins, as in Triton */
+  int cache_config;        /* --cache-config given */
+  int cache_byte_size;     /* --response-cache-byte-size given */
+  const char *refused;     /* borrowed: first flag whose feature is missing */
+  const char *refused_why; /* borrowed: static text */
+  /* Flags accepted without effect, in the order first given: one info
+   * line each at start (ifd__net_options_report). */
+  const char *no_effect[IFD_MAX_NO_EFFECT];     /* borrowed: flag names */
+  const char *no_effect_why[IFD_MAX_NO_EFFECT]; /* borrowed: static text */
+  size_t n_no_effect;
+} ifd_net_options_t;
+
+/** Fills `o` with tritonserver's defaults (and inferd's for its own flags);
+ *  the backend directory defaults to <directory of the executable>/backends. */
+void ifd__net_options_init(ifd_net_options_t *o);
+
+/**
+ * Parses argv into `o` (initialized by ifd__net_options_init). Strings in
+ * `o` point into argv (borrowed: argv outlives `o`) or into copies `o` owns
+ * (free them with ifd__net_options_free). Returns 0, 1 when --help was
+ * asked, or -1 after printing why to stderr.
+ */
+int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o);
+
+/** Logs one info line per flag given that has no effect in inferd:
+ *  "--X has no effect in inferd: <why>". Call once logging is set up. */
+void ifd__net_options_report(const ifd_net_options_t *o);
+
+/** Prints the usage text (--help) to `f` (net/options_usage.c). */
+void ifd__net_options_usage(FILE *f);
+
+/** Frees what ifd__net_options_parse allocated; `o` is not used after. */
+void ifd__net_options_free(ifd_net_options_t *o);
+
+/** Prints "invalid value" for --`name` to stderr, then the usage; -1. */
+int ifd__net_options_bad(const char *name, const char *value, const char *why);
+
+#endif

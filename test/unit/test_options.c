@@ -1,0 +1,252 @@
+/*
+ * test/unit/test_options.c - net/options.c: tritonserver's command line as
+ * inferd reads it. Both spellings, getopt_long's unique prefixes, the
+ * no-value switch, tritonserver's booleans and checks, the cross-flag
+ * rules (trace level OFF wins, cache flags, port collisions, refused
+ * features) and the once-per-flag no-effect notes.
+ */
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/options.h"
+
+/* stderr of the last parse (messages are checked, not shown). */
+static char errtext[1 << 16];
+
+/* Parses "inferd --model-repository=/r <args...>" (NULL-terminated) into
+ * *o; returns what ifd__net_options_parse returns. */
+static int parse_into(ifd_net_options_t *o, const char *first, ...) {
+  char *argv[64];
+  int argc = 0, rc, saved, fd;
+  char path[] = "/tmp/test_options_XXXXXX";
+  va_list ap;
+  const char *a;
+  ssize_t n;
+
+  argv[argc++] = (char *)"inferd";
+  argv[argc++] = (char *)"--model-repository=/r";
+  va_start(ap, first);
+  for (a = first; a != NULL && argc < 63; a = va_arg(ap, const char *))
+    argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  ifd__net_options_init(o);
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  fflush(stderr);
+  saved = dup(2);
+  dup2(fd, 2);
+  rc = ifd__net_options_parse(argc, argv, o);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  lseek(fd, 0, SEEK_SET);
+  n = read(fd, errtext, sizeof(errtext) - 1);
+  errtext[n > 0 ? n : 0] = '\0';
+  close(fd);
+  return rc;
+}
+
+#define PARSE(o, ...) parse_into(o, __VA_ARGS__, (const char *)NULL)
+#define ERR_HAS(s) assert_non_null(strstr(errtext, s))
+
+static void test_spellings(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--id=a", "--exit-timeout-secs", "7"), 0);
+  assert_string_equal(o.server_id, "a");
+  assert_int_equal(o.exit_timeout_secs, 7);
+  ifd__net_options_free(&o);
+  /* A unique prefix, as getopt_long; an ambiguous one is refused. */
+  assert_int_equal(PARSE(&o, "--model-config-n=h100"), 0);
+  assert_string_equal(o.model_config_name, "h100");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--grpc-keepalive-t=5"), -1);
+  ERR_HAS("ambiguous option '--grpc-keepalive-t'");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--no-such"), -1);
+  ERR_HAS("unknown option '--no-such'");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--id"), -1);
+  ERR_HAS("option '--id' requires an argument");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "stray"), -1);
+  ERR_HAS("Unexpected argument: stray");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--help"), 1);
+  ifd__net_options_free(&o);
+}
+
+static void test_switch_and_booleans(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--strict-model-config=false",
+                         "--disable-auto-complete-config"),
+                   0);
+  assert_int_equal(o.strict_config, 1); /* the switch wins */
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--disable-auto-complete-config=1"), -1);
+  ERR_HAS("doesn't allow an argument");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--reuse-http-port=ON", "--allow-cpu-metrics=0",
+                         "--log-verbose=true"),
+                   0);
+  assert_int_equal(o.reuse_http_port, 1);
+  assert_int_equal(o.allow_cpu_metrics, 0);
+  assert_int_equal(o.log_verbose, 1);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--reuse-grpc-port=maybe"), -1);
+  ERR_HAS("--reuse-grpc-port");
+  ERR_HAS("invalid value for bool option");
+  ifd__net_options_free(&o);
+}
+
+static void test_values(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--metrics-interval-ms=250.6",
+                         "--min-supported-compute-capability=7.5",
+                         "--model-load-thread-count=9"),
+                   0);
+  assert_int_equal(o.metrics_interval_ms, 251);
+  assert_true(o.min_compute_capability == 7.5);
+  assert_int_equal(o.model_load_threads, 9);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--metrics-interval-ms=0.2"), 0);
+  assert_int_equal(o.metrics_interval_ms, 1);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--model-config-name="), -1);
+  ERR_HAS("--model-config-name");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--cuda-virtual-address-size=0:x"), -1);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--sagemaker-safe-port-range=1-2"), 0);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--rate-limit-resource=R:1:2:3"), -1);
+  ERR_HAS("--rate-limit-resource option format");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--host-policy=p,numa-node="), -1);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--grpc-infer-response-compression-level=Low"), 0);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-header-forward-pattern=^x-",
+                         "--grpc-header-forward-pattern=("),
+                   -1);
+  ERR_HAS("--grpc-header-forward-pattern");
+  ifd__net_options_free(&o);
+}
+
+static void test_trace(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  /* OFF anywhere wins, as in tritonserver. */
+  assert_int_equal(PARSE(&o, "--trace-config", "level=TIMESTAMPS",
+                         "--trace-level=off", "--trace-config",
+                         "triton,file=/tmp/t", "--trace-config", "count=-1"),
+                   0);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--trace-level=TENSORS"), -1);
+  ERR_HAS("--trace-config is not supported by inferd yet");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--trace-config=jaeger,rate=1"), -1);
+  ERR_HAS("trace mode");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--trace-config=rate=x"), -1);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--trace-config=level"), -1);
+  ERR_HAS("--trace-config option format");
+  ifd__net_options_free(&o);
+}
+
+static void test_refused(void **state) {
+  static const char *const refused[][2] = {
+      {"--cache-config=local,size=1", "--cache-config"},
+      {"--response-cache-byte-size=1", "--response-cache-byte-size"},
+      {"--rate-limit=EXECUTION_COUNT", "--rate-limit"},
+      {"--model-namespacing=1", "--model-namespacing"},
+      {"--allow-sagemaker=true", "--allow-sagemaker"},
+      {"--allow-vertex-ai=true", "--allow-vertex-ai"},
+      {"--repoagent-directory=/x", "--repoagent-directory"},
+      {"--model-load-gpu-limit=0:0.5", "--model-load-gpu-limit"},
+  };
+  ifd_net_options_t o;
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    assert_int_equal(PARSE(&o, refused[i][0]), -1);
+    ERR_HAS(refused[i][1]);
+    ERR_HAS("is not supported by inferd yet");
+    ifd__net_options_free(&o);
+  }
+  assert_int_equal(
+      PARSE(&o, "--cache-config=local,size=1", "--response-cache-byte-size=1"),
+      -1);
+  ERR_HAS("Incompatible flags");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--cache-config=local"), -1);
+  ERR_HAS("--cache-config option format");
+  ifd__net_options_free(&o);
+}
+
+static void test_ports(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--http-port=9000", "--metrics-port=9000"), -1);
+  ERR_HAS("cannot listen to HTTP requests and metrics requests");
+  ifd__net_options_free(&o);
+  /* Other addresses, a service off, or port 0: no collision. */
+  assert_int_equal(PARSE(&o, "--http-port=9000", "--metrics-port=9000",
+                         "--metrics-address=127.0.0.1"),
+                   0);
+  ifd__net_options_free(&o);
+  assert_int_equal(
+      PARSE(&o, "--grpc-port=9000", "--http-port=9000", "--allow-grpc=false"),
+      0);
+  ifd__net_options_free(&o);
+  assert_int_equal(
+      PARSE(&o, "--grpc-port=0", "--http-port=0", "--metrics-port=0"), 0);
+  ifd__net_options_free(&o);
+}
+
+static void test_no_effect_notes(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(
+      PARSE(&o, "--http-thread-count=2", "--http-thread-count=3",
+            "--host-policy=p,cpu-cores=0-3", "--host-policy=p,other=1",
+            "--rate-limit=off", "--rate-limit-resource=R:1"),
+      0);
+  assert_int_equal(o.n_no_effect, 3);
+  assert_int_equal(o.n_host_cfg, 2);
+  assert_string_equal(o.host_cfg[0].backend, "p");
+  assert_string_equal(o.host_cfg[0].setting, "cpu-cores");
+  assert_string_equal(o.host_cfg[0].value, "0-3");
+  assert_string_equal(o.no_effect[0], "http-thread-count");
+  assert_string_equal(o.no_effect[1], "host-policy");
+  assert_string_equal(o.no_effect[2], "rate-limit-resource");
+  ifd__net_options_free(&o);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_spellings),
+      cmocka_unit_test(test_switch_and_booleans),
+      cmocka_unit_test(test_values),
+      cmocka_unit_test(test_trace),
+      cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_ports),
+      cmocka_unit_test(test_no_effect_notes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
