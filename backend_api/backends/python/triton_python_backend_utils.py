@@ -521,11 +521,6 @@ def get_output_config_by_name(model_config, name):
     return None
 
 
-def get_model_dir():
-    """The folder of the model's current version (where model.py is)."""
-    return _STUB.model_dir if _STUB is not None else ""
-
-
 # ---- Logger -------------------------------------------------------------------
 
 class LogLevel:
@@ -1167,8 +1162,16 @@ class _Stub:
                 self.auto_complete(mid, payload)
             elif typ == MSG_FINALIZE:
                 self.finalize(mid)
-        except Exception:  # noqa: BLE001 - a bug here must not end the loop
-            traceback.print_exc()
+        except Exception as e:  # noqa: BLE001 - a bug here must not end the loop
+            # The server waits for an answer: give it one.
+            try:
+                if typ == MSG_FINALIZE:
+                    self.send(MSG_FINALIZE_OK, mid)
+                    self._end(1)
+                self.send_error(mid, "the stub failed: " + _exc_text(e),
+                                traceback.format_exc())
+            except OSError:
+                pass
         finally:
             payload = None
             self.in_work = False
