@@ -947,7 +947,7 @@ class _Stub:
         bufs = [b if isinstance(b, bytes) else memoryview(b).cast("B")
                 for b in bufs if len(b)]
         while bufs:
-            n = self.sock.sendmsg(bufs[:512])
+            n = self.sock.sendmsg(bufs[:512], [], socket.MSG_NOSIGNAL)
             while n > 0:
                 first = len(bufs[0])
                 if n >= first:
