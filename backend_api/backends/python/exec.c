@@ -12,7 +12,9 @@
  * mu) answers and releases it, so each request ends exactly once; a
  * non-FINAL RESPONSE is sent under mu, so it always precedes the FINAL one.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <stdio.h>

@@ -18,7 +18,9 @@
  * instance is FAILED and the next execute tries once more, failing its
  * requests with the reason when that fails too.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <fcntl.h>

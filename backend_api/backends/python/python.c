@@ -18,7 +18,9 @@
  * response sender) and BLS tensors travel inline in the message.
  * Not supported: EXECUTION_ENV_PATH, GPU tensors (DLPack is CPU only).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
