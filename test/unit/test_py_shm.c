@@ -134,8 +134,8 @@ static void test_bytes_through_a_mapping(void **state) {
                  MAP_SHARED | MAP_NORESERVE, d->fd, 0);
   assert_true(m != MAP_FAILED);
   memset(m + a, 0x5a, 4096);
-  char *r = mmap(NULL, d->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, d->fd,
-                 0);
+  char *r =
+      mmap(NULL, d->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, d->fd, 0);
   assert_true(r != MAP_FAILED);
   assert_int_equal((unsigned char)r[a + 4095], 0x5a);
   munmap(m, d->limit);
