@@ -537,7 +537,13 @@ class LogLevel:
 
 
 class Logger:
-    """Messages into the server's log, with the model file's name and line."""
+    """Messages into the server's log, with the model file's name and line.
+    Levels as in Triton: Logger.INFO ... (and Logger.LogLevel.INFO ...)."""
+    LogLevel = LogLevel
+    INFO = LogLevel.INFO
+    WARNING = LogLevel.WARNING
+    ERROR = LogLevel.ERROR
+    VERBOSE = LogLevel.VERBOSE
 
     @staticmethod
     def log(message, level=LogLevel.INFO):
