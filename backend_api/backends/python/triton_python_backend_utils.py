@@ -107,13 +107,17 @@ def numpy_to_triton_type(data_type):
     return None
 
 
+_NP_TO_TRITON = {np.dtype(v): k for k, v in _TRITON_TO_NP.items()
+                 if k != "BYTES"}
+
+
 def _numpy_to_triton(arr):
     dt = arr.dtype
+    k = _NP_TO_TRITON.get(dt)
+    if k is not None:
+        return k
     if dt == np.object_ or dt.kind in ("S", "U"):
         return "BYTES"
-    for k, v in _TRITON_TO_NP.items():
-        if k != "BYTES" and np.dtype(v) == dt:
-            return k
     raise TritonModelException("unsupported numpy data type " + str(dt))
 
 
@@ -1469,21 +1473,19 @@ class _Stub:
 
     def _pack_result(self, responses, wanted):
         """RESULT's payload; tensor data are written into UP."""
-        w = _Writer()
-        w.u32(len(responses))
+        m = bytearray(_U32.pack(len(responses)))
         copies = []  # (UP offset, array or bytes)
         pos = 0
         for k, resp in enumerate(responses):
-            w.u32(1)
             err = resp.error()
             if err is not None:
-                w.u32(1)
-                w.u32(int(err.code()) if hasattr(err, "code") else 1)
-                w.str(str(err.message()))
+                msg = str(err.message()).encode("utf-8", "replace")
+                code = int(err.code()) if hasattr(err, "code") else 1
+                m += struct.pack("<IIII", 1, 1, code, len(msg))
+                m += msg
                 continue
             outs = _pruned(resp.output_tensors(), wanted[k])
-            w.u32(0)
-            w.u32(len(outs))
+            m += struct.pack("<III", 1, 0, len(outs))
             for t in outs:
                 _check_output(t)
                 arr = t.as_numpy()
@@ -1495,10 +1497,13 @@ class _Stub:
                     src = arr
                     size = arr.nbytes
                 pos = (pos + 63) & ~63
-                w.str(t.name())
-                w.str(dtype)
-                w.add(struct.pack("<I%dq" % arr.ndim, arr.ndim, *arr.shape))
-                w.add(struct.pack("<QIIQ", size, 1, 0, pos))
+                name = t.name().encode("utf-8")
+                m += _U32.pack(len(name))
+                m += name
+                m += _U32.pack(len(dtype))
+                m += dtype.encode()
+                m += struct.pack("<I%dqQIIQ" % arr.ndim, arr.ndim, *arr.shape,
+                                 size, 1, 0, pos)
                 if size:
                     copies.append((pos, src))
                 pos += size
@@ -1507,12 +1512,15 @@ class _Stub:
             for off, src in copies:
                 if isinstance(src, bytes):
                     up[off:off + len(src)] = src
+                elif src.flags.c_contiguous:
+                    up[off:off + src.nbytes] = \
+                        memoryview(src.reshape(-1).view(np.uint8))
                 else:
                     dst = np.frombuffer(up, dtype=src.dtype, count=src.size,
                                         offset=off).reshape(src.shape)
                     np.copyto(dst, src, casting="no")
             del up
-        return w.parts
+        return [m]
 
     def run(self):
         self.C.set_free_notify(self._free_notify)
