@@ -19,6 +19,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -203,9 +204,9 @@ typedef struct ifd__py_instance {
   char backend_dir[PATH_MAX];
   bool decoupled;
 
-  int down_fd, up_fd; /* owned memfds, for the instance's life */
-  char *up_base;      /* owned mapping of IFD_PY_SEG_MAX (read only) */
-  uint64_t up_known;  /* guarded by mu: UP bytes known to exist */
+  int down_fd, up_fd;        /* owned memfds, for the instance's life */
+  char *up_base;             /* owned mapping of IFD_PY_SEG_MAX (read only) */
+  _Atomic uint64_t up_known; /* UP bytes known to exist (any thread) */
   ifd__py_down_t down;
   char *down_base; /* owned mapping of IFD_PY_SEG_MAX */
 
