@@ -295,7 +295,8 @@ int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
  * the message as an error of `code`. */
 TRITONSERVER_Error *ifd__py_error_payload(ifd__py_instance_t *in, const char *p,
                                           size_t len);
-/** Makes sure UP holds [0, end): 0, or -1 (beyond what the stub wrote). */
+/** Makes sure UP holds [0, end): 0, or -1 (beyond what the stub wrote).
+ * Any thread, no lock. */
 int ifd__py_up_check(ifd__py_instance_t *in, uint64_t end);
 
 /* ---- exec.c ----------------------------------------------------------------
