@@ -29,6 +29,10 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+/* What the files share stays inside the library: only the TRITONBACKEND_*
+ * entry points (declared above) are exported. */
+#pragma GCC visibility push(hidden)
+
 /* ---- wire.c: text buffers, framing, decoding ------------------------------
  */
 
@@ -354,5 +358,7 @@ void ifd__py_metrics_clear(ifd__py_instance_t *in);
 
 /** INFERD_ModelInstanceSetReady when the server has it (else nothing). */
 void ifd__py_set_ready(ifd__py_instance_t *in, bool ready);
+
+#pragma GCC visibility pop
 
 #endif
