@@ -650,6 +650,7 @@ TRITONSERVER_Error *ifd__py_instance_start(ifd__py_instance_t *in) {
     return ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "pthread_create: %s",
                           strerror(rc));
   in->reader_started = true;
+  pthread_setname_np(in->reader, "py-reader"); /* for ps and perf */
   pthread_mutex_lock(&in->mu);
   in->init_id = ++in->next_id;
   uint32_t id = in->init_id;
