@@ -10,9 +10,10 @@
  * (text buffers, framing, RESP decoding). The protocol: ipc.h.
  *
  * Threads of one instance: its instance thread (initialize, execute,
- * finalize) and its reader thread (every message from the stub, BLS
- * answers, restarts). Lock order: py_instance_t.mu, then .wmu; py_chan_t.mu
- * and py_down_t.mu are leaves.
+ * finalize; it reads the socket itself while an EXECUTE runs) and its
+ * reader thread (every other message from the stub, BLS answers,
+ * restarts). Lock order: ifd__py_instance_t.rmu, then .mu, then .wmu;
+ * ifd__py_chan_t.mu and ifd__py_down_t.mu are leaves.
  */
 #ifndef IFD_PY_INTERNAL_H
 #define IFD_PY_INTERNAL_H

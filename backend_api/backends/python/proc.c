@@ -2,17 +2,25 @@
  * backend_api/backends/python/proc.c - a stub's life: spawn, the reader
  * thread, restart, and the calls of the instance thread.
  *
- * The instance thread sends INIT (through launch()), EXECUTE and FINALIZE
- * and waits on the condition variable for its answer. The reader thread
- * owns reading the socket: it hands answers to the waiter and serves every
- * other message (RESPONSE, BLS_INFER, LOG, CANCEL_QUERY, METRIC, FREE) at
- * once; it also writes BLS answers that the server's loop queued on the
- * channel (the loop never blocks on a stub). Writes go under wmu.
+ * The instance thread sends INIT (through launch()), EXECUTE and FINALIZE.
+ * One thread at a time reads the socket: the holder of rmu, which
+ * dispatches every message (answers to the waiting call; RESPONSE,
+ * BLS_INFER, LOG, CANCEL_QUERY, METRIC, FREE served at once). Mostly that
+ * is the reader thread, through its epoll set. During an EXECUTE the
+ * instance thread takes the socket out of that set (epoll_ctl: no wake-up)
+ * and reads it itself until the answer, so a result costs no hop between
+ * threads, and BLS calls made by the execute go out on the instance thread
+ * with its call chain (the server's BLS deadlock rule). The reader thread
+ * also writes the BLS answers the server's loop queued on the channel (the
+ * loop never blocks on a stub); it never waits for rmu, so those flow
+ * while an execute reads. Writes go under wmu. Neither reader waits on a
+ * write of the stub's side, as ipc.h requires.
  *
  * A stub that dies (EOF): every open request fails with "stub process for
  * model 'm' instance 'i' exited unexpectedly (...); it is restarted", the
  * instance is marked not ready, its DOWN blocks and metrics go, and the
- * reader starts a new stub at once (INIT again); the instance is ready
+ * thread that read the EOF starts a new stub at once (INIT again, whose
+ * answer the reader thread reads); the instance is ready
  * again on INIT_OK. Execute waits for the restart meanwhile. A stub that
  * dies during INIT, or whose INIT fails, is not restarted in a loop: the
  * instance is FAILED and the next execute tries once more, failing its
