@@ -222,10 +222,13 @@ class Tensor:
 
     def to_dlpack(self):
         """A DLPack capsule over this tensor's memory (no copy)."""
-        if self._array.dtype == np.object_:
+        a = self._array
+        if a.dtype == np.object_:
             raise TritonModelException(
                 "DLPack does not support data type BYTES")
-        return self._array.__dlpack__()
+        if not a.flags.writeable:
+            a = a.copy()  # numpy exports writable arrays only
+        return a.__dlpack__()
 
     @staticmethod
     def from_dlpack(name, capsule):

@@ -22,12 +22,14 @@
  *     grows UP) and returns a writable memoryview of its first n bytes,
  *     where execute's outputs are written once.
  * Everything here runs with the GIL held; the GIL guards the FREE queue.
- * Exit status 0 on a clean end, 1 otherwise.
+ * SIGINT is ignored (the server ends its stubs). Exit status 0 on a clean
+ * end, 1 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -231,6 +233,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s BACKEND_DIR [MODEL INSTANCE]\n", argv[0]);
     return 2;
   }
+  /* Ctrl-C in a terminal reaches the whole process group: the server
+   * handles it and ends its stubs in order (FINALIZE, or EOF). */
+  signal(SIGINT, SIG_IGN);
   int e = stub_map();
   if (e < 0) {
     fprintf(stderr, "triton_python_backend_stub: mapping the segments: %s\n",
