@@ -1552,5 +1552,11 @@ class _Stub:
 def _stub_main():
     global _STUB
     import _inferd_stub
+    # A model's print() shows up when printed, as in a terminal.
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.reconfigure(line_buffering=True)
+        except (AttributeError, ValueError):
+            pass
     _STUB = _Stub(_inferd_stub)
     _STUB.run()
