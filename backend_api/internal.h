@@ -219,6 +219,7 @@ struct TRITONBACKEND_ModelInstance {
   atomic_uint_fast64_t done_jobs, done_reqs;
   ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
   uint32_t n_reports, cap_reports;
+  atomic_int not_ready; /* any thread: INFERD_ModelInstanceSetReady(false) */
 };
 
 /** Acquires (opening and initializing on first use) the backend library at

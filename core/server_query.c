@@ -53,7 +53,9 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version) {
   ifd_model_t *m;
   if (s->shutting_down) return 0;
-  return ifd_server_find_model(s, name, name_len, version, &m, NULL) == 0;
+  if (ifd_server_find_model(s, name, name_len, version, &m, NULL) != 0)
+    return 0;
+  return atomic_load_explicit(&m->unready_instances, memory_order_relaxed) == 0;
 }
 
 /* The extensions inferd serves, in tritonserver's order. Not listed until

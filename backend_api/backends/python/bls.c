@@ -13,7 +13,9 @@
  * that died meanwhile (another generation) are dropped. A call holds a
  * reference on the channel, so it may outlive its instance.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <jansson.h>
 #include <stdatomic.h>

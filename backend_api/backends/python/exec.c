@@ -12,7 +12,9 @@
  * mu) answers and releases it, so each request ends exactly once; a
  * non-FINAL RESPONSE is sent under mu, so it always precedes the FINAL one.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <stdio.h>
@@ -584,6 +586,10 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
   char *payload = NULL;
   if (ifd__py_call_wait(in, id, &h, &payload) != 0) goto out;
   uint64_t t_done = ifd__py_now_ns();
+  /* One execution of `kept` requests (the model's execute returned). */
+  ifd__py_log_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+                        in->instance, kept, start, start, t_done, t_done),
+                    "cannot report batch statistics");
   if (h.type == IFD_PY_MSG_RESULT) {
     on_result(in, id, payload, h.length, rids, kept, t_done);
   } else if (h.type == IFD_PY_MSG_EXECUTE_DONE) {

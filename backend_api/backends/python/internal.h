@@ -179,6 +179,14 @@ typedef struct ifd__py_open {
   uint64_t t_start, t_done;               /* t_done: EXECUTE answered */
 } ifd__py_open_t;
 
+/* A BLS_INFER handed from the reader to the instance thread. */
+typedef struct ifd__py_bls_req {
+  struct ifd__py_bls_req *next;
+  uint32_t id, gen;
+  char *payload; /* owned */
+  size_t len;
+} ifd__py_bls_req_t;
+
 /* A metric or family the stub created (METRIC). */
 typedef struct ifd__py_handle {
   uint64_t h;
@@ -222,8 +230,13 @@ typedef struct ifd__py_instance {
   uint32_t wait_id;   /* the answer the instance thread waits for */
   bool wait_done, wait_died;
   ifd_py_hdr_t wait_hdr;
-  char *wait_payload;   /* owned by the waiter once wait_done */
-  ifd__py_open_t *open; /* owned array */
+  char *wait_payload; /* owned by the waiter once wait_done */
+  /* While the instance thread waits for an EXECUTE's answer, BLS calls go
+   * out from it (exec_wait), so they carry the execute's call chain and
+   * the server's BLS deadlock rule sees them; else the reader sends them. */
+  bool exec_wait;
+  ifd__py_bls_req_t *bls_head, *bls_tail; /* owned */
+  ifd__py_open_t *open;                   /* owned array */
   size_t n_open, cap_open;
   uint32_t next_rid;
 

@@ -8,7 +8,9 @@
  * handles from a table kept here (never pointers it could forge); when the
  * stub dies or ends, whatever it created is deleted, metrics first.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <jansson.h>
 #include <stdio.h>

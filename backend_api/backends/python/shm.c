@@ -10,7 +10,9 @@
  * the stub can write. Used by the instance thread (alloc) and the reader
  * (free), hence the mutex.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,9 @@
  * payload cursors of the Python backend's protocol (ipc.h), and its small
  * logging and error helpers.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <errno.h>
 #include <stdarg.h>
