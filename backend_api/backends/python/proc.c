@@ -596,15 +596,12 @@ int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
 
 int ifd__py_up_check(ifd__py_instance_t *in, uint64_t end) {
   struct stat sb;
-  int rc = 0;
+  /* No lock: a non-FINAL RESPONSE is read under mu. UP only grows. */
   if (end > IFD_PY_SEG_MAX) return -1;
-  pthread_mutex_lock(&in->mu);
-  if (end > in->up_known) {
-    if (fstat(in->up_fd, &sb) == 0) in->up_known = (uint64_t)sb.st_size;
-    if (end > in->up_known) rc = -1;
-  }
-  pthread_mutex_unlock(&in->mu);
-  return rc;
+  if (end <= atomic_load(&in->up_known)) return 0;
+  if (fstat(in->up_fd, &sb) != 0) return -1;
+  atomic_store(&in->up_known, (uint64_t)sb.st_size);
+  return end <= (uint64_t)sb.st_size ? 0 : -1;
 }
 
 /* ---- start and stop ---------------------------------------------------------
@@ -653,6 +650,7 @@ TRITONSERVER_Error *ifd__py_instance_start(ifd__py_instance_t *in) {
     return ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "pthread_create: %s",
                           strerror(rc));
   in->reader_started = true;
+  pthread_setname_np(in->reader, "py-reader"); /* for ps and perf */
   pthread_mutex_lock(&in->mu);
   in->init_id = ++in->next_id;
   uint32_t id = in->init_id;
