@@ -82,7 +82,8 @@ TEST_BACKENDS := $(filter-out common cuda_add,$(notdir $(wildcard test/models/ba
 BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
 # The Python backend's stub and module sit beside libtriton_python.so.
 PY_STUB := $(BUILD)/backends/python/triton_python_backend_stub
-PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py
+PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py \
+  $(BUILD)/backends/python/_pb_stub.py
 BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 
@@ -207,7 +208,7 @@ $(PY_STUB): $(PY_DIR)/stub/stub.c $(PY_DIR)/ipc.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(OPT) $(shell pkg-config --cflags python3-embed) \
 	  -o $@ $< -pthread $(shell pkg-config --libs python3-embed)
-$(PY_UTILS): $(PY_DIR)/triton_python_backend_utils.py
+$(PY_UTILS): $(BUILD)/backends/python/%.py: $(PY_DIR)/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
