@@ -41,6 +41,9 @@
  *                       one allocation in DOWN (every input of the request
  *                       lies inside it; absolute offsets); the stub frees it
  *                       with FREE when nothing in Python uses it any more.
+ *                       A block of size 0 (every input empty) is no
+ *                       allocation: the stub never FREEs it (its offset may
+ *                       be anything).
  *                       -> RESULT (execute returned a list), EXECUTE_DONE
  *                       (execute returned None: responses come or came as
  *                       RESPONSE), or ERROR (execute raised or returned a
@@ -73,7 +76,10 @@
  *                       (0: none), parameters: {k: str|int|bool|float},
  *                       decoupled: bool, inputs: [{name, dtype, shape}]},
  *                       then per input: u64 size + pad to 8 + its bytes, in
- *                       input order. -> BLS_RESPONSE x n (ids = b).
+ *                       input order (the u64 right after the previous bytes,
+ *                       unaligned; the pad is to a multiple of 8 from the
+ *                       start of the payload, as in RESP). -> BLS_RESPONSE x
+ *                       n (ids = b).
  *  LOG            id=0  u32 level (TRITONSERVER_LogLevel), u32 line, str
  *                       file, str message. No answer.
  *  CANCEL_QUERY   id=q  u32 rid -> CANCEL_ANSWER (0 for an unknown rid).
@@ -91,7 +97,8 @@
  *                       `block` offsets of EXECUTE) the stub no longer uses.
  *
  * RESP (one response):
- *   u32 has_response (0: none, nothing follows; RESPONSE/BLS_RESPONSE only)
+ *   u32 has_response (0: none, nothing follows; RESPONSE/BLS_RESPONSE only;
+ *                     RESULT's RESPs carry it too, always 1)
  *   u32 is_error
  *   is_error: u32 code (TRITONSERVER_Error_Code), str message
  *   else:     u32 n_outputs; per output: str name, str dtype, u32 ndims,

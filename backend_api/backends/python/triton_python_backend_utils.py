@@ -2,25 +2,36 @@
 #
 # What `import triton_python_backend_utils as pb_utils` finds inside a model
 # of inferd's Python backend: Triton's documented model.py API (Tensor,
-# InferenceRequest, InferenceResponse, TritonError, ...) and the stub's main
-# loop (_stub_main), which talks to libtriton_python.so over the socket and
-# the shared-memory segment described in ipc.h. Inputs are numpy arrays over
-# the segment (no copy); outputs are written into it after execute.
-# Not in this slice: decoupled models, BLS, Logger, MetricFamily,
-# auto_complete_config.
+# InferenceRequest with BLS exec/async_exec, InferenceResponse, the response
+# sender of decoupled models, Logger, MetricFamily/Metric, ModelConfig for
+# auto_complete_config, TritonError, ...) and the stub's side of protocol v2
+# (ipc.h), _stub_main():
+#   - a reader thread owns the socket's reading and dispatches every message:
+#     INIT/EXECUTE/FINALIZE/AUTO_COMPLETE go to the main thread, which runs
+#     an asyncio loop (execute runs there, like Triton's one execute thread;
+#     an `async def execute` is a task on it); BLS_RESPONSE, CANCEL_ANSWER
+#     and METRIC_ANSWER complete the call that waits for them;
+#   - any thread sends, under one lock (a response sender's thread, Logger,
+#     a BLS call); the queued FREEs of DOWN blocks go first in the same write;
+#   - inputs are numpy arrays over the request's DOWN block (_inferd_stub.
+#     DownBlock: no copy; the block is freed when nothing uses it), execute's
+#     outputs are written once into UP; RESPONSE and BLS tensors travel inline.
+# Not here: GPU tensors (everything is CPU), BLS tracing, request rescheduling.
 
+import asyncio
 import importlib.util
 import json
-import mmap
 import os
+import queue
 import socket
 import struct
 import sys
+import threading
 import traceback
 
 import numpy as np
 
-# Message types; they match backend_api/backends/python/ipc.h.
+# Message types and flags; they match backend_api/backends/python/ipc.h.
 MSG_INIT = 1
 MSG_INIT_OK = 2
 MSG_ERROR = 3
@@ -28,7 +39,28 @@ MSG_EXECUTE = 4
 MSG_RESULT = 5
 MSG_FINALIZE = 6
 MSG_FINALIZE_OK = 7
+MSG_EXECUTE_DONE = 8
+MSG_RESPONSE = 9
+MSG_BLS_INFER = 10
+MSG_BLS_RESPONSE = 11
+MSG_LOG = 12
+MSG_CANCEL_QUERY = 13
+MSG_CANCEL_ANSWER = 14
+MSG_METRIC = 15
+MSG_METRIC_ANSWER = 16
+MSG_FREE = 17
+MSG_AUTO_COMPLETE = 18
+MSG_AUTO_COMPLETE_OK = 19
+_FLAG_FINAL = 1
 _HDR = struct.Struct("<IIQ")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
 
 _TRITON_TO_NP = {
     "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16,
@@ -37,6 +69,14 @@ _TRITON_TO_NP = {
     "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
     "BYTES": np.object_,
 }
+# Triton's numeric data type codes (TRITONSERVER_DataType), for
+# triton_to_numpy_type / numpy_to_triton_type.
+_CODES = ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8",
+          "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES"]
+
+TRITON_STRING_TO_NUMPY = dict(_TRITON_TO_NP)
+TRITON_STRING_TO_NUMPY.update({"TYPE_" + k: v for k, v in _TRITON_TO_NP.items()})
+TRITON_STRING_TO_NUMPY["TYPE_STRING"] = np.object_
 
 
 def triton_string_to_numpy(triton_type_string):
@@ -47,6 +87,23 @@ def triton_string_to_numpy(triton_type_string):
     if s == "STRING":
         s = "BYTES"
     return _TRITON_TO_NP[s]
+
+
+def triton_to_numpy_type(data_type):
+    """Numpy type of a Triton data type code (1 BOOL ... 13 BYTES)."""
+    if 1 <= data_type < len(_CODES):
+        return _TRITON_TO_NP[_CODES[data_type]]
+    return None
+
+
+def numpy_to_triton_type(data_type):
+    """Triton data type code of a numpy type, or None."""
+    if data_type == np.object_ or data_type == np.bytes_:
+        return 13
+    for i in range(1, 13):
+        if np.dtype(_TRITON_TO_NP[_CODES[i]]) == np.dtype(data_type):
+            return i
+    return None
 
 
 def _numpy_to_triton(arr):
@@ -67,7 +124,7 @@ def serialize_byte_tensor(arr):
             item = item.encode("utf-8")
         elif not isinstance(item, (bytes, bytearray)):
             item = str(item).encode("utf-8")
-        parts.append(struct.pack("<I", len(item)))
+        parts.append(_U32.pack(len(item)))
         parts.append(bytes(item))
     return b"".join(parts)
 
@@ -77,7 +134,7 @@ def deserialize_bytes_tensor(buf):
     mv = memoryview(buf)
     off = 0
     while off + 4 <= len(mv):
-        (n,) = struct.unpack_from("<I", mv, off)
+        (n,) = _U32.unpack_from(mv, off)
         off += 4
         out.append(bytes(mv[off:off + n]))
         off += n
@@ -116,11 +173,30 @@ class TritonModelException(Exception):
         return self._msg
 
 
+class _Capsule:
+    """Lets np.from_dlpack take a bare DLPack capsule (CPU memory)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, stream=None):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+
 class Tensor:
-    def __init__(self, name, array):
+    def __init__(self, name, array, triton_dtype=None):
         if not isinstance(array, np.ndarray):
             raise TritonModelException(
                 "Tensor data must be a numpy array, got " + type(array).__name__)
+        if triton_dtype is not None:
+            want = triton_string_to_numpy(triton_dtype) \
+                if isinstance(triton_dtype, str) \
+                else triton_to_numpy_type(triton_dtype)
+            if want is not None and array.dtype != want:
+                array = array.view(want)
         self._name = name
         self._array = array
 
@@ -139,18 +215,218 @@ class Tensor:
     def triton_dtype(self):
         return _numpy_to_triton(self._array)
 
+    def to_dlpack(self):
+        """A DLPack capsule over this tensor's memory (no copy)."""
+        if self._array.dtype == np.object_:
+            raise TritonModelException(
+                "DLPack does not support data type BYTES")
+        return self._array.__dlpack__()
+
+    @staticmethod
+    def from_dlpack(name, capsule):
+        """A Tensor over the memory of a DLPack capsule or of any object
+        with __dlpack__ (CPU memory only; no copy)."""
+        obj = capsule if hasattr(capsule, "__dlpack__") else _Capsule(capsule)
+        try:
+            arr = np.from_dlpack(obj)
+        except (RuntimeError, TypeError, BufferError) as e:
+            raise TritonModelException(
+                "Tensor.from_dlpack: " + str(e)) from None
+        return Tensor(name, arr)
+
+
+class InferenceResponse:
+    def __init__(self, output_tensors=None, error=None, parameters=None):
+        self._outputs = list(output_tensors) if output_tensors else []
+        if error is not None and not isinstance(error, TritonError):
+            error = TritonError(str(error))
+        self._error = error
+        self._parameters = parameters if isinstance(parameters, str) \
+            else json.dumps(parameters or {})
+
+    def output_tensors(self):
+        return self._outputs
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+    def parameters(self):
+        return self._parameters
+
+
+class InferenceResponseSender:
+    """Sends the responses of one request (request.get_response_sender());
+    Triton's rules: after a FINAL nothing more; a non-decoupled model sends
+    exactly one response and a FINAL (and its execute returns None)."""
+
+    def __init__(self, rid, decoupled):
+        self._rid = rid
+        self._decoupled = decoupled
+        self._lock = threading.Lock()
+        self._closed = False
+        self._sent = 0
+        self._held = None  # non-decoupled: the response waiting for FINAL
+
+    def send(self, response=None, flags=0):
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException(
+                "Unable to send response. Expected an InferenceResponse "
+                "object, got '" + type(response).__name__ + "'.")
+        with self._lock:
+            if not self._decoupled:
+                if response is not None and self._sent > 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot "
+                        "send more than one response.")
+                if response is None and flags == _FLAG_FINAL \
+                        and self._sent == 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot "
+                        "send complete final before sending a response.")
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed.")
+            if flags != _FLAG_FINAL and flags != 0:
+                raise TritonModelException(
+                    "Unable to send response. Unsupported flag provided.")
+            if flags == 0 and response is None:
+                raise TritonModelException(
+                    "Inference Response object must be provided when the "
+                    "response flags is set to zero.")
+            if flags == _FLAG_FINAL:
+                self._closed = True
+            if response is not None:
+                self._sent += 1
+            if not self._decoupled and flags == 0:
+                # One response per request: it goes with the FINAL.
+                self._held = response
+                return
+            if response is None:
+                response, self._held = self._held, None
+            _STUB.send_response(self._rid, flags, response)
+
+    def is_cancelled(self):
+        return _STUB.cancelled(self._rid)
+
+    def _used(self):
+        return self._sent > 0 or self._closed
+
+    def _close(self):
+        with self._lock:
+            self._closed = True
+
+
+class _ResponseIterator:
+    """The responses of a decoupled BLS call, as they arrive."""
+
+    def __init__(self, call):
+        self._call = call
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self._call.q.get()
+        if item is None:
+            self._call.q.put(None)  # stays ended
+            raise StopIteration
+        return item
+
+    def cancel(self):
+        pass
+
+
+class _BlsCall:
+    def __init__(self, decoupled, loop=None):
+        self.decoupled = decoupled
+        self.q = queue.SimpleQueue()  # InferenceResponse..., then None
+        self.loop = loop              # async_exec: completes self.fut
+        self.fut = loop.create_future() if loop is not None else None
+        self.got = []
+
+    def deliver(self, resp, final):
+        if resp is not None:
+            if self.fut is not None:
+                self.got.append(resp)
+            else:
+                self.q.put(resp)
+        if final:
+            if self.fut is not None:
+                self.loop.call_soon_threadsafe(self._complete)
+            else:
+                self.q.put(None)
+
+    def _complete(self):
+        if self.fut.done():
+            return
+        if self.decoupled:
+            for r in self.got:
+                self.q.put(r)
+            self.q.put(None)
+            self.fut.set_result(_ResponseIterator(self))
+        else:
+            self.fut.set_result(_one_response(self.got))
+
+
+def _one_response(got):
+    for r in got:
+        return r
+    return InferenceResponse(error=TritonError(
+        "BLS request got no response", TritonError.INTERNAL))
+
 
 class InferenceRequest:
-    """A request given to execute (BLS exec is not in this slice)."""
+    """A request given to execute, or a BLS request the model builds:
+    InferenceRequest(model_name=, inputs=, requested_output_names=, ...)
+    then exec() / exec(decoupled=True) / await async_exec()."""
 
-    def __init__(self, inputs, request_id="", correlation_id=0,
-                 requested_output_names=(), parameters="{}"):
-        self._inputs = list(inputs)
+    def __init__(self, model_name=None, inputs=None,
+                 requested_output_names=None, request_id="",
+                 correlation_id=0, model_version=-1, flags=0, timeout=0,
+                 preferred_memory=None, trace=None, parameters=None):
+        self._model_name = model_name
+        self._inputs = list(inputs) if inputs else []
+        self._outputs = list(requested_output_names or [])
         self._request_id = request_id
         self._correlation_id = correlation_id
-        self._outputs = list(requested_output_names)
-        self._parameters = parameters if isinstance(parameters, str) \
-            else json.dumps(parameters)
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        if parameters is None:
+            parameters = {}
+        if isinstance(parameters, str):
+            self._params = json.loads(parameters)
+        elif isinstance(parameters, dict):
+            self._params = parameters
+        else:
+            raise TritonModelException(
+                "InferenceRequest parameters must be a dict or a JSON string")
+        for k, v in self._params.items():
+            if not isinstance(k, str) or \
+                    not isinstance(v, (str, int, bool, float)):
+                raise TritonModelException(
+                    "Expected keys of type str and values of type str, int, "
+                    "bool or float in the request parameters")
+        self._rid = None     # a request given to execute: its rid
+        self._block = None   # and its DOWN block (kept alive by the request)
+        self._sender = None
+
+    @classmethod
+    def _from_execute(cls, r, block, inputs, decoupled):
+        req = cls(inputs=inputs, requested_output_names=r.get("outputs", []),
+                  request_id=r.get("id", ""),
+                  correlation_id=r.get("correlation_id", 0),
+                  flags=r.get("flags", 0),
+                  parameters=r.get("parameters", {}))
+        req._model_name = _STUB.model_name
+        req._model_version = _STUB.model_version
+        req._rid = r["rid"]
+        req._block = block
+        req._sender = InferenceResponseSender(r["rid"], decoupled)
+        return req
 
     def inputs(self):
         return self._inputs
@@ -161,37 +437,60 @@ class InferenceRequest:
     def correlation_id(self):
         return self._correlation_id
 
+    def flags(self):
+        return self._flags
+
+    def model_name(self):
+        return self._model_name
+
+    def model_version(self):
+        return self._model_version
+
+    def timeout(self):
+        return self._timeout
+
     def requested_output_names(self):
         return self._outputs
 
     def parameters(self):
-        return self._parameters
+        return json.dumps(self._params)
+
+    def set_release_flags(self, flags):
+        if flags != TRITONSERVER_REQUEST_RELEASE_ALL:
+            raise TritonModelException(
+                "Request rescheduling is not supported by inferd")
 
     def is_cancelled(self):
-        return False
+        if self._rid is None:
+            return False
+        return _STUB.cancelled(self._rid)
 
-    def exec(self, *args, **kwargs):
-        raise TritonModelException(
-            "BLS (InferenceRequest.exec) is not supported by inferd yet")
+    def get_response_sender(self):
+        if self._sender is None:
+            raise TritonModelException(
+                "Only a request given to execute has a response sender")
+        return self._sender
 
-    async_exec = exec
+    def exec(self, decoupled=False):
+        """Runs this request on model_name; blocks. Returns its
+        InferenceResponse, or with decoupled=True an iterator of them."""
+        call = _BlsCall(decoupled)
+        _STUB.bls_infer(self, call)
+        if decoupled:
+            return _ResponseIterator(call)
+        got = []
+        while True:
+            r = call.q.get()
+            if r is None:
+                return _one_response(got)
+            got.append(r)
 
-
-class InferenceResponse:
-    def __init__(self, output_tensors=None, error=None):
-        self._outputs = list(output_tensors) if output_tensors else []
-        if error is not None and not isinstance(error, TritonError):
-            error = TritonError(str(error))
-        self._error = error
-
-    def output_tensors(self):
-        return self._outputs
-
-    def has_error(self):
-        return self._error is not None
-
-    def error(self):
-        return self._error
+    def async_exec(self, decoupled=False):
+        """Like exec, as an awaitable (use it in an `async def execute`)."""
+        loop = asyncio.get_event_loop()
+        call = _BlsCall(decoupled, loop)
+        _STUB.bls_infer(self, call)
+        return call.fut
 
 
 def get_input_tensor_by_name(request, name):
@@ -222,169 +521,383 @@ def get_output_config_by_name(model_config, name):
     return None
 
 
+def get_model_dir():
+    """The folder of the model's current version (where model.py is)."""
+    return _STUB.model_dir if _STUB is not None else ""
+
+
+# ---- Logger -------------------------------------------------------------------
+
+class LogLevel:
+    """TRITONSERVER_LogLevel values."""
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    VERBOSE = 3
+
+
+class Logger:
+    """Messages into the server's log, with the model file's name and line."""
+
+    @staticmethod
+    def log(message, level=LogLevel.INFO):
+        _log(level, message, 2)
+
+    @staticmethod
+    def log_info(message):
+        _log(LogLevel.INFO, message, 2)
+
+    @staticmethod
+    def log_warn(message):
+        _log(LogLevel.WARNING, message, 2)
+
+    @staticmethod
+    def log_error(message):
+        _log(LogLevel.ERROR, message, 2)
+
+    @staticmethod
+    def log_verbose(message):
+        _log(LogLevel.VERBOSE, message, 2)
+
+
+def _log(level, message, depth):
+    try:
+        f = sys._getframe(depth)
+        filename, line = f.f_code.co_filename, f.f_lineno
+    except ValueError:
+        filename, line = "", 0
+    msg = str(message)
+    if _STUB is None:
+        print(msg, file=sys.stderr)
+        return
+    fb = filename.encode("utf-8", "replace")
+    mb = msg.encode("utf-8", "replace")
+    _STUB.send(MSG_LOG, 0, [struct.pack("<III", int(level), line, len(fb)), fb,
+                            _U32.pack(len(mb)), mb])
+
+
+# ---- metrics ------------------------------------------------------------------
+
+class MetricFamily:
+    """A metric family of the server's /metrics (Triton's custom metrics)."""
+    COUNTER = 0
+    GAUGE = 1
+    HISTOGRAM = 2
+
+    def __init__(self, name, description, kind):
+        if kind not in (self.COUNTER, self.GAUGE, self.HISTOGRAM):
+            raise TritonModelException(
+                "MetricFamily kind must be COUNTER, GAUGE or HISTOGRAM")
+        self._name = name
+        self._kind = kind
+        self._handle = None
+        self._handle = _STUB.metric({
+            "op": "family_new", "name": name, "description": description,
+            "kind": kind})["handle"]
+
+    def Metric(self, labels=None, buckets=None):
+        return Metric(self, labels, buckets)
+
+    def __del__(self):
+        if self._handle is not None and _STUB is not None:
+            _STUB.metric_nowait({"op": "family_delete", "handle": self._handle})
+
+
+class Metric:
+    """One labelled metric of a MetricFamily."""
+
+    def __init__(self, family, labels=None, buckets=None):
+        self._handle = None
+        labels = labels or {}
+        for k, v in labels.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TritonModelException(
+                    "Metric labels must map strings to strings")
+        if family._kind == MetricFamily.HISTOGRAM:
+            if buckets is None:
+                raise TritonModelException(
+                    "Missing required buckets for histogram metric")
+            req = {"op": "metric_new", "family": family._handle,
+                   "labels": labels, "buckets": [float(b) for b in buckets]}
+        else:
+            if buckets is not None:
+                raise TritonModelException(
+                    "Unexpected buckets for a metric that is not a histogram")
+            req = {"op": "metric_new", "family": family._handle,
+                   "labels": labels}
+        self._family = family  # the family outlives its metrics
+        self._kind = family._kind
+        self._handle = _STUB.metric(req)["handle"]
+
+    def increment(self, value):
+        _STUB.metric({"op": "increment", "handle": self._handle,
+                      "value": float(value)})
+
+    def set(self, value):
+        _STUB.metric({"op": "set", "handle": self._handle,
+                      "value": float(value)})
+
+    def observe(self, value):
+        _STUB.metric({"op": "observe", "handle": self._handle,
+                      "value": float(value)})
+
+    def value(self):
+        return _STUB.metric({"op": "value", "handle": self._handle})["value"]
+
+    def __del__(self):
+        if self._handle is not None and _STUB is not None:
+            _STUB.metric_nowait({"op": "metric_delete", "handle": self._handle})
+
+
+# ---- ModelConfig (auto_complete_config) ---------------------------------------
+
+class ModelConfig:
+    """The model's configuration as auto_complete_config sees and edits it
+    (Triton's methods and validation messages)."""
+
+    def __init__(self, model_config):
+        if isinstance(model_config, str):
+            model_config = json.loads(model_config)
+        self._model_config = model_config
+        self._model_config.setdefault("max_batch_size", 0)
+        self._model_config.setdefault("input", [])
+        self._model_config.setdefault("output", [])
+
+    def as_dict(self):
+        return self._model_config
+
+    def _name(self):
+        return self._model_config.get("name", "")
+
+    def set_max_batch_size(self, max_batch_size):
+        current = self._model_config["max_batch_size"]
+        if current > max_batch_size:
+            raise ValueError(
+                "configuration specified max_batch_size " + str(current)
+                + ", but in auto-complete-config function for model '"
+                + self._name() + "' specified max_batch_size "
+                + str(max_batch_size))
+        self._model_config["max_batch_size"] = max_batch_size
+
+    def set_dynamic_batching(self):
+        for other in ("sequence_batching", "ensemble_scheduling"):
+            if other in self._model_config:
+                raise ValueError(
+                    "Configuration specified scheduling_choice as '" + other
+                    + "', but auto-complete-config function for model '"
+                    + self._name()
+                    + "' tries to set scheduling_choice as 'dynamic_batching'")
+        self._model_config.setdefault("dynamic_batching", {})
+
+    def _add_tensor(self, kind, t, valid):
+        if not isinstance(t, dict):
+            raise ValueError(kind + " in auto-complete-config function for "
+                             "model '" + self._name() + "' must be a dict.")
+        for p in t:
+            if p not in valid:
+                raise ValueError(
+                    kind + " '" + str(t.get("name")) + "' in auto-complete-"
+                    "config function for model '" + self._name()
+                    + "' contains property other than "
+                    + ", ".join("'" + v + "'" for v in valid[:-1])
+                    + " and '" + valid[-1] + "'.")
+        if "name" not in t:
+            raise ValueError(
+                kind + " in auto-complete-config function for model '"
+                + self._name() + "' is missing 'name' property.")
+        for p in ("data_type", "dims"):
+            if p not in t:
+                raise ValueError(
+                    kind + " '" + t["name"] + "' in auto-complete-config "
+                    "function for model '" + self._name() + "' is missing '"
+                    + p + "' property.")
+        for cur in self._model_config[kind]:
+            if cur.get("name") != t["name"]:
+                continue
+            cur_type = cur.get("data_type", "TYPE_INVALID")
+            if cur_type != "TYPE_INVALID" and cur_type != t["data_type"]:
+                raise ValueError(
+                    "unable to load model '" + self._name()
+                    + "', configuration expects datatype " + cur_type
+                    + " for " + kind + " '" + t["name"] + "', model provides "
+                    + t["data_type"])
+            if cur.get("dims") and list(cur["dims"]) != list(t["dims"]):
+                raise ValueError(
+                    "model '" + self._name() + "', tensor '" + t["name"]
+                    + "': the model expects dims " + str(t["dims"])
+                    + " but the model configuration specifies dims "
+                    + str(cur["dims"]))
+            if "optional" in cur and "optional" in t \
+                    and cur["optional"] != t["optional"]:
+                raise ValueError(
+                    "model '" + self._name() + "', tensor '" + t["name"]
+                    + "': the model expects optional " + str(t["optional"])
+                    + " but the model configuration specifies optional "
+                    + str(cur["optional"]))
+            cur.update(t)
+            return
+        self._model_config[kind].append(dict(t))
+
+    def add_input(self, input):
+        self._add_tensor("input", input,
+                         ["name", "data_type", "dims", "optional"])
+
+    def add_output(self, output):
+        self._add_tensor("output", output, ["name", "data_type", "dims"])
+
+    def set_model_transaction_policy(self, transaction_policy_dict):
+        for p in transaction_policy_dict:
+            if p != "decoupled":
+                raise ValueError(
+                    "model transaction property in auto-complete-config "
+                    "function for model '" + self._name()
+                    + "' contains property other than 'decoupled'.")
+        policy = self._model_config.setdefault("model_transaction_policy", {})
+        if "decoupled" in transaction_policy_dict:
+            want = transaction_policy_dict["decoupled"]
+            if "decoupled" in policy and policy["decoupled"] != want:
+                raise ValueError(
+                    "trying to change decoupled property in auto-complete-"
+                    "config for model '" + self._name()
+                    + "', which is already set to '" + str(policy["decoupled"])
+                    + "'.")
+            policy["decoupled"] = want
+
+    def add_model_warmup(self, model_warmup):
+        if not isinstance(model_warmup, dict) or "name" not in model_warmup:
+            raise ValueError(
+                "model warmup in auto-complete-config function for model '"
+                + self._name() + "' must be a dict with a 'name' property.")
+        warmups = self._model_config.setdefault("model_warmup", [])
+        for w in warmups:
+            if w.get("name") == model_warmup["name"]:
+                raise ValueError(
+                    "model warmup '" + model_warmup["name"] + "' in auto-"
+                    "complete-config function for model '" + self._name()
+                    + "' is already set.")
+        warmups.append(dict(model_warmup))
+
+
 # ---- the stub's side of the protocol ------------------------------------------
 
-class _Stub:
-    def __init__(self, sock_fd, shm_fd):
-        self.sock = socket.socket(fileno=sock_fd)
-        self.shm_fd = shm_fd
-        self.model = None
-        self.instance_name = ""
+_STUB = None  # the _Stub of this process, once _stub_main runs
 
-    def _recv_exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return bytes(buf)
 
-    def recv(self):
-        typ, mid, length = _HDR.unpack(self._recv_exact(_HDR.size))
-        return typ, mid, self._recv_exact(length)
+class _Writer:
+    """A message payload as a list of buffers, with its length so far (the
+    padding of ipc.h counts from the payload's start)."""
 
-    def send(self, typ, mid, payload):
-        self.sock.sendall(_HDR.pack(typ, mid, len(payload)) + payload)
+    def __init__(self):
+        self.parts = []
+        self.pos = 0
 
-    def send_error(self, mid, message, tb=""):
-        m = message.encode("utf-8", "replace")
-        t = tb.encode("utf-8", "replace")
-        self.send(MSG_ERROR, mid, struct.pack("<I", len(m)) + m + t)
+    def add(self, b):
+        if len(b):
+            self.parts.append(b)
+            self.pos += len(b)
 
-    def initialize(self, mid, payload):
-        args = json.loads(payload.decode("utf-8"))
-        config = json.loads(args["model_config"])
-        self.instance_name = args.get("model_instance_name", "")
-        filename = config.get("default_model_filename") or "model.py"
-        vdir = os.path.join(args["model_repository"], args["model_version"])
-        path = os.path.join(vdir, filename)
-        try:
-            if not os.path.exists(path):
-                raise TritonModelException(
-                    "Failed to load the model file '" + path + "'")
-            sys.path.insert(0, vdir)
-            spec = importlib.util.spec_from_file_location("model", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["model"] = module
-            spec.loader.exec_module(module)
-            self.model = module.TritonPythonModel()
-            if hasattr(self.model, "initialize"):
-                self.model.initialize(args)
-        except Exception as e:  # noqa: BLE001 - any user error fails the load
-            self.send_error(mid, _exc_text(e), traceback.format_exc())
-            return
-        self.send(MSG_INIT_OK, mid, b"")
+    def u32(self, v):
+        self.add(_U32.pack(v))
 
-    def execute(self, mid, payload):
-        msg = json.loads(payload.decode("utf-8"))
-        in_size = msg["in_size"]
-        mm = mmap.mmap(self.shm_fd, in_size) if in_size > 0 else None
-        requests = []
-        for r in msg["requests"]:
-            inputs = []
-            for i in r["inputs"]:
-                shape = tuple(i["shape"])
-                off, size = i["offset"], i["size"]
-                if size == 0 or mm is None:
-                    # Empty tensor (the segment may not even be mapped).
-                    arr = np.empty(shape, dtype=triton_string_to_numpy(i["dtype"]))
-                    if i["dtype"] == "BYTES":
-                        arr.fill(b"")
-                elif i["dtype"] == "BYTES":
-                    arr = deserialize_bytes_tensor(
-                        memoryview(mm)[off:off + size]).reshape(shape)
-                else:
-                    arr = np.frombuffer(
-                        memoryview(mm)[off:off + size],
-                        dtype=triton_string_to_numpy(i["dtype"])).reshape(shape)
-                inputs.append(Tensor(i["name"], arr))
-            requests.append(InferenceRequest(
-                inputs, r.get("id", ""), r.get("correlation_id", 0),
-                r.get("outputs", []), json.dumps(r.get("parameters", {}))))
-        try:
-            responses = self.model.execute(requests)
-            if not isinstance(responses, list):
-                raise TritonModelException(
-                    "Expected a list in the execute return")
-            if len(responses) != len(requests):
-                raise TritonModelException(
-                    "Number of InferenceResponse objects do not match number "
-                    "of InferenceRequest objects. InferenceRequest(s) size "
-                    "is:%d, and InferenceResponse(s) size is:%d"
-                    % (len(requests), len(responses)))
-            for resp in responses:
-                if not isinstance(resp, InferenceResponse):
-                    raise TritonModelException(
-                        "Expected an 'InferenceResponse' object in the execute "
-                        "function return list, found type '%s'."
-                        % type(resp).__name__)
-            out = self._pack(responses, msg["out_offset"])
-        except Exception as e:  # noqa: BLE001
-            self.send_error(
-                mid, "Failed to process the request(s) for model instance '"
-                + self.instance_name + "', message: " + _exc_text(e),
-                traceback.format_exc())
-            return
-        self.send(MSG_RESULT, mid, out)
+    def u64(self, v):
+        self.add(_U64.pack(v))
 
-    def _pack(self, responses, out_offset):
-        blobs = []  # (offset, bytes-like)
-        meta = [struct.pack("<I", len(responses))]
-        pos = 0
-        for resp in responses:
-            err = resp.error()
-            if err is not None:
-                m = str(err.message()).encode("utf-8", "replace")
-                meta.append(struct.pack("<III", 1, int(err.code()), len(m)) + m)
-                continue
-            outs = resp.output_tensors()
-            meta.append(struct.pack("<II", 0, len(outs)))
-            for t in outs:
-                arr = t.as_numpy()
-                dtype = _numpy_to_triton(arr)
-                if dtype == "BYTES":
-                    data = serialize_byte_tensor(arr)
-                else:
-                    data = memoryview(np.ascontiguousarray(arr)).cast("B")
-                pos = (pos + 63) & ~63
-                blobs.append((pos, data))
-                name = t.name().encode("utf-8")
-                dt = dtype.encode()
-                meta.append(struct.pack("<I", len(name)) + name
-                            + struct.pack("<I", len(dt)) + dt
-                            + struct.pack("<I", arr.ndim)
-                            + struct.pack("<%dq" % arr.ndim, *arr.shape)
-                            + struct.pack("<QQ", out_offset + pos, len(data)))
-                pos += len(data)
-        if pos > 0:
-            need = out_offset + pos
-            if os.fstat(self.shm_fd).st_size < need:
-                os.ftruncate(self.shm_fd, need)
-            mm = mmap.mmap(self.shm_fd, pos, offset=out_offset)
-            for off, data in blobs:
-                mm[off:off + len(data)] = data
-            mm.close()
-        return b"".join(meta)
+    def str(self, s):
+        b = s.encode("utf-8", "replace")
+        self.add(_U32.pack(len(b)) + b)
 
-    def run(self):
-        while True:
-            try:
-                typ, mid, payload = self.recv()
-            except (EOFError, OSError):
-                return
-            if typ == MSG_INIT:
-                self.initialize(mid, payload)
-            elif typ == MSG_EXECUTE:
-                self.execute(mid, payload)
-            elif typ == MSG_FINALIZE:
-                try:
-                    if self.model is not None and hasattr(self.model, "finalize"):
-                        self.model.finalize()
-                except Exception:  # noqa: BLE001
-                    traceback.print_exc()
-                self.send(MSG_FINALIZE_OK, mid, b"")
-                return
+    def pad8(self):
+        n = (-self.pos) & 7
+        if n:
+            self.add(b"\0" * n)
+
+
+def _tensor_bytes(arr):
+    """(triton dtype, C-order bytes-like) of an output array."""
+    dtype = _numpy_to_triton(arr)
+    if dtype == "BYTES":
+        return dtype, serialize_byte_tensor(arr)
+    a = np.ascontiguousarray(arr).reshape(-1)
+    return dtype, memoryview(a.view(np.uint8))
+
+
+def _check_output(t):
+    if not isinstance(t, Tensor):
+        raise TritonModelException(
+            "Expected a 'Tensor' object in the output_tensors of an "
+            "InferenceResponse, found type '" + type(t).__name__ + "'.")
+
+
+def _pack_resp_inline(w, resp):
+    """Appends RESP (has_response 1, inline data) for `resp` to w."""
+    w.u32(1)
+    err = resp.error()
+    if err is not None:
+        w.u32(1)
+        w.u32(int(err.code()) if hasattr(err, "code") else 1)
+        w.str(str(err.message()))
+        return
+    outs = resp.output_tensors()
+    w.u32(0)
+    w.u32(len(outs))
+    for t in outs:
+        _check_output(t)
+        arr = t.as_numpy()
+        dtype, data = _tensor_bytes(arr)
+        w.str(t.name())
+        w.str(dtype)
+        w.add(struct.pack("<I%dq" % arr.ndim, arr.ndim, *arr.shape))
+        w.add(struct.pack("<QII", len(data), 0, 0))
+        w.pad8()
+        w.add(data)
+
+
+def _parse_resp(buf, off):
+    """Reads a RESP at buf[off:]; returns (InferenceResponse or None, off).
+    Tensor data are numpy views of buf (a bytearray: writable, no copy)."""
+    (has,) = _U32.unpack_from(buf, off)
+    off += 4
+    if not has:
+        return None, off
+    (is_err,) = _U32.unpack_from(buf, off)
+    off += 4
+    if is_err:
+        code, n = struct.unpack_from("<II", buf, off)
+        off += 8
+        msg = bytes(buf[off:off + n]).decode("utf-8", "replace")
+        return InferenceResponse(error=TritonError(msg, code)), off + n
+    (n_out,) = _U32.unpack_from(buf, off)
+    off += 4
+    outs = []
+    for _ in range(n_out):
+        (n,) = _U32.unpack_from(buf, off)
+        name = bytes(buf[off + 4:off + 4 + n]).decode("utf-8")
+        off += 4 + n
+        (n,) = _U32.unpack_from(buf, off)
+        dtype = bytes(buf[off + 4:off + 4 + n]).decode("ascii")
+        off += 4 + n
+        (ndims,) = _U32.unpack_from(buf, off)
+        off += 4
+        shape = struct.unpack_from("<%dq" % ndims, buf, off)
+        off += 8 * ndims
+        size, where, _ = struct.unpack_from("<QII", buf, off)
+        off += 16
+        if where != 0:
+            raise TritonModelException("a BLS response with data in UP")
+        off += (-off) & 7
+        npt = triton_string_to_numpy(dtype)
+        if dtype == "BYTES":
+            arr = deserialize_bytes_tensor(
+                memoryview(buf)[off:off + size]).reshape(shape)
+        elif size == 0:
+            arr = np.empty(shape, dtype=npt)
+        else:
+            arr = np.frombuffer(buf, dtype=npt,
+                                count=size // np.dtype(npt).itemsize,
+                                offset=off).reshape(shape)
+        off += size
+        outs.append(Tensor(name, arr))
+    return InferenceResponse(outs), off
 
 
 def _exc_text(e):
@@ -393,6 +906,551 @@ def _exc_text(e):
     return type(e).__name__ + ": " + str(e)
 
 
+class _Stub:
+    def __init__(self, C):
+        self.C = C
+        self.sock = socket.socket(fileno=C.sock_fd)
+        self.wlock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.main_ident = threading.get_ident()
+        self.calls = {}        # id -> _BlsCall or [event, answer] (queries)
+        self.calls_lock = threading.Lock()
+        self.next_id = 0
+        self.closed = False    # the socket reached EOF
+        self.in_work = False   # the main thread runs a message's handler
+        self.flush_pending = False
+        self.model = None
+        self.model_name = ""
+        self.model_version = -1
+        self.model_dir = ""
+        self.instance_name = ""
+
+    # -- writing (any thread) --
+
+    def _sendv(self, bufs):
+        bufs = [b if isinstance(b, bytes) else memoryview(b).cast("B")
+                for b in bufs if len(b)]
+        while bufs:
+            n = self.sock.sendmsg(bufs[:512])
+            while n > 0:
+                first = len(bufs[0])
+                if n >= first:
+                    n -= first
+                    bufs.pop(0)
+                else:
+                    bufs[0] = memoryview(bufs[0])[n:]
+                    n = 0
+
+    def send(self, typ, mid, parts=()):
+        length = sum(len(p) if isinstance(p, bytes)
+                     else memoryview(p).nbytes for p in parts)
+        with self.wlock:
+            frees = self.C.take_frees()
+            bufs = []
+            if frees:
+                bufs.append(_HDR.pack(MSG_FREE, 0, len(frees)))
+                bufs.append(frees)
+            bufs.append(_HDR.pack(typ, mid, length))
+            bufs.extend(parts)
+            self._sendv(bufs)
+
+    def send_error(self, mid, message, tb=""):
+        m = message.encode("utf-8", "replace")
+        self.send(MSG_ERROR, mid, [_U32.pack(len(m)), m,
+                                   tb.encode("utf-8", "replace")])
+
+    def send_response(self, rid, flags, response):
+        w = _Writer()
+        w.u32(rid)
+        w.u32(flags)
+        if response is None:
+            w.u32(0)
+        else:
+            _pack_resp_inline(w, response)
+        self.send(MSG_RESPONSE, 0, w.parts)
+
+    def _flush_frees(self):
+        self.flush_pending = False
+        with self.wlock:
+            frees = self.C.take_frees()
+            if frees:
+                self._sendv([_HDR.pack(MSG_FREE, 0, len(frees)), frees])
+
+    def _free_notify(self):
+        # The FREE queue turned non-empty. On the main thread inside a
+        # handler, the handler's end flushes; elsewhere wake the loop.
+        if self.in_work and threading.get_ident() == self.main_ident:
+            self.flush_pending = True
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._flush_frees)
+        except RuntimeError:
+            pass  # the loop is closed: the stub is ending
+
+    # -- calls that wait for an answer (any thread) --
+
+    def _new_id(self, obj):
+        with self.calls_lock:
+            if self.closed:
+                raise TritonModelException(
+                    "the stub lost its connection to the server")
+            while True:
+                self.next_id = (self.next_id + 1) & 0xFFFFFFFF
+                if self.next_id and self.next_id not in self.calls:
+                    break
+            self.calls[self.next_id] = obj
+            return self.next_id
+
+    def _query(self, typ, parts, wait=True):
+        slot = [threading.Event(), None] if wait else None
+        q = self._new_id(slot)
+        try:
+            self.send(typ, q, parts)
+        except OSError:
+            with self.calls_lock:
+                self.calls.pop(q, None)
+            raise TritonModelException(
+                "the stub lost its connection to the server") from None
+        if not wait:
+            return None
+        slot[0].wait()
+        if slot[1] is None:
+            raise TritonModelException(
+                "the stub lost its connection to the server")
+        return slot[1]
+
+    def cancelled(self, rid):
+        ans = self._query(MSG_CANCEL_QUERY, [_U32.pack(rid)])
+        return len(ans) >= 4 and _U32.unpack_from(ans, 0)[0] != 0
+
+    def metric(self, req):
+        ans = json.loads(bytes(self._query(
+            MSG_METRIC, [json.dumps(req).encode("utf-8")])))
+        if "error" in ans:
+            raise TritonModelException(ans["error"])
+        return ans
+
+    def metric_nowait(self, req):
+        try:
+            self._query(MSG_METRIC, [json.dumps(req).encode("utf-8")], False)
+        except Exception:  # noqa: BLE001 - a deleter has no one to tell
+            pass
+
+    def bls_infer(self, req, call):
+        if not req._model_name:
+            raise TritonModelException(
+                "BLS: InferenceRequest needs model_name")
+        meta = []
+        datas = []
+        for t in req._inputs:
+            if not isinstance(t, Tensor):
+                raise TritonModelException(
+                    "BLS: InferenceRequest inputs must be Tensor objects")
+            arr = t.as_numpy()
+            dtype, data = _tensor_bytes(arr)
+            meta.append({"name": t.name(), "dtype": dtype,
+                         "shape": list(arr.shape)})
+            datas.append(data)
+        doc = {
+            "model_name": req._model_name,
+            "model_version": int(req._model_version),
+            "requested_output_names": list(req._outputs),
+            "correlation_id": req._correlation_id,
+            "request_id": req._request_id,
+            "flags": int(req._flags),
+            "timeout": int(req._timeout),
+            "parameters": req._params,
+            "decoupled": bool(call.decoupled),
+            "inputs": meta,
+        }
+        w = _Writer()
+        w.str(json.dumps(doc))
+        for data in datas:
+            w.u64(memoryview(data).nbytes if not isinstance(data, bytes)
+                  else len(data))
+            w.pad8()
+            w.add(data)
+        b = self._new_id(call)
+        try:
+            self.send(MSG_BLS_INFER, b, w.parts)
+        except OSError:
+            with self.calls_lock:
+                self.calls.pop(b, None)
+            raise TritonModelException(
+                "the stub lost its connection to the server") from None
+
+    # -- the reader thread --
+
+    def _recv_exact(self, n):
+        buf = bytearray(n)
+        mv = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(mv[got:])
+            if k == 0:
+                raise EOFError
+            got += k
+        return buf
+
+    def _reader(self):
+        try:
+            while True:
+                typ, mid, length = _HDR.unpack(self._recv_exact(_HDR.size))
+                payload = self._recv_exact(length) if length else bytearray()
+                if typ in (MSG_INIT, MSG_EXECUTE, MSG_FINALIZE,
+                           MSG_AUTO_COMPLETE):
+                    self.loop.call_soon_threadsafe(self._work, typ, mid,
+                                                   payload)
+                elif typ == MSG_BLS_RESPONSE:
+                    self._bls_response(mid, payload)
+                elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
+                    with self.calls_lock:
+                        slot = self.calls.pop(mid, None)
+                    if slot is not None:
+                        slot[1] = payload
+                        slot[0].set()
+                else:
+                    print("triton_python_backend_stub: unexpected message "
+                          "type %d" % typ, file=sys.stderr)
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._lost()
+
+    def _bls_response(self, b, payload):
+        (flags,) = _U32.unpack_from(payload, 0)
+        final = bool(flags & _FLAG_FINAL)
+        with self.calls_lock:
+            call = self.calls.pop(b, None) if final else self.calls.get(b)
+        if call is None:
+            return
+        try:
+            resp, _ = _parse_resp(payload, 4)
+        except Exception as e:  # noqa: BLE001
+            resp = InferenceResponse(error=TritonError(
+                "BLS: bad response: " + _exc_text(e)))
+        if resp is None and final and call.decoupled:
+            resp = InferenceResponse([])  # Triton's empty final response
+        call.deliver(resp, final)
+
+    def _lost(self):
+        """EOF: every waiting call fails; the stub ends."""
+        with self.calls_lock:
+            self.closed = True
+            calls, self.calls = self.calls, {}
+        for c in calls.values():
+            if isinstance(c, _BlsCall):
+                c.deliver(InferenceResponse(error=TritonError(
+                    "the stub lost its connection to the server")), True)
+            elif c is not None:
+                c[0].set()
+        try:
+            self.loop.call_soon_threadsafe(self._end, 0)
+        except RuntimeError:
+            pass
+
+    # -- the main thread --
+
+    def _end(self, status):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+    def _work(self, typ, mid, payload):
+        self.in_work = True
+        try:
+            if typ == MSG_EXECUTE:
+                self.execute(mid, payload)
+            elif typ == MSG_INIT:
+                self.initialize(mid, payload)
+            elif typ == MSG_AUTO_COMPLETE:
+                self.auto_complete(mid, payload)
+            elif typ == MSG_FINALIZE:
+                self.finalize(mid)
+        except Exception:  # noqa: BLE001 - a bug here must not end the loop
+            traceback.print_exc()
+        finally:
+            payload = None
+            self.in_work = False
+        if self.flush_pending:
+            self._flush_frees()
+
+    def _load_module(self, args, config):
+        filename = config.get("default_model_filename") or "model.py"
+        vdir = os.path.join(args["model_repository"],
+                            str(args["model_version"]))
+        path = os.path.join(vdir, filename)
+        if not os.path.exists(path):
+            raise TritonModelException(
+                "Failed to load the model file '" + path + "'")
+        self.model_dir = vdir
+        self.model_name = args.get("model_name", "")
+        try:
+            self.model_version = int(args["model_version"])
+        except (KeyError, ValueError):
+            self.model_version = -1
+        sys.path.insert(0, vdir)
+        spec = importlib.util.spec_from_file_location("model", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["model"] = module
+        spec.loader.exec_module(module)
+        return module
+
+    def initialize(self, mid, payload):
+        try:
+            args = json.loads(payload.decode("utf-8"))
+            config = json.loads(args["model_config"])
+            self.instance_name = args.get("model_instance_name", "")
+            module = self._load_module(args, config)
+            self.model = module.TritonPythonModel()
+            if hasattr(self.model, "initialize"):
+                self.model.initialize(args)
+        except Exception as e:  # noqa: BLE001 - any user error fails the load
+            self.send_error(mid, _exc_text(e), traceback.format_exc())
+            return
+        self.send(MSG_INIT_OK, mid)
+
+    def auto_complete(self, mid, payload):
+        try:
+            args = json.loads(payload.decode("utf-8"))
+            text = args["model_config"]
+            config = json.loads(text)
+            module = self._load_module(args, config)
+            cls = module.TritonPythonModel
+            if hasattr(cls, "auto_complete_config"):
+                res = cls.auto_complete_config(ModelConfig(text))
+                if not isinstance(res, ModelConfig):
+                    raise TritonModelException(
+                        "auto_complete_config function for model '"
+                        + args.get("model_name", "") + "' must return a "
+                        "pb_utils.ModelConfig object, got '"
+                        + type(res).__name__ + "'.")
+                text = json.dumps(res.as_dict())
+        except Exception as e:  # noqa: BLE001
+            self.send_error(mid, _exc_text(e), traceback.format_exc())
+            return
+        self.send(MSG_AUTO_COMPLETE_OK, mid, [text.encode("utf-8")])
+
+    def finalize(self, mid):
+        try:
+            if self.model is not None and hasattr(self.model, "finalize"):
+                self.model.finalize()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        self.send(MSG_FINALIZE_OK, mid)
+        self._end(0)
+
+    def _requests(self, msg, decoupled):
+        requests = []
+        for r in msg["requests"]:
+            boff, bsize = r["block"]
+            block = self.C.down_block(boff, bsize)
+            inputs = []
+            for i in r["inputs"]:
+                shape = tuple(i["shape"])
+                off, size = i["offset"], i["size"]
+                npt = triton_string_to_numpy(i["dtype"])
+                if size == 0:
+                    arr = np.empty(shape, dtype=npt)
+                    if i["dtype"] == "BYTES":
+                        arr.fill(b"")
+                elif i["dtype"] == "BYTES":
+                    rel = off - boff
+                    arr = deserialize_bytes_tensor(
+                        memoryview(block)[rel:rel + size]).reshape(shape)
+                else:
+                    arr = np.frombuffer(
+                        block, dtype=npt, count=size // np.dtype(npt).itemsize,
+                        offset=off - boff).reshape(shape)
+                inputs.append(Tensor(i["name"], arr))
+            requests.append(
+                InferenceRequest._from_execute(r, block, inputs, decoupled))
+        return requests
+
+    def _fail_text(self, e):
+        return ("Failed to process the request(s) for model instance '"
+                + self.instance_name + "', message: " + _exc_text(e))
+
+    def execute(self, mid, payload):
+        msg = json.loads(payload.decode("utf-8"))
+        decoupled = bool(msg.get("decoupled", False))
+        try:
+            requests = self._requests(msg, decoupled)
+        except Exception as e:  # noqa: BLE001
+            self.send_error(mid, self._fail_text(e), traceback.format_exc())
+            return
+        try:
+            res = self.model.execute(requests)
+        except Exception as e:  # noqa: BLE001
+            self._execute_failed(mid, requests, e)
+            return
+        if asyncio.iscoroutine(res):
+            task = self.loop.create_task(res)
+            if decoupled:
+                # Triton: an async execute of a decoupled model runs in the
+                # background; the next execute may start meanwhile.
+                task.add_done_callback(
+                    lambda t: self._async_decoupled_done(t, requests))
+                self.send(MSG_EXECUTE_DONE, mid)
+            else:
+                task.add_done_callback(
+                    lambda t: self._async_done(t, mid, requests, decoupled))
+            return
+        # The box lets _finish drop the last references of this frame.
+        box = [requests, res]
+        requests = res = None
+        self._finish(mid, box, decoupled)
+
+    def _async_done(self, task, mid, requests, decoupled):
+        self.in_work = True
+        try:
+            e = task.exception()
+            if e is not None:
+                self._execute_failed(mid, requests, e)
+            else:
+                self._finish(mid, [requests, task.result()], decoupled)
+        finally:
+            requests = None
+            self.in_work = False
+        if self.flush_pending:
+            self._flush_frees()
+
+    def _async_decoupled_done(self, task, requests):
+        e = task.exception()
+        if e is None and task.result() is None:
+            return
+        if e is None:
+            e = TritonModelException(
+                "Python model '" + self.model_name + "' is using the "
+                "decoupled mode and the execute function must return None.")
+        else:
+            traceback.print_exception(e)
+        err = InferenceResponse(error=TritonError(self._fail_text(e)))
+        for r in requests:
+            s = r._sender
+            with s._lock:
+                if s._closed:
+                    continue
+                s._closed = True
+            self.send_response(r._rid, _FLAG_FINAL, err)
+
+    def _execute_failed(self, mid, requests, e):
+        tb = "".join(traceback.format_exception(e))
+        for r in requests:
+            r._sender._close()
+        self.send_error(mid, self._fail_text(e), tb)
+
+    def _finish(self, mid, box, decoupled):
+        """Answers EXECUTE; box = [requests, execute's return value] (emptied
+        here, so that the requests can die before the answer goes)."""
+        requests, res = box
+        box.clear()
+        try:
+            if decoupled:
+                if res is not None:
+                    raise TritonModelException(
+                        "Python model '" + self.model_name + "' is using the "
+                        "decoupled mode and the execute function must return "
+                        "None.")
+                self.send(MSG_EXECUTE_DONE, mid)
+                return
+            if res is None:
+                # The response senders answer (Triton: a non-decoupled model
+                # may send its one response + FINAL with the sender, from
+                # execute or later from another thread).
+                self.send(MSG_EXECUTE_DONE, mid)
+                return
+            used = any(r._sender._used() for r in requests)
+            if used:
+                raise TritonModelException(
+                    "Non-decoupled model cannot send a response using the "
+                    "response sender and also return responses from the "
+                    "execute function")
+            if not isinstance(res, list):
+                raise TritonModelException(
+                    "Expected a list in the execute return")
+            if len(res) != len(requests):
+                raise TritonModelException(
+                    "Number of InferenceResponse objects do not match number "
+                    "of InferenceRequest objects. InferenceRequest(s) size "
+                    "is:%d, and InferenceResponse(s) size is:%d"
+                    % (len(requests), len(res)))
+            for bad in res:
+                if not isinstance(bad, InferenceResponse):
+                    raise TritonModelException(
+                        "Expected an 'InferenceResponse' object in the execute "
+                        "function return list, found type '%s'."
+                        % type(bad).__name__)
+            bad = None
+            parts = self._pack_result(res)
+        except Exception as e:  # noqa: BLE001
+            self._execute_failed(mid, requests, e)
+            return
+        for r in requests:
+            r._sender._close()
+        # Drop the requests (and with them, most often, their DOWN blocks)
+        # before sending, so their FREE goes in the same write.
+        requests = res = r = None
+        self.send(MSG_RESULT, mid, parts)
+
+    def _pack_result(self, responses):
+        """RESULT's payload; tensor data are written into UP."""
+        w = _Writer()
+        w.u32(len(responses))
+        copies = []  # (UP offset, array or bytes)
+        pos = 0
+        for resp in responses:
+            w.u32(1)
+            err = resp.error()
+            if err is not None:
+                w.u32(1)
+                w.u32(int(err.code()) if hasattr(err, "code") else 1)
+                w.str(str(err.message()))
+                continue
+            outs = resp.output_tensors()
+            w.u32(0)
+            w.u32(len(outs))
+            for t in outs:
+                _check_output(t)
+                arr = t.as_numpy()
+                dtype = _numpy_to_triton(arr)
+                if dtype == "BYTES":
+                    src = serialize_byte_tensor(arr)
+                    size = len(src)
+                else:
+                    src = arr
+                    size = arr.nbytes
+                pos = (pos + 63) & ~63
+                w.str(t.name())
+                w.str(dtype)
+                w.add(struct.pack("<I%dq" % arr.ndim, arr.ndim, *arr.shape))
+                w.add(struct.pack("<QIIQ", size, 1, 0, pos))
+                if size:
+                    copies.append((pos, src))
+                pos += size
+        if pos:
+            up = self.C.up_view(pos)
+            for off, src in copies:
+                if isinstance(src, bytes):
+                    up[off:off + len(src)] = src
+                else:
+                    dst = np.frombuffer(up, dtype=src.dtype, count=src.size,
+                                        offset=off).reshape(src.shape)
+                    np.copyto(dst, src, casting="no")
+            del up
+        return w.parts
+
+    def run(self):
+        self.C.set_free_notify(self._free_notify)
+        t = threading.Thread(target=self._reader, name="inferd-stub-reader",
+                             daemon=True)
+        t.start()
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+
 def _stub_main():
+    global _STUB
     import _inferd_stub
-    _Stub(_inferd_stub.sock_fd, _inferd_stub.shm_fd).run()
+    _STUB = _Stub(_inferd_stub)
+    _STUB.run()

@@ -1,43 +1,241 @@
 /*
  * backend_api/backends/python/stub/stub.c - triton_python_backend_stub.
  *
- * The process libtriton_python.so starts for each model instance. It embeds
- * CPython, registers the built-in module _inferd_stub (sock_fd, shm_fd: the
- * descriptors of ipc.h) and runs triton_python_backend_utils._stub_main(),
- * found in argv[1] (the backend's folder; argv[2] and argv[3], the model
- * and instance names, only name the process), which serves the socket until EOF
- * or FINALIZE. Exit status 0 on a clean end, 1 otherwise.
+ * The process libtriton_python.so starts for each model instance (and, for
+ * auto_complete_config, once per model). It embeds CPython, registers the
+ * built-in module _inferd_stub and runs triton_python_backend_utils.
+ * _stub_main(), found in argv[1] (the backend's folder; argv[2] and argv[3],
+ * the model and instance names, only name the process), which serves the
+ * socket of ipc.h until EOF or FINALIZE.
+ *
+ * _inferd_stub is the C half of the stub's side of ipc.h:
+ *   - it maps DOWN and UP once each, IFD_PY_SEG_MAX bytes of address space
+ *     (MAP_SHARED | MAP_NORESERVE), so nothing a Python object points at
+ *     ever moves;
+ *   - DownBlock: a buffer object over one request's DOWN block. Input
+ *     arrays are np.frombuffer views of it (no copy). When it dies (every
+ *     array, view and request over it gone) its offset joins the FREE queue
+ *     (take_frees() empties it) and, on the queue's empty-to-non-empty
+ *     transition, the Python callable set with set_free_notify() is called
+ *     so the utils can send the FREE soon even when the stub is idle;
+ *   - up_view(n): grows UP to at least n bytes (ftruncate; only the stub
+ *     grows UP) and returns a writable memoryview of its first n bytes,
+ *     where execute's outputs are written once.
+ * Everything here runs with the GIL held; the GIL guards the FREE queue.
+ * Exit status 0 on a clean end, 1 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "../ipc.h"
+
+/* The two mappings (IFD_PY_SEG_MAX bytes each; never unmapped). */
+static uint8_t *down_base; /* mapped by stub_map(); read by DownBlock views */
+static uint8_t *up_base;   /* mapped by stub_map(); written through up_view */
+static uint64_t up_size;   /* UP's file size as this process made it */
+
+/* The FREE queue: DOWN block offsets no longer used (GIL-guarded). */
+static uint64_t *free_q; /* owned; grows by doubling */
+static size_t free_n, free_cap;
+static PyObject *free_notify; /* owned reference or NULL */
+
+/* ---- DownBlock ----------------------------------------------------------- */
+
+typedef struct {
+  PyObject_HEAD uint64_t offset;
+  uint64_t size;
+} down_block_t;
+
+/* Queues `off` for FREE; returns 1 when the queue was empty before. A
+ * failed allocation loses the offset (the server's segment keeps the
+ * block); there is no caller to tell in a dealloc. */
+static int free_push(uint64_t off) {
+  if (free_n == free_cap) {
+    size_t cap = free_cap ? free_cap * 2 : 64;
+    uint64_t *q = realloc(free_q, cap * sizeof *q);
+    if (q == NULL) return 0;
+    free_q = q;
+    free_cap = cap;
+  }
+  free_q[free_n++] = off;
+  return free_n == 1;
+}
+
+static void down_block_dealloc(down_block_t *self) {
+  /* A block of size 0 is no allocation (ipc.h): nothing to free. */
+  if (self->size > 0 && free_push(self->offset) && free_notify != NULL) {
+    /* A dealloc may run while an exception is set: keep it. */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *r = PyObject_CallNoArgs(free_notify);
+    if (r == NULL)
+      PyErr_WriteUnraisable(free_notify);
+    else
+      Py_DECREF(r);
+    PyErr_Restore(et, ev, tb);
+  }
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int down_block_getbuffer(down_block_t *self, Py_buffer *view,
+                                int flags) {
+  return PyBuffer_FillInfo(view, (PyObject *)self, down_base + self->offset,
+                           (Py_ssize_t)self->size, 0, flags);
+}
+
+static PyObject *down_block_repr(down_block_t *self) {
+  return PyUnicode_FromFormat("<DownBlock offset=%llu size=%llu>",
+                              (unsigned long long)self->offset,
+                              (unsigned long long)self->size);
+}
+
+static PyBufferProcs down_block_as_buffer = {
+    (getbufferproc)down_block_getbuffer, NULL};
+
+static PyTypeObject down_block_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_inferd_stub.DownBlock",
+    .tp_basicsize = sizeof(down_block_t),
+    .tp_dealloc = (destructor)down_block_dealloc,
+    .tp_repr = (reprfunc)down_block_repr,
+    .tp_as_buffer = &down_block_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One request's block in the DOWN segment (a buffer).",
+};
+
+/* down_block(offset, size) -> DownBlock over DOWN[offset, offset+size). */
+static PyObject *stub_down_block(PyObject *mod, PyObject *args) {
+  (void)mod;
+  unsigned long long off, size;
+  if (!PyArg_ParseTuple(args, "KK", &off, &size)) return NULL;
+  if (off > IFD_PY_SEG_MAX || size > IFD_PY_SEG_MAX - off) {
+    PyErr_Format(PyExc_ValueError, "DOWN block [%llu, +%llu) out of range", off,
+                 size);
+    return NULL;
+  }
+  down_block_t *b = PyObject_New(down_block_t, &down_block_type);
+  if (b == NULL) return NULL;
+  b->offset = off;
+  b->size = size;
+  return (PyObject *)b;
+}
+
+/* take_frees() -> bytes: the queued offsets (u64 each); empties the queue. */
+static PyObject *stub_take_frees(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  PyObject *b =
+      PyBytes_FromStringAndSize((const char *)free_q, (Py_ssize_t)(free_n * 8));
+  if (b != NULL) free_n = 0;
+  return b;
+}
+
+/* set_free_notify(callable or None): called (no arguments) when the FREE
+ * queue turns non-empty. */
+static PyObject *stub_set_free_notify(PyObject *mod, PyObject *fn) {
+  (void)mod;
+  Py_XDECREF(free_notify);
+  free_notify = fn == Py_None ? NULL : Py_NewRef(fn);
+  Py_RETURN_NONE;
+}
+
+/* up_view(n) -> writable memoryview of UP[0, n); grows the file first. */
+static PyObject *stub_up_view(PyObject *mod, PyObject *arg) {
+  (void)mod;
+  unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+  if (n == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  if (n > IFD_PY_SEG_MAX) {
+    PyErr_Format(PyExc_MemoryError,
+                 "the outputs of one execute need %llu bytes, more than the "
+                 "%llu the Python backend's output segment can hold",
+                 n, (unsigned long long)IFD_PY_SEG_MAX);
+    return NULL;
+  }
+  if (n > up_size) {
+    /* Grow geometrically (to at least 1 MiB) so steady traffic stops
+     * calling ftruncate. */
+    uint64_t want = up_size < (1u << 20) ? (1u << 20) : up_size;
+    while (want < n) want *= 2;
+    if (want > IFD_PY_SEG_MAX) want = IFD_PY_SEG_MAX;
+    if (ftruncate(IFD_PY_UP_FD, (off_t)want) < 0)
+      return PyErr_SetFromErrno(PyExc_OSError);
+    up_size = want;
+  }
+  return PyMemoryView_FromMemory((char *)up_base, (Py_ssize_t)n, PyBUF_WRITE);
+}
+
+static PyMethodDef stub_methods[] = {
+    {"down_block", stub_down_block, METH_VARARGS,
+     "down_block(offset, size) -> DownBlock"},
+    {"take_frees", stub_take_frees, METH_NOARGS,
+     "take_frees() -> bytes of u64 offsets"},
+    {"set_free_notify", stub_set_free_notify, METH_O,
+     "set_free_notify(callable)"},
+    {"up_view", stub_up_view, METH_O, "up_view(n) -> memoryview"},
+    {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef stub_module = {PyModuleDef_HEAD_INIT,
                                          "_inferd_stub",
-                                         "inferd stub descriptors",
+                                         "inferd stub: descriptors, segments",
                                          -1,
-                                         NULL,
+                                         stub_methods,
                                          NULL,
                                          NULL,
                                          NULL,
                                          NULL};
 
+/* Maps DOWN and UP; returns 0 or -errno. */
+static int stub_map(void) {
+  void *d = mmap(NULL, IFD_PY_SEG_MAX, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_NORESERVE, IFD_PY_DOWN_FD, 0);
+  if (d == MAP_FAILED) return -errno;
+  void *u = mmap(NULL, IFD_PY_SEG_MAX, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_NORESERVE, IFD_PY_UP_FD, 0);
+  if (u == MAP_FAILED) {
+    int e = -errno;
+    munmap(d, IFD_PY_SEG_MAX);
+    return e;
+  }
+  struct stat st;
+  if (fstat(IFD_PY_UP_FD, &st) == 0) up_size = (uint64_t)st.st_size;
+  down_base = d;
+  up_base = u;
+  return 0;
+}
+
 static PyObject *stub_module_init(void) {
+  if (PyType_Ready(&down_block_type) < 0) return NULL;
   PyObject *m = PyModule_Create(&stub_module);
   if (m == NULL) return NULL;
   if (PyModule_AddIntConstant(m, "sock_fd", IFD_PY_SOCK_FD) < 0 ||
-      PyModule_AddIntConstant(m, "shm_fd", IFD_PY_SHM_FD) < 0) {
-    Py_DECREF(m);
-    return NULL;
-  }
+      PyModule_AddIntConstant(m, "down_fd", IFD_PY_DOWN_FD) < 0 ||
+      PyModule_AddIntConstant(m, "up_fd", IFD_PY_UP_FD) < 0 ||
+      PyModule_AddObject(m, "seg_max",
+                         PyLong_FromUnsignedLongLong(IFD_PY_SEG_MAX)) < 0 ||
+      PyModule_AddObjectRef(m, "DownBlock", (PyObject *)&down_block_type) < 0)
+    goto out_mod;
   return m;
+out_mod:
+  Py_DECREF(m);
+  return NULL;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s BACKEND_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s BACKEND_DIR [MODEL INSTANCE]\n", argv[0]);
     return 2;
+  }
+  int e = stub_map();
+  if (e < 0) {
+    fprintf(stderr, "triton_python_backend_stub: mapping the segments: %s\n",
+            strerror(-e));
+    return 1;
   }
   if (PyImport_AppendInittab("_inferd_stub", stub_module_init) < 0) return 1;
   Py_InitializeEx(0);
