@@ -199,7 +199,9 @@ $(foreach b,$(TEST_BACKENDS),$(eval $(call backend_rule,$(BUILD)/test/backends,$
 # CPython (python3-embed; not the python3-config on PATH). No sanitizers in
 # the stub: CPython's own allocations would read as leaks at its exit.
 PY_DIR := backend_api/backends/python
-$(BUILD)/backends/python/libtriton_python.so: $(PY_DIR)/ipc.h
+$(BUILD)/backends/python/libtriton_python.so: $(PY_DIR)/ipc.h $(PY_DIR)/internal.h
+# It parses JSON from its stubs (BLS, METRIC) with jansson, as the server does.
+$(BUILD)/backends/python/libtriton_python.so: private LDFLAGS += -ljansson
 $(PY_STUB): $(PY_DIR)/stub/stub.c $(PY_DIR)/ipc.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(OPT) $(shell pkg-config --cflags python3-embed) \

@@ -41,9 +41,6 @@
  *                       one allocation in DOWN (every input of the request
  *                       lies inside it; absolute offsets); the stub frees it
  *                       with FREE when nothing in Python uses it any more.
- *                       A block of size 0 (every input empty) is no
- *                       allocation: the stub never FREEs it (its offset may
- *                       be anything).
  *                       -> RESULT (execute returned a list), EXECUTE_DONE
  *                       (execute returned None: responses come or came as
  *                       RESPONSE), or ERROR (execute raised or returned a

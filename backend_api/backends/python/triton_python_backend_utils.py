@@ -262,9 +262,10 @@ class InferenceResponseSender:
     Triton's rules: after a FINAL nothing more; a non-decoupled model sends
     exactly one response and a FINAL (and its execute returns None)."""
 
-    def __init__(self, rid, decoupled):
+    def __init__(self, rid, decoupled, outputs):
         self._rid = rid
         self._decoupled = decoupled
+        self._outputs = outputs  # the request's requested output names
         self._lock = threading.Lock()
         self._closed = False
         self._sent = 0
@@ -296,17 +297,20 @@ class InferenceResponseSender:
                 raise TritonModelException(
                     "Inference Response object must be provided when the "
                     "response flags is set to zero.")
-            if flags == _FLAG_FINAL:
-                self._closed = True
+            # Packing checks the response: a bad one changes no state.
+            resp = _resp_inline(response, self._outputs) \
+                if response is not None else None
             if response is not None:
                 self._sent += 1
             if not self._decoupled and flags == 0:
                 # One response per request: it goes with the FINAL.
-                self._held = response
+                self._held = resp
                 return
-            if response is None:
-                response, self._held = self._held, None
-            _STUB.send_response(self._rid, flags, response)
+            if flags == _FLAG_FINAL:
+                self._closed = True
+            if resp is None:
+                resp, self._held = self._held, None
+            _STUB.send_response(self._rid, flags, resp)
 
     def is_cancelled(self):
         return _STUB.cancelled(self._rid)
@@ -425,7 +429,8 @@ class InferenceRequest:
         req._model_version = _STUB.model_version
         req._rid = r["rid"]
         req._block = block
-        req._sender = InferenceResponseSender(r["rid"], decoupled)
+        req._sender = InferenceResponseSender(r["rid"], decoupled,
+                                              req._outputs)
         return req
 
     def inputs(self):
@@ -519,11 +524,6 @@ def get_output_config_by_name(model_config, name):
         if c.get("name") == name:
             return c
     return None
-
-
-def get_model_dir():
-    """The folder of the model's current version (where model.py is)."""
-    return _STUB.model_dir if _STUB is not None else ""
 
 
 # ---- Logger -------------------------------------------------------------------
@@ -828,7 +828,23 @@ def _check_output(t):
             "InferenceResponse, found type '" + type(t).__name__ + "'.")
 
 
-def _pack_resp_inline(w, resp):
+def _resp_inline(resp, wanted=None):
+    """RESP (has_response 1, inline data) of `resp` as a list of buffers,
+    padded for a start at offset 8 of its payload (RESPONSE's rid and flags
+    come first). Outputs not in `wanted` (when given) are left out."""
+    w = _Writer()
+    w.pos = 8
+    _pack_resp_inline(w, resp, wanted)
+    return w.parts
+
+
+def _pruned(outs, wanted):
+    if not wanted:
+        return outs
+    return [t for t in outs if not isinstance(t, Tensor) or t.name() in wanted]
+
+
+def _pack_resp_inline(w, resp, wanted=None):
     """Appends RESP (has_response 1, inline data) for `resp` to w."""
     w.u32(1)
     err = resp.error()
@@ -837,7 +853,7 @@ def _pack_resp_inline(w, resp):
         w.u32(int(err.code()) if hasattr(err, "code") else 1)
         w.str(str(err.message()))
         return
-    outs = resp.output_tensors()
+    outs = _pruned(resp.output_tensors(), wanted)
     w.u32(0)
     w.u32(len(outs))
     for t in outs:
@@ -931,7 +947,7 @@ class _Stub:
         bufs = [b if isinstance(b, bytes) else memoryview(b).cast("B")
                 for b in bufs if len(b)]
         while bufs:
-            n = self.sock.sendmsg(bufs[:512])
+            n = self.sock.sendmsg(bufs[:512], [], socket.MSG_NOSIGNAL)
             while n > 0:
                 first = len(bufs[0])
                 if n >= first:
@@ -959,15 +975,14 @@ class _Stub:
         self.send(MSG_ERROR, mid, [_U32.pack(len(m)), m,
                                    tb.encode("utf-8", "replace")])
 
-    def send_response(self, rid, flags, response):
-        w = _Writer()
-        w.u32(rid)
-        w.u32(flags)
-        if response is None:
-            w.u32(0)
+    def send_response(self, rid, flags, resp_parts):
+        """RESPONSE for rid; resp_parts: _resp_inline's, or None (no
+        response: has_response 0)."""
+        head = struct.pack("<II", rid, flags)
+        if resp_parts is None:
+            self.send(MSG_RESPONSE, 0, [head, _U32.pack(0)])
         else:
-            _pack_resp_inline(w, response)
-        self.send(MSG_RESPONSE, 0, w.parts)
+            self.send(MSG_RESPONSE, 0, [head] + resp_parts)
 
     def _flush_frees(self):
         self.flush_pending = False
@@ -1167,8 +1182,16 @@ class _Stub:
                 self.auto_complete(mid, payload)
             elif typ == MSG_FINALIZE:
                 self.finalize(mid)
-        except Exception:  # noqa: BLE001 - a bug here must not end the loop
-            traceback.print_exc()
+        except Exception as e:  # noqa: BLE001 - a bug here must not end the loop
+            # The server waits for an answer: give it one.
+            try:
+                if typ == MSG_FINALIZE:
+                    self.send(MSG_FINALIZE_OK, mid)
+                    self._end(1)
+                self.send_error(mid, "the stub failed: " + _exc_text(e),
+                                traceback.format_exc())
+            except OSError:
+                pass
         finally:
             payload = None
             self.in_work = False
@@ -1332,7 +1355,7 @@ class _Stub:
                 if s._closed:
                     continue
                 s._closed = True
-            self.send_response(r._rid, _FLAG_FINAL, err)
+            self.send_response(r._rid, _FLAG_FINAL, _resp_inline(err))
 
     def _execute_failed(self, mid, requests, e):
         tb = "".join(traceback.format_exception(e))
@@ -1382,7 +1405,7 @@ class _Stub:
                         "function return list, found type '%s'."
                         % type(bad).__name__)
             bad = None
-            parts = self._pack_result(res)
+            parts = self._pack_result(res, [r._outputs for r in requests])
         except Exception as e:  # noqa: BLE001
             self._execute_failed(mid, requests, e)
             return
@@ -1393,13 +1416,13 @@ class _Stub:
         requests = res = r = None
         self.send(MSG_RESULT, mid, parts)
 
-    def _pack_result(self, responses):
+    def _pack_result(self, responses, wanted):
         """RESULT's payload; tensor data are written into UP."""
         w = _Writer()
         w.u32(len(responses))
         copies = []  # (UP offset, array or bytes)
         pos = 0
-        for resp in responses:
+        for k, resp in enumerate(responses):
             w.u32(1)
             err = resp.error()
             if err is not None:
@@ -1407,7 +1430,7 @@ class _Stub:
                 w.u32(int(err.code()) if hasattr(err, "code") else 1)
                 w.str(str(err.message()))
                 continue
-            outs = resp.output_tensors()
+            outs = _pruned(resp.output_tensors(), wanted[k])
             w.u32(0)
             w.u32(len(outs))
             for t in outs:

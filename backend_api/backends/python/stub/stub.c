@@ -69,8 +69,8 @@ static int free_push(uint64_t off) {
 }
 
 static void down_block_dealloc(down_block_t *self) {
-  /* A block of size 0 is no allocation (ipc.h): nothing to free. */
-  if (self->size > 0 && free_push(self->offset) && free_notify != NULL) {
+  /* Every block is an allocation, even of size 0 (ipc.h: FREE each). */
+  if (free_push(self->offset) && free_notify != NULL) {
     /* A dealloc may run while an exception is set: keep it. */
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
