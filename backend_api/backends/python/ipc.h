@@ -95,7 +95,7 @@
  *
  * RESP (one response):
  *   u32 has_response (0: none, nothing follows; RESPONSE/BLS_RESPONSE only;
- *                     RESULT's RESPs carry it too, always 1)
+ *                     RESULT's RESPs carry it too; the stub sends 1 there)
  *   u32 is_error
  *   is_error: u32 code (TRITONSERVER_Error_Code), str message
  *   else:     u32 n_outputs; per output: str name, str dtype, u32 ndims,

@@ -241,8 +241,7 @@ class InferenceResponse:
         if error is not None and not isinstance(error, TritonError):
             error = TritonError(str(error))
         self._error = error
-        self._parameters = parameters if isinstance(parameters, str) \
-            else json.dumps(parameters or {})
+        self._parameters = parameters
 
     def output_tensors(self):
         return self._outputs
@@ -254,7 +253,8 @@ class InferenceResponse:
         return self._error
 
     def parameters(self):
-        return self._parameters
+        p = self._parameters
+        return p if isinstance(p, str) else json.dumps(p or {})
 
 
 class InferenceResponseSender:
@@ -537,7 +537,13 @@ class LogLevel:
 
 
 class Logger:
-    """Messages into the server's log, with the model file's name and line."""
+    """Messages into the server's log, with the model file's name and line.
+    Levels as in Triton: Logger.INFO ... (and Logger.LogLevel.INFO ...)."""
+    LogLevel = LogLevel
+    INFO = LogLevel.INFO
+    WARNING = LogLevel.WARNING
+    ERROR = LogLevel.ERROR
+    VERBOSE = LogLevel.VERBOSE
 
     @staticmethod
     def log(message, level=LogLevel.INFO):
@@ -1096,22 +1102,48 @@ class _Stub:
 
     # -- the reader thread --
 
-    def _recv_exact(self, n):
-        buf = bytearray(n)
+    def _messages(self):
+        """Yields (type, id, payload bytearray) as they arrive. One recv
+        usually brings a whole small message (and the next ones); a large
+        payload is read straight into its own buffer."""
+        buf = bytearray(1 << 16)
         mv = memoryview(buf)
-        got = 0
-        while got < n:
-            k = self.sock.recv_into(mv[got:])
-            if k == 0:
-                raise EOFError
-            got += k
-        return buf
+        start = end = 0
+        while True:
+            if end - start < _HDR.size:
+                if start:
+                    mv[:end - start] = mv[start:end]
+                    end -= start
+                    start = 0
+                k = self.sock.recv_into(mv[end:])
+                if k == 0:
+                    raise EOFError
+                end += k
+                continue
+            typ, mid, length = _HDR.unpack_from(buf, start)
+            start += _HDR.size
+            have = min(end - start, length)
+            if have == length:
+                payload = bytearray(mv[start:start + have])
+            else:
+                payload = bytearray(length)
+                payload[:have] = mv[start:start + have]
+            start += have
+            if have < length:
+                pv = memoryview(payload)
+                while have < length:
+                    k = self.sock.recv_into(pv[have:])
+                    if k == 0:
+                        raise EOFError
+                    have += k
+                pv.release()
+            if start == end:
+                start = end = 0
+            yield typ, mid, payload
 
     def _reader(self):
         try:
-            while True:
-                typ, mid, length = _HDR.unpack(self._recv_exact(_HDR.size))
-                payload = self._recv_exact(length) if length else bytearray()
+            for typ, mid, payload in self._messages():
                 if typ in (MSG_INIT, MSG_EXECUTE, MSG_FINALIZE,
                            MSG_AUTO_COMPLETE):
                     self.loop.call_soon_threadsafe(self._work, typ, mid,
