@@ -7,7 +7,7 @@ MetricFamily COUNTER, GAUGE and HISTOGRAM), py_autocomplete (config.pbtxt
 without inputs, outputs or batching), py_cancel (polls is_cancelled()),
 py_restart (initialize takes a second; answers its pid), py_restart_fail
 (a second initialize raises), py_repeat (decoupled, for a stub killed with
-a stream open).
+a stream open), py_keep (keeps each input array past execute).
 
 What is asserted, as Triton does it:
   * Logger lines reach the server log at their level with the model file's
@@ -16,6 +16,9 @@ What is asserted, as Triton does it:
     kinds and values, and Metric.value() reads them back;
   * GET v2/models/m/config shows what auto_complete_config added, and the
     model serves with it (batched);
+  * an input array kept past execute stays intact (its shared-memory
+    block lives while Python holds a view), and blocks are reused once
+    freed: the stub's DOWN segment does not grow with every request;
   * a cancelled request (gRPC cancel, gRPC deadline, HTTP client gone) is
     seen by is_cancelled() while execute runs;
   * a stub killed with SIGKILL: the model is not ready right after, a
@@ -43,7 +46,8 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 from test_metrics import parse_metrics
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
-MODELS = ("py_logmetrics", "py_autocomplete", "py_cancel", "py_restart", "py_restart_fail", "py_repeat")
+MODELS = ("py_logmetrics", "py_autocomplete", "py_cancel", "py_restart", "py_restart_fail", "py_repeat",
+          "py_keep")
 HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 STUB_NAME = b"triton_python_backend_stub"
@@ -264,6 +268,37 @@ def test_http_close_cancels(srv, gc):
         wait_log(srv, "py_cancel: request 'h-close' waiting")
     wait_log(srv, "py_cancel: request 'h-close' cancelled after")
     check_cancel_serving(srv, gc)
+
+
+# ------------------------------------------ shared-memory lifetimes ---
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_kept_input_stays_intact(srv, gc, proto):
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal(n).astype(np.float32) for n in (5, 1 << 20, 3, 1 << 18, 0, 77, 1 << 20)]
+    prev = None
+    for x in xs:
+        out = infer(proto, srv, gc, "py_keep", [("IN", "FP32", [len(x)], x)])
+        if prev is not None:  # (the first answers what an earlier test sent)
+            assert np.array_equal(np.asarray(out["OUT"]).reshape(-1), prev), (len(prev), len(x))
+        prev = x
+
+
+def test_down_segment_reuses_freed_blocks(srv, gc):
+    """64 requests of 4 MiB, one at a time (the model keeps one block alive
+    besides the current one): the DOWN segment (the stub's descriptor 4, a
+    memfd) stays far below 64 x 4 MiB."""
+    x = np.arange(1 << 20, dtype=np.float32)
+    pid = None
+    for i in range(64):
+        out = infer("http", srv, gc, "py_keep", [("IN", "FP32", [len(x)], x + i)])
+        if i:
+            assert np.asarray(out["OUT"]).reshape(-1)[0] == i - 1
+        pid = int(np.asarray(out["PID"]).reshape(-1)[0])
+    link = os.readlink(f"/proc/{pid}/fd/4")
+    assert "memfd" in link, link
+    size = os.stat(f"/proc/{pid}/fd/4").st_size
+    assert size <= 16 * (4 << 20), f"DOWN segment is {size} bytes after 64 requests of 4 MiB"
 
 
 # --------------------------------------------------------- restarts ---
