@@ -42,6 +42,38 @@ def tool_step(res, sc):
         return None
 
 
+def split(res, sc):
+    """(server, stubs) CPU us per request over the window, from the
+    snapshots (the server's /proc/<pid>/stat line first, then the stubs'),
+    or None."""
+    d = os.path.join(res, "raw", sc)
+
+    def snap(name):
+        ticks, tck = [], None
+        with open(os.path.join(d, name)) as f:
+            for line in f:
+                if line.startswith("stat "):
+                    fields = line.rsplit(")", 1)[1].split()
+                    ticks.append(int(fields[11]) + int(fields[12]))
+                elif line.startswith("clk_tck "):
+                    tck = int(line.split()[1])
+        return ticks, tck
+
+    def count(name):
+        with open(os.path.join(d, name)) as f:
+            return json.load(f)["model_stats"][0]["inference_stats"]["success"]["count"]
+
+    try:
+        (a, tck), (b, _) = snap("a.snap"), snap("b.snap")
+        n = count("b.json") - count("a.json")
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    if not n or not tck or len(a) != len(b) or not a:
+        return None
+    per = [(y - x) / tck * 1e6 / n for x, y in zip(a, b)]
+    return per[0], sum(per[1:])
+
+
 def issue15(p, get, res, fmt):
     if not any(get(scenario_name(m, c), "us_per_req") is not None or tool_step(res, scenario_name(m, c))
                for m in MODELS for c in CONCS):
@@ -71,10 +103,12 @@ def issue15(p, get, res, fmt):
         for m in MODELS:
             sc = scenario_name(m, c)
             t = tool_step(res, sc)
-            rows.append("%s conc %d: %s req/s (server), p50 %s us, p99 %s us, tool's window "
-                        "%s CPU us/req (server + children)" % (
+            sp = split(res, sc)
+            rows.append("%s conc %d: %s req/s (server), p50 %s us, p99 %s us, CPU us/req %s "
+                        "server + %s stubs, tool's window %s (server + children)" % (
                             m, c, fmt(get(sc, "rps"), 0),
                             fmt(t and t.get("p50_latency_us"), 0), fmt(t and t.get("p99_latency_us"), 0),
+                            fmt(sp and sp[0], 2), fmt(sp and sp[1], 2),
                             fmt(t and t.get("cpu_pid_us_per_request"), 2)))
     p("; ".join(rows) + ".")
     p("")
