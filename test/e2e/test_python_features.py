@@ -21,9 +21,9 @@ What is asserted, as Triton does it:
     freed: the stub's DOWN segment does not grow with every request;
   * a cancelled request (gRPC cancel, gRPC deadline, HTTP client gone) is
     seen by is_cancelled() while execute runs;
-  * a stub killed with SIGKILL: the model is not ready right after, a
-    request sent meanwhile waits for the restarted stub and is served by it,
-    the model is ready again; a stream open on a killed decoupled stub ends
+  * a stub killed with SIGKILL: a request sent once its death is known
+    waits for the restarted stub and is served by it; the model is not
+    ready right after the kill and ready again once the stub is back; a stream open on a killed decoupled stub ends
     its request with "exited unexpectedly"; a restart whose initialize
     fails makes requests fail clearly instead of hanging.
 Every wait is bounded (HANG_S); no assertion is about time.
@@ -337,29 +337,45 @@ def pid_of(out):
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
+def test_request_waits_for_restart(srv, gc, proto):
+    """A request that arrives once the stub is known dead (its EOF seen)
+    waits for the restarted stub and is served by it."""
+    pid = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
+    died = "stub process for model 'py_restart' instance 'py_restart_0_0' exited unexpectedly"
+    seen = log_text(srv).count(died)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + HANG_S
+    while log_text(srv).count(died) == seen:
+        assert time.monotonic() < deadline, srv.log_tail()
+        time.sleep(0.02)
+    new = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
+    assert new != pid and new in stub_of(srv, "py_restart")
+    # Other models never noticed.
+    assert ready(srv, "py_logmetrics") and ready(srv, "py_cancel")
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
 def test_ready_during_restart(srv, gc, proto):
+    """v2/models/m/ready is false right after the kill (the restarted
+    stub's initialize takes a second), true again once it is back."""
     pid = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
     assert ready(srv, "py_restart")
     os.kill(pid, signal.SIGKILL)
-    # Right after the kill: not ready (the restarted stub's initialize
-    # takes a second).
     deadline = time.monotonic() + 5
     while ready(srv, "py_restart"):
         assert time.monotonic() < deadline, "py_restart stayed ready after its stub was killed"
         time.sleep(0.01)
     if proto == "grpc":
         assert gc.model_ready("py_restart").ready is False
-    # A request sent now waits for the restart and is served by the new stub.
-    new = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
-    assert new != pid
+    idx = {m["name"]: m for m in srv.post("/v2/repository/index", json={}).json()}
+    assert idx["py_restart"]["state"] != "READY" or not ready(srv, "py_restart")
     deadline = time.monotonic() + HANG_S
     while not ready(srv, "py_restart"):
         assert time.monotonic() < deadline, srv.log_tail()
         time.sleep(0.05)
     idx = {m["name"]: m for m in srv.post("/v2/repository/index", json={}).json()}
     assert idx["py_restart"]["state"] == "READY", idx["py_restart"]
-    # Other models never noticed.
-    assert ready(srv, "py_logmetrics") and ready(srv, "py_cancel")
+    assert pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])])) != pid
 
 
 def test_killed_decoupled_stub_fails_open_stream(srv, gc):
@@ -412,6 +428,6 @@ def test_restart_whose_initialize_fails(srv, gc):
             infer("http", srv, gc, "py_restart_fail", [("IN", "INT32", [1], [0])])
             time.sleep(0.2)
     assert "py_restart_fail" in ei.value.message, ei.value
-    assert not ready(srv, "py_restart_fail")
     wait_log(srv, "py_restart_fail: refusing a second initialize")
     assert srv.alive() and ready(srv, "py_cancel")
+    assert not ready(srv, "py_restart_fail")
