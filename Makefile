@@ -164,7 +164,7 @@ EXPORT_ABI = -Wl,--dynamic-list=$(ABI_DYNLIST) -Wl,-soname,libtritonserver.so
 # The dynamic list holds the patterns of the version script's global: block.
 $(ABI_DYNLIST): $(ABI_MAP)
 	@mkdir -p $(dir $@)
-	{ echo '{'; sed -n '/^ *global:/,/^ *local:/{/^ *TRITON[A-Z]*_\*;/p}' $<; echo '};'; } > $@
+	{ echo '{'; sed -n '/^ *global:/,/^ *local:/{/^ *\(TRITON[A-Z]*\|INFERD\)_\*;/p}' $<; echo '};'; } > $@
 
 $(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
 	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \

@@ -167,6 +167,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsDelete(
   free_strs(options->repos, options->n_repos);
   free_strs(options->startup_models, options->n_startup_models);
   free(options->backend_dir);
+  free(options->log_file);
   free_settings(options->backend_config, options->n_backend_config);
   free_settings(options->host_policy, options->n_host_policy);
   free(options);
@@ -367,8 +368,11 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetEnablePeerAccess(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFile(
     TRITONSERVER_ServerOptions *options, const char *file) {
   OPT_CHECK(options);
-  if (file == NULL || file[0] == '\0') return NULL;
-  return unsupported(__func__, "inferd logs to standard error only");
+  char *copy = strdup(file != NULL ? file : "");
+  if (copy == NULL) return ERR(INTERNAL, "out of memory");
+  free(options->log_file);
+  options->log_file = copy;
+  return NULL;
 }
 
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogInfo(
@@ -395,12 +399,13 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogError(
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogFormat(
     TRITONSERVER_ServerOptions *options, const TRITONSERVER_LogFormat format) {
   OPT_CHECK(options);
-  if (format == TRITONSERVER_LOG_DEFAULT) return NULL;
-  if (format == TRITONSERVER_LOG_ISO8601) {
-    WARN_ONCE(__func__, "log lines keep inferd's one format");
-    return NULL;
-  }
-  return ERR(INVALID_ARG, "unknown log format");
+  if (format == TRITONSERVER_LOG_DEFAULT)
+    options->log_format = IFD_LOG_FORMAT_DEFAULT;
+  else if (format == TRITONSERVER_LOG_ISO8601)
+    options->log_format = IFD_LOG_FORMAT_ISO8601;
+  else
+    return ERR(INVALID_ARG, "unknown log format");
+  return NULL;
 }
 
 TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetLogVerbose(

@@ -257,6 +257,15 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
                "mode");
 
   /* Logging is the process's, as in Triton: the last server made sets it. */
+  if (options->log_file != NULL && options->log_file[0] != '\0' &&
+      strcmp(options->log_file, ifd_log_file()) != 0) {
+    int e = ifd_log_open_file(options->log_file);
+    if (e < 0)
+      return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                         "cannot open log file '%s': %s", options->log_file,
+                         strerror(-e));
+  }
+  ifd_log_set_format((ifd_log_format_t)options->log_format);
   ifd_log_set_verbose(options->log_verbose);
   ifd_log_set_enabled(IFD_LOG_INFO, options->log_info);
   ifd_log_set_enabled(IFD_LOG_WARN, options->log_warn);

@@ -219,6 +219,7 @@ struct TRITONBACKEND_ModelInstance {
   atomic_uint_fast64_t done_jobs, done_reqs;
   ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
   uint32_t n_reports, cap_reports;
+  atomic_int not_ready; /* any thread: INFERD_ModelInstanceSetReady(false) */
 };
 
 /** Acquires (opening and initializing on first use) the backend library at
@@ -390,6 +391,8 @@ struct TRITONSERVER_ServerOptions {
   unsigned exit_timeout_secs;
   char *backend_dir; /* owned; NULL: the library's own backends/ folder */
   int log_info, log_warn, log_error, log_verbose;
+  int log_format;  /* ifd_log_format_t */
+  char *log_file;  /* owned: "" or NULL for stderr */
   int metrics;     /* ServerMetrics answers; gauges sampled */
   int gpu_metrics; /* the GPU gauges among them */
   uint64_t metrics_interval_ms;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend_api/internal.h"
+#include "inferd/inferd_backend.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/server.h"
@@ -313,6 +314,16 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(
     TRITONBACKEND_ModelInstance *instance, void *state) {
   ARG_CHECK(instance != NULL);
   instance->state = state;
+  return NULL;
+}
+
+TRITONSERVER_Error *INFERD_ModelInstanceSetReady(
+    TRITONBACKEND_ModelInstance *instance, bool ready) {
+  ARG_CHECK(instance != NULL);
+  int was = atomic_exchange(&instance->not_ready, ready ? 0 : 1);
+  if (was != (ready ? 0 : 1))
+    atomic_fetch_add(&instance->model->model->unready_instances,
+                     ready ? -1 : 1);
   return NULL;
 }
 

@@ -1,30 +1,95 @@
 /*
  * core/log.c - tritonserver-style log lines, one write(2) per line.
+ *
+ * The settings are relaxed atomics: a change made on the loop thread (the
+ * logging extension) reaches other threads at their next line, and no line
+ * needs more than one consistent reading of each setting.
  */
 #include "core/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-static int verbose_level;
-static int enabled[3] = {1, 1, 1};
+#define RELAXED memory_order_relaxed
+
+static atomic_int verbose_level;
+static atomic_int enabled[3] = {1, 1, 1};
+static atomic_int format;
+/* Where lines go. Replaced only by ifd_log_open_file; a replaced file and
+ * path are kept open and allocated (another thread may be writing to it),
+ * which costs one descriptor per change: a change happens at start, or when
+ * an embedding application makes a server with another log file. */
+static atomic_int out_fd = STDERR_FILENO;
+static _Atomic(char *) out_path; /* the --log-file path; NULL */
 
 void ifd_log_set_verbose(int level) {
-  verbose_level = level;
+  atomic_store_explicit(&verbose_level, level < 0 ? 0 : level, RELAXED);
+}
+
+int ifd_log_verbose(void) {
+  return atomic_load_explicit(&verbose_level, RELAXED);
 }
 
 void ifd_log_set_enabled(ifd_log_level_t level, int on) {
-  if (level <= IFD_LOG_INFO) enabled[level] = on;
+  if (level <= IFD_LOG_INFO)
+    atomic_store_explicit(&enabled[level], on != 0, RELAXED);
 }
 
 int ifd_log_enabled(ifd_log_level_t level) {
-  if (level == IFD_LOG_VERBOSE) return verbose_level > 0;
-  return enabled[level];
+  if (level == IFD_LOG_VERBOSE)
+    return atomic_load_explicit(&verbose_level, RELAXED) > 0;
+  return atomic_load_explicit(&enabled[level], RELAXED);
+}
+
+void ifd_log_set_format(ifd_log_format_t f) {
+  atomic_store_explicit(&format, (int)f, RELAXED);
+}
+
+ifd_log_format_t ifd_log_format(void) {
+  return (ifd_log_format_t)atomic_load_explicit(&format, RELAXED);
+}
+
+const char *ifd_log_format_name(ifd_log_format_t f) {
+  return f == IFD_LOG_FORMAT_ISO8601 ? "ISO8601" : "default";
+}
+
+int ifd_log_parse_format(const char *text, ifd_log_format_t *out) {
+  if (strcmp(text, "default") == 0)
+    *out = IFD_LOG_FORMAT_DEFAULT;
+  else if (strcmp(text, "ISO8601") == 0)
+    *out = IFD_LOG_FORMAT_ISO8601;
+  else
+    return -1;
+  return 0;
+}
+
+int ifd_log_open_file(const char *path) {
+  char *copy = strdup(path);
+  int fd;
+  if (copy == NULL) return -ENOMEM;
+  fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int e = errno;
+    free(copy);
+    return -e;
+  }
+  atomic_store(&out_path, copy);
+  atomic_store(&out_fd, fd);
+  return 0;
+}
+
+const char *ifd_log_file(void) {
+  const char *p = atomic_load(&out_path);
+  return p != NULL ? p : "";
 }
 
 void ifd_log_write(ifd_log_level_t level, const char *file, int line,
@@ -39,11 +104,21 @@ void ifd_log_write(ifd_log_level_t level, const char *file, int line,
   va_list ap;
 
   gettimeofday(&tv, NULL);
-  localtime_r(&tv.tv_sec, &tm);
-  k = snprintf(buf, sizeof(buf), "%c%02d%02d %02d:%02d:%02d.%06ld %ld %s:%d] ",
-               letters[level], tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-               tm.tm_sec, (long)tv.tv_usec, (long)syscall(SYS_gettid),
-               base ? base + 1 : file, line);
+  if (ifd_log_format() == IFD_LOG_FORMAT_ISO8601) {
+    gmtime_r(&tv.tv_sec, &tm);
+    k = snprintf(buf, sizeof(buf),
+                 "%04d-%02d-%02dT%02d:%02d:%02dZ %c %ld %s:%d] ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, letters[level],
+                 (long)syscall(SYS_gettid), base ? base + 1 : file, line);
+  } else {
+    localtime_r(&tv.tv_sec, &tm);
+    k = snprintf(buf, sizeof(buf),
+                 "%c%02d%02d %02d:%02d:%02d.%06ld %ld %s:%d] ", letters[level],
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (long)tv.tv_usec, (long)syscall(SYS_gettid),
+                 base ? base + 1 : file, line);
+  }
   n = k > 0 ? (size_t)k : 0;
   if (n >= sizeof(buf) - 2) n = sizeof(buf) - 2;
   va_start(ap, fmt);
@@ -53,5 +128,5 @@ void ifd_log_write(ifd_log_level_t level, const char *file, int line,
   if (n > sizeof(buf) - 2) n = sizeof(buf) - 2;
   buf[n++] = '\n';
   /* A failed or short write of a log line has nowhere better to go. */
-  if (write(STDERR_FILENO, buf, n) < 0) return;
+  if (write(atomic_load_explicit(&out_fd, RELAXED), buf, n) < 0) return;
 }

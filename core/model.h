@@ -8,6 +8,7 @@
 #ifndef IFD_CORE_MODEL_H
 #define IFD_CORE_MODEL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -38,6 +39,11 @@ struct ifd_model {
   void *sched;         /* sched: the scheduler instance */
 
   ifd_model_stats_t stats; /* loop thread only */
+
+  /* Instances their backend marked unable to serve (any thread; inferd's
+   * INFERD_ModelInstanceSetReady): the version reports not ready while
+   * this is above 0, and still queues requests. */
+  atomic_int unready_instances;
 
   /* Set by the scheduler (by ops->load, cleared before it is freed) when
    * it must see this model's responses before the clients do, e.g. to pass

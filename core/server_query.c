@@ -53,11 +53,13 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version) {
   ifd_model_t *m;
   if (s->shutting_down) return 0;
-  return ifd_server_find_model(s, name, name_len, version, &m, NULL) == 0;
+  if (ifd_server_find_model(s, name, name_len, version, &m, NULL) != 0)
+    return 0;
+  return atomic_load_explicit(&m->unready_instances, memory_order_relaxed) == 0;
 }
 
 /* The extensions inferd serves, in tritonserver's order. Not listed until
- * they land: classification, trace, logging. cuda_shared_memory is listed
+ * they land: classification, trace. cuda_shared_memory is listed
  * on a machine without a GPU too, as tritonserver does (its register then
  * answers "GPUs not supported"). */
 static const char *const extensions[] = {"sequence",
@@ -69,7 +71,8 @@ static const char *const extensions[] = {"sequence",
                                          "cuda_shared_memory",
                                          "binary_tensor_data",
                                          "parameters",
-                                         "statistics"};
+                                         "statistics",
+                                         "logging"};
 
 static const ifd_server_info_t server_info = {
     IFD_SERVER_NAME, IFD_SERVER_VERSION, extensions,

@@ -38,6 +38,7 @@
 #include "net/grpc_infer.h"
 #include "net/grpc_internal.h"
 #include "net/grpc_shm.h"
+#include "net/logging.h"
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
@@ -512,7 +513,6 @@ out_free:
   }
 
 NOT_YET(TraceSetting)
-NOT_YET(LogSettings)
 #undef NOT_YET
 
 /* ---- model control --------------------------------------------------------
@@ -995,7 +995,7 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     {SVC "CudaSharedMemoryUnregister", 0, ifd__grpc_shm_cuda_unregister, NULL,
      ifd__grpc_shm_cancel, IFD_API_SHARED_MEMORY},
     UNARY(TraceSetting, TRACE, on_TraceSetting),
-    UNARY(LogSettings, LOGGING, on_LogSettings),
+    UNARY(LogSettings, LOGGING, ifd__grpc_log_settings),
     {"/grpc.health.v1.Health/Check", 0, on_health_check, NULL, NULL,
      IFD_API_HEALTH},
     {NULL, 0, NULL, NULL, NULL, 0},

@@ -19,6 +19,7 @@
 #include "core/metrics.h"
 #include "net/conn.h"
 #include "net/internal.h"
+#include "net/logging.h"
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
@@ -95,6 +96,12 @@ ifd_http_route_t ifd__http_route(ifd_http_method_t method, const char *path,
     if (seg_is(seg[1], seglen[1], "ready"))
       return want(method, IFD_HTTP_GET, IFD_ROUTE_READY);
     return IFD_ROUTE_NOT_FOUND;
+  }
+  if (nseg == 1 && seg_is(seg[0], seglen[0], "logging")) {
+    m->route = IFD_ROUTE_LOGGING;
+    return method == IFD_HTTP_GET || method == IFD_HTTP_POST
+               ? IFD_ROUTE_LOGGING
+               : IFD_ROUTE_BAD_METHOD;
   }
   if (seg_is(seg[0], seglen[0], "repository")) {
     if (nseg == 2 && seg_is(seg[1], seglen[1], "index"))
@@ -619,6 +626,8 @@ static ifd_api_group_t route_group(ifd_http_route_t r) {
     case IFD_ROUTE_SHM_REGISTER:
     case IFD_ROUTE_SHM_UNREGISTER:
       return IFD_API_SHARED_MEMORY;
+    case IFD_ROUTE_LOGGING:
+      return IFD_API_LOGGING;
     case IFD_ROUTE_NOT_FOUND:
     case IFD_ROUTE_BAD_METHOD:
       break;
@@ -724,6 +733,9 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
     case IFD_ROUTE_SHM_REGISTER:
     case IFD_ROUTE_SHM_UNREGISTER:
       ifd__http_shm_route(srv, s, &m, msg);
+      break;
+    case IFD_ROUTE_LOGGING:
+      ifd__http_logging(s, msg);
       break;
   }
   free(msg->body); /* NULL when a request took it */

@@ -170,6 +170,7 @@ typedef enum ifd_http_route {
   IFD_ROUTE_REPO_UNLOAD,     /* POST /v2/repository/models/m/unload */
   IFD_ROUTE_ALL_STATS,       /* GET /v2/models/stats */
   IFD_ROUTE_MODEL_STATS,     /* GET /v2/models/m[/versions/v]/stats */
+  IFD_ROUTE_LOGGING,         /* GET or POST /v2/logging */
   IFD_ROUTE_SHM_STATUS,      /* GET /v2/{system,cuda}sharedmemory
                                 [/region/r]/status */
   IFD_ROUTE_SHM_REGISTER,    /* POST .../region/r/register */

@@ -87,6 +87,8 @@ typedef struct options {
   int poll_secs;
   int log_verbose;
   int log_info, log_warning, log_error;
+  const char *log_file;   /* --log-file: NULL for stderr */
+  const char *log_format; /* --log-format: NULL for "default" */
   /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
   ifd_cuda_mem_opts_t cuda_mem;
   int allow_gpu_metrics;
@@ -294,6 +296,9 @@ static void usage(FILE *f) {
       "                             a model was still unloading then)\n"
       "  --log-verbose=N            verbose log level (default 0)\n"
       "  --log-info=BOOL, --log-warning=BOOL, --log-error=BOOL\n"
+      "  --log-file=PATH            append log lines to PATH instead of "
+      "stderr\n"
+      "  --log-format=F             default or ISO8601 (default: default)\n"
       "  --help                     this text\n");
 }
 
@@ -415,6 +420,8 @@ static const flag_t flags[] = {
     {"log-info", K_BOOL, OFF(log_info)},
     {"log-warning", K_BOOL, OFF(log_warning)},
     {"log-error", K_BOOL, OFF(log_error)},
+    {"log-file", K_STR, OFF(log_file)},
+    {"log-format", K_STR, OFF(log_format)},
 };
 
 static int bad(const char *name, const char *value, const char *why) {
@@ -947,6 +954,22 @@ int main(int argc, char **argv) {
   if (rc != 0) {
     if (rc > 0) usage(stdout);
     return rc > 0 ? 0 : 1;
+  }
+  if (a->opt.log_format != NULL) {
+    ifd_log_format_t f;
+    if (ifd_log_parse_format(a->opt.log_format, &f) != 0) {
+      bad("log-format", a->opt.log_format, "expected default or ISO8601");
+      return 1;
+    }
+    ifd_log_set_format(f);
+  }
+  if (a->opt.log_file != NULL && a->opt.log_file[0] != '\0') {
+    int e = ifd_log_open_file(a->opt.log_file);
+    if (e < 0) {
+      fprintf(stderr, "inferd: cannot open --log-file '%s': %s\n",
+              a->opt.log_file, strerror(-e));
+      return 1;
+    }
   }
   ifd_log_set_verbose(a->opt.log_verbose);
   ifd_log_set_enabled(IFD_LOG_INFO, a->opt.log_info);

@@ -10,7 +10,8 @@
 #   bash test/abi/check_exports.sh build/inferd
 #
 # Every function declared with TRITONSERVER_DECLSPEC or TRITONBACKEND_DECLSPEC
-# in backend_api/include/triton/core/tritonserver.h and tritonbackend.h must
+# in backend_api/include/triton/core/tritonserver.h and tritonbackend.h (and
+# inferd's extensions, backend_api/include/inferd/inferd_backend.h) must
 # be a defined dynamic symbol of the file: a backend built for Triton is
 # opened with RTLD_NOW and fails to load if any symbol it calls is missing.
 #
@@ -38,7 +39,8 @@ export LC_ALL=C # one collation for sort and comm
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HEADERS=("$ROOT/backend_api/include/triton/core/tritonserver.h"
-         "$ROOT/backend_api/include/triton/core/tritonbackend.h")
+         "$ROOT/backend_api/include/triton/core/tritonbackend.h"
+         "$ROOT/backend_api/include/inferd/inferd_backend.h")
 
 # ISPEC in the header, defined by Triton's core (src/backend_model.cc).
 SERVER_IMPLEMENTED_ISPEC=" TRITONBACKEND_InferenceResponseOutputByName "

@@ -20,7 +20,7 @@ SC = grpc.StatusCode
 
 # RPCs the front end does not serve (yet): they must answer UNIMPLEMENTED with
 # a message naming the RPC. Move an RPC out of this list when it is implemented.
-UNIMPLEMENTED_RPCS = ["TraceSetting", "LogSettings"]
+UNIMPLEMENTED_RPCS = ["TraceSetting"]
 
 
 def fp32_req(pb, batch=1, seed=0, **kw):

@@ -26,6 +26,7 @@
 #include "backend_api/internal.h"
 #include "core/server.h"
 #include "cuda/gpu.h"
+#include "inferd/inferd_backend.h"
 
 #define MAX_SEEN 64
 
@@ -351,6 +352,28 @@ static void test_request_of_input(void **state) {
 /* A GPU instance's thread is bound to its device before the backend
  * initializes it; without a GPU that fails cleanly, before the backend
  * sees the instance. */
+/* INFERD_ModelInstanceSetReady counts each instance once on its model. */
+static void test_instance_set_ready(void **state) {
+  fixture_t *f = *state;
+  TRITONBACKEND_ModelInstance *a = &f->bm->instances[0];
+  TRITONBACKEND_ModelInstance *b = &f->bm->instances[1];
+  assert_int_equal(atomic_load(&f->model.unready_instances), 0);
+  assert_null(INFERD_ModelInstanceSetReady(a, false));
+  assert_null(INFERD_ModelInstanceSetReady(a, false));
+  assert_int_equal(atomic_load(&f->model.unready_instances), 1);
+  assert_null(INFERD_ModelInstanceSetReady(b, false));
+  assert_int_equal(atomic_load(&f->model.unready_instances), 2);
+  assert_null(INFERD_ModelInstanceSetReady(a, true));
+  assert_null(INFERD_ModelInstanceSetReady(a, true));
+  assert_int_equal(atomic_load(&f->model.unready_instances), 1);
+  assert_null(INFERD_ModelInstanceSetReady(b, true));
+  assert_int_equal(atomic_load(&f->model.unready_instances), 0);
+  TRITONSERVER_Error *err = INFERD_ModelInstanceSetReady(NULL, true);
+  assert_non_null(err);
+  assert_int_equal(TRITONSERVER_ErrorCode(err), TRITONSERVER_ERROR_INVALID_ARG);
+  TRITONSERVER_ErrorDelete(err);
+}
+
 static void test_gpu_instance_binding(void **state) {
   fixture_t *f = *state;
   ifd_errmsg_t err;
@@ -392,6 +415,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_stop_finalizes_inline, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_request_of_input, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_instance_set_ready, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gpu_instance_binding, setup,
                                       teardown),
   };
