@@ -4,7 +4,8 @@ issue15(p, get, res, fmt) prints the "Issue 15 targets" table and the notes
 under it with `p`, from the scenarios of bench/run.sh's section python (one
 server, one run): python_<model>_http-binary_c<N> for identity_fp32 (the
 identity C backend) and add_sub_fp32 (Triton's add_sub example in Python),
-both FP32[1,16] over HTTP/1.1 binary at concurrency 1 and 16.
+both FP32[1,16] over HTTP/1.1 binary at concurrency 1 and 16, and
+add_sub_fp32_batched (the same with the dynamic batcher) at 16.
 
 Server CPU per request = (CPU of the server + CPU of its stub processes over
 the window) / requests the server counted in it: `get(sc, "us_per_req")`,
@@ -95,21 +96,28 @@ def issue15(p, get, res, fmt):
         p("| FP32[1,16] HTTP/1.1 binary, conc %d: server CPU us per request (server + stubs) "
           "| %s | %s | %s | <= %.1f | %s |" % (c, fmt(a, 2), fmt(i, 2), fmt(ratio, 2), TARGET15,
                                                verdict(ratio)))
+    b = get(scenario_name("add_sub_fp32_batched", 16), "us_per_req")
+    if b is not None:
+        i = get(scenario_name("identity_fp32", 16), "us_per_req")
+        p("| the same, conc 16, add_sub with `dynamic_batching { }` (avg batch %s) | %s | %s | %s "
+          "| reported | - |" % (fmt(get(scenario_name("add_sub_fp32_batched", 16), "avg_batch"), 2),
+                               fmt(b, 2), fmt(i, 2), fmt(b / i if i else None, 2)))
     p("| Triton's Python backend, published per-request CPU overhead | - | - | - | >= 2x lower "
       "| not published: C identity is the floor |")
     p("")
     rows = []
-    for c in CONCS:
-        for m in MODELS:
-            sc = scenario_name(m, c)
-            t = tool_step(res, sc)
-            sp = split(res, sc)
-            rows.append("%s conc %d: %s req/s (server), p50 %s us, p99 %s us, CPU us/req %s "
-                        "server + %s stubs, tool's window %s (server + children)" % (
-                            m, c, fmt(get(sc, "rps"), 0),
-                            fmt(t and t.get("p50_latency_us"), 0), fmt(t and t.get("p99_latency_us"), 0),
-                            fmt(sp and sp[0], 2), fmt(sp and sp[1], 2),
-                            fmt(t and t.get("cpu_pid_us_per_request"), 2)))
+    for m, c in [(m, c) for c in CONCS for m in MODELS] + [("add_sub_fp32_batched", 16)]:
+        sc = scenario_name(m, c)
+        t = tool_step(res, sc)
+        if t is None and get(sc, "rps") is None:
+            continue
+        sp = split(res, sc)
+        rows.append("%s conc %d: %s req/s (server), p50 %s us, p99 %s us, CPU us/req %s server + "
+                    "%s stubs, tool's window %s (server + children)" % (
+                        m, c, fmt(get(sc, "rps"), 0),
+                        fmt(t and t.get("p50_latency_us"), 0), fmt(t and t.get("p99_latency_us"), 0),
+                        fmt(sp and sp[0], 2), fmt(sp and sp[1], 2),
+                        fmt(t and t.get("cpu_pid_us_per_request"), 2)))
     p("; ".join(rows) + ".")
     p("")
     p("Server and stubs share the server core (the stubs inherit its affinity); the load tool "
