@@ -13,19 +13,24 @@ docs write them):
   * py_bls: exec() on the identity C backend (py_identity_step) and on a
     model that does not exist;
   * py_bls_decoupled: exec(decoupled=True) on py_repeat, iterating;
-  * py_bls_async: async def execute with async_exec(), plain and decoupled.
+  * py_bls_async: async def execute with async_exec(), plain and decoupled;
+  * py_bls_stream: a decoupled model calling exec() inside execute and
+    sending each answer.
 
 What is asserted, as Triton does it: decoupled models answer only over gRPC
 streaming (HTTP 501, unary UNIMPLEMENTED, with Triton's texts); every
 response arrives in order with its request's id; the empty final response
 when asked for; error responses mid-stream; several requests interleaved on
-one stream; the request's statistics once its FINAL was sent; Triton's
+one stream; a stream cancelled by the client is seen by the sender's
+is_cancelled() after execute returned; the request's statistics once its
+FINAL was sent; Triton's
 error texts for wrong uses of the sender; BLS results and errors. Every wait
 is bounded (HANG_S); no assertion is about time.
 """
 
 import concurrent.futures as cf
 import shutil
+import threading
 import time
 
 import grpc
@@ -39,7 +44,7 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_repeat", "py_decoupled_return", "py_sender", "py_bls", "py_bls_decoupled", "py_bls_async",
-          "py_identity_step")
+          "py_bls_stream", "py_identity_step")
 HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 
@@ -257,6 +262,39 @@ def test_many_streams_at_once(srv, gc):
         assert all(f.result(timeout=HANG_S) for f in [ex.submit(one, i) for i in range(16)])
 
 
+def test_stream_cancelled_by_client(srv, gc):
+    """The client cancels the stream while py_repeat's thread waits before
+    its second response: the sender's is_cancelled() turns true (a request
+    still open after execute returned) and the model stops early."""
+    req = repeat_req(gc.pb, "rep-cancel", [1, 2, 3], delay=[0, 30000, 0])
+    gate = threading.Event()
+
+    def requests_then_wait():
+        yield req
+        gate.wait(HANG_S)  # keep the stream open until the test cancels it
+
+    call = gc.model_stream_infer(requests_then_wait(), timeout=HANG_S)
+    try:
+        first = next(call)
+        assert first.error_message == "" and gh.outputs_of(first.infer_response)["OUT"].tolist() == [1]
+        call.cancel()
+    finally:
+        gate.set()
+    wait_log(srv, "py_repeat: request 'rep-cancel' cancelled before response 1")
+    msgs, code = stream(gc, [repeat_req(gc.pb, "after-cancel", [9])])
+    assert code == grpc.StatusCode.OK
+    check_repeat(msgs, "after-cancel", [9])
+
+
+def test_bls_inside_decoupled_execute(gc):
+    req = gh.infer_request(gc.pb, "py_bls_stream", [("IN", "FP32", [3], np.array([1, 2, 3], dtype=np.float32))],
+                           request_id="bs")
+    msgs, code = stream(gc, [req])
+    assert code == grpc.StatusCode.OK
+    assert [m.error_message for m in msgs] == ["", "", ""], [str(m)[:300] for m in msgs]
+    assert [gh.outputs_of(m.infer_response)["OUT"].tolist() for m in msgs] == [[1, 2, 3], [2, 4, 6], [3, 6, 9]]
+
+
 def test_decoupled_execute_must_return_none(srv, gc):
     req = gh.infer_request(gc.pb, "py_decoupled_return", [("IN", "INT32", [1], np.array([3], dtype=np.int32))],
                            request_id="ret")
@@ -329,6 +367,14 @@ def test_bls_exec(srv, gc, proto):
     err = bytes(out["ERR"][0]).decode()
     assert err != "no error" and "py_no_such_model" in err, err
     assert stats(srv, "py_identity_step")["inference_stats"]["success"]["count"] == before + 1
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_bls_large_tensor(srv, gc, proto):
+    # 8 MiB each way through the BLS call (inline in the socket messages).
+    x = np.arange(1 << 21, dtype=np.float32)
+    out = infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [len(x)], x)])
+    assert np.array_equal(np.asarray(out["OUTPUT0"]).reshape(-1), x * 2)
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)

@@ -4,8 +4,10 @@ For each request, one response per element of IN (OUT = IN[i], IDX = i),
 sent from a thread of its own after execute has returned, DELAY[i]
 milliseconds before each (DELAY is optional), then a flags-only FINAL. A
 negative element is answered with an error response (INVALID_ARG) in its
-place and the stream goes on. After the FINAL, the thread tries one more
-send and logs what it raised, so the tests can check Triton's text.
+place and the stream goes on. The thread checks sender.is_cancelled() while
+it waits and stops early (logged, then the FINAL) when the client is gone.
+After the FINAL, the thread tries one more send and logs what it raised, so
+the tests can check Triton's text.
 """
 
 import threading
@@ -38,7 +40,14 @@ class TritonPythonModel:
     def produce(self, sender, rid, values, delays):
         for i, v in enumerate(values):
             if i < len(delays) and delays[i]:
-                time.sleep(int(delays[i]) / 1000.0)
+                # Sleep in small steps, watching for the client going away.
+                end = time.monotonic() + int(delays[i]) / 1000.0
+                while time.monotonic() < end and not sender.is_cancelled():
+                    time.sleep(0.01)
+            if sender.is_cancelled():
+                pb_utils.Logger.log_info(f"py_repeat: request '{rid}' cancelled before response {i}")
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                return
             if v < 0:
                 err = pb_utils.TritonError(f"py_repeat: negative value {int(v)} at {i}",
                                            pb_utils.TritonError.INVALID_ARG)
