@@ -15,7 +15,8 @@ What is asserted, as Triton does it:
   * the metrics appear on the metrics port under their names, labels,
     kinds and values, and Metric.value() reads them back;
   * GET v2/models/m/config shows what auto_complete_config added, and the
-    model serves with it (batched);
+    model serves with it (batched); a decoupled policy set there holds;
+    Triton's ModelConfig refuses dims that contradict config.pbtxt;
   * an input array kept past execute stays intact (its shared-memory
     block lives while Python holds a view), and blocks are reused once
     freed: the stub's DOWN segment does not grow with every request;
@@ -46,8 +47,10 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 from test_metrics import parse_metrics
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
-MODELS = ("py_logmetrics", "py_autocomplete", "py_cancel", "py_restart", "py_restart_fail", "py_repeat",
-          "py_keep")
+MODELS = ("py_logmetrics", "py_autocomplete", "py_autocomplete_decoupled", "py_cancel", "py_restart",
+          "py_restart_fail", "py_repeat", "py_keep")
+# Copied too; expected not to load.
+BROKEN = ("py_autocomplete_conflict",)
 HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 STUB_NAME = b"triton_python_backend_stub"
@@ -60,7 +63,7 @@ def srv(tmp_path_factory):
     assert so.is_file(), f"Python backend not built at {so}; run `make` first"
     tmp = tmp_path_factory.mktemp("pyfeatures")
     repo = tmp / "repo"
-    for m in MODELS:
+    for m in MODELS + BROKEN:
         shutil.copytree(PY_REPO / m, repo / m)
     s = h.start_server(tmp / "srv", [repo], wait_models=MODELS, timeout=120, extra=["--log-verbose=1"])
     try:
@@ -222,6 +225,33 @@ def test_autocomplete_serves(srv, gc, proto):
     out = infer(proto, srv, gc, "py_autocomplete", [("INPUT0", "FP32", [1, 4], x[0]),
                                                      ("INPUT1", "FP32", [1, 4], x[1])])
     assert np.asarray(out["OUTPUT0"]).tolist() == [[6, 8, 10, 12]]
+
+
+def test_autocomplete_conflict_refused(srv):
+    """add_input with other dims than config.pbtxt's: Triton's ModelConfig
+    refuses it and the model does not load, with the message as its reason."""
+    idx = {m["name"]: m for m in srv.post("/v2/repository/index", json={}).json()}
+    e = idx["py_autocomplete_conflict"]
+    assert e["state"] == "UNAVAILABLE", e
+    text = ("model 'py_autocomplete_conflict', tensor 'INPUT0': the model expects dims [8] but the model "
+            "configuration specifies dims [4]")
+    assert text in e.get("reason", ""), e
+
+
+def test_autocomplete_decoupled(srv, gc):
+    """set_model_transaction_policy({"decoupled": True}) in
+    auto_complete_config makes the model decoupled for the server too."""
+    c = srv.get("/v2/models/py_autocomplete_decoupled/config").json()
+    assert c["model_transaction_policy"] == {"decoupled": True}, c
+    body = {"inputs": [{"name": "IN", "datatype": "INT32", "shape": [1], "data": [3]}]}
+    r = srv.post("/v2/models/py_autocomplete_decoupled/infer", json=body)
+    assert r.status_code == 501, (r.status_code, r.text)
+    req = gh.infer_request(gc.pb, "py_autocomplete_decoupled", [("IN", "INT32", [1], np.array([3], dtype=np.int32))],
+                           request_id="acd")
+    call = gc.model_stream_infer(iter([req]), timeout=HANG_S)
+    msgs = list(call)
+    assert call.code() == grpc.StatusCode.OK
+    assert [gh.outputs_of(m.infer_response)["OUT"].tolist() for m in msgs] == [[3], [3]], msgs
 
 
 # ---------------------------------------------------------- cancel ---
