@@ -15,7 +15,9 @@ docs write them):
   * py_bls_decoupled: exec(decoupled=True) on py_repeat, iterating;
   * py_bls_async: async def execute with async_exec(), plain and decoupled;
   * py_bls_stream: a decoupled model calling exec() inside execute and
-    sending each answer.
+    sending each answer;
+  * py_bls_fields: a BLS request's id, correlation id, parameters and
+    requested outputs as the callee sees them, and BYTES both ways.
 
 What is asserted, as Triton does it: decoupled models answer only over gRPC
 streaming (HTTP 501, unary UNIMPLEMENTED, with Triton's texts); every
@@ -44,7 +46,7 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_repeat", "py_decoupled_return", "py_sender", "py_bls", "py_bls_decoupled", "py_bls_async",
-          "py_bls_stream", "py_identity_step")
+          "py_bls_stream", "py_bls_fields", "py_identity_step", "introspect", "bytes_echo")
 HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 
@@ -367,6 +369,19 @@ def test_bls_exec(srv, gc, proto):
     err = bytes(out["ERR"][0]).decode()
     assert err != "no error" and "py_no_such_model" in err, err
     assert stats(srv, "py_identity_step")["inference_stats"]["success"]["count"] == before + 1
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_bls_request_fields_and_bytes(srv, gc, proto):
+    import json
+    items = [b"abc", b"", "\u00e9t\u00e9".encode(), b"\x00\xff" * 1000]
+    out = infer(proto, srv, gc, "py_bls_fields", [("TEXT", "BYTES", [len(items)], items)])
+    info = json.loads(bytes(out["INFO"][0]))
+    assert info["request_id"] == "bls-rid", info
+    assert info["correlation_id"] == 42, info
+    assert info["parameters"] == {"s": "v", "n": 5, "b": True}, info
+    assert info["requested"] == ["INFO"], info
+    assert [bytes(x) for x in out["ECHO"]] == [x[::-1] for x in items]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
