@@ -19,6 +19,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,10 @@
 #include "ipc.h"
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
+
+/* What the files share stays inside the library: only the TRITONBACKEND_*
+ * entry points (declared above) are exported. */
+#pragma GCC visibility push(hidden)
 
 /* ---- wire.c: text buffers, framing, decoding ------------------------------
  */
@@ -179,6 +184,14 @@ typedef struct ifd__py_open {
   uint64_t t_start, t_done;               /* t_done: EXECUTE answered */
 } ifd__py_open_t;
 
+/* A BLS_INFER handed from the reader to the instance thread. */
+typedef struct ifd__py_bls_req {
+  struct ifd__py_bls_req *next;
+  uint32_t id, gen;
+  char *payload; /* owned */
+  size_t len;
+} ifd__py_bls_req_t;
+
 /* A metric or family the stub created (METRIC). */
 typedef struct ifd__py_handle {
   uint64_t h;
@@ -195,9 +208,9 @@ typedef struct ifd__py_instance {
   char backend_dir[PATH_MAX];
   bool decoupled;
 
-  int down_fd, up_fd; /* owned memfds, for the instance's life */
-  char *up_base;      /* owned mapping of IFD_PY_SEG_MAX (read only) */
-  uint64_t up_known;  /* guarded by mu: UP bytes known to exist */
+  int down_fd, up_fd;        /* owned memfds, for the instance's life */
+  char *up_base;             /* owned mapping of IFD_PY_SEG_MAX (read only) */
+  _Atomic uint64_t up_known; /* UP bytes known to exist (any thread) */
   ifd__py_down_t down;
   char *down_base; /* owned mapping of IFD_PY_SEG_MAX */
 
@@ -222,8 +235,13 @@ typedef struct ifd__py_instance {
   uint32_t wait_id;   /* the answer the instance thread waits for */
   bool wait_done, wait_died;
   ifd_py_hdr_t wait_hdr;
-  char *wait_payload;   /* owned by the waiter once wait_done */
-  ifd__py_open_t *open; /* owned array */
+  char *wait_payload; /* owned by the waiter once wait_done */
+  /* While the instance thread waits for an EXECUTE's answer, BLS calls go
+   * out from it (exec_wait), so they carry the execute's call chain and
+   * the server's BLS deadlock rule sees them; else the reader sends them. */
+  bool exec_wait;
+  ifd__py_bls_req_t *bls_head, *bls_tail; /* owned */
+  ifd__py_open_t *open;                   /* owned array */
   size_t n_open, cap_open;
   uint32_t next_rid;
 
@@ -281,7 +299,8 @@ int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
  * the message as an error of `code`. */
 TRITONSERVER_Error *ifd__py_error_payload(ifd__py_instance_t *in, const char *p,
                                           size_t len);
-/** Makes sure UP holds [0, end): 0, or -1 (beyond what the stub wrote). */
+/** Makes sure UP holds [0, end): 0, or -1 (beyond what the stub wrote).
+ * Any thread, no lock. */
 int ifd__py_up_check(ifd__py_instance_t *in, uint64_t end);
 
 /* ---- exec.c ----------------------------------------------------------------
@@ -339,5 +358,7 @@ void ifd__py_metrics_clear(ifd__py_instance_t *in);
 
 /** INFERD_ModelInstanceSetReady when the server has it (else nothing). */
 void ifd__py_set_ready(ifd__py_instance_t *in, bool ready);
+
+#pragma GCC visibility pop
 
 #endif

@@ -347,6 +347,31 @@ static void on_free(ifd__py_instance_t *in, const char *p, size_t len) {
   }
 }
 
+/* A BLS_INFER: for the instance thread while it waits in an execute, else
+ * sent from here. Takes payload. */
+static void bls_dispatch(ifd__py_instance_t *in, uint32_t id, char *payload,
+                         size_t len) {
+  ifd__py_bls_req_t *q = calloc(1, sizeof(*q));
+  pthread_mutex_lock(&in->mu);
+  if (in->exec_wait && q != NULL) {
+    q->id = id;
+    q->gen = in->gen;
+    q->payload = payload;
+    q->len = len;
+    if (in->bls_tail != NULL)
+      in->bls_tail->next = q;
+    else
+      in->bls_head = q;
+    in->bls_tail = q;
+    pthread_cond_broadcast(&in->cv);
+    pthread_mutex_unlock(&in->mu);
+    return;
+  }
+  pthread_mutex_unlock(&in->mu);
+  free(q);
+  ifd__py_bls_infer(in, id, payload, len);
+}
+
 static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
   size_t len = (size_t)h->length;
   switch (h->type) {
@@ -362,7 +387,7 @@ static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
       ifd__py_on_response(in, payload, len);
       break;
     case IFD_PY_MSG_BLS_INFER:
-      ifd__py_bls_infer(in, h->id, payload, len);
+      bls_dispatch(in, h->id, payload, len);
       return;
     case IFD_PY_MSG_LOG:
       ifd__py_on_log(in, payload, len);
@@ -526,22 +551,57 @@ static int call_wait_ms(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
   return rc;
 }
 
+/* Sends the BLS calls the reader queued (mu held; released around each). */
+static void bls_send_queued(ifd__py_instance_t *in) {
+  while (in->bls_head != NULL) {
+    ifd__py_bls_req_t *q = in->bls_head;
+    in->bls_head = q->next;
+    if (in->bls_head == NULL) in->bls_tail = NULL;
+    bool stale = q->gen != in->gen;
+    pthread_mutex_unlock(&in->mu);
+    if (stale)
+      free(q->payload); /* its stub died: nobody waits for the answer */
+    else
+      ifd__py_bls_infer(in, q->id, q->payload, q->len);
+    free(q);
+    pthread_mutex_lock(&in->mu);
+  }
+}
+
 int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
                       char **payload) {
-  return call_wait_ms(in, id, h, payload, 0);
+  int rc = -EPIPE;
+  *payload = NULL;
+  pthread_mutex_lock(&in->mu);
+  in->exec_wait = true;
+  for (;;) {
+    bls_send_queued(in);
+    if (in->wait_id != id || in->wait_done || in->wait_died) break;
+    pthread_cond_wait(&in->cv, &in->mu);
+  }
+  bls_send_queued(in);
+  in->exec_wait = false;
+  if (in->wait_id == id && in->wait_done) {
+    *h = in->wait_hdr;
+    *payload = in->wait_payload;
+    rc = 0;
+  }
+  in->wait_payload = NULL;
+  in->wait_id = 0;
+  in->wait_done = in->wait_died = false;
+  pthread_cond_broadcast(&in->cv);
+  pthread_mutex_unlock(&in->mu);
+  return rc;
 }
 
 int ifd__py_up_check(ifd__py_instance_t *in, uint64_t end) {
   struct stat sb;
-  int rc = 0;
+  /* No lock: a non-FINAL RESPONSE is read under mu. UP only grows. */
   if (end > IFD_PY_SEG_MAX) return -1;
-  pthread_mutex_lock(&in->mu);
-  if (end > in->up_known) {
-    if (fstat(in->up_fd, &sb) == 0) in->up_known = (uint64_t)sb.st_size;
-    if (end > in->up_known) rc = -1;
-  }
-  pthread_mutex_unlock(&in->mu);
-  return rc;
+  if (end <= atomic_load(&in->up_known)) return 0;
+  if (fstat(in->up_fd, &sb) != 0) return -1;
+  atomic_store(&in->up_known, (uint64_t)sb.st_size);
+  return end <= (uint64_t)sb.st_size ? 0 : -1;
 }
 
 /* ---- start and stop ---------------------------------------------------------
@@ -590,6 +650,7 @@ TRITONSERVER_Error *ifd__py_instance_start(ifd__py_instance_t *in) {
     return ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "pthread_create: %s",
                           strerror(rc));
   in->reader_started = true;
+  pthread_setname_np(in->reader, "py-reader"); /* for ps and perf */
   pthread_mutex_lock(&in->mu);
   in->init_id = ++in->next_id;
   uint32_t id = in->init_id;
@@ -657,6 +718,12 @@ void ifd__py_instance_stop(ifd__py_instance_t *in) {
   ifd__py_fail_claimed(in, o, n, TRITONSERVER_ERROR_UNAVAILABLE, msg);
   free(o);
   ifd__py_metrics_clear(in);
+  while (in->bls_head != NULL) { /* none: execute drains them */
+    ifd__py_bls_req_t *q = in->bls_head;
+    in->bls_head = q->next;
+    free(q->payload);
+    free(q);
+  }
   free(in->handles);
   in->handles = NULL;
   free(in->open);

@@ -33,13 +33,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "inferd/inferd_backend.h"
 #include "internal.h"
 
-/* inferd's extension (backend_api/include/inferd/inferd_backend.h): looked
- * up at run time, so the backend also loads where it is absent. */
-typedef TRITONSERVER_Error *(*set_ready_fn_t)(
-    TRITONBACKEND_ModelInstance *instance, bool ready);
-static set_ready_fn_t set_ready_fn;
+/* inferd's extension: looked up at run time, so the backend also loads
+ * where it is absent (Triton). */
+static INFERD_ModelInstanceSetReadyFn_t set_ready_fn;
 static pthread_once_t set_ready_once = PTHREAD_ONCE_INIT;
 
 static void set_ready_lookup(void) {

@@ -7,10 +7,11 @@
 # auto_complete_config, TritonError, ...) and the stub's side of protocol v2
 # (ipc.h), _stub_main():
 #   - a reader thread owns the socket's reading and dispatches every message:
-#     INIT/EXECUTE/FINALIZE/AUTO_COMPLETE go to the main thread, which runs
-#     an asyncio loop (execute runs there, like Triton's one execute thread;
-#     an `async def execute` is a task on it); BLS_RESPONSE, CANCEL_ANSWER
-#     and METRIC_ANSWER complete the call that waits for them;
+#     INIT/EXECUTE/FINALIZE/AUTO_COMPLETE go to the main thread (execute
+#     runs there, like Triton's one execute thread), which waits on a queue,
+#     or runs an asyncio loop while an `async def execute` (a task on it)
+#     runs; BLS_RESPONSE, CANCEL_ANSWER and METRIC_ANSWER complete the call
+#     that waits for them;
 #   - any thread sends, under one lock (a response sender's thread, Logger,
 #     a BLS call); the queued FREEs of DOWN blocks go first in the same write;
 #   - inputs are numpy arrays over the request's DOWN block (_inferd_stub.
@@ -106,13 +107,17 @@ def numpy_to_triton_type(data_type):
     return None
 
 
+_NP_TO_TRITON = {np.dtype(v): k for k, v in _TRITON_TO_NP.items()
+                 if k != "BYTES"}
+
+
 def _numpy_to_triton(arr):
     dt = arr.dtype
+    k = _NP_TO_TRITON.get(dt)
+    if k is not None:
+        return k
     if dt == np.object_ or dt.kind in ("S", "U"):
         return "BYTES"
-    for k, v in _TRITON_TO_NP.items():
-        if k != "BYTES" and np.dtype(v) == dt:
-            return k
     raise TritonModelException("unsupported numpy data type " + str(dt))
 
 
@@ -934,6 +939,9 @@ class _Stub:
         self.sock = socket.socket(fileno=C.sock_fd)
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
+        self.workq = queue.SimpleQueue()  # (fn, args) for the main thread
+        self.looping = False   # the main thread runs self.loop
+        self.tasks = set()     # asyncio tasks of async executes
         self.main_ident = threading.get_ident()
         self.calls = {}        # id -> _BlsCall or [event, answer] (queries)
         self.calls_lock = threading.Lock()
@@ -1003,10 +1011,27 @@ class _Stub:
         if self.in_work and threading.get_ident() == self.main_ident:
             self.flush_pending = True
             return
-        try:
-            self.loop.call_soon_threadsafe(self._flush_frees)
-        except RuntimeError:
-            pass  # the loop is closed: the stub is ending
+        self.post(self._flush_frees)
+
+    def post(self, fn, *args):
+        """Runs fn(*args) on the main thread (from any thread). The main
+        thread waits on workq, or, while async executes run, runs the
+        asyncio loop, which then drains workq (_pump). Without async work
+        a message costs a futex wake, not the loop's self-pipe round."""
+        self.workq.put((fn, args))
+        if self.looping:
+            try:
+                self.loop.call_soon_threadsafe(self._pump)
+            except RuntimeError:
+                pass  # the loop is closed: the stub is ending
+
+    def _pump(self):
+        while True:
+            try:
+                fn, args = self.workq.get_nowait()
+            except queue.Empty:
+                return
+            fn(*args)
 
     # -- calls that wait for an answer (any thread) --
 
@@ -1146,8 +1171,7 @@ class _Stub:
             for typ, mid, payload in self._messages():
                 if typ in (MSG_INIT, MSG_EXECUTE, MSG_FINALIZE,
                            MSG_AUTO_COMPLETE):
-                    self.loop.call_soon_threadsafe(self._work, typ, mid,
-                                                   payload)
+                    self.post(self._work, typ, mid, payload)
                 elif typ == MSG_BLS_RESPONSE:
                     self._bls_response(mid, payload)
                 elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
@@ -1191,10 +1215,7 @@ class _Stub:
                     "the stub lost its connection to the server")), True)
             elif c is not None:
                 c[0].set()
-        try:
-            self.loop.call_soon_threadsafe(self._end, 0)
-        except RuntimeError:
-            pass
+        self.post(self._end, 0)
 
     # -- the main thread --
 
@@ -1341,6 +1362,8 @@ class _Stub:
             return
         if asyncio.iscoroutine(res):
             task = self.loop.create_task(res)
+            self.tasks.add(task)
+            task.add_done_callback(self._task_done)
             if decoupled:
                 # Triton: an async execute of a decoupled model runs in the
                 # background; the next execute may start meanwhile.
@@ -1450,21 +1473,19 @@ class _Stub:
 
     def _pack_result(self, responses, wanted):
         """RESULT's payload; tensor data are written into UP."""
-        w = _Writer()
-        w.u32(len(responses))
+        m = bytearray(_U32.pack(len(responses)))
         copies = []  # (UP offset, array or bytes)
         pos = 0
         for k, resp in enumerate(responses):
-            w.u32(1)
             err = resp.error()
             if err is not None:
-                w.u32(1)
-                w.u32(int(err.code()) if hasattr(err, "code") else 1)
-                w.str(str(err.message()))
+                msg = str(err.message()).encode("utf-8", "replace")
+                code = int(err.code()) if hasattr(err, "code") else 1
+                m += struct.pack("<IIII", 1, 1, code, len(msg))
+                m += msg
                 continue
             outs = _pruned(resp.output_tensors(), wanted[k])
-            w.u32(0)
-            w.u32(len(outs))
+            m += struct.pack("<III", 1, 0, len(outs))
             for t in outs:
                 _check_output(t)
                 arr = t.as_numpy()
@@ -1476,10 +1497,13 @@ class _Stub:
                     src = arr
                     size = arr.nbytes
                 pos = (pos + 63) & ~63
-                w.str(t.name())
-                w.str(dtype)
-                w.add(struct.pack("<I%dq" % arr.ndim, arr.ndim, *arr.shape))
-                w.add(struct.pack("<QIIQ", size, 1, 0, pos))
+                name = t.name().encode("utf-8")
+                m += _U32.pack(len(name))
+                m += name
+                m += _U32.pack(len(dtype))
+                m += dtype.encode()
+                m += struct.pack("<I%dqQIIQ" % arr.ndim, arr.ndim, *arr.shape,
+                                 size, 1, 0, pos)
                 if size:
                     copies.append((pos, src))
                 pos += size
@@ -1488,12 +1512,15 @@ class _Stub:
             for off, src in copies:
                 if isinstance(src, bytes):
                     up[off:off + len(src)] = src
+                elif src.flags.c_contiguous:
+                    up[off:off + src.nbytes] = \
+                        memoryview(src.reshape(-1).view(np.uint8))
                 else:
                     dst = np.frombuffer(up, dtype=src.dtype, count=src.size,
                                         offset=off).reshape(src.shape)
                     np.copyto(dst, src, casting="no")
             del up
-        return w.parts
+        return [m]
 
     def run(self):
         self.C.set_free_notify(self._free_notify)
@@ -1501,7 +1528,22 @@ class _Stub:
                              daemon=True)
         t.start()
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        while True:
+            if self.tasks:
+                # Async executes run: the loop runs until they end.
+                self.looping = True
+                self.loop.call_soon(self._pump)
+                self.loop.run_forever()
+                self.looping = False
+                continue
+            fn, args = self.workq.get()
+            fn(*args)
+            fn = args = None
+
+    def _task_done(self, task):
+        self.tasks.discard(task)
+        if not self.tasks:
+            self.loop.stop()
 
 
 def _stub_main():
