@@ -6,12 +6,13 @@
 # sender of decoupled models, Logger, MetricFamily/Metric, ModelConfig for
 # auto_complete_config, TritonError, ...) and the stub's side of protocol v2
 # (ipc.h), _stub_main():
-#   - a reader thread owns the socket's reading and dispatches every message:
-#     INIT/EXECUTE/FINALIZE/AUTO_COMPLETE go to the main thread (execute
-#     runs there, like Triton's one execute thread), which waits on a queue,
-#     or runs an asyncio loop while an `async def execute` (a task on it)
-#     runs; BLS_RESPONSE, CANCEL_ANSWER and METRIC_ANSWER complete the call
-#     that waits for them;
+#   - a reader thread (C, in the stub: it waits without the GIL) owns the
+#     socket's reading and dispatches every message: INIT/EXECUTE/FINALIZE/
+#     AUTO_COMPLETE go to the main thread's queue (execute runs there, like
+#     Triton's one execute thread), which the main thread waits on, or
+#     drains from an asyncio loop while an `async def execute` (a task on
+#     it) runs; BLS_RESPONSE, CANCEL_ANSWER and METRIC_ANSWER complete the
+#     call that waits for them (_Stub._answer, under the GIL);
 #   - any thread sends, under one lock (a response sender's thread, Logger,
 #     a BLS call); the queued FREEs of DOWN blocks go first in the same write;
 #   - inputs are numpy arrays over the request's DOWN block (_inferd_stub.
@@ -222,10 +223,13 @@ class Tensor:
 
     def to_dlpack(self):
         """A DLPack capsule over this tensor's memory (no copy)."""
-        if self._array.dtype == np.object_:
+        a = self._array
+        if a.dtype == np.object_:
             raise TritonModelException(
                 "DLPack does not support data type BYTES")
-        return self._array.__dlpack__()
+        if not a.flags.writeable:
+            a = a.copy()  # numpy exports writable arrays only
+        return a.__dlpack__()
 
     @staticmethod
     def from_dlpack(name, capsule):
@@ -939,8 +943,6 @@ class _Stub:
         self.sock = socket.socket(fileno=C.sock_fd)
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
-        self.workq = queue.SimpleQueue()  # (fn, args) for the main thread
-        self.looping = False   # the main thread runs self.loop
         self.tasks = set()     # asyncio tasks of async executes
         self.main_ident = threading.get_ident()
         self.calls = {}        # id -> _BlsCall or [event, answer] (queries)
@@ -1014,24 +1016,29 @@ class _Stub:
         self.post(self._flush_frees)
 
     def post(self, fn, *args):
-        """Runs fn(*args) on the main thread (from any thread). The main
-        thread waits on workq, or, while async executes run, runs the
-        asyncio loop, which then drains workq (_pump). Without async work
-        a message costs a futex wake, not the loop's self-pipe round."""
-        self.workq.put((fn, args))
-        if self.looping:
-            try:
-                self.loop.call_soon_threadsafe(self._pump)
-            except RuntimeError:
-                pass  # the loop is closed: the stub is ending
+        """Runs fn(*args) on the main thread (from any thread)."""
+        self.C.post((fn, args))
+
+    def _handle(self, item):
+        """One item of the main thread's queue: a message the C reader
+        queued, (type, id, payload), or a posted (fn, args)."""
+        if len(item) == 3:
+            typ, mid, payload = item
+            if typ == self.C.WORK_EOF:
+                self._end(0)
+            self._work(typ, mid, payload)
+        else:
+            fn, args = item
+            fn(*args)
 
     def _pump(self):
+        """The asyncio loop's turn at the queue (wake_fd became readable)."""
+        self.C.clear_wake()
         while True:
-            try:
-                fn, args = self.workq.get_nowait()
-            except queue.Empty:
+            item = self.C.try_work()
+            if item is None:
                 return
-            fn(*args)
+            self._handle(item)
 
     # -- calls that wait for an answer (any thread) --
 
@@ -1127,66 +1134,23 @@ class _Stub:
 
     # -- the reader thread --
 
-    def _messages(self):
-        """Yields (type, id, payload bytearray) as they arrive. One recv
-        usually brings a whole small message (and the next ones); a large
-        payload is read straight into its own buffer."""
-        buf = bytearray(1 << 16)
-        mv = memoryview(buf)
-        start = end = 0
-        while True:
-            if end - start < _HDR.size:
-                if start:
-                    mv[:end - start] = mv[start:end]
-                    end -= start
-                    start = 0
-                k = self.sock.recv_into(mv[end:])
-                if k == 0:
-                    raise EOFError
-                end += k
-                continue
-            typ, mid, length = _HDR.unpack_from(buf, start)
-            start += _HDR.size
-            have = min(end - start, length)
-            if have == length:
-                payload = bytearray(mv[start:start + have])
-            else:
-                payload = bytearray(length)
-                payload[:have] = mv[start:start + have]
-            start += have
-            if have < length:
-                pv = memoryview(payload)
-                while have < length:
-                    k = self.sock.recv_into(pv[have:])
-                    if k == 0:
-                        raise EOFError
-                    have += k
-                pv.release()
-            if start == end:
-                start = end = 0
-            yield typ, mid, payload
-
-    def _reader(self):
-        try:
-            for typ, mid, payload in self._messages():
-                if typ in (MSG_INIT, MSG_EXECUTE, MSG_FINALIZE,
-                           MSG_AUTO_COMPLETE):
-                    self.post(self._work, typ, mid, payload)
-                elif typ == MSG_BLS_RESPONSE:
-                    self._bls_response(mid, payload)
-                elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
-                    with self.calls_lock:
-                        slot = self.calls.pop(mid, None)
-                    if slot is not None:
-                        slot[1] = payload
-                        slot[0].set()
-                else:
-                    print("triton_python_backend_stub: unexpected message "
-                          "type %d" % typ, file=sys.stderr)
-        except (EOFError, OSError):
-            pass
-        finally:
+    def _answer(self, typ, mid, payload):
+        """Called by the C reader thread (GIL held) for every message that
+        is not the main thread's: the answers to the stub's calls; typ 0
+        (payload None): the socket reached its end."""
+        if typ == MSG_BLS_RESPONSE:
+            self._bls_response(mid, payload)
+        elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
+            with self.calls_lock:
+                slot = self.calls.pop(mid, None)
+            if slot is not None:
+                slot[1] = payload
+                slot[0].set()
+        elif typ == 0:
             self._lost()
+        else:
+            print("triton_python_backend_stub: unexpected message type %d"
+                  % typ, file=sys.stderr)
 
     def _bls_response(self, b, payload):
         (flags,) = _U32.unpack_from(payload, 0)
@@ -1215,7 +1179,7 @@ class _Stub:
                     "the stub lost its connection to the server")), True)
             elif c is not None:
                 c[0].set()
-        self.post(self._end, 0)
+        # The main thread ends at the reader's WORK_EOF item.
 
     # -- the main thread --
 
@@ -1524,21 +1488,22 @@ class _Stub:
 
     def run(self):
         self.C.set_free_notify(self._free_notify)
-        t = threading.Thread(target=self._reader, name="inferd-stub-reader",
-                             daemon=True)
-        t.start()
+        self.C.start_reader(self._answer)
         asyncio.set_event_loop(self.loop)
         while True:
             if self.tasks:
-                # Async executes run: the loop runs until they end.
-                self.looping = True
+                # Async executes run: the loop runs until they end, and
+                # takes the queue's items meanwhile (wake_fd).
+                self.C.set_looping(True)
+                self.loop.add_reader(self.C.wake_fd, self._pump)
                 self.loop.call_soon(self._pump)
                 self.loop.run_forever()
-                self.looping = False
+                self.loop.remove_reader(self.C.wake_fd)
+                self.C.set_looping(False)
                 continue
-            fn, args = self.workq.get()
-            fn(*args)
-            fn = args = None
+            item = self.C.next_work()  # waits without the GIL
+            self._handle(item)
+            item = None
 
     def _task_done(self, task):
         self.tasks.discard(task)
@@ -1549,5 +1514,11 @@ class _Stub:
 def _stub_main():
     global _STUB
     import _inferd_stub
+    # A model's print() shows up when printed, as in a terminal.
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.reconfigure(line_buffering=True)
+        except (AttributeError, ValueError):
+            pass
     _STUB = _Stub(_inferd_stub)
     _STUB.run()

@@ -20,17 +20,25 @@
  *     so the utils can send the FREE soon even when the stub is idle;
  *   - up_view(n): grows UP to at least n bytes (ftruncate; only the stub
  *     grows UP) and returns a writable memoryview of its first n bytes,
- *     where execute's outputs are written once.
- * Everything here runs with the GIL held; the GIL guards the FREE queue.
- * Exit status 0 on a clean end, 1 otherwise.
+ *     where execute's outputs are written once;
+ *   - the reader: a C thread that owns the socket's reading (below), and
+ *     the main thread's work queue (next_work/try_work/post).
+ * The Python-facing functions run with the GIL held; the GIL guards the
+ * FREE queue, wq_mu the work queue.
+ * SIGINT is ignored (the server ends its stubs). Exit status 0 on a clean
+ * end, 1 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,7 +178,272 @@ static PyObject *stub_up_view(PyObject *mod, PyObject *arg) {
   return PyMemoryView_FromMemory((char *)up_base, (Py_ssize_t)n, PyBUF_WRITE);
 }
 
+/* ---- the reader thread and the main thread's work queue ------------------
+ *
+ * The reader is a C thread: it waits in recv() without the GIL. INIT,
+ * EXECUTE, FINALIZE and AUTO_COMPLETE go into the work queue as plain bytes
+ * (no GIL taken: the main thread, waiting in next_work() without the GIL,
+ * takes it uncontended); every other message (the answers to the stub's
+ * calls) is handed, under the GIL, to the Python callable given to
+ * start_reader(). Python code queues work for the main thread with post().
+ * While the main thread runs the asyncio loop (set_looping(True)) each push
+ * also writes wake_fd (an eventfd the loop watches). */
+
+typedef struct work {
+  struct work *next;
+  uint32_t type; /* IFD_PY_MSG_*; WORK_OBJ: obj; WORK_EOF: the end */
+  uint32_t id;
+  PyObject *obj; /* owned (WORK_OBJ) */
+  size_t len;
+  char data[]; /* the payload (messages) */
+} work_t;
+
+#define WORK_OBJ 0u
+#define WORK_EOF 0xFFFFFFFFu
+
+static pthread_mutex_t wq_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wq_cv = PTHREAD_COND_INITIALIZER;
+static work_t *wq_head, *wq_tail; /* guarded by wq_mu */
+static int wq_looping;            /* guarded by wq_mu */
+static int wake_fd = -1;          /* eventfd; created at module init */
+static PyObject *answer_fn;       /* owned; called by the reader */
+static pthread_t reader_tid;
+static int reader_started;
+
+/* Queues w (never blocks on the GIL: callers may or may not hold it). */
+static void wq_push(work_t *w) {
+  w->next = NULL;
+  pthread_mutex_lock(&wq_mu);
+  if (wq_tail != NULL)
+    wq_tail->next = w;
+  else
+    wq_head = w;
+  wq_tail = w;
+  int looping = wq_looping;
+  pthread_mutex_unlock(&wq_mu);
+  /* After the unlock: the woken thread does not then block on wq_mu. */
+  pthread_cond_signal(&wq_cv);
+  if (looping) {
+    uint64_t one = 1;
+    ssize_t r = write(wake_fd, &one, sizeof(one));
+    (void)r; /* EAGAIN: the counter is already non-zero */
+  }
+}
+
+/* Pops the first item, or NULL. Caller holds wq_mu. */
+static work_t *wq_pop_locked(void) {
+  work_t *w = wq_head;
+  if (w != NULL) {
+    wq_head = w->next;
+    if (wq_head == NULL) wq_tail = NULL;
+  }
+  return w;
+}
+
+/* The Python value of a work item, which it frees: the posted object, or
+ * (type, id, payload bytes); (WORK_EOF, 0, b"") at the end. */
+static PyObject *work_to_py(work_t *w) {
+  PyObject *r;
+  if (w->type == WORK_OBJ)
+    r = w->obj; /* the reference moves to the caller */
+  else
+    r = Py_BuildValue("(IIy#)", w->type, w->id, w->data, (Py_ssize_t)w->len);
+  free(w);
+  return r;
+}
+
+/* next_work() -> the next item; waits without the GIL. */
+static PyObject *stub_next_work(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  work_t *w;
+  Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&wq_mu);
+  while ((w = wq_pop_locked()) == NULL) pthread_cond_wait(&wq_cv, &wq_mu);
+  pthread_mutex_unlock(&wq_mu);
+  Py_END_ALLOW_THREADS return work_to_py(w);
+}
+
+/* try_work() -> the next item or None (never waits). */
+static PyObject *stub_try_work(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  pthread_mutex_lock(&wq_mu);
+  work_t *w = wq_pop_locked();
+  pthread_mutex_unlock(&wq_mu);
+  if (w == NULL) Py_RETURN_NONE;
+  return work_to_py(w);
+}
+
+/* post(obj): queues obj for the main thread. */
+static PyObject *stub_post(PyObject *mod, PyObject *obj) {
+  (void)mod;
+  work_t *w = malloc(sizeof(*w));
+  if (w == NULL) return PyErr_NoMemory();
+  w->type = WORK_OBJ;
+  w->id = 0;
+  w->len = 0;
+  w->obj = Py_NewRef(obj);
+  wq_push(w);
+  Py_RETURN_NONE;
+}
+
+/* set_looping(flag): whether pushes also write wake_fd; clears wake_fd. */
+static PyObject *stub_set_looping(PyObject *mod, PyObject *flag) {
+  (void)mod;
+  int on = PyObject_IsTrue(flag);
+  if (on < 0) return NULL;
+  pthread_mutex_lock(&wq_mu);
+  wq_looping = on;
+  pthread_mutex_unlock(&wq_mu);
+  uint64_t v;
+  ssize_t r = read(wake_fd, &v, sizeof(v));
+  (void)r;
+  Py_RETURN_NONE;
+}
+
+/* clear_wake(): empties wake_fd's counter (before draining the queue). */
+static PyObject *stub_clear_wake(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  uint64_t v;
+  ssize_t r = read(wake_fd, &v, sizeof(v));
+  (void)r;
+  Py_RETURN_NONE;
+}
+
+/* The reader's receive buffer: small messages come in one recv. */
+static uint8_t rbuf[1 << 16];
+static size_t rb_start, rb_end;
+
+/* Reads exactly n bytes into dst (from rbuf first, then the socket; a
+ * large remainder goes straight into dst). Returns 0, or -1 at EOF or on
+ * an error. Runs without the GIL. */
+static int read_exact(uint8_t *dst, size_t n) {
+  while (n > 0) {
+    if (rb_start < rb_end) {
+      size_t k = rb_end - rb_start < n ? rb_end - rb_start : n;
+      memcpy(dst, rbuf + rb_start, k);
+      rb_start += k;
+      dst += k;
+      n -= k;
+      continue;
+    }
+    ssize_t k;
+    if (n >= sizeof(rbuf)) {
+      k = recv(IFD_PY_SOCK_FD, dst, n, 0);
+      if (k > 0) {
+        dst += k;
+        n -= (size_t)k;
+        continue;
+      }
+    } else {
+      rb_start = rb_end = 0;
+      k = recv(IFD_PY_SOCK_FD, rbuf, sizeof(rbuf), 0);
+      if (k > 0) {
+        rb_end = (size_t)k;
+        continue;
+      }
+    }
+    if (k < 0 && errno == EINTR) continue;
+    return -1;
+  }
+  return 0;
+}
+
+/* Hands one answer message to answer_fn under the GIL (the payload read
+ * into a fresh bytearray, without the GIL). typ 0: the end (None). */
+static int reader_answer(uint32_t typ, uint32_t id, uint64_t len) {
+  int rc = 0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject *ba = NULL;
+  if (typ != 0) {
+    ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (ba == NULL) {
+      PyErr_Print();
+      rc = -1;
+      goto out_gil;
+    }
+    /* Nobody else sees ba yet: fill it without the GIL. */
+    uint8_t *dst = (uint8_t *)PyByteArray_AS_STRING(ba);
+    Py_BEGIN_ALLOW_THREADS rc = read_exact(dst, len);
+    Py_END_ALLOW_THREADS if (rc != 0) goto out_ba;
+  }
+  PyObject *r = PyObject_CallFunction(answer_fn, "IIO", typ, id,
+                                      ba != NULL ? ba : Py_None);
+  if (r == NULL)
+    PyErr_Print();
+  else
+    Py_DECREF(r);
+out_ba:
+  Py_XDECREF(ba);
+out_gil:
+  PyGILState_Release(g);
+  return rc;
+}
+
+static void *reader_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    ifd_py_hdr_t h;
+    if (read_exact((uint8_t *)&h, sizeof(h)) != 0) break;
+    if (h.type == IFD_PY_MSG_INIT || h.type == IFD_PY_MSG_EXECUTE ||
+        h.type == IFD_PY_MSG_FINALIZE || h.type == IFD_PY_MSG_AUTO_COMPLETE) {
+      if (h.length > SIZE_MAX - sizeof(work_t)) break;
+      work_t *w = malloc(sizeof(*w) + h.length);
+      if (w == NULL) break;
+      w->type = h.type;
+      w->id = h.id;
+      w->obj = NULL;
+      w->len = h.length;
+      if (read_exact((uint8_t *)w->data, h.length) != 0) {
+        free(w);
+        break;
+      }
+      wq_push(w);
+    } else if (reader_answer(h.type, h.id, h.length) != 0) {
+      break;
+    }
+  }
+  /* EOF (or a broken stream): the waiting calls fail, the main thread
+   * ends. */
+  reader_answer(0, 0, 0);
+  work_t *w = calloc(1, sizeof(*w));
+  if (w != NULL) {
+    w->type = WORK_EOF;
+    wq_push(w);
+  } else {
+    _exit(1);
+  }
+  return NULL;
+}
+
+/* start_reader(answer_fn): starts the reader thread (once). */
+static PyObject *stub_start_reader(PyObject *mod, PyObject *fn) {
+  (void)mod;
+  if (reader_started) {
+    PyErr_SetString(PyExc_RuntimeError, "the reader runs already");
+    return NULL;
+  }
+  answer_fn = Py_NewRef(fn);
+  int e = pthread_create(&reader_tid, NULL, reader_main, NULL);
+  if (e != 0) {
+    Py_CLEAR(answer_fn);
+    errno = e;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  reader_started = 1;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef stub_methods[] = {
+    {"start_reader", stub_start_reader, METH_O,
+     "start_reader(answer_fn(type, id, payload or None))"},
+    {"next_work", stub_next_work, METH_NOARGS,
+     "next_work() -> object or (type, id, payload); waits"},
+    {"try_work", stub_try_work, METH_NOARGS, "try_work() -> item or None"},
+    {"post", stub_post, METH_O, "post(obj): queue obj for next_work"},
+    {"set_looping", stub_set_looping, METH_O, "set_looping(flag)"},
+    {"clear_wake", stub_clear_wake, METH_NOARGS, "clear_wake()"},
     {"down_block", stub_down_block, METH_VARARGS,
      "down_block(offset, size) -> DownBlock"},
     {"take_frees", stub_take_frees, METH_NOARGS,
@@ -216,6 +489,8 @@ static PyObject *stub_module_init(void) {
   if (PyModule_AddIntConstant(m, "sock_fd", IFD_PY_SOCK_FD) < 0 ||
       PyModule_AddIntConstant(m, "down_fd", IFD_PY_DOWN_FD) < 0 ||
       PyModule_AddIntConstant(m, "up_fd", IFD_PY_UP_FD) < 0 ||
+      PyModule_AddIntConstant(m, "wake_fd", wake_fd) < 0 ||
+      PyModule_AddIntConstant(m, "WORK_EOF", WORK_EOF) < 0 ||
       PyModule_AddObject(m, "seg_max",
                          PyLong_FromUnsignedLongLong(IFD_PY_SEG_MAX)) < 0 ||
       PyModule_AddObjectRef(m, "DownBlock", (PyObject *)&down_block_type) < 0)
@@ -231,7 +506,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s BACKEND_DIR [MODEL INSTANCE]\n", argv[0]);
     return 2;
   }
+  /* Ctrl-C in a terminal reaches the whole process group: the server
+   * handles it and ends its stubs in order (FINALIZE, or EOF). */
+  signal(SIGINT, SIG_IGN);
   int e = stub_map();
+  if (e == 0) {
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) e = -errno;
+  }
   if (e < 0) {
     fprintf(stderr, "triton_python_backend_stub: mapping the segments: %s\n",
             strerror(-e));
