@@ -20,6 +20,8 @@ What is asserted, as Triton does it:
   * an input array kept past execute stays intact (its shared-memory
     block lives while Python holds a view), and blocks are reused once
     freed: the stub's DOWN segment does not grow with every request;
+  * DLPack with numpy: Tensor.from_dlpack of an array and of a capsule,
+    and np.from_dlpack(tensor) (Triton's Tensor implements __dlpack__);
   * a cancelled request (gRPC cancel, gRPC deadline, HTTP client gone) is
     seen by is_cancelled() while execute runs;
   * a stub killed with SIGKILL: a request sent once its death is known
@@ -48,7 +50,7 @@ from test_metrics import parse_metrics
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_logmetrics", "py_autocomplete", "py_autocomplete_decoupled", "py_cancel", "py_restart",
-          "py_restart_fail", "py_repeat", "py_keep")
+          "py_restart_fail", "py_repeat", "py_keep", "py_dlpack")
 # Copied too; expected not to load.
 BROKEN = ("py_autocomplete_conflict",)
 HANG_S = 60
@@ -329,6 +331,18 @@ def test_down_segment_reuses_freed_blocks(srv, gc):
     assert "memfd" in link, link
     size = os.stat(f"/proc/{pid}/fd/4").st_size
     assert size <= 16 * (4 << 20), f"DOWN segment is {size} bytes after 64 requests of 4 MiB"
+
+
+# ------------------------------------------------------------ DLPack ---
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_dlpack_with_numpy(srv, gc, proto):
+    x = [1.5, -2.0, 0.25]
+    out = infer(proto, srv, gc, "py_dlpack", [("IN", "FP32", [3], x)])
+    assert np.asarray(out["TIMES3"]).tolist() == [4.5, -6.0, 0.75]
+    assert np.asarray(out["ROUND"]).tolist() == x
+    assert [bytes(m).decode() for m in out["MSG"]] == [""], out["MSG"]
+    assert np.asarray(out["VIA_PROTOCOL"]).tolist() == x
 
 
 # --------------------------------------------------------- restarts ---
