@@ -17,7 +17,9 @@ docs write them):
   * py_bls_stream: a decoupled model calling exec() inside execute and
     sending each answer;
   * py_bls_fields: a BLS request's id, correlation id, parameters and
-    requested outputs as the callee sees them, and BYTES both ways.
+    requested outputs as the callee sees them, and BYTES both ways;
+  * py_bls_self: a model calling itself on its only instance (Triton: a
+    documented hang; inferd: an error response).
 
 What is asserted, as Triton does it: decoupled models answer only over gRPC
 streaming (HTTP 501, unary UNIMPLEMENTED, with Triton's texts); every
@@ -46,7 +48,7 @@ from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_repeat", "py_decoupled_return", "py_sender", "py_bls", "py_bls_decoupled", "py_bls_async",
-          "py_bls_stream", "py_bls_fields", "py_identity_step", "introspect", "bytes_echo")
+          "py_bls_stream", "py_bls_fields", "py_bls_self", "py_identity_step", "introspect", "bytes_echo")
 HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 
@@ -382,6 +384,17 @@ def test_bls_request_fields_and_bytes(srv, gc, proto):
     assert info["parameters"] == {"s": "v", "n": 5, "b": True}, info
     assert info["requested"] == ["INFO"], info
     assert [bytes(x) for x in out["ECHO"]] == [x[::-1] for x in items]
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_bls_self_call_refused(srv, gc, proto):
+    out = infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])
+    assert [bytes(x) for x in out["ERR"]] == [b""]
+    out = infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [1])])
+    err = bytes(out["ERR"][0]).decode()
+    assert err not in ("", "no error") and "py_bls_self" in err, err
+    # The instance is free again.
+    assert [bytes(x) for x in infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])["ERR"]] == [b""]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
