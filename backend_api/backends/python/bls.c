@@ -96,9 +96,13 @@ static void put_resp(ifd__py_buf_t *b, size_t base,
     return;
   }
   ifd__py_buf_u32(b, 1);
+  /* ResponseError's error belongs to the response; OutputCount's to us. */
   TRITONSERVER_Error *err = TRITONSERVER_InferenceResponseError(resp);
-  if (err == NULL)
+  bool owned = false;
+  if (err == NULL) {
     err = TRITONSERVER_InferenceResponseOutputCount(resp, &count);
+    owned = err != NULL;
+  }
   size_t mark = b->len;
   if (err == NULL) {
     ifd__py_buf_u32(b, 0);
@@ -146,8 +150,7 @@ static void put_resp(ifd__py_buf_t *b, size_t base,
   ifd__py_buf_u32(b, (uint32_t)TRITONSERVER_ErrorCode(err));
   const char *m = TRITONSERVER_ErrorMessage(err);
   ifd__py_buf_str(b, m, strlen(m));
-  /* ResponseError's error belongs to the response; OutputCount's is ours
-   * (it does not fail on a valid response). */
+  if (owned) TRITONSERVER_ErrorDelete(err);
 }
 
 /* Writes a FINAL error answer to call `id`. */

@@ -578,13 +578,13 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
     goto out_end_call;
   }
 
-  /* A failed send means the stub died: the reader fails the requests. */
-  ifd__py_send_gen(in, gen, IFD_PY_MSG_EXECUTE, id, b.p, b.len);
-  free(b.p);
-  b.p = NULL;
+  /* A failed send means the stub died: its EOF fails the requests. */
   ifd_py_hdr_t h;
   char *payload = NULL;
-  if (ifd__py_call_wait(in, id, &h, &payload) != 0) goto out;
+  int rc = ifd__py_call_exec(in, gen, id, b.p, b.len, &h, &payload);
+  free(b.p);
+  b.p = NULL;
+  if (rc != 0) goto out;
   uint64_t t_done = ifd__py_now_ns();
   /* One execution of `kept` requests (the model's execute returned). */
   ifd__py_log_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(

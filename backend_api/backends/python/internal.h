@@ -10,9 +10,10 @@
  * (text buffers, framing, RESP decoding). The protocol: ipc.h.
  *
  * Threads of one instance: its instance thread (initialize, execute,
- * finalize) and its reader thread (every message from the stub, BLS
- * answers, restarts). Lock order: py_instance_t.mu, then .wmu; py_chan_t.mu
- * and py_down_t.mu are leaves.
+ * finalize; it reads the socket itself while an EXECUTE runs) and its
+ * reader thread (every other message from the stub, BLS answers,
+ * restarts). Lock order: ifd__py_instance_t.rmu, then .mu, then .wmu;
+ * ifd__py_chan_t.mu and ifd__py_down_t.mu are leaves.
  */
 #ifndef IFD_PY_INTERNAL_H
 #define IFD_PY_INTERNAL_H
@@ -218,9 +219,22 @@ typedef struct ifd__py_instance {
   pthread_t reader;
   bool reader_started;
 
+  /* Reading the socket: one reader at a time, the holder of rmu. The
+   * reader thread reads through epfd; while the instance thread waits for
+   * an EXECUTE's answer it takes the socket out of epfd and reads it
+   * itself (one wake-up fewer per execute, and BLS calls then go out on
+   * the instance thread). */
+  pthread_mutex_t rmu;
+  int epfd;        /* owned: the reader's epoll set (evfd, sock) */
+  bool inst_reads; /* guarded by rmu: the instance thread reads */
+  int reg_fd;      /* guarded by rmu: the socket in epfd; -1: none */
+  char *rbuf;      /* owned, guarded by rmu: bytes read, not dispatched */
+  size_t rpos, rlen, rcap;
+
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  pthread_mutex_t wmu; /* socket writes; sock and gen change under both */
+  pthread_mutex_t wmu; /* socket writes; sock and gen change under rmu, mu
+                        * and wmu */
 
   /* guarded by mu (sock and gen: by mu and wmu) */
   ifd__py_state_t state;
@@ -289,11 +303,13 @@ int ifd__py_send_gen(ifd__py_instance_t *in, uint32_t gen, uint32_t type,
 int ifd__py_send_now(ifd__py_instance_t *in, uint32_t type, uint32_t id,
                      const void *payload, size_t len);
 /**
- * Waits for the answer to call `id`. Returns 0 with *h and *payload (the
- * caller frees it), or -EPIPE when the stub died meanwhile (the reader has
- * failed the call's requests).
+ * Sends EXECUTE `id` (payload) to generation gen's stub and reads the
+ * socket itself until its answer. Returns 0 with *h and *payload (the
+ * caller frees it), or -EPIPE when the stub died meanwhile (its open
+ * requests have been failed).
  */
-int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
+int ifd__py_call_exec(ifd__py_instance_t *in, uint32_t gen, uint32_t id,
+                      const char *msg, size_t msg_len, ifd_py_hdr_t *h,
                       char **payload);
 /** The text of an ERROR payload: logs message and traceback, and returns
  * the message as an error of `code`. */

@@ -2,17 +2,25 @@
  * backend_api/backends/python/proc.c - a stub's life: spawn, the reader
  * thread, restart, and the calls of the instance thread.
  *
- * The instance thread sends INIT (through launch()), EXECUTE and FINALIZE
- * and waits on the condition variable for its answer. The reader thread
- * owns reading the socket: it hands answers to the waiter and serves every
- * other message (RESPONSE, BLS_INFER, LOG, CANCEL_QUERY, METRIC, FREE) at
- * once; it also writes BLS answers that the server's loop queued on the
- * channel (the loop never blocks on a stub). Writes go under wmu.
+ * The instance thread sends INIT (through launch()), EXECUTE and FINALIZE.
+ * One thread at a time reads the socket: the holder of rmu, which
+ * dispatches every message (answers to the waiting call; RESPONSE,
+ * BLS_INFER, LOG, CANCEL_QUERY, METRIC, FREE served at once). Mostly that
+ * is the reader thread, through its epoll set. During an EXECUTE the
+ * instance thread takes the socket out of that set (epoll_ctl: no wake-up)
+ * and reads it itself until the answer, so a result costs no hop between
+ * threads, and BLS calls made by the execute go out on the instance thread
+ * with its call chain (the server's BLS deadlock rule). The reader thread
+ * also writes the BLS answers the server's loop queued on the channel (the
+ * loop never blocks on a stub); it never waits for rmu, so those flow
+ * while an execute reads. Writes go under wmu. Neither reader waits on a
+ * write of the stub's side, as ipc.h requires.
  *
  * A stub that dies (EOF): every open request fails with "stub process for
  * model 'm' instance 'i' exited unexpectedly (...); it is restarted", the
  * instance is marked not ready, its DOWN blocks and metrics go, and the
- * reader starts a new stub at once (INIT again); the instance is ready
+ * thread that read the EOF starts a new stub at once (INIT again, whose
+ * answer the reader thread reads); the instance is ready
  * again on INIT_OK. Execute waits for the restart meanwhile. A stub that
  * dies during INIT, or whose INIT fails, is not restarted in a loop: the
  * instance is FAILED and the next execute tries once more, failing its
@@ -30,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -46,6 +55,11 @@ extern char **environ;
  * reap of a stub that closed its socket. */
 #define FINALIZE_WAIT_MS 30000
 #define EXIT_WAIT_MS 1000
+/* The read buffer: small messages come in one recv each. */
+#define RBUF_SIZE (64 * 1024)
+/* Longest payload accepted from a stub (BLS inputs and RESPONSE data
+ * travel inline, so this is the largest such message). */
+#define MAX_PAYLOAD ((uint64_t)4 << 30)
 
 /* ---- the channel ------------------------------------------------------------
  */
@@ -213,7 +227,8 @@ static void launch(ifd__py_instance_t *in) {
 }
 
 /* The stub is gone or must go. `reason`: why (INIT failed; in->fail_msg
- * already says so), NULL for EOF. Runs on the reader thread. */
+ * already says so), NULL for EOF. Runs on whichever thread reads (rmu
+ * held). */
 static void stub_down(ifd__py_instance_t *in, const char *reason) {
   char how[64], msg[512];
   pthread_mutex_lock(&in->mu);
@@ -224,6 +239,11 @@ static void stub_down(ifd__py_instance_t *in, const char *reason) {
   in->sock = -1;
   in->gen++;
   pthread_mutex_unlock(&in->wmu);
+  /* (rmu held:) the old stub's bytes and registration go with it; the fd
+   * number may come back for the next stub's socket. */
+  if (in->reg_fd >= 0) epoll_ctl(in->epfd, EPOLL_CTL_DEL, in->reg_fd, NULL);
+  in->reg_fd = -1;
+  in->rpos = in->rlen = 0;
   if (in->wait_id != 0 && !in->wait_done) in->wait_died = true;
   pthread_cond_broadcast(&in->cv);
   if (was == IFD_PY_STOPPING) {
@@ -409,50 +429,147 @@ static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
   free(payload);
 }
 
+/* Reads what the socket has into rbuf without blocking. 1: bytes came, 0:
+ * none yet, -EPIPE: EOF or error. */
+static int fill(ifd__py_instance_t *in) {
+  if (in->rpos > 0) {
+    memmove(in->rbuf, in->rbuf + in->rpos, in->rlen - in->rpos);
+    in->rlen -= in->rpos;
+    in->rpos = 0;
+  }
+  if (in->rlen == in->rcap) return 1; /* full: take() reads the rest */
+  for (;;) {
+    ssize_t r =
+        recv(in->sock, in->rbuf + in->rlen, in->rcap - in->rlen, MSG_DONTWAIT);
+    if (r > 0) {
+      in->rlen += (size_t)r;
+      return 1;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    return -EPIPE;
+  }
+}
+
+/* Takes the next whole message out of rbuf (a payload larger than the
+ * buffer is read to its end from the socket). 1 with *h and *payload
+ * (malloc'ed, NUL-terminated), 0: not all there yet, or a negative code. */
+static int take(ifd__py_instance_t *in, ifd_py_hdr_t *h, char **payload) {
+  size_t have = in->rlen - in->rpos;
+  if (have < sizeof(*h)) return 0;
+  memcpy(h, in->rbuf + in->rpos, sizeof(*h));
+  if (h->length > MAX_PAYLOAD) return -EPROTO;
+  size_t body = have - sizeof(*h);
+  if (body < h->length && sizeof(*h) + h->length <= in->rcap) return 0;
+  char *p = malloc(h->length + 1);
+  if (p == NULL) return -ENOMEM;
+  size_t n = body < h->length ? body : (size_t)h->length;
+  memcpy(p, in->rbuf + in->rpos + sizeof(*h), n);
+  in->rpos += sizeof(*h) + n;
+  if (n < h->length &&
+      ifd__py_read_all(in->sock, p + n, (size_t)h->length - n) != 0) {
+    free(p);
+    return -EPIPE;
+  }
+  p[h->length] = '\0';
+  *payload = p;
+  return 1;
+}
+
+/* Dispatches every whole message in rbuf, reading more while the socket
+ * has some; `until`: stop once the waited-for call is answered (the
+ * instance thread), NULL: drain (the reader). rmu held. */
+static void pump(ifd__py_instance_t *in, const uint32_t *until) {
+  for (;;) {
+    if (until != NULL) {
+      pthread_mutex_lock(&in->mu);
+      bool over = in->wait_id != *until || in->wait_done || in->wait_died;
+      pthread_mutex_unlock(&in->mu);
+      if (over) return;
+    }
+    if (in->sock < 0) return;
+    ifd_py_hdr_t h;
+    char *payload = NULL;
+    int rc = take(in, &h, &payload);
+    if (rc == 1) {
+      dispatch(in, &h, payload);
+      continue;
+    }
+    if (rc == 0) rc = fill(in);
+    if (rc == 1) continue;
+    if (rc == 0) return; /* nothing more for now */
+    if (rc == -ENOMEM)
+      IFD_PY_LOG(TRITONSERVER_LOG_ERROR,
+                 "python model '%s': out of memory reading a stub message",
+                 in->model_name);
+    else if (rc == -EPROTO)
+      IFD_PY_LOG(TRITONSERVER_LOG_ERROR,
+                 "python model '%s': malformed message from the stub",
+                 in->model_name);
+    stub_down(in, NULL);
+  }
+}
+
+/* The reader's turn: registers the current socket in epfd and drains what
+ * is there. Never waits for rmu: the instance thread may hold it for a
+ * whole execute, during which the reader must still write BLS answers; it
+ * registers the socket again when it is done (data then pending wakes the
+ * reader, level-triggered), and wakes the reader for bytes left in rbuf. */
+static void reader_turn(ifd__py_instance_t *in) {
+  if (pthread_mutex_trylock(&in->rmu) != 0) return;
+  if (!in->inst_reads) {
+    pump(in, NULL);
+    /* After the pump: a death there brings a new socket (level-triggered,
+     * so bytes that came meanwhile wake epoll_wait at once). */
+    if (in->reg_fd != in->sock) {
+      if (in->reg_fd >= 0) epoll_ctl(in->epfd, EPOLL_CTL_DEL, in->reg_fd, NULL);
+      in->reg_fd = -1;
+      struct epoll_event ev = {.events = EPOLLIN, .data = {.u32 = 1}};
+      if (in->sock >= 0 &&
+          epoll_ctl(in->epfd, EPOLL_CTL_ADD, in->sock, &ev) == 0)
+        in->reg_fd = in->sock;
+    }
+  }
+  pthread_mutex_unlock(&in->rmu);
+}
+
 static void *reader_main(void *arg) {
   ifd__py_instance_t *in = arg;
   for (;;) {
     pthread_mutex_lock(&in->mu);
     bool stop = in->state == IFD_PY_STOPPING && in->wait_id == 0;
-    int fd = in->sock;
     pthread_mutex_unlock(&in->mu);
     if (stop) break;
-    struct pollfd pf[2] = {{in->chan->evfd, POLLIN, 0}, {fd, POLLIN, 0}};
-    if (poll(pf, 2, -1) < 0) {
+    reader_turn(in);
+    struct epoll_event evs[4];
+    int n = epoll_wait(in->epfd, evs, 4, -1);
+    if (n < 0) {
       if (errno == EINTR) continue;
-      IFD_PY_LOG(TRITONSERVER_LOG_ERROR, "python backend: poll: %s",
+      IFD_PY_LOG(TRITONSERVER_LOG_ERROR, "python backend: epoll_wait: %s",
                  strerror(errno));
       break;
     }
-    if (pf[0].revents & POLLIN) {
-      uint64_t v;
-      while (read(in->chan->evfd, &v, sizeof(v)) > 0)
-        ;
-      bool relaunch = false;
-      pthread_mutex_lock(&in->mu);
-      if (in->restart_req) {
-        in->restart_req = false;
-        relaunch = in->state == IFD_PY_FAILED;
-        pthread_cond_broadcast(&in->cv);
-      }
-      pthread_mutex_unlock(&in->mu);
-      if (relaunch) launch(in);
-      ifd__py_bls_drain(in);
+    bool woken = false;
+    for (int i = 0; i < n; i++)
+      if (evs[i].data.u32 == 0) woken = true;
+    if (!woken) continue; /* the socket: reader_turn reads it */
+    uint64_t v;
+    while (read(in->chan->evfd, &v, sizeof(v)) > 0)
+      ;
+    bool relaunch = false;
+    pthread_mutex_lock(&in->mu);
+    if (in->restart_req) {
+      in->restart_req = false;
+      relaunch = in->state == IFD_PY_FAILED;
+      pthread_cond_broadcast(&in->cv);
     }
-    if (fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ifd_py_hdr_t h;
-      char *payload = NULL;
-      int rc = ifd__py_recv(fd, &h, &payload);
-      if (rc == -ENOMEM) {
-        IFD_PY_LOG(TRITONSERVER_LOG_ERROR,
-                   "python model '%s': out of memory reading a stub message",
-                   in->model_name);
-      }
-      if (rc != 0)
-        stub_down(in, NULL);
-      else
-        dispatch(in, &h, payload);
+    pthread_mutex_unlock(&in->mu);
+    if (relaunch) {
+      pthread_mutex_lock(&in->rmu); /* the socket changes under rmu */
+      launch(in);
+      pthread_mutex_unlock(&in->rmu);
     }
+    ifd__py_bls_drain(in);
   }
   return NULL;
 }
@@ -568,17 +685,40 @@ static void bls_send_queued(ifd__py_instance_t *in) {
   }
 }
 
-int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
+int ifd__py_call_exec(ifd__py_instance_t *in, uint32_t gen, uint32_t id,
+                      const char *msg, size_t msg_len, ifd_py_hdr_t *h,
                       char **payload) {
   int rc = -EPIPE;
   *payload = NULL;
+  /* Take the socket from the reader (epoll_ctl does not wake it; a reader
+   * woken just before finds inst_reads set and reads nothing). */
+  pthread_mutex_lock(&in->rmu);
+  in->inst_reads = true;
+  if (in->reg_fd >= 0) epoll_ctl(in->epfd, EPOLL_CTL_DEL, in->reg_fd, NULL);
+  in->reg_fd = -1;
   pthread_mutex_lock(&in->mu);
   in->exec_wait = true;
+  pthread_mutex_unlock(&in->mu);
+  /* A failed send means the stub died: its EOF comes next. */
+  ifd__py_send_gen(in, gen, IFD_PY_MSG_EXECUTE, id, msg, msg_len);
   for (;;) {
+    pump(in, &id);
+    pthread_mutex_lock(&in->mu);
     bls_send_queued(in);
-    if (in->wait_id != id || in->wait_done || in->wait_died) break;
-    pthread_cond_wait(&in->cv, &in->mu);
+    bool over = in->wait_id != id || in->wait_done || in->wait_died;
+    pthread_mutex_unlock(&in->mu);
+    if (over) break;
+    if (in->sock < 0) break; /* not reached: the death set wait_died */
+    struct pollfd pf = {in->sock, POLLIN, 0};
+    if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
+      IFD_PY_LOG(TRITONSERVER_LOG_ERROR, "python backend: poll: %s",
+                 strerror(errno));
+      stub_down(in, NULL);
+    }
   }
+  /* Hand the socket back; bytes already read wait in rbuf for the reader,
+   * which is woken only then. */
+  pthread_mutex_lock(&in->mu);
   bls_send_queued(in);
   in->exec_wait = false;
   if (in->wait_id == id && in->wait_done) {
@@ -591,6 +731,13 @@ int ifd__py_call_wait(ifd__py_instance_t *in, uint32_t id, ifd_py_hdr_t *h,
   in->wait_done = in->wait_died = false;
   pthread_cond_broadcast(&in->cv);
   pthread_mutex_unlock(&in->mu);
+  in->inst_reads = false;
+  struct epoll_event ev = {.events = EPOLLIN, .data = {.u32 = 1}};
+  if (in->sock >= 0 && epoll_ctl(in->epfd, EPOLL_CTL_ADD, in->sock, &ev) == 0)
+    in->reg_fd = in->sock;
+  bool leftover = in->rlen > in->rpos;
+  pthread_mutex_unlock(&in->rmu);
+  if (leftover) ifd__py_chan_wake(in->chan);
   return rc;
 }
 
@@ -609,7 +756,8 @@ int ifd__py_up_check(ifd__py_instance_t *in, uint64_t end) {
 
 TRITONSERVER_Error *ifd__py_instance_start(ifd__py_instance_t *in) {
   pthread_condattr_t ca;
-  in->sock = in->down_fd = in->up_fd = -1;
+  in->sock = in->down_fd = in->up_fd = in->epfd = in->reg_fd = -1;
+  pthread_mutex_init(&in->rmu, NULL);
   pthread_mutex_init(&in->mu, NULL);
   pthread_mutex_init(&in->wmu, NULL);
   pthread_condattr_init(&ca);
@@ -640,6 +788,16 @@ TRITONSERVER_Error *ifd__py_instance_start(ifd__py_instance_t *in) {
   in->chan = chan_new();
   if (in->chan == NULL)
     return ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "eventfd: %s",
+                          strerror(errno));
+  in->rcap = RBUF_SIZE;
+  in->rbuf = malloc(in->rcap);
+  if (in->rbuf == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  in->epfd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN, .data = {.u32 = 0}};
+  if (in->epfd < 0 ||
+      epoll_ctl(in->epfd, EPOLL_CTL_ADD, in->chan->evfd, &ev) != 0)
+    return ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "epoll: %s",
                           strerror(errno));
 
   if (spawn(in) != 0)
@@ -743,6 +901,11 @@ void ifd__py_instance_stop(ifd__py_instance_t *in) {
   if (in->up_fd >= 0) close(in->up_fd);
   in->down_fd = in->up_fd = -1;
   ifd__py_down_destroy(&in->down);
+  if (in->epfd >= 0) close(in->epfd);
+  in->epfd = -1;
+  free(in->rbuf);
+  in->rbuf = NULL;
+  pthread_mutex_destroy(&in->rmu);
   pthread_cond_destroy(&in->cv);
   pthread_mutex_destroy(&in->wmu);
   pthread_mutex_destroy(&in->mu);
