@@ -27,7 +27,9 @@
 #                     and out with system shared memory against HTTP binary
 #                     and gRPC, and a memcpy-bound limit), capi (issue 14:
 #                     identity in-process with --service-kind=triton_c_api
-#                     against the same request over HTTP/1.1 binary); default all
+#                     against the same request over HTTP/1.1 binary), python
+#                     (issue 15: a Python add_sub model against the identity C
+#                     backend, server CPU including the stub processes); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -726,6 +728,41 @@ if section capi; then
   printf '%q ' "${cmd[@]}" >"$dir/cmd"
   log "capi: ${cmd[*]}"
   "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" || log "capi: inferd-perf failed (see $dir/tool.err)"
+fi
+
+# ---- issue 15: the Python backend ---------------------------------------------------------
+# add_sub_fp32 (bench/models_python: Triton's add_sub example as a user writes
+# it, FP32[1,16] in and out, one instance: one stub process) against
+# identity_fp32 (the identity C backend, FP32[1,16]), same server, same run,
+# over HTTP/1.1 binary at concurrency 1 and 16 (and add_sub with the dynamic
+# batcher at 16: add_sub_fp32_batched). Server CPU per request counts
+# the server AND its stub processes: the snapshots read /proc/<pid>/stat of
+# the server and of every child it has once ready (the stubs), and the tool
+# reads the same set over its own window (--cpu-pid PID --cpu-children).
+if section python; then
+  PY_MODELS=$RES/models_python
+  mkdir -p "$PY_MODELS"
+  cp -r "$MODELS/$ID" "$HERE/models_python/add_sub_fp32" "$PY_MODELS/"
+  # The same model with the dynamic batcher (default settings): several
+  # requests per execute, what a user can do about the per-execute cost.
+  cp -r "$HERE/models_python/add_sub_fp32" "$PY_MODELS/add_sub_fp32_batched"
+  sed -i 's/^name: "add_sub_fp32"$/name: "add_sub_fp32_batched"/' "$PY_MODELS/add_sub_fp32_batched/config.pbtxt"
+  echo 'dynamic_batching { }' >>"$PY_MODELS/add_sub_fp32_batched/config.pbtxt"
+  INFERD_REPO=$PY_MODELS start_inferd inferd_python
+  mapfile -t PY_STUBS < <(child_pids "$INFERD_PID")
+  [ "${#PY_STUBS[@]}" -ge 1 ] || die "inferd_python: no stub process (see $RES/inferd_python.log)"
+  echo "${PY_STUBS[*]}" >"$RES/python_stub_pids"
+  log "python: stub pids ${PY_STUBS[*]}"
+  for sc in "$ID:1" add_sub_fp32:1 "$ID:16" add_sub_fp32:16 add_sub_fp32_batched:16; do
+    m=${sc%:*}
+    c=${sc#*:}
+    run_perf "python_${m}_http-binary_c$c" "inferd:$m" "$INFERD_PID" "${PY_STUBS[@]}" -- "$PERF" \
+      -m "$m" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+      --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --cpu-pid "$INFERD_PID" --cpu-children --json-summary "$RAW/__SC__/summary.json"
+  done
+  stop_pid "$INFERD_PID"
 fi
 
 # ---- the tables ------------------------------------------------------------------------

@@ -185,6 +185,12 @@ measure() {
   echo "$rc" >"$dir/tool.rc"
 }
 
+# child_pids PID: the pids of PID's children, one per line (every thread's
+# /proc/PID/task/T/children: the Python backend's stub processes).
+child_pids() {
+  cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | sed '/^$/d' | sort -un
+}
+
 # vm_kib PID FIELD: a field of /proc/<pid>/status in KiB (VmRSS, RssAnon, ...).
 vm_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 # nfds PID: open descriptors.

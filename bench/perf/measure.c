@@ -17,6 +17,7 @@
  * each step as perf_analyzer does, and writes its CSV (-f) and our JSON
  * summary (--json-summary).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +61,52 @@ static double cpu_pid_us(int pid) {
   return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* Appends pid's children (every thread's /proc/pid/task/T/children) to
+ * set[*n], up to max. */
+static void add_children(int pid, int *set, int *n, int max) {
+  char path[96];
+  DIR *d;
+  struct dirent *e;
+
+  snprintf(path, sizeof path, "/proc/%d/task", pid);
+  d = opendir(path);
+  if (!d) return;
+  while ((e = readdir(d)) != NULL) {
+    FILE *f;
+    int child;
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.32s/children", pid, e->d_name);
+    f = fopen(path, "r");
+    if (!f) continue;
+    while (*n < max && fscanf(f, "%d", &child) == 1) set[(*n)++] = child;
+    fclose(f);
+  }
+  closedir(d);
+}
+
+/* The processes whose CPU time a window sums: --cpu-pid's, then (with
+ * --cpu-children) their children at this moment. Returns how many. */
+static int cpu_set(const ifd_perf_opts_t *o, int *set) {
+  int n = 0, i;
+  for (i = 0; i < o->n_cpu_pids; i++) set[n++] = o->cpu_pids[i];
+  if (o->cpu_children)
+    for (i = 0; i < o->n_cpu_pids; i++)
+      add_children(o->cpu_pids[i], set, &n, IFD_PERF_CPU_SET_MAX);
+  return n;
+}
+
+/* The summed CPU time of set[0..n), usec; -1 when one cannot be read. */
+static double cpu_set_us(const int *set, int n) {
+  double sum = 0;
+  int i;
+  for (i = 0; i < n; i++) {
+    double us = cpu_pid_us(set[i]);
+    if (us < 0) return -1;
+    sum += us;
+  }
+  return sum;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -93,6 +140,7 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   ifd_perf_stats_t before, after;
   uint64_t t0, t1, sum = 0;
   double var = 0, mean, cpu0, cpu1, pid0 = -1, pid1 = -1;
+  int set[IFD_PERF_CPU_SET_MAX], nset;
   size_t i;
   int rc;
 
@@ -121,7 +169,8 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   run->delayed = 0;
   run->have_err = 0;
   run->recording = 1;
-  if (o->cpu_pid) pid0 = cpu_pid_us(o->cpu_pid);
+  nset = cpu_set(o, set);
+  if (nset) pid0 = cpu_set_us(set, nset);
   cpu0 = cpu_self_us();
   t0 = uv_hrtime();
   rc = ifd__perf_sched_start(run);
@@ -133,9 +182,10 @@ int ifd__perf_measure_step(ifd_perf_run_t *run, const ifd_perf_model_t *m,
   run->recording = 0;
   t1 = uv_hrtime();
   cpu1 = cpu_self_us();
-  if (o->cpu_pid) pid1 = cpu_pid_us(o->cpu_pid);
+  if (nset) pid1 = cpu_set_us(set, nset);
   r->cpu_self_us = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
   r->cpu_pid_us = pid0 >= 0 && pid1 >= 0 ? pid1 - pid0 : -1;
+  r->n_cpu_set = nset;
   if (rc < 0 && !run->fatal)
     ifd__perf_run_fail(run, rc, "requests did not finish: %s", uv_strerror(rc));
   if (run->fatal) goto out_fatal;
@@ -262,9 +312,15 @@ void ifd__perf_measure_print(const ifd_perf_opts_t *o,
     printf("    CPU of this process%s: %.2f usec per request\n",
            o->capi ? " (the embedded server included)" : "",
            r->cpu_self_us / (double)r->count);
-  if (r->count && r->cpu_pid_us >= 0)
-    printf("    CPU of process %d: %.2f usec per request\n", o->cpu_pid,
-           r->cpu_pid_us / (double)r->count);
+  if (r->count && r->cpu_pid_us >= 0) {
+    if (r->n_cpu_set == 1)
+      printf("    CPU of process %d: %.2f usec per request\n", o->cpu_pids[0],
+             r->cpu_pid_us / (double)r->count);
+    else
+      printf("    CPU of processes %s%s (%d): %.2f usec per request\n",
+             o->cpu_pids_arg, o->cpu_children ? " and children" : "",
+             r->n_cpu_set, r->cpu_pid_us / (double)r->count);
+  }
   if (r->delayed)
     printf("    Delayed request count: %llu\n", (unsigned long long)r->delayed);
   if (r->errors || r->first_err[0]) {
@@ -365,9 +421,9 @@ int ifd__perf_measure_write_json(const ifd_perf_opts_t *o,
               r->count ? r->cpu_self_us / (double)r->count : 0.0);
     if (r->cpu_pid_us >= 0)
       fprintf(f,
-              ",\"cpu_pid\":%d,\"cpu_pid_us\":%.0f,"
+              ",\"cpu_pid\":%d,\"cpu_pids\":%d,\"cpu_pid_us\":%.0f,"
               "\"cpu_pid_us_per_request\":%.3f",
-              o->cpu_pid, r->cpu_pid_us,
+              o->cpu_pids[0], r->n_cpu_set, r->cpu_pid_us,
               r->count ? r->cpu_pid_us / (double)r->count : 0.0);
     if (r->decoupled) {
       fprintf(f,

@@ -64,8 +64,10 @@ static void usage(FILE *f) {
       "requests in flight\n"
       "  --idle-sequences N --idle-seconds S  START N sequences, hold them, "
       "END them\n"
-      "  --cpu-pid PID            also report that process's CPU time per "
+      "  --cpu-pid PID[,PID...]   also report those processes' CPU time per "
       "request\n"
+      "  --cpu-children           with --cpu-pid: their child processes' "
+      "too\n"
       "in-process (perf_analyzer's C API mode):\n"
       "  --service-kind triton|triton_c_api  triton_c_api: embed the server "
       "(default triton)\n"
@@ -180,6 +182,7 @@ enum {
   O_REPO,
   O_BACKDIR,
   O_CPU_PID,
+  O_CPU_CHILDREN,
   O_SPIN
 };
 
@@ -231,6 +234,7 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
       {"model-repository", 1, 0, O_REPO},
       {"backend-directory", 1, 0, O_BACKDIR},
       {"cpu-pid", 1, 0, O_CPU_PID},
+      {"cpu-children", 0, 0, O_CPU_CHILDREN},
       {"spin-us", 1, 0, O_SPIN},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0}};
@@ -409,12 +413,24 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
         break;
       }
       case O_CPU_PID: {
-        char *end;
-        long pid = strtol(optarg, &end, 10);
-        if (*end || end == optarg || pid <= 0 || pid > 0x7fffffff) goto bad;
-        o->cpu_pid = (int)pid;
+        const char *p = optarg;
+        o->n_cpu_pids = 0;
+        o->cpu_pids_arg = optarg;
+        for (;;) {
+          char *end;
+          long pid = strtol(p, &end, 10);
+          if (end == p || pid <= 0 || pid > 0x7fffffff ||
+              o->n_cpu_pids == IFD_PERF_CPU_PIDS_MAX || (*end && *end != ','))
+            goto bad;
+          o->cpu_pids[o->n_cpu_pids++] = (int)pid;
+          if (!*end) break;
+          p = end + 1;
+        }
         break;
       }
+      case O_CPU_CHILDREN:
+        o->cpu_children = 1;
+        break;
       case 'h':
         usage(stdout);
         exit(0);

@@ -60,6 +60,10 @@ typedef struct ifd_perf_shape {
 } ifd_perf_shape_t;
 
 /* The command line, parsed once; read-only afterwards. */
+/* The most pids --cpu-pid takes; with their children, the most read. */
+#define IFD_PERF_CPU_PIDS_MAX 16
+#define IFD_PERF_CPU_SET_MAX 256
+
 typedef struct ifd_perf_opts {
   const char *model;   /* borrowed: argv; NULL in --raw-get/idle modes */
   const char *version; /* borrowed: argv; "" lets the server choose */
@@ -102,7 +106,13 @@ typedef struct ifd_perf_opts {
   const char *repository;  /* borrowed: argv; --model-repository */
   const char *backend_dir; /* borrowed: argv; NULL: server_dir/backends */
   uint64_t spin_us;        /* --spin-us: poll completions before sleeping */
-  int cpu_pid; /* --cpu-pid: also read that process's CPU time; 0: none */
+  /* --cpu-pid PID[,PID...]: also read those processes' CPU time; none: 0
+   * pids. --cpu-children: their children's too (the Python backend's stub
+   * processes), found when a window starts. */
+  int cpu_pids[IFD_PERF_CPU_PIDS_MAX];
+  int n_cpu_pids;
+  const char *cpu_pids_arg; /* borrowed: argv; --cpu-pid as given */
+  int cpu_children;
 } ifd_perf_opts_t;
 
 /* --shared-memory values. */
@@ -319,8 +329,10 @@ typedef struct ifd_perf_step {
   double p50, p90, p95, p99, pn; /* usec */
   double avg_ns, p50_ns, p99_ns; /* the same, unrounded */
   /* CPU time (user + system) over the window: this process's, and with
-   * --cpu-pid that process's; -1: not read. */
+   * --cpu-pid the sum over those processes (and, with --cpu-children, their
+   * children as they were when the window started); -1: not read. */
   double cpu_self_us, cpu_pid_us;
+  int n_cpu_set; /* processes summed into cpu_pid_us */
   /* Decoupled models: responses, and latency to a request's first one. */
   int decoupled;
   uint64_t responses, first_count;

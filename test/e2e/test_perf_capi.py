@@ -17,6 +17,7 @@ server, --cpu-pid: the server's CPU time per request beside the tool's.
 """
 
 import json
+import os
 import re
 import subprocess
 
@@ -138,3 +139,25 @@ def test_spin_us_and_concurrency():
     ((conc, text),) = steps(out)
     n = field(text, "Request count")
     assert conc == 4 and n > 0 and field(text, "Successful request count") == n, text
+
+
+def test_cpu_pid_several_and_children(server, tmp_path):
+    """--cpu-pid takes a list and --cpu-children adds each listed process's
+    children as found when the window starts (the Python backend's stubs):
+    here the server and this test process, whose child is the server."""
+    summary = tmp_path / "summary.json"
+    pids = f"{server.proc.pid},{os.getpid()}"
+    proc = subprocess.run([str(perf_binary()), "-m", "identity_fp32", "-u", f"127.0.0.1:{server.http_port}",
+                           "--shape", "INPUT0:16", "--measurement-interval", "500", "--warmup", "100",
+                           "--cpu-pid", pids, "--cpu-children", "--json-summary", str(summary)],
+                          capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, out + proc.stderr.decode()
+    m = re.search(rf"^\s+CPU of processes {pids} and children \((\d+)\): [\d.]+ usec per request$", out, re.M)
+    assert m and int(m.group(1)) >= 3, out  # the two, plus at least the server as a child
+    (s,) = json.loads(summary.read_text())["steps"]
+    assert s["cpu_pid"] == server.proc.pid and s["cpu_pids"] == int(m.group(1)), s
+    for bad in ("1,", ",1", "1,x", "0", ",".join(["1"] * 17)):
+        p = subprocess.run([str(perf_binary()), "-m", "identity_fp32", "--cpu-pid", bad],
+                           capture_output=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        assert p.returncode != 0 and b"bad value" in p.stderr, (bad, p.stderr)
