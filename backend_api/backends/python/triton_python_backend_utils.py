@@ -628,6 +628,9 @@ class Metric:
     def __init__(self, family, labels=None, buckets=None):
         self._handle = None
         labels = labels or {}
+        if not isinstance(labels, dict):
+            raise TypeError("Metric labels must be a dict of strings, got "
+                            + type(labels).__name__)
         for k, v in labels.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise TritonModelException(
