@@ -29,27 +29,23 @@ one stream; a stream cancelled by the client is seen by the sender's
 is_cancelled() after execute returned; the request's statistics once its
 FINAL was sent; Triton's
 error texts for wrong uses of the sender; BLS results and errors. Every wait
-is bounded (HANG_S); no assertion is about time.
+is bounded (HANG_S, python_fixtures.py); no assertion is about time.
 """
 
 import concurrent.futures as cf
-import shutil
 import threading
 import time
 
 import grpc
 import numpy as np
 import pytest
-import requests
 
-import e2e_helpers as h
 import grpc_helpers as gh
+import python_fixtures as pf
 from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
-PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_repeat", "py_decoupled_return", "py_sender", "py_bls", "py_bls_decoupled", "py_bls_async",
           "py_bls_stream", "py_bls_fields", "py_bls_self", "py_identity_step", "introspect", "bytes_echo")
-HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 
 DECOUPLED_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -63,14 +59,7 @@ MUST_RETURN_NONE = "using the decoupled mode and the execute function must retur
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    h.require_binary()
-    so = h.backend_dir() / "python" / "libtriton_python.so"
-    assert so.is_file(), f"Python backend not built at {so}; run `make` first"
-    tmp = tmp_path_factory.mktemp("pydecoupled")
-    repo = tmp / "repo"
-    for m in MODELS:
-        shutil.copytree(PY_REPO / m, repo / m)
-    s = h.start_server(tmp / "srv", [repo], wait_models=MODELS, timeout=120)
+    s = pf.start_python_server(tmp_path_factory.mktemp("pydecoupled"), MODELS, MODELS)
     try:
         yield s
     finally:
@@ -82,33 +71,6 @@ def gc(srv, grpc_stubs):  # noqa: F811
     c = gh.connect(srv, grpc_stubs)
     yield c
     c.close()
-
-
-class Failed(Exception):
-    def __init__(self, code, message):
-        super().__init__(f"{code}: {message}")
-        self.code, self.message = code, message
-
-
-def infer(proto, srv, gc, model, inputs, request_id=None, timeout=HANG_S):
-    """One unary request; inputs: [(name, datatype, shape, values)].
-    Returns {output: ndarray or list of bytes}, or raises Failed."""
-    inputs = [(n, d, s, v if d == "BYTES" else np.asarray(v, dtype=h.NP_DTYPES[d]).reshape(s))
-              for n, d, s, v in inputs]
-    if proto == "http":
-        body, hlen = h.build_binary_request(inputs, parameters={"binary_data_output": True},
-                                            request_id=request_id)
-        r = requests.post(srv.url(f"/v2/models/{model}/infer"), data=body, timeout=timeout, headers={
-            "Inference-Header-Content-Length": str(hlen), "Content-Type": "application/octet-stream"})
-        if r.status_code != 200:
-            raise Failed(r.status_code, h.error_of(r))
-        return h.parse_infer_response(r)[1]
-    req = gh.infer_request(gc.pb, model, inputs, request_id=request_id)
-    try:
-        resp = gc.model_infer(req, timeout=timeout)
-    except grpc.RpcError as e:
-        raise Failed(e.code().name, e.details())
-    return gh.outputs_of(resp)
 
 
 def set_params(req, params):
@@ -131,7 +93,7 @@ def repeat_req(pb, rid, values, delay=None, params=None, model="py_repeat"):
     return req
 
 
-def stream(gc, reqs, timeout=HANG_S):
+def stream(gc, reqs, timeout=pf.HANG_S):
     """Sends reqs on one stream, half-closes, returns (messages, code)."""
     call = gc.model_stream_infer(iter(list(reqs)), timeout=timeout)
     out = list(call)
@@ -155,7 +117,7 @@ def check_repeat(msgs, rid, values):
         assert o["OUT"].tolist() == [v] and o["IDX"].tolist() == [i], (i, o)
 
 
-def wait_log(srv, text, timeout=HANG_S):
+def wait_log(srv, text, timeout=pf.HANG_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if text in srv.log_path.read_text(errors="replace"):
@@ -199,7 +161,7 @@ def test_stream_repeat(srv, gc):
     # The model's thread tried a send after its FINAL: Triton's text.
     wait_log(srv, f"py_repeat: request 'rep-1' send after final raised: {SENDER_CLOSED}")
     # The request was released after its FINAL and counted once.
-    deadline = time.monotonic() + HANG_S
+    deadline = time.monotonic() + pf.HANG_S
     while stats(srv, "py_repeat")["inference_stats"]["success"]["count"] != before + 1:
         assert time.monotonic() < deadline, stats(srv, "py_repeat")
         time.sleep(0.05)
@@ -263,7 +225,7 @@ def test_many_streams_at_once(srv, gc):
         return True
 
     with cf.ThreadPoolExecutor(8) as ex:
-        assert all(f.result(timeout=HANG_S) for f in [ex.submit(one, i) for i in range(16)])
+        assert all(f.result(timeout=pf.HANG_S) for f in [ex.submit(one, i) for i in range(16)])
 
 
 def test_stream_cancelled_by_client(srv, gc):
@@ -275,9 +237,9 @@ def test_stream_cancelled_by_client(srv, gc):
 
     def requests_then_wait():
         yield req
-        gate.wait(HANG_S)  # keep the stream open until the test cancels it
+        gate.wait(pf.HANG_S)  # keep the stream open until the test cancels it
 
-    call = gc.model_stream_infer(requests_then_wait(), timeout=HANG_S)
+    call = gc.model_stream_infer(requests_then_wait(), timeout=pf.HANG_S)
     try:
         first = next(call)
         assert first.error_message == "" and gh.outputs_of(first.infer_response)["OUT"].tolist() == [1]
@@ -321,14 +283,14 @@ def sender_inputs(x, mode):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 @pytest.mark.parametrize("mode", [0, 1])
 def test_sender_one_response(srv, gc, proto, mode):
-    out = infer(proto, srv, gc, "py_sender", sender_inputs([1.0, -2.5], mode))
+    out = pf.infer(proto, srv, gc, "py_sender", sender_inputs([1.0, -2.5], mode))
     assert np.asarray(out["OUT"]).tolist() == [2.0, -5.0]
     assert [bytes(x) for x in out["MSG"]] == [b""]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_sender_final_before_response_refused(srv, gc, proto):
-    out = infer(proto, srv, gc, "py_sender", sender_inputs([3.0], 2))
+    out = pf.infer(proto, srv, gc, "py_sender", sender_inputs([3.0], 2))
     assert np.asarray(out["OUT"]).tolist() == [6.0]
     assert [bytes(x).decode() for x in out["MSG"]] == [FINAL_FIRST]
 
@@ -336,7 +298,7 @@ def test_sender_final_before_response_refused(srv, gc, proto):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_sender_second_response_refused(srv, gc, proto):
     rid = f"two-{proto}"
-    out = infer(proto, srv, gc, "py_sender", sender_inputs([1.0], 3), request_id=rid)
+    out = pf.infer(proto, srv, gc, "py_sender", sender_inputs([1.0], 3), request_id=rid)
     assert np.asarray(out["OUT"]).tolist() == [2.0]
     wait_log(srv, f"py_sender: request '{rid}' second send raised: {MORE_THAN_ONE}")
 
@@ -344,7 +306,7 @@ def test_sender_second_response_refused(srv, gc, proto):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_sender_after_final_refused(srv, gc, proto):
     rid = f"closed-{proto}"
-    out = infer(proto, srv, gc, "py_sender", sender_inputs([4.0], 4), request_id=rid)
+    out = pf.infer(proto, srv, gc, "py_sender", sender_inputs([4.0], 4), request_id=rid)
     assert np.asarray(out["OUT"]).tolist() == [8.0]
     wait_log(srv, f"py_sender: request '{rid}' send after final raised: {SENDER_CLOSED}")
 
@@ -366,7 +328,7 @@ def test_sender_over_stream(gc):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_exec(srv, gc, proto):
     before = stats(srv, "py_identity_step")["inference_stats"]["success"]["count"]
-    out = infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [3], [1.0, 2.0, -4.0])], request_id="b1")
+    out = pf.infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [3], [1.0, 2.0, -4.0])], request_id="b1")
     assert np.asarray(out["OUTPUT0"]).tolist() == [2.0, 4.0, -8.0]
     err = bytes(out["ERR"][0]).decode()
     assert err != "no error" and "py_no_such_model" in err, err
@@ -377,7 +339,7 @@ def test_bls_exec(srv, gc, proto):
 def test_bls_request_fields_and_bytes(srv, gc, proto):
     import json
     items = [b"abc", b"", "\u00e9t\u00e9".encode(), b"\x00\xff" * 1000]
-    out = infer(proto, srv, gc, "py_bls_fields", [("TEXT", "BYTES", [len(items)], items)])
+    out = pf.infer(proto, srv, gc, "py_bls_fields", [("TEXT", "BYTES", [len(items)], items)])
     info = json.loads(bytes(out["INFO"][0]))
     assert info["request_id"] == "bls-rid", info
     assert info["correlation_id"] == 42, info
@@ -388,20 +350,20 @@ def test_bls_request_fields_and_bytes(srv, gc, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_self_call_refused(srv, gc, proto):
-    out = infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])
+    out = pf.infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])
     assert [bytes(x) for x in out["ERR"]] == [b""]
-    out = infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [1])])
+    out = pf.infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [1])])
     err = bytes(out["ERR"][0]).decode()
     assert err not in ("", "no error") and "py_bls_self" in err, err
     # The instance is free again.
-    assert [bytes(x) for x in infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])["ERR"]] == [b""]
+    assert [bytes(x) for x in pf.infer(proto, srv, gc, "py_bls_self", [("N", "INT32", [1], [0])])["ERR"]] == [b""]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_large_tensor(srv, gc, proto):
     # 8 MiB each way through the BLS call (inline in the socket messages).
     x = np.arange(1 << 21, dtype=np.float32)
-    out = infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [len(x)], x)])
+    out = pf.infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [len(x)], x)])
     assert np.array_equal(np.asarray(out["OUTPUT0"]).reshape(-1), x * 2)
 
 
@@ -409,17 +371,17 @@ def test_bls_large_tensor(srv, gc, proto):
 def test_bls_exec_concurrent(srv, gc, proto):
     def one(i):
         x = np.arange(i + 1, dtype=np.float32)
-        out = infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [i + 1], x)])
+        out = pf.infer(proto, srv, gc, "py_bls", [("INPUT0", "FP32", [i + 1], x)])
         assert np.asarray(out["OUTPUT0"]).tolist() == (x * 2).tolist(), i
         return True
 
     with cf.ThreadPoolExecutor(6) as ex:
-        assert all(f.result(timeout=HANG_S) for f in [ex.submit(one, i) for i in range(12)])
+        assert all(f.result(timeout=pf.HANG_S) for f in [ex.submit(one, i) for i in range(12)])
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_decoupled(srv, gc, proto):
-    out = infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [4])])
+    out = pf.infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [4])])
     assert np.asarray(out["OUT"]).tolist() == [0, 10, 20, 30]
     assert np.asarray(out["IDX"]).tolist() == [0, 1, 2, 3]
     assert list(out["ERRORS"]) == []
@@ -427,9 +389,9 @@ def test_bls_decoupled(srv, gc, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_decoupled_zero_and_error(srv, gc, proto):
-    out = infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [0])])
+    out = pf.infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [0])])
     assert np.asarray(out["OUT"]).tolist() == [] and list(out["ERRORS"]) == []
-    out = infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [-2])])
+    out = pf.infer(proto, srv, gc, "py_bls_decoupled", [("N", "INT32", [1], [-2])])
     assert np.asarray(out["OUT"]).tolist() == [0, 10]
     errs = [bytes(e).decode() for e in out["ERRORS"]]
     assert len(errs) == 1 and "py_repeat: negative value -1 at 2" in errs[0], errs
@@ -437,7 +399,7 @@ def test_bls_decoupled_zero_and_error(srv, gc, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_bls_async_exec(srv, gc, proto):
-    out = infer(proto, srv, gc, "py_bls_async", [("INPUT0", "FP32", [2], [1.5, -1.0])])
+    out = pf.infer(proto, srv, gc, "py_bls_async", [("INPUT0", "FP32", [2], [1.5, -1.0])])
     assert np.asarray(out["OUTPUT0"]).tolist() == [6.0, -4.0]
     assert np.asarray(out["NREP"]).tolist() == [3]
 

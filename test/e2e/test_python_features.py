@@ -29,7 +29,7 @@ What is asserted, as Triton does it:
     ready right after the kill and ready again once the stub is back; a stream open on a killed decoupled stub ends
     its request with "exited unexpectedly"; a restart whose initialize
     fails makes requests fail clearly instead of hanging.
-Every wait is bounded (HANG_S); no assertion is about time.
+Every wait is bounded (HANG_S, python_fixtures.py); no assertion is about time.
 """
 
 import os
@@ -45,29 +45,21 @@ import requests
 
 import e2e_helpers as h
 import grpc_helpers as gh
+import python_fixtures as pf
 from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 from test_metrics import parse_metrics
 
-PY_REPO = h.REPO_ROOT / "test" / "models" / "python_repo"
 MODELS = ("py_logmetrics", "py_autocomplete", "py_autocomplete_decoupled", "py_cancel", "py_restart",
           "py_restart_fail", "py_repeat", "py_keep", "py_dlpack")
 # Copied too; expected not to load.
 BROKEN = ("py_autocomplete_conflict",)
-HANG_S = 60
 PROTOCOLS = ("http", "grpc")
 STUB_NAME = b"triton_python_backend_stub"
 
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    h.require_binary()
-    so = h.backend_dir() / "python" / "libtriton_python.so"
-    assert so.is_file(), f"Python backend not built at {so}; run `make` first"
-    tmp = tmp_path_factory.mktemp("pyfeatures")
-    repo = tmp / "repo"
-    for m in MODELS + BROKEN:
-        shutil.copytree(PY_REPO / m, repo / m)
-    s = h.start_server(tmp / "srv", [repo], wait_models=MODELS, timeout=120, extra=["--log-verbose=1"])
+    s = pf.start_python_server(tmp_path_factory.mktemp("pyfeatures"), MODELS + BROKEN, MODELS, extra=["--log-verbose=1"])
     try:
         yield s
     finally:
@@ -81,35 +73,11 @@ def gc(srv, grpc_stubs):  # noqa: F811
     c.close()
 
 
-class Failed(Exception):
-    def __init__(self, code, message):
-        super().__init__(f"{code}: {message}")
-        self.code, self.message = code, message
-
-
-def infer(proto, srv, gc, model, inputs, request_id=None, timeout=HANG_S):
-    inputs = [(n, d, s, np.asarray(v, dtype=h.NP_DTYPES[d]).reshape(s)) for n, d, s, v in inputs]
-    if proto == "http":
-        body, hlen = h.build_binary_request(inputs, parameters={"binary_data_output": True},
-                                            request_id=request_id)
-        r = requests.post(srv.url(f"/v2/models/{model}/infer"), data=body, timeout=timeout, headers={
-            "Inference-Header-Content-Length": str(hlen), "Content-Type": "application/octet-stream"})
-        if r.status_code != 200:
-            raise Failed(r.status_code, h.error_of(r))
-        return h.parse_infer_response(r)[1]
-    req = gh.infer_request(gc.pb, model, inputs, request_id=request_id)
-    try:
-        resp = gc.model_infer(req, timeout=timeout)
-    except grpc.RpcError as e:
-        raise Failed(e.code().name, e.details())
-    return gh.outputs_of(resp)
-
-
 def log_text(srv):
     return srv.log_path.read_text(errors="replace")
 
 
-def wait_log(srv, text, timeout=HANG_S):
+def wait_log(srv, text, timeout=pf.HANG_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if text in log_text(srv):
@@ -121,7 +89,7 @@ def wait_log(srv, text, timeout=HANG_S):
 
 def line_of(model, text):
     """The 1-based line of model.py that holds text (a Logger call)."""
-    src = (PY_REPO / model / "1" / "model.py").read_text().splitlines()
+    src = (pf.PY_REPO / model / "1" / "model.py").read_text().splitlines()
     hits = [i + 1 for i, line in enumerate(src) if text in line]
     assert len(hits) == 1, (text, hits)
     return hits[0]
@@ -134,7 +102,7 @@ def log_lines(srv, text):
 # ------------------------------------------------------------- Logger ---
 
 def test_logger_levels_file_and_line(srv, gc):
-    infer("http", srv, gc, "py_logmetrics", [("IN", "FP32", [3], [1, 2, 3])])
+    pf.infer("http", srv, gc, "py_logmetrics", [("IN", "FP32", [3], [1, 2, 3])])
     for letter, text in (("I", "py_logmetrics: execute info"), ("W", "py_logmetrics: execute warn"),
                          ("E", "py_logmetrics: execute error"), ("I", "py_logmetrics: execute log default"),
                          ("W", "py_logmetrics: execute log warning"), (None, "py_logmetrics: execute verbose"),
@@ -150,10 +118,10 @@ def test_logger_levels_file_and_line(srv, gc):
 def test_logger_verbose_off(tmp_path):
     """Without --log-verbose, log_verbose lines are not written; the others are."""
     repo = tmp_path / "repo"
-    shutil.copytree(PY_REPO / "py_logmetrics", repo / "py_logmetrics")
+    shutil.copytree(pf.PY_REPO / "py_logmetrics", repo / "py_logmetrics")
     s = h.start_server(tmp_path / "srv", [repo], wait_models=("py_logmetrics",), timeout=120)
     try:
-        infer("http", s, None, "py_logmetrics", [("IN", "FP32", [1], [1])])
+        pf.infer("http", s, None, "py_logmetrics", [("IN", "FP32", [1], [1])])
         wait_log(s, "py_logmetrics: execute log warning")
         assert "py_logmetrics: execute verbose" not in log_text(s), s.log_tail()
     finally:
@@ -163,7 +131,7 @@ def test_logger_verbose_off(tmp_path):
 # ------------------------------------------------------------ metrics ---
 
 def metrics(srv):
-    r = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=HANG_S)
+    r = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=pf.HANG_S)
     assert r.status_code == 200
     return parse_metrics(r.text)
 
@@ -183,7 +151,7 @@ def test_metric_family_counter_gauge_histogram(srv, gc, proto):
         if "py_logmetrics_size_bucket" in before else {le: 0.0 for le in ("1", "4", "16", "+Inf")}
     sizes = [1, 3, 10, 30]
     for i, n in enumerate(sizes):
-        out = infer(proto, srv, gc, "py_logmetrics", [("IN", "FP32", [n], [0.5] * n)])
+        out = pf.infer(proto, srv, gc, "py_logmetrics", [("IN", "FP32", [n], [0.5] * n)])
         # Metric.value() reads back what the server holds.
         assert np.asarray(out["COUNT"]).tolist() == [n0 + i + 1], out
         assert np.asarray(out["GAUGE"]).tolist() == [float(n)], out
@@ -222,9 +190,9 @@ def test_autocomplete_config(srv, gc):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_autocomplete_serves(srv, gc, proto):
     x = [[1, 2, 3, 4], [5, 6, 7, 8]]
-    out = infer(proto, srv, gc, "py_autocomplete", [("INPUT0", "FP32", [2, 4], x)])
+    out = pf.infer(proto, srv, gc, "py_autocomplete", [("INPUT0", "FP32", [2, 4], x)])
     assert np.asarray(out["OUTPUT0"]).tolist() == x
-    out = infer(proto, srv, gc, "py_autocomplete", [("INPUT0", "FP32", [1, 4], x[0]),
+    out = pf.infer(proto, srv, gc, "py_autocomplete", [("INPUT0", "FP32", [1, 4], x[0]),
                                                      ("INPUT1", "FP32", [1, 4], x[1])])
     assert np.asarray(out["OUTPUT0"]).tolist() == [[6, 8, 10, 12]]
 
@@ -250,7 +218,7 @@ def test_autocomplete_decoupled(srv, gc):
     assert r.status_code == 501, (r.status_code, r.text)
     req = gh.infer_request(gc.pb, "py_autocomplete_decoupled", [("IN", "INT32", [1], np.array([3], dtype=np.int32))],
                            request_id="acd")
-    call = gc.model_stream_infer(iter([req]), timeout=HANG_S)
+    call = gc.model_stream_infer(iter([req]), timeout=pf.HANG_S)
     msgs = list(call)
     assert call.code() == grpc.StatusCode.OK
     assert [gh.outputs_of(m.infer_response)["OUT"].tolist() for m in msgs] == [[3], [3]], msgs
@@ -264,12 +232,12 @@ def cancel_req(gc, ms, rid):
 
 
 def check_cancel_serving(srv, gc):
-    out = infer("grpc", srv, gc, "py_cancel", [("MS", "INT32", [1], [0])], request_id="after")
+    out = pf.infer("grpc", srv, gc, "py_cancel", [("MS", "INT32", [1], [0])], request_id="after")
     assert np.asarray(out["OUT"]).tolist() == [0]
 
 
 def test_not_cancelled(srv, gc):
-    out = infer("http", srv, gc, "py_cancel", [("MS", "INT32", [1], [30])], request_id="plain")
+    out = pf.infer("http", srv, gc, "py_cancel", [("MS", "INT32", [1], [30])], request_id="plain")
     assert np.asarray(out["OUT"]).tolist() == [30]
     wait_log(srv, "py_cancel: request 'plain' not cancelled")
 
@@ -310,7 +278,7 @@ def test_kept_input_stays_intact(srv, gc, proto):
     xs = [rng.standard_normal(n).astype(np.float32) for n in (5, 1 << 20, 3, 1 << 18, 0, 77, 1 << 20)]
     prev = None
     for x in xs:
-        out = infer(proto, srv, gc, "py_keep", [("IN", "FP32", [len(x)], x)])
+        out = pf.infer(proto, srv, gc, "py_keep", [("IN", "FP32", [len(x)], x)])
         if prev is not None:  # (the first answers what an earlier test sent)
             assert np.array_equal(np.asarray(out["OUT"]).reshape(-1), prev), (len(prev), len(x))
         prev = x
@@ -323,7 +291,7 @@ def test_down_segment_reuses_freed_blocks(srv, gc):
     x = np.arange(1 << 20, dtype=np.float32)
     pid = None
     for i in range(64):
-        out = infer("http", srv, gc, "py_keep", [("IN", "FP32", [len(x)], x + i)])
+        out = pf.infer("http", srv, gc, "py_keep", [("IN", "FP32", [len(x)], x + i)])
         if i:
             assert np.asarray(out["OUT"]).reshape(-1)[0] == i - 1
         pid = int(np.asarray(out["PID"]).reshape(-1)[0])
@@ -338,7 +306,7 @@ def test_down_segment_reuses_freed_blocks(srv, gc):
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_dlpack_with_numpy(srv, gc, proto):
     x = [1.5, -2.0, 0.25]
-    out = infer(proto, srv, gc, "py_dlpack", [("IN", "FP32", [3], x)])
+    out = pf.infer(proto, srv, gc, "py_dlpack", [("IN", "FP32", [3], x)])
     assert np.asarray(out["TIMES3"]).tolist() == [4.5, -6.0, 0.75]
     assert np.asarray(out["ROUND"]).tolist() == x
     assert [bytes(m).decode() for m in out["MSG"]] == [""], out["MSG"]
@@ -384,15 +352,15 @@ def pid_of(out):
 def test_request_waits_for_restart(srv, gc, proto):
     """A request that arrives once the stub is known dead (its EOF seen)
     waits for the restarted stub and is served by it."""
-    pid = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
+    pid = pid_of(pf.infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
     died = "stub process for model 'py_restart' instance 'py_restart_0_0' exited unexpectedly"
     seen = log_text(srv).count(died)
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + HANG_S
+    deadline = time.monotonic() + pf.HANG_S
     while log_text(srv).count(died) == seen:
         assert time.monotonic() < deadline, srv.log_tail()
         time.sleep(0.02)
-    new = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
+    new = pid_of(pf.infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
     assert new != pid and new in stub_of(srv, "py_restart")
     # Other models never noticed.
     assert ready(srv, "py_logmetrics") and ready(srv, "py_cancel")
@@ -402,7 +370,7 @@ def test_request_waits_for_restart(srv, gc, proto):
 def test_ready_during_restart(srv, gc, proto):
     """v2/models/m/ready is false right after the kill (the restarted
     stub's initialize takes a second), true again once it is back."""
-    pid = pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
+    pid = pid_of(pf.infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])]))
     assert ready(srv, "py_restart")
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
@@ -413,13 +381,13 @@ def test_ready_during_restart(srv, gc, proto):
         assert gc.model_ready("py_restart").ready is False
     idx = {m["name"]: m for m in srv.post("/v2/repository/index", json={}).json()}
     assert idx["py_restart"]["state"] != "READY" or not ready(srv, "py_restart")
-    deadline = time.monotonic() + HANG_S
+    deadline = time.monotonic() + pf.HANG_S
     while not ready(srv, "py_restart"):
         assert time.monotonic() < deadline, srv.log_tail()
         time.sleep(0.05)
     idx = {m["name"]: m for m in srv.post("/v2/repository/index", json={}).json()}
     assert idx["py_restart"]["state"] == "READY", idx["py_restart"]
-    assert pid_of(infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])])) != pid
+    assert pid_of(pf.infer(proto, srv, gc, "py_restart", [("IN", "INT32", [1], [0])])) != pid
 
 
 def test_killed_decoupled_stub_fails_open_stream(srv, gc):
@@ -433,7 +401,7 @@ def test_killed_decoupled_stub_fails_open_stream(srv, gc):
 
     def reader():
         try:
-            call = gc.model_stream_infer(iter([req]), timeout=HANG_S)
+            call = gc.model_stream_infer(iter([req]), timeout=pf.HANG_S)
             for m in call:
                 got.append(m)
         finally:
@@ -441,35 +409,35 @@ def test_killed_decoupled_stub_fails_open_stream(srv, gc):
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    deadline = time.monotonic() + HANG_S
+    deadline = time.monotonic() + pf.HANG_S
     while not got:  # the first response came: the second one is 30 s away
         assert time.monotonic() < deadline and not done.is_set(), got
         time.sleep(0.02)
     os.kill(pids[0], signal.SIGKILL)
-    assert done.wait(HANG_S), "the stream did not end after its stub was killed"
+    assert done.wait(pf.HANG_S), "the stream did not end after its stub was killed"
     assert got[0].error_message == "" and gh.outputs_of(got[0].infer_response)["OUT"].tolist() == [1]
     errs = [m.error_message for m in got[1:] if m.error_message]
     assert len(errs) == 1, [str(m)[:300] for m in got]
     assert "exited unexpectedly" in errs[0] and "py_repeat" in errs[0], errs
     # The restarted stub serves the next stream.
-    deadline = time.monotonic() + HANG_S
+    deadline = time.monotonic() + pf.HANG_S
     while not ready(srv, "py_repeat"):
         assert time.monotonic() < deadline, srv.log_tail()
         time.sleep(0.05)
     call = gc.model_stream_infer(iter([gh.infer_request(gc.pb, "py_repeat", [
-        ("IN", "INT32", [2], np.array([5, 6], dtype=np.int32))], request_id="next")]), timeout=HANG_S)
+        ("IN", "INT32", [2], np.array([5, 6], dtype=np.int32))], request_id="next")]), timeout=pf.HANG_S)
     msgs = list(call)
     assert [gh.outputs_of(m.infer_response)["OUT"].tolist() for m in msgs] == [[5], [6]], msgs
     assert stub_of(srv, "py_repeat") and pids[0] not in stub_of(srv, "py_repeat")
 
 
 def test_restart_whose_initialize_fails(srv, gc):
-    pid = pid_of(infer("http", srv, gc, "py_restart_fail", [("IN", "INT32", [1], [0])]))
+    pid = pid_of(pf.infer("http", srv, gc, "py_restart_fail", [("IN", "INT32", [1], [0])]))
     os.kill(pid, signal.SIGKILL)
     # The restart's initialize raises: requests fail (bounded), never hang.
-    with pytest.raises(Failed) as ei:
+    with pytest.raises(pf.Failed) as ei:
         for _ in range(3):  # one may still race ahead of the EOF
-            infer("http", srv, gc, "py_restart_fail", [("IN", "INT32", [1], [0])])
+            pf.infer("http", srv, gc, "py_restart_fail", [("IN", "INT32", [1], [0])])
             time.sleep(0.2)
     assert "py_restart_fail" in ei.value.message, ei.value
     wait_log(srv, "py_restart_fail: refusing a second initialize")
