@@ -255,6 +255,10 @@ def refused(port):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:
+        # A connection that reached the backlog as the listener closed is
+        # reset: not an answer yet, the caller asks again.
+        return False
     return False
 
 
