@@ -35,6 +35,7 @@ static int reserve(ifd_fwd_buf_t *b, size_t n) {
 }
 
 static int append(ifd_fwd_buf_t *b, const char *at, size_t n) {
+  if (n == 0) return 0; /* b->data may still be NULL */
   if (reserve(b, n) != 0) return IFD_ENOMEM;
   memcpy(b->data + b->len + b->pend, at, n);
   b->pend += n;
@@ -101,9 +102,11 @@ void ifd__fwd_free(ifd_fwd_buf_t *b) {
 int ifd__fwd_apply(ifd_request_t *req, const char *data, size_t len, uint32_t n,
                    ifd_errmsg_t *err) {
   ifd_param_t *arr;
-  const char *p = data, *end = data + len;
+  const char *p, *end;
   uint32_t k, cap = 4;
-  if (n == 0) return 0;
+  if (n == 0 || data == NULL) return 0; /* nothing forwarded (no buffer) */
+  p = data;
+  end = data + len;
   /* A new array (decoders size theirs exactly), with the capacity
    * ifd_request_add_param expects of an array it grows: a power of two,
    * at least 4. */
