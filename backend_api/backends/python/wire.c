@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,10 +118,28 @@ int ifd__py_read_all(int fd, void *p, size_t n) {
 int ifd__py_send(int fd, uint32_t type, uint32_t id, const void *payload,
                  size_t len) {
   ifd_py_hdr_t h = {type, id, len};
+  struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)payload, len}};
+  struct msghdr m = {0};
   if (fd < 0) return -EPIPE;
-  int rc = ifd__py_write_all(fd, &h, sizeof(h));
-  if (rc == 0 && len > 0) rc = ifd__py_write_all(fd, payload, len);
-  return rc;
+  /* Header and payload in one sendmsg: the stub reads the message in one
+   * recv when it fits its buffer. What a short write leaves goes on as
+   * plain sends. */
+  m.msg_iov = iov;
+  m.msg_iovlen = len > 0 ? 2 : 1;
+  ssize_t w;
+  do w = sendmsg(fd, &m, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  if (w <= 0) return -EPIPE;
+  size_t done = (size_t)w;
+  if (done < sizeof(h)) {
+    int rc = ifd__py_write_all(fd, (const char *)&h + done, sizeof(h) - done);
+    if (rc != 0 || len == 0) return rc;
+    return ifd__py_write_all(fd, payload, len);
+  }
+  done -= sizeof(h);
+  return done < len
+             ? ifd__py_write_all(fd, (const char *)payload + done, len - done)
+             : 0;
 }
 
 int ifd__py_recv(int fd, ifd_py_hdr_t *h, char **payload) {
