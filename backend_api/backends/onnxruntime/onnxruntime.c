@@ -23,7 +23,9 @@
  * instance's own thread; instances of one model may initialize in
  * parallel (the backend says so through TRITONBACKEND_GetBackendAttribute).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,9 @@
  * the texts of Triton's ORT backend, so a log grep that works on Triton
  * works here.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <ctype.h>
 #include <errno.h>
