@@ -27,6 +27,9 @@ const OrtApi *ifd_ort;
 const char *ifd_ort_version(void) {
   return "test";
 }
+int ifd_ort_has_cuda(void) {
+  return 0;
+}
 
 /* Checks that e is an error whose message contains `want`, and frees it. */
 static void expect_err(TRITONSERVER_Error *e, TRITONSERVER_Error_Code code,

@@ -165,12 +165,32 @@ TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
   return NULL;
 }
 
+/* 1 when the loaded runtime has the CUDA execution provider. */
+int ifd_ort_has_cuda(void) {
+  char **providers = NULL;
+  int n = 0, has = 0;
+  if (ifd_ort == NULL || ifd_ort->GetAvailableProviders(&providers, &n) != NULL)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(providers[i], "CUDAExecutionProvider") == 0) has = 1;
+  TRITONSERVER_ErrorDelete(
+      ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
+  return has;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend *backend, TRITONBACKEND_BackendAttribute *attr) {
+  TRITONSERVER_Error *e;
   (void)backend;
   /* Instances create their own sessions: they may do so in parallel. */
-  return TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr,
-                                                                       true);
+  e = TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr, true);
+  /* A CPU-only runtime prefers CPU instances: a model without an
+   * instance_group then gets KIND_CPU even on a machine with GPUs, where
+   * the server honours the preference. */
+  if (e == NULL && !ifd_ort_has_cuda())
+    e = TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+        attr, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, NULL, 0);
+  return e;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
