@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,15 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
                         "%u.%u",
                         major, minor, TRITONBACKEND_API_VERSION_MAJOR,
                         TRITONBACKEND_API_VERSION_MINOR);
+  /* ONNX Runtime stays mapped until the process exits, even when this
+   * backend is unloaded with its last model and loaded again later: the
+   * runtime keeps process-wide state (its protobuf and logging singletons)
+   * that is not made to be torn down and set up again, and a leak checker
+   * can then still name it. */
+  if (dlopen("libonnxruntime.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) ==
+      NULL)
+    ifd_ort_log(TRITONSERVER_LOG_WARN, "cannot pin libonnxruntime.so.1: %s",
+                dlerror());
   ort_base = OrtGetApiBase();
   ifd_ort = ort_base != NULL ? ort_base->GetApi(IFD_ORT_API_VERSION) : NULL;
   if (ifd_ort == NULL)
@@ -129,7 +139,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
       e = ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
                        "backend configuration is not JSON");
   }
-  if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
+  /* The backend configuration message stays the server's. */
   if (e != NULL) return e;
 
   b = calloc(1, sizeof(*b));
