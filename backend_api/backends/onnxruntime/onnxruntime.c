@@ -23,8 +23,12 @@
  * instance's own thread; instances of one model may initialize in
  * parallel (the backend says so through TRITONBACKEND_GetBackendAttribute).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +90,49 @@ static TRITONSERVER_Error *make_env(ort_backend_t *b, const json_t *cfg) {
   return e;
 }
 
+/* Whether the CUDA execution provider works, probed once in
+ * TRITONBACKEND_Initialize (after the environment exists, which the CUDA
+ * provider's functions need). Being listed by GetAvailableProviders is not
+ * enough: onnxruntime-node's build lists it but ships without the provider
+ * libraries, so setting its options is what tells. */
+static int cuda_usable;
+static char cuda_why[512];
+
+static void probe_cuda(void) {
+  char **providers = NULL;
+  int n = 0, listed = 0;
+  OrtCUDAProviderOptionsV2 *cuda = NULL;
+  const char *k[] = {"device_id"};
+  const char *v[] = {"0"};
+  TRITONSERVER_Error *e =
+      ifd_ort_err(ifd_ort->GetAvailableProviders(&providers, &n));
+  for (int i = 0; e == NULL && i < n; i++)
+    if (strcmp(providers[i], "CUDAExecutionProvider") == 0) listed = 1;
+  if (providers != NULL)
+    TRITONSERVER_ErrorDelete(
+        ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
+  if (e == NULL && !listed)
+    e = ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                     "it is not built with the CUDA execution provider");
+  if (e == NULL) e = ifd_ort_err(ifd_ort->CreateCUDAProviderOptions(&cuda));
+  if (e == NULL)
+    e = ifd_ort_err(ifd_ort->UpdateCUDAProviderOptions(cuda, k, v, 1));
+  if (cuda != NULL) ifd_ort->ReleaseCUDAProviderOptions(cuda);
+  cuda_usable = e == NULL;
+  if (e != NULL) {
+    snprintf(cuda_why, sizeof(cuda_why), "%s", TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+  }
+}
+
+int ifd_ort_has_cuda(void) {
+  return cuda_usable;
+}
+
+const char *ifd_ort_no_cuda_reason(void) {
+  return cuda_why;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   uint32_t major = 0, minor = 0;
   TRITONSERVER_Message *msg = NULL;
@@ -104,6 +151,15 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
                         "%u.%u",
                         major, minor, TRITONBACKEND_API_VERSION_MAJOR,
                         TRITONBACKEND_API_VERSION_MINOR);
+  /* ONNX Runtime stays mapped until the process exits, even when this
+   * backend is unloaded with its last model and loaded again later: the
+   * runtime keeps process-wide state (its protobuf and logging singletons)
+   * that is not made to be torn down and set up again, and a leak checker
+   * can then still name it. */
+  if (dlopen("libonnxruntime.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) ==
+      NULL)
+    ifd_ort_log(TRITONSERVER_LOG_WARN, "cannot pin libonnxruntime.so.1: %s",
+                dlerror());
   ort_base = OrtGetApiBase();
   ifd_ort = ort_base != NULL ? ort_base->GetApi(IFD_ORT_API_VERSION) : NULL;
   if (ifd_ort == NULL)
@@ -127,7 +183,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
       e = ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
                        "backend configuration is not JSON");
   }
-  if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
+  /* The backend configuration message stays the server's. */
   if (e != NULL) return e;
 
   b = calloc(1, sizeof(*b));
@@ -142,6 +198,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
       gp != NULL && (strcmp(gp, "1") == 0 || strcmp(gp, "true") == 0);
   if (e == NULL) e = make_env(b, cfg);
   if (e == NULL) e = ifd_ort_err(ifd_ort->DisableTelemetryEvents(b->env));
+  if (e == NULL) probe_cuda();
   if (e == NULL) e = TRITONBACKEND_BackendSetState(backend, b);
   json_decref(cfg);
   if (e != NULL) {
@@ -165,10 +222,17 @@ TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
 
 TRITONSERVER_Error *TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend *backend, TRITONBACKEND_BackendAttribute *attr) {
+  TRITONSERVER_Error *e;
   (void)backend;
   /* Instances create their own sessions: they may do so in parallel. */
-  return TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr,
-                                                                       true);
+  e = TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr, true);
+  /* A CPU-only runtime prefers CPU instances: a model without an
+   * instance_group then gets KIND_CPU even on a machine with GPUs, where
+   * the server honours the preference. */
+  if (e == NULL && !ifd_ort_has_cuda())
+    e = TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+        attr, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, NULL, 0);
+  return e;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
