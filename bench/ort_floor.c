@@ -50,9 +50,9 @@ typedef struct {
   ONNXTensorElementDataType type; /* element type */
   int64_t dims[MAX_DIMS];         /* dims[0] replaced by the batch */
   size_t ndims;
-  size_t bytes;     /* the whole tensor for the batch */
-  void *buf;        /* owned: malloc */
-  OrtValue *value;  /* owned: over buf */
+  size_t bytes;    /* the whole tensor for the batch */
+  void *buf;       /* owned: malloc */
+  OrtValue *value; /* owned: over buf */
 } tensor_t;
 
 static const OrtApi *ort;
@@ -303,8 +303,8 @@ int main(int argc, char **argv) {
   c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
   do {
     for (i = 0; i < 64; i++)
-      check(ort->Run(session, NULL, (const char *const *)&in.name, in_values,
-                     1, out_names, n_out, out_values),
+      check(ort->Run(session, NULL, (const char *const *)&in.name, in_values, 1,
+                     out_names, n_out, out_values),
             "Run");
     runs += 64;
     t1 = clock_s(CLOCK_MONOTONIC);
@@ -313,14 +313,14 @@ int main(int argc, char **argv) {
   hwm_loaded = status_kib("VmHWM");
   threads = status_kib("Threads"); /* not KiB: the count, same format */
 
-  printf("{\"model\": \"%s\", \"batch\": %lld, \"runs\": %ld, "
-         "\"seconds\": %.3f, \"cpu_s\": %.6f, \"cpu_us_per_run\": %.3f, "
-         "\"wall_us_per_run\": %.3f, \"threads\": %ld, \"vm_hwm_kib\": %ld, "
-         "\"vm_rss_kib\": %ld, \"ort_version\": \"%s\"}\n",
-         model, (long long)batch, runs, t1 - t0, c1 - c0,
-         (c1 - c0) * 1e6 / (double)runs, (t1 - t0) * 1e6 / (double)runs,
-         threads, hwm_loaded, status_kib("VmRSS"),
-         get_base()->GetVersionString());
+  printf(
+      "{\"model\": \"%s\", \"batch\": %lld, \"runs\": %ld, "
+      "\"seconds\": %.3f, \"cpu_s\": %.6f, \"cpu_us_per_run\": %.3f, "
+      "\"wall_us_per_run\": %.3f, \"threads\": %ld, \"vm_hwm_kib\": %ld, "
+      "\"vm_rss_kib\": %ld, \"ort_version\": \"%s\"}\n",
+      model, (long long)batch, runs, t1 - t0, c1 - c0,
+      (c1 - c0) * 1e6 / (double)runs, (t1 - t0) * 1e6 / (double)runs, threads,
+      hwm_loaded, status_kib("VmRSS"), get_base()->GetVersionString());
 
   for (k = 0; k < n_out; k++) {
     ort->ReleaseValue(out[k].value);

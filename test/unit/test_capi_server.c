@@ -13,8 +13,8 @@
  * removed), the metrics text, one inference and its statistics, and delete with
  * models loaded. Models come from test/models/capi_repo (the two identity
  * models of examples/model_repository, whose other models need backends this
- * test does not depend on) and test/models/control_repo; the backends from build/backends, found as the
- * library's default backend directory.
+ * test does not depend on) and test/models/control_repo; the backends from
+ * build/backends, found as the library's default backend directory.
  */
 /* clang-format off */
 #include <setjmp.h>
