@@ -128,6 +128,8 @@ typedef struct ort_model {
   size_t n_outs;
   ort_batch_input_t *batch_inputs; /* owned */
   size_t n_batch_inputs;
+  char **ragged; /* owned: inputs with allow_ragged_batch */
+  size_t n_ragged;
   pthread_mutex_t mu;   /* guards shared */
   ort_shared_t *shared; /* owned; guarded by mu */
   size_t n_shared;

@@ -123,13 +123,8 @@ static TRITONSERVER_Error *bind_batch_input(exec_t *x,
 /* ---- inputs ---- */
 
 static int is_ragged(const ort_model_t *m, const char *name) {
-  const json_t *ios = json_object_get(m->config, "input");
-  for (size_t i = 0; json_is_array(ios) && i < json_array_size(ios); i++) {
-    const json_t *io = json_array_get(ios, i);
-    const json_t *n = json_object_get(io, "name");
-    if (json_is_string(n) && strcmp(json_string_value(n), name) == 0)
-      return json_is_true(json_object_get(io, "allow_ragged_batch"));
-  }
+  for (size_t i = 0; i < m->n_ragged; i++)
+    if (strcmp(m->ragged[i], name) == 0) return 1;
   return 0;
 }
 
@@ -349,7 +344,7 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
       break;
     }
     memcpy(full, shape, nd * sizeof(int64_t));
-    if (is_ragged(x->m, name)) {
+    if (x->m->n_ragged > 0 && is_ragged(x->m, name)) {
       /* A ragged input is the whole batch flattened. */
       int64_t sum = 0;
       for (uint32_t r = 0; e == NULL && r < x->n; r++) {

@@ -341,6 +341,26 @@ static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
   return NULL;
 }
 
+/* The names of the inputs with allow_ragged_batch (read per execute). */
+static TRITONSERVER_Error *ragged_read(ort_model_t *m) {
+  const json_t *ios = json_object_get(m->config, "input");
+  size_t n = ifd_ort_array_size(m->config, "input");
+  for (size_t i = 0; i < n; i++) {
+    const json_t *io = json_array_get(ios, i);
+    const char *name = ifd_ort_member_str(io, "name");
+    char **grown;
+    if (name == NULL || !ifd_ort_member_bool(io, "allow_ragged_batch"))
+      continue;
+    grown = realloc(m->ragged, (m->n_ragged + 1) * sizeof(char *));
+    if (grown == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    m->ragged = grown;
+    if ((m->ragged[m->n_ragged] = strdup(name)) == NULL)
+      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    m->n_ragged++;
+  }
+  return NULL;
+}
+
 TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
                                       ort_model_t **out) {
   ort_model_t *m = calloc(1, sizeof(*m));
@@ -364,6 +384,7 @@ TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
   }
   if (e == NULL) e = outs_read(m);
   if (e == NULL) e = batch_io_read(m);
+  if (e == NULL) e = ragged_read(m);
   if (e != NULL) {
     ifd_ort_model_free(m);
     return e;
@@ -386,6 +407,8 @@ void ifd_ort_model_free(ort_model_t *m) {
     free(m->batch_inputs[i].source);
   }
   free(m->batch_inputs);
+  for (size_t i = 0; i < m->n_ragged; i++) free(m->ragged[i]);
+  free(m->ragged);
   for (size_t i = 0; i < m->n_shared; i++) {
     free(m->shared[i].group);
     if (m->shared[i].session != NULL)
