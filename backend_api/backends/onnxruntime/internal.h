@@ -68,8 +68,12 @@ typedef struct ort_out {
   int is_state;   /* a sequence_batching state's output_name */
   int64_t *shape; /* owned: reshape shape if any, else dims (no batch dim) */
   size_t n_shape;
-  int fixed_shape;      /* no -1 in shape: its size is known before the run */
-  int scalar;           /* the model's tensor has no dimension */
+  int fixed_shape; /* no -1 in shape: its size is known before the run */
+  int scalar;      /* the model's tensor has no dimension */
+  int64_t *dims;   /* owned: the configured dims, when they differ from
+                      shape (a reshape): what the client sees */
+  size_t n_dims;
+  int reshaped;         /* the configuration gives a reshape */
   char *scatter_source; /* owned: a batch_output (BATCH_SCATTER_WITH_INPUT_
                            SHAPE) takes each request's shape from this input;
                            NULL for other outputs */
@@ -130,6 +134,9 @@ typedef struct ort_model {
   size_t n_batch_inputs;
   char **ragged; /* owned: inputs with allow_ragged_batch */
   size_t n_ragged;
+  ort_io_t *reshape; /* owned: inputs with a reshape, and the shape (without
+                        the batch dim) the model takes them in */
+  size_t n_reshape;
   pthread_mutex_t mu;   /* guards shared */
   ort_shared_t *shared; /* owned; guarded by mu */
   size_t n_shared;

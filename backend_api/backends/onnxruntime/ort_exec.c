@@ -363,6 +363,17 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
     } else if (x->m->max_batch_size > 0 && nd > 0) {
       full[0] = x->total;
     }
+    for (size_t k = 0; k < x->m->n_reshape; k++) {
+      const ort_io_t *rs = &x->m->reshape[k];
+      size_t at = x->m->max_batch_size > 0 ? 1 : 0;
+      if (strcmp(rs->name, name) != 0) continue;
+      if (at + rs->n_dims > sizeof(full) / sizeof(full[0])) break;
+      /* The model's shape: the batch, then the reshape. */
+      full[0] = x->total;
+      memcpy(full + at, rs->dims, rs->n_dims * sizeof(int64_t));
+      nd = (uint32_t)(at + rs->n_dims);
+      break;
+    }
     /* A scalar model input takes a scalar value. */
     if (mio->n_dims == 0) nd = 0;
     if (dt == TRITONSERVER_TYPE_BYTES)
@@ -536,8 +547,19 @@ static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
   for (size_t d = 0; d < o->n_shape; d++) shape[nd++] = o->shape[d];
   bytes =
       (uint64_t)elements(shape, nd) * TRITONSERVER_DataTypeByteSize(o->dtype);
-  e = TRITONBACKEND_ResponseOutput(x->resp[0], &out, o->name, o->dtype, shape,
-                                   (uint32_t)nd);
+  if (o->reshaped) {
+    /* The client's shape is the configured dims; the model's the reshape. */
+    int64_t cshape[65];
+    size_t cn = 0;
+    if (o->n_dims + 1 > sizeof(cshape) / sizeof(cshape[0])) return NULL;
+    if (x->m->max_batch_size > 0) cshape[cn++] = x->batch[0];
+    for (size_t d = 0; d < o->n_dims; d++) cshape[cn++] = o->dims[d];
+    e = TRITONBACKEND_ResponseOutput(x->resp[0], &out, o->name, o->dtype,
+                                     cshape, (uint32_t)cn);
+  } else {
+    e = TRITONBACKEND_ResponseOutput(x->resp[0], &out, o->name, o->dtype, shape,
+                                     (uint32_t)nd);
+  }
   if (e == NULL) e = TRITONBACKEND_OutputBuffer(out, &buf, bytes, &mt, &mt_id);
   if (e != NULL) return e;
   if (mt == TRITONSERVER_MEMORY_GPU)
@@ -657,7 +679,7 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
     row_bytes = row_elems * TRITONSERVER_DataTypeByteSize(o->dtype);
   }
   for (uint32_t r = 0; r < x->n; r++) {
-    int64_t shape[65];
+    int64_t shape[65], cshape[65];
     uint64_t elems = n_all, bytes;
     size_t rnd = nd;
     memcpy(shape, dims, nd * sizeof(int64_t));
@@ -707,7 +729,15 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
       TRITONBACKEND_State *st = NULL;
       TRITONSERVER_Error *re;
       if (state ? !o->is_state : !x->wants[r * x->m->n_outs + b->out]) continue;
-      re = output_dest(x, r, o, state, shape, rnd, bytes, &dst, &st);
+      if (!state && o->reshaped && o->scatter_source == NULL &&
+          o->n_dims + 1 <= sizeof(cshape) / sizeof(cshape[0])) {
+        size_t cn = 0;
+        if (x->m->max_batch_size > 0) cshape[cn++] = x->batch[r];
+        for (size_t d = 0; d < o->n_dims; d++) cshape[cn++] = o->dims[d];
+        re = output_dest(x, r, o, state, cshape, cn, bytes, &dst, &st);
+      } else {
+        re = output_dest(x, r, o, state, shape, rnd, bytes, &dst, &st);
+      }
       if (re == NULL && bytes > 0) {
         if (strings)
           write_strings(dst, content, offs, total_len, n_all, off_elems, elems);

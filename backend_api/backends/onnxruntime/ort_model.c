@@ -242,6 +242,16 @@ static TRITONSERVER_Error *out_add(ort_model_t *m, const json_t *io,
         ifd_ort_from_config(ifd_ort_member_str(io, "data_type")));
     e = ifd_ort_config_shape(io, &o->shape, &o->n_shape);
     if (e != NULL) return e;
+    if (!state && json_is_object(json_object_get(io, "reshape"))) {
+      /* The model makes `shape`; the client is answered in `dims`. */
+      json_t *plain = json_object();
+      json_object_set(plain, "name", json_object_get(io, "name"));
+      json_object_set(plain, "dims", json_object_get(io, "dims"));
+      e = ifd_ort_config_shape(plain, &o->dims, &o->n_dims);
+      json_decref(plain);
+      if (e != NULL) return e;
+      o->reshaped = 1;
+    }
     o->fixed_shape = 1;
     for (size_t i = 0; i < o->n_shape; i++)
       if (o->shape[i] < 0) o->fixed_shape = 0;
@@ -341,7 +351,10 @@ static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
   return NULL;
 }
 
-/* The names of the inputs with allow_ragged_batch (read per execute). */
+/* The names of the inputs with allow_ragged_batch, and the inputs with a
+ * reshape (read per execute). Triton's core hands a backend the reshaped
+ * shape of an input; inferd's hands it the request's, so the backend
+ * reshapes. */
 static TRITONSERVER_Error *ragged_read(ort_model_t *m) {
   const json_t *ios = json_object_get(m->config, "input");
   size_t n = ifd_ort_array_size(m->config, "input");
@@ -349,6 +362,20 @@ static TRITONSERVER_Error *ragged_read(ort_model_t *m) {
     const json_t *io = json_array_get(ios, i);
     const char *name = ifd_ort_member_str(io, "name");
     char **grown;
+    if (name != NULL && json_is_object(json_object_get(io, "reshape")) &&
+        !ifd_ort_member_bool(io, "allow_ragged_batch")) {
+      ort_io_t *r = realloc(m->reshape, (m->n_reshape + 1) * sizeof(*r));
+      TRITONSERVER_Error *e;
+      if (r == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      m->reshape = r;
+      r = &m->reshape[m->n_reshape];
+      memset(r, 0, sizeof(*r));
+      if ((r->name = strdup(name)) == NULL)
+        return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      m->n_reshape++;
+      e = ifd_ort_config_shape(io, &r->dims, &r->n_dims);
+      if (e != NULL) return e;
+    }
     if (name == NULL || !ifd_ort_member_bool(io, "allow_ragged_batch"))
       continue;
     grown = realloc(m->ragged, (m->n_ragged + 1) * sizeof(char *));
@@ -399,6 +426,7 @@ void ifd_ort_model_free(ort_model_t *m) {
     free(m->outs[i].name);
     free(m->outs[i].shape);
     free(m->outs[i].scatter_source);
+    free(m->outs[i].dims);
   }
   for (size_t i = 0; i < m->n_batch_inputs; i++) {
     for (size_t t = 0; t < m->batch_inputs[i].n_targets; t++)
@@ -408,6 +436,11 @@ void ifd_ort_model_free(ort_model_t *m) {
   }
   free(m->batch_inputs);
   for (size_t i = 0; i < m->n_ragged; i++) free(m->ragged[i]);
+  for (size_t i = 0; i < m->n_reshape; i++) {
+    free(m->reshape[i].name);
+    free(m->reshape[i].dims);
+  }
+  free(m->reshape);
   free(m->ragged);
   for (size_t i = 0; i < m->n_shared; i++) {
     free(m->shared[i].group);
