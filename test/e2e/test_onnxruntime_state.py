@@ -1,0 +1,170 @@
+"""ONNX Runtime backend: a stateful ONNX model under the sequence batcher
+with implicit state (Triton's "Implicit State Management").
+
+The model (onnx_models.accumulator) computes OUTPUT = INPUT + INPUT_STATE
+and OUTPUT_STATE = the same sum. The config names INPUT_STATE/OUTPUT_STATE
+in sequence_batching.state, not in input/output: Triton's ORT backend counts
+the state inputs among the inputs the model must have
+(ModelInstanceState: expected_input_cnt += states) and reads the state
+output from the model. The output state of request i is the input state of
+request i+1 of the same sequence; a new sequence starts from initial_state
+(zero_data, or data_file under the model's initial_state/ folder). The
+client gets OUTPUT_STATE only where the output section lists it.
+"""
+
+import numpy as np
+import pytest
+
+import onnx_models as om
+import ort_fixtures as of
+from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
+
+WIDTH = 3
+
+
+def _cfg(name, initial, outputs=("OUTPUT",), instances=1):
+    outs = ",\n".join(f'  {{ name: "{o}" data_type: TYPE_INT32 dims: [ {WIDTH} ] }}' for o in outputs)
+    return f"""name: "{name}"
+backend: "onnxruntime"
+max_batch_size: 2
+sequence_batching {{
+  max_sequence_idle_microseconds: 10000000
+  state [
+    {{
+      input_name: "INPUT_STATE"
+      output_name: "OUTPUT_STATE"
+      data_type: TYPE_INT32
+      dims: [ {WIDTH} ]
+      initial_state: {{
+        data_type: TYPE_INT32
+        dims: [ {WIDTH} ]
+        {initial}
+        name: "initial state"
+      }}
+    }}
+  ]
+}}
+input [ {{ name: "INPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ] }} ]
+output [
+{outs}
+]
+instance_group [ {{ count: {instances} kind: KIND_CPU }} ]
+"""
+
+
+INIT_FROM_FILE = np.array([100, 200, 300], dtype=np.int32)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ort-state")
+    repo = tmp / "repo"
+    model = om.accumulator(WIDTH)
+    om.write_model(repo, "acc", model, config=_cfg("acc", "zero_data: true", instances=2))
+    om.write_model(repo, "acc_debug", model,
+                   config=_cfg("acc_debug", "zero_data: true", outputs=("OUTPUT", "OUTPUT_STATE")))
+    mdir = om.write_model(repo, "acc_file", model, config=_cfg("acc_file", 'data_file: "init.bin"'))
+    (mdir / "initial_state").mkdir()
+    (mdir / "initial_state" / "init.bin").write_bytes(INIT_FROM_FILE.tobytes())
+    # The state output does not exist in the model: the load must fail.
+    om.write_model(repo, "acc_bad_state", model,
+                   config=_cfg("acc_bad_state", "zero_data: true").replace('"OUTPUT_STATE"', '"NO_SUCH_STATE"'))
+    s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file"))
+    of.wait_not_loading(s, ["acc_bad_state"])
+    yield s
+    s.stop(check=True)
+
+
+@pytest.fixture(scope="module")
+def gc(srv, grpc_stubs):  # noqa: F811
+    c = of.grpc_client(srv, grpc_stubs)
+    yield c
+    c.close()
+
+
+def _step(srv, gc, proto, model, seq_id, value, start=False, end=False, outputs=None):
+    x = np.asarray(value, dtype=np.int32).reshape(1, WIDTH)
+    params = {"sequence_id": seq_id}
+    if start:
+        params["sequence_start"] = True
+    if end:
+        params["sequence_end"] = True
+    return of.infer(proto, srv, model, [("INPUT", "INT32", [1, WIDTH], x)], outputs=outputs, gc=gc,
+                    parameters=params)
+
+
+@pytest.mark.parametrize("proto", of.PROTOCOLS)
+def test_accumulates_over_a_sequence(srv, gc, proto):
+    steps = [[1, 2, 3], [10, 20, 30], [100, 200, 300], [-5, 0, 5]]
+    total = np.zeros(WIDTH, dtype=np.int32)
+    seq = {"json": 1001, "binary": 1002, "grpc": 1003}[proto]
+    for i, v in enumerate(steps):
+        out = _step(srv, gc, proto, "acc", seq, v, start=(i == 0), end=(i == len(steps) - 1))
+        total = total + np.asarray(v, dtype=np.int32)
+        assert list(out) == ["OUTPUT"], out
+        np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), total, err_msg=f"step {i}")
+
+
+def test_new_sequence_starts_from_zero(srv, gc):
+    for run in range(2):
+        out = _step(srv, gc, "binary", "acc", 2001, [7, 8, 9], start=True)
+        np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [7, 8, 9], err_msg=f"run {run}")
+        out = _step(srv, gc, "binary", "acc", 2001, [1, 1, 1], end=True)
+        np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [8, 9, 10], err_msg=f"run {run}")
+
+
+def test_interleaved_sequences_keep_their_own_state(srv, gc):
+    ids = [3001, 3002, 3003]
+    totals = {s: np.zeros(WIDTH, dtype=np.int32) for s in ids}
+    for step in range(5):
+        for k, s in enumerate(ids):
+            v = np.array([step + 1, (k + 1) * 10, -(step * k)], dtype=np.int32)
+            proto = of.PROTOCOLS[(step + k) % 3]
+            out = _step(srv, gc, proto, "acc", s, v, start=(step == 0), end=(step == 4))
+            totals[s] = totals[s] + v
+            np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), totals[s], err_msg=f"seq {s} step {step}")
+
+
+def test_string_correlation_id(srv, gc):
+    out = _step(srv, gc, "json", "acc", "seq-alpha", [1, 2, 3], start=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [1, 2, 3])
+    out = _step(srv, gc, "grpc", "acc", "seq-alpha", [1, 2, 3], end=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [2, 4, 6])
+
+
+def test_output_state_returned_when_listed(srv, gc):
+    out = _step(srv, gc, "binary", "acc_debug", 4001, [2, 3, 4], start=True)
+    assert set(out) == {"OUTPUT", "OUTPUT_STATE"}, out
+    np.testing.assert_array_equal(out["OUTPUT_STATE"].reshape(WIDTH), [2, 3, 4])
+    out = _step(srv, gc, "grpc", "acc_debug", 4001, [1, 1, 1], end=True, outputs=["OUTPUT_STATE"])
+    assert list(out) == ["OUTPUT_STATE"], out
+    np.testing.assert_array_equal(out["OUTPUT_STATE"].reshape(WIDTH), [3, 4, 5])
+
+
+def test_output_state_not_listed_is_not_an_output(srv, gc):
+    with pytest.raises(of.Failed) as e:
+        _step(srv, gc, "binary", "acc", 4002, [1, 1, 1], start=True, end=True, outputs=["OUTPUT_STATE"])
+    assert e.value.code == 400 and "OUTPUT_STATE" in e.value.message, e.value
+
+
+def test_initial_state_from_data_file(srv, gc):
+    out = _step(srv, gc, "json", "acc_file", 5001, [1, 2, 3], start=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), INIT_FROM_FILE + [1, 2, 3])
+    out = _step(srv, gc, "json", "acc_file", 5001, [1, 1, 1], end=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), INIT_FROM_FILE + [2, 3, 4])
+
+
+def test_state_name_missing_from_model_fails_load(srv):
+    state, reason = of.index(srv)["acc_bad_state"]
+    assert state == "UNAVAILABLE", (state, reason)
+    assert "NO_SUCH_STATE" in reason, reason
+
+
+def test_request_without_sequence_id_is_refused(srv, gc):
+    x = np.ones((1, WIDTH), dtype=np.int32)
+    with pytest.raises(of.Failed) as e:
+        of.infer("binary", srv, "acc", [("INPUT", "INT32", [1, WIDTH], x)])
+    assert e.value.code == 400, e.value
+    # The model keeps serving sequences.
+    out = _step(srv, gc, "binary", "acc", 6001, [4, 4, 4], start=True, end=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [4, 4, 4])
