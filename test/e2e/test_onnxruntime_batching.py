@@ -33,6 +33,19 @@ def _cfg(name, max_batch_size, extra, dims=(W,)):
 BATCHER = "dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 2000000 }\n"
 
 
+# Ragged batching (Triton's ragged_batching.md): requests of different
+# lengths are concatenated into one 1-D tensor for the model, and the output
+# is scattered back with each request's input shape.
+RAGGED = """name: "ragged"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+batch_output [ { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT0" } ]
+dynamic_batching { max_queue_delay_microseconds: 500000 }
+"""
+
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ort-batching")
@@ -44,8 +57,9 @@ def srv(tmp_path_factory):
     om.write_model(repo, "instances", fixed,
                    config=_cfg("instances", 8, "instance_group [ { count: 3 kind: KIND_CPU } ]\n"
                                             "dynamic_batching { }\n"))
+    om.write_model(repo, "ragged", om.scale(np.float32(2.0), [None]), config=RAGGED)
     om.write_model(repo, "stats", fixed, config=_cfg("stats", 8, "dynamic_batching { }\n"))
-    s = of.start(tmp / "srv", repo, wait_models=("batched", "batched_var", "instances", "stats"))
+    s = of.start(tmp / "srv", repo, wait_models=("batched", "batched_var", "instances", "stats", "ragged"))
     yield s
     s.stop(check=True)
 
@@ -210,3 +224,19 @@ def test_memory_usage_is_well_formed(srv):
     for u in usage:
         assert u["type"] in ("CPU", "CPU_PINNED", "GPU"), u
         assert isinstance(u["id"], int) and int(u["byte_size"]) > 0, u
+
+
+def test_ragged_batch_each_gets_its_own_length(srv, gc):
+    """Requests of lengths 3, 5, 1 and 7 (shape [1, n]) batched as one ragged
+    1-D input; each answer has its own request's shape and values."""
+    def req(tag, n, proto):
+        x = (np.arange(n, dtype=np.float32) + 10.0 * tag).reshape(1, n)
+
+        def fn():
+            return of.infer(proto, srv, "ragged", [("INPUT0", "FP32", [1, n], x)], gc=gc), x
+        return fn
+
+    results = _run_concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"), req(4, 7, "binary")])
+    for out, x in results:
+        assert out["OUTPUT0"].shape == x.shape, (out["OUTPUT0"].shape, x.shape)
+        np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)

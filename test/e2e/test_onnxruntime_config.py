@@ -256,6 +256,12 @@ MISMATCH = {
         om.config("nobatch_rank_mismatch", _io(), _oo(), max_batch_size=0),
         ["'INPUT0'", "the model expects 2 dimensions (shape [-1,16])",
          "the model configuration specifies 1 dimensions (shape [16])"]),
+    # allow_ragged_batch needs a model input of shape [-1].
+    "ragged_not_1d": (
+        om.config("ragged_not_1d", _io(), _oo(), max_batch_size=4).replace(
+            'name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ]',
+            'name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] allow_ragged_batch: true'),
+        ["'INPUT0'", "[-1]", "[-1,16]", "ragged"]),
     # autofill_noplatform/onnx/bad_max_batch_size: outputs left to
     # auto-complete, max_batch_size 1 on a model that cannot batch.
     "bad_max_batch_size": (
