@@ -27,6 +27,12 @@ HAVE_CUDA ?= $(shell test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1 || ec
 # nvcc builds the CUDA test backend only (test/models/backends/cuda_add).
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 
+# ONNX Runtime's library for the onnxruntime backend, installed outside the
+# tree by third_party/install-onnxruntime.sh (run by `make deps`), which reads
+# the same variable: exported so both agree.
+ORT_HOME ?= /opt/inferd/onnxruntime-1.30.0
+export ORT_HOME
+
 CPPFLAGS := -I. -Ibackend_api/include -I$(BUILD) -I$(LLHTTP_INC) -D_GNU_SOURCE
 CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) -MMD -MP
 LDFLAGS := -pthread
@@ -75,7 +81,8 @@ NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o) $(NET_PROTO_C:%.c=%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC))
 MAIN_OBJ := $(BUILD)/obj/net/main.o
 
-BACKENDS := $(notdir $(wildcard backend_api/backends/*))
+# A shipped backend is a folder of backend_api/backends/ with sources.
+BACKENDS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard backend_api/backends/*/*.c)))))
 # Every folder with sources is a test backend (common/ holds their shared
 # header only; cuda_add needs nvcc and has its own rule).
 TEST_BACKENDS := $(filter-out common cuda_add,$(notdir $(wildcard test/models/backends/*)))
@@ -85,6 +92,10 @@ PY_STUB := $(BUILD)/backends/python/triton_python_backend_stub
 PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py \
   $(BUILD)/backends/python/_pb_stub.py
 BACKEND_SO += $(PY_STUB) $(PY_UTILS)
+# The onnxruntime backend finds libonnxruntime.so.1 beside itself.
+ORT_DIR := backend_api/backends/onnxruntime
+ORT_LIB := $(BUILD)/backends/onnxruntime/libonnxruntime.so.1
+BACKEND_SO += $(if $(filter onnxruntime,$(BACKENDS)),$(ORT_LIB))
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 # Test repository agents (test/models/repoagents/<name>/), laid out as a
 # --repoagent-directory: build/test/repoagents/<name>/libtritonrepoagent_<name>.so.
@@ -238,6 +249,21 @@ $(PY_UTILS): $(BUILD)/backends/python/%.py: $(PY_DIR)/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+# The onnxruntime backend (backend_api/backends/onnxruntime) declares the ONNX
+# Runtime C API itself (ort_api.h), parses its config with jansson, and links
+# the copy of libonnxruntime.so.1 that sits beside it (rpath $$ORIGIN), so the
+# installed backend folder is self-contained.
+$(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: $(wildcard $(ORT_DIR)/*.h) $(ORT_LIB)
+$(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: private LDFLAGS += -ljansson \
+  $(ORT_LIB) -Wl,-rpath,'$$ORIGIN'
+$(ORT_LIB): $(ORT_HOME)/lib/libonnxruntime.so.1
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(ORT_HOME)/lib/libonnxruntime.so.1:
+	@echo "ONNX Runtime is not installed in $(ORT_HOME):" \
+	  "run make deps (or third_party/install-onnxruntime.sh)" >&2
+	@exit 1
+
 # ---- GPUs (README, "GPUs") ------------------------------------------------------
 # A fake libnvidia-ml for the GPU gauges' tests (test/unit/lib/fake_nvml.c).
 $(FAKE_NVML): test/unit/lib/fake_nvml.c
@@ -302,6 +328,11 @@ $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard te
 $(REPLAY_BIN): | $(PROTO_H)
 
 $(BUILD)/test/unit/test_cuda: $(FAKE_NVML)
+# test_ort_api checks ort_api.h against the installed library (IFD_ORT_LIB in
+# the environment overrides the path).
+$(BUILD)/test/unit/test_ort_api: $(wildcard $(ORT_DIR)/*.h) $(ORT_HOME)/lib/libonnxruntime.so.1
+$(BUILD)/test/unit/test_ort_api: private CPPFLAGS += \
+  -DIFD_ORT_LIB='"$(ORT_HOME)/lib/libonnxruntime.so.1"'
 test-unit: $(UNIT_BIN) $(REPLAY_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 	@set -e; for t in $(FUZZ_NAMES); do echo "== replay $$t"; \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages listed in debian-packages.txt that are missing.
+# Installs the Debian packages listed in debian-packages.txt that are missing,
+# then ONNX Runtime's library (install-onnxruntime.sh, outside the tree).
 # Idempotent: with everything present it changes nothing and says so.
 #   install-deps.sh [LIST]           install what is missing (apt-get update first)
 #   install-deps.sh --check [LIST]   exit 1 (listing them) when some are missing
@@ -22,13 +23,17 @@ for p in "${pkgs[@]}"; do
 done
 
 if [ "$check" = 1 ]; then
-  if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-  echo "missing Debian packages: ${missing[*]}" >&2
-  exit 1
+  rc=0
+  if [ ${#missing[@]} -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]}" >&2
+    rc=1
+  fi
+  "$here/install-onnxruntime.sh" --check || rc=1
+  exit $rc
 fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} Debian packages present"
-  exit 0
+  exec "$here/install-onnxruntime.sh"
 fi
 
 sudo=
@@ -37,3 +42,4 @@ echo "install-deps: installing ${missing[*]}"
 # A fresh machine has stale package lists: update before installing.
 $sudo apt-get update
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+"$here/install-onnxruntime.sh"

@@ -1,0 +1,185 @@
+/*
+ * backend_api/backends/onnxruntime/internal.h - what the ONNX Runtime
+ * backend's files share.
+ *
+ * The backend (libtriton_onnxruntime.so) has three parts:
+ *   onnxruntime.c  the TRITONBACKEND_* entry points, the backend's settings
+ *                  (--backend-config=onnxruntime,...) and the shared OrtEnv;
+ *   ort_model.c    per model: the configuration (read with jansson), the
+ *                  session options it asks for, auto-complete, and the
+ *                  check of the configuration against the model's own
+ *                  inputs and outputs, with Triton's texts;
+ *   ort_exec.c     per execute: request tensors bound to ONNX Runtime values
+ *                  over the request's own buffers, outputs written by ONNX
+ *                  Runtime into the response's buffers where their shape is
+ *                  known before the run (IO binding), BYTES and implicit
+ *                  sequence state.
+ * ort_util.c holds the data type tables and the error conversion.
+ */
+#ifndef IFD_ORT_INTERNAL_H
+#define IFD_ORT_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ort_api.h"
+#include "triton/core/tritonbackend.h"
+#include "triton/core/tritonserver.h"
+
+/* The API table of the loaded runtime (set once in TRITONBACKEND_Initialize,
+ * read-only afterwards). */
+extern const OrtApi *ifd_ort;
+
+/* The backend: one per process. */
+typedef struct ort_backend {
+  OrtEnv *env;                /* owned */
+  int default_max_batch_size; /* --backend-config=...,default-max-batch-size */
+  int global_pool;            /* enable-global-threadpool=1 */
+  pthread_mutex_t load_mu;    /* serializes session creation (memory report) */
+} ort_backend_t;
+
+/* One tensor the model declares (an input, an overridable initializer or an
+ * output), as ONNX Runtime reports it. */
+typedef struct ort_io {
+  char *name;                      /* owned */
+  ONNXTensorElementDataType otype; /* 0 when not a tensor */
+  int64_t *dims;                   /* owned; -1 for a dynamic dimension */
+  size_t n_dims;
+} ort_io_t;
+
+typedef struct ort_io_list {
+  ort_io_t *v; /* owned */
+  size_t n;
+  size_t n_graph; /* inputs: how many are graph inputs (the rest are
+                     overridable initializers); outputs: n */
+} ort_io_list_t;
+
+/* One output the backend produces per execute: a configuration output, a
+ * sequence state's output, or both (Triton then returns the state to the
+ * client too). */
+typedef struct ort_out {
+  char *name; /* owned */
+  TRITONSERVER_DataType dtype;
+  int is_output;  /* named in the configuration's output */
+  int is_state;   /* a sequence_batching state's output_name */
+  int64_t *shape; /* owned: reshape shape if any, else dims (no batch dim) */
+  size_t n_shape;
+  int fixed_shape; /* no -1 in shape: its size is known before the run */
+  int scalar;      /* the model's tensor has no dimension */
+} ort_out_t;
+
+/* Session settings read from the configuration; applied to every
+ * instance's session. */
+typedef struct ort_settings {
+  int graph_level; /* GraphOptimizationLevel */
+  int execution_mode;
+  int intra_op, inter_op; /* 0: ONNX Runtime's default */
+  int mem_arena;          /* -1 unset, 0 off, 1 on */
+  int mem_pattern;        /* -1 unset, 0 off, 1 on */
+  char **session_keys;    /* owned: "session.*" parameters */
+  char **session_values;  /* owned */
+  size_t n_session;
+  char *arena_shrinkage; /* owned: memory.enable_memory_arena_shrinkage */
+  int share_session;     /* share_session_between_instances */
+} ort_settings_t;
+
+/* A session shared by the instances of one instance group. */
+typedef struct ort_shared {
+  char *group;         /* owned */
+  OrtSession *session; /* owned */
+  int refs;
+} ort_shared_t;
+
+typedef struct ort_model {
+  ort_backend_t *backend;  /* borrowed: outlives every model */
+  TRITONBACKEND_Model *tm; /* borrowed */
+  char *name;              /* owned */
+  char *path;              /* owned: the model file */
+  json_t *config;          /* owned: the final configuration */
+  int max_batch_size;
+  ort_settings_t settings;
+  ort_out_t *outs; /* owned */
+  size_t n_outs;
+  pthread_mutex_t mu;   /* guards shared */
+  ort_shared_t *shared; /* owned; guarded by mu */
+  size_t n_shared;
+} ort_model_t;
+
+typedef struct ort_instance {
+  ort_model_t *model;  /* borrowed: outlives its instances */
+  char *name;          /* owned */
+  char *group;         /* owned when the session is shared, else NULL */
+  OrtSession *session; /* owned unless group != NULL */
+  OrtIoBinding *binding;
+  OrtRunOptions *run_opts;
+  OrtMemoryInfo *cpu_info;
+  OrtAllocator *alloc;   /* ONNX Runtime's default allocator: not owned */
+  ort_io_list_t inputs;  /* model inputs and overridable initializers */
+  ort_io_list_t outputs; /* model outputs */
+  size_t *out_index;     /* owned: model output index of each outs[i] */
+} ort_instance_t;
+
+/* ---- ort_util.c ---------------------------------------------------------- */
+
+/* A TRITONSERVER_Error for a failed ORT call, or NULL when status is NULL
+ * (success). Frees status. The text is Triton's: "onnx runtime error C: M";
+ * ONNX Runtime's INVALID_ARGUMENT becomes TRITONSERVER_ERROR_INVALID_ARG,
+ * everything else TRITONSERVER_ERROR_INTERNAL. */
+TRITONSERVER_Error *ifd_ort_err(OrtStatus *status);
+
+/* A new error with a printf-style message. */
+TRITONSERVER_Error *ifd_ort_errf(TRITONSERVER_Error_Code code, const char *fmt,
+                                 ...) __attribute__((format(printf, 2, 3)));
+
+/* Data type tables: ONNX <-> Triton. Unknown types give
+ * TRITONSERVER_TYPE_INVALID / ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED. */
+TRITONSERVER_DataType ifd_ort_to_triton(ONNXTensorElementDataType t);
+ONNXTensorElementDataType ifd_ort_from_triton(TRITONSERVER_DataType t);
+/* "TYPE_FP32" -> FLOAT; anything else not a tensor type -> UNDEFINED. */
+ONNXTensorElementDataType ifd_ort_from_config(const char *type_str);
+/* FLOAT -> "TYPE_FP32"; "TYPE_INVALID" for others. */
+const char *ifd_ort_config_name(ONNXTensorElementDataType t);
+/* FLOAT -> "FLOAT" (ONNX's names, for messages). */
+const char *ifd_ort_onnx_name(ONNXTensorElementDataType t);
+
+/* Writes "[1,-1,3]" into buf (truncated to cap). Returns buf. */
+char *ifd_ort_shape_str(const int64_t *dims, size_t n, char *buf, size_t cap);
+
+/* Logging through the server's log. */
+/* "1.30.0": the loaded runtime's version. */
+const char *ifd_ort_version(void);
+
+void ifd_ort_log(TRITONSERVER_LogLevel level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Reads the session's inputs (with its overridable initializers) or
+ * outputs. On success the list is owned by the caller (ifd_ort_io_free). */
+TRITONSERVER_Error *ifd_ort_read_ios(OrtSession *s, OrtAllocator *alloc,
+                                     int outputs, ort_io_list_t *out);
+void ifd_ort_io_free(ort_io_list_t *l);
+const ort_io_t *ifd_ort_io_find(const ort_io_list_t *l, const char *name);
+
+/* ---- ort_model.c --------------------------------------------------------- */
+
+/* ModelInitialize: auto-complete, settings, outputs. On success *out is the
+ * model state (freed by ifd_ort_model_free). */
+TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
+                                      ort_model_t **out);
+void ifd_ort_model_free(ort_model_t *m);
+
+/* Creates a session for the instance (or takes its group's shared one) and
+ * checks the configuration against it. */
+TRITONSERVER_Error *ifd_ort_instance_new(ort_model_t *m,
+                                         TRITONBACKEND_ModelInstance *ti,
+                                         ort_instance_t **out);
+void ifd_ort_instance_free(ort_instance_t *in);
+
+/* ---- ort_exec.c ---------------------------------------------------------- */
+
+/* Runs one batch; answers and releases every request. */
+void ifd_ort_execute(ort_instance_t *in, TRITONBACKEND_ModelInstance *ti,
+                     TRITONBACKEND_Request **requests, uint32_t n);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * backend_api/backends/onnxruntime/onnxruntime.c - inferd's ONNX Runtime
+ * backend: the TRITONBACKEND_* entry points.
+ *
+ * Built as libtriton_onnxruntime.so, through the public backend ABI only,
+ * and installed beside ONNX Runtime's libonnxruntime.so.1 (it finds it
+ * through its $ORIGIN rpath). It serves what Triton's ORT backend serves:
+ * platform "onnxruntime_onnx" or backend "onnxruntime", model.onnx (a file,
+ * or a folder holding model.onnx and its external weights), with Triton's
+ * auto-complete, checks, parameters and messages (docs/backends.md, "ONNX
+ * Runtime").
+ *
+ * Backend settings (--backend-config=onnxruntime,<key>=<value>):
+ *   default-max-batch-size   max_batch_size auto-complete gives a model
+ *                            that can batch (the server passes 4)
+ *   enable-global-threadpool 1: one intra-op/inter-op pool for every
+ *                            session (then intra_op_thread_count and
+ *                            inter_op_thread_count set its sizes here, and
+ *                            the models' own are ignored)
+ *
+ * Threads: TRITONBACKEND_Initialize and _ModelInitialize run on a pool
+ * thread, each instance's initialize, execute and finalize on the
+ * instance's own thread; instances of one model may initialize in
+ * parallel (the backend says so through TRITONBACKEND_GetBackendAttribute).
+ */
+#define _GNU_SOURCE
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const OrtApi *ifd_ort;
+static const OrtApiBase *ort_base;
+
+const char *ifd_ort_version(void) {
+  return ort_base != NULL ? ort_base->GetVersionString() : "unknown";
+}
+
+/* cmdline.<key> of the backend configuration, or NULL. */
+static const char *cmdline(const json_t *cfg, const char *key) {
+  const json_t *v = json_object_get(json_object_get(cfg, "cmdline"), key);
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static TRITONSERVER_Error *cmdline_int(const json_t *cfg, const char *key,
+                                       int dflt, int *out) {
+  const char *s = cmdline(cfg, key);
+  char *end;
+  long v;
+  *out = dflt;
+  if (s == NULL) return NULL;
+  v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < 0 || v > 1000000)
+    return ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                        "failed to convert '%s' to integral number (backend "
+                        "setting '%s')",
+                        s, key);
+  *out = (int)v;
+  return NULL;
+}
+
+/* The environment: one per process, with global thread pools when asked. */
+static TRITONSERVER_Error *make_env(ort_backend_t *b, const json_t *cfg) {
+  int intra = 0, inter = 0;
+  TRITONSERVER_Error *e;
+  OrtLoggingLevel level = TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_VERBOSE)
+                              ? ORT_LOGGING_LEVEL_VERBOSE
+                              : ORT_LOGGING_LEVEL_WARNING;
+  if (!b->global_pool)
+    return ifd_ort_err(ifd_ort->CreateEnv(level, "inferd", &b->env));
+  e = cmdline_int(cfg, "intra_op_thread_count", 0, &intra);
+  if (e == NULL) e = cmdline_int(cfg, "inter_op_thread_count", 0, &inter);
+  if (e == NULL) {
+    OrtThreadingOptions *t = NULL;
+    e = ifd_ort_err(ifd_ort->CreateThreadingOptions(&t));
+    if (e == NULL && intra > 0)
+      e = ifd_ort_err(ifd_ort->SetGlobalIntraOpNumThreads(t, intra));
+    if (e == NULL && inter > 0)
+      e = ifd_ort_err(ifd_ort->SetGlobalInterOpNumThreads(t, inter));
+    if (e == NULL)
+      e = ifd_ort_err(
+          ifd_ort->CreateEnvWithGlobalThreadPools(level, "inferd", t, &b->env));
+    if (t != NULL) ifd_ort->ReleaseThreadingOptions(t);
+  }
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
+  uint32_t major = 0, minor = 0;
+  TRITONSERVER_Message *msg = NULL;
+  const char *buf = NULL;
+  size_t len = 0;
+  json_t *cfg = NULL;
+  ort_backend_t *b;
+  const char *gp;
+  TRITONSERVER_Error *e = TRITONBACKEND_ApiVersion(&major, &minor);
+  if (e != NULL) return e;
+  if (major != TRITONBACKEND_API_VERSION_MAJOR ||
+      minor < TRITONBACKEND_API_VERSION_MINOR)
+    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                        "Triton TRITONBACKEND API version: %u.%u does not "
+                        "support 'onnxruntime' TRITONBACKEND API version: "
+                        "%u.%u",
+                        major, minor, TRITONBACKEND_API_VERSION_MAJOR,
+                        TRITONBACKEND_API_VERSION_MINOR);
+  ort_base = OrtGetApiBase();
+  ifd_ort = ort_base != NULL ? ort_base->GetApi(IFD_ORT_API_VERSION) : NULL;
+  if (ifd_ort == NULL)
+    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                        "the ONNX Runtime library loaded (version %s) does not "
+                        "offer C API version %d, which this backend was "
+                        "written for (ONNX Runtime 1.%d or newer is needed; "
+                        "third_party/install-onnxruntime.sh installs it)",
+                        ifd_ort_version(), IFD_ORT_API_VERSION,
+                        IFD_ORT_API_VERSION);
+  ifd_ort_log(TRITONSERVER_LOG_INFO,
+              "TRITONBACKEND_Initialize: onnxruntime (ONNX Runtime %s, C API "
+              "version %d)",
+              ifd_ort_version(), IFD_ORT_API_VERSION);
+
+  e = TRITONBACKEND_BackendConfig(backend, &msg);
+  if (e == NULL) e = TRITONSERVER_MessageSerializeToJson(msg, &buf, &len);
+  if (e == NULL) {
+    cfg = len > 0 ? json_loadb(buf, len, 0, NULL) : json_object();
+    if (cfg == NULL)
+      e = ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "backend configuration is not JSON");
+  }
+  if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
+  if (e != NULL) return e;
+
+  b = calloc(1, sizeof(*b));
+  if (b == NULL) {
+    json_decref(cfg);
+    return ifd_ort_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  }
+  pthread_mutex_init(&b->load_mu, NULL);
+  e = cmdline_int(cfg, "default-max-batch-size", 0, &b->default_max_batch_size);
+  gp = cmdline(cfg, "enable-global-threadpool");
+  b->global_pool =
+      gp != NULL && (strcmp(gp, "1") == 0 || strcmp(gp, "true") == 0);
+  if (e == NULL) e = make_env(b, cfg);
+  if (e == NULL) e = ifd_ort_err(ifd_ort->DisableTelemetryEvents(b->env));
+  if (e == NULL) e = TRITONBACKEND_BackendSetState(backend, b);
+  json_decref(cfg);
+  if (e != NULL) {
+    if (b->env != NULL) ifd_ort->ReleaseEnv(b->env);
+    pthread_mutex_destroy(&b->load_mu);
+    free(b);
+  }
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
+  void *vb = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_BackendState(backend, &vb);
+  ort_backend_t *b = vb;
+  if (e != NULL || b == NULL) return e;
+  if (b->env != NULL) ifd_ort->ReleaseEnv(b->env);
+  pthread_mutex_destroy(&b->load_mu);
+  free(b);
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_GetBackendAttribute(
+    TRITONBACKEND_Backend *backend, TRITONBACKEND_BackendAttribute *attr) {
+  (void)backend;
+  /* Instances create their own sessions: they may do so in parallel. */
+  return TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr,
+                                                                       true);
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
+  TRITONBACKEND_Backend *backend = NULL;
+  void *vb = NULL;
+  ort_model_t *m = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_ModelBackend(model, &backend);
+  if (e == NULL) e = TRITONBACKEND_BackendState(backend, &vb);
+  if (e == NULL) e = ifd_ort_model_new(vb, model, &m);
+  if (e == NULL) {
+    e = TRITONBACKEND_ModelSetState(model, m);
+    if (e != NULL) ifd_ort_model_free(m);
+  }
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
+  void *vm = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_ModelState(model, &vm);
+  if (e == NULL) ifd_ort_model_free(vm);
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
+    TRITONBACKEND_ModelInstance *instance) {
+  TRITONBACKEND_Model *model = NULL;
+  void *vm = NULL;
+  ort_instance_t *in = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceModel(instance, &model);
+  if (e == NULL) e = TRITONBACKEND_ModelState(model, &vm);
+  if (e == NULL) e = ifd_ort_instance_new(vm, instance, &in);
+  if (e == NULL) {
+    e = TRITONBACKEND_ModelInstanceSetState(instance, in);
+    if (e != NULL) ifd_ort_instance_free(in);
+  }
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
+    TRITONBACKEND_ModelInstance *instance) {
+  void *vi = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceState(instance, &vi);
+  if (e == NULL) ifd_ort_instance_free(vi);
+  return e;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
+    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests,
+    const uint32_t request_count) {
+  void *vi = NULL;
+  TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceState(instance, &vi);
+  if (e != NULL) return e;
+  /* From here the requests are ours: each is answered and released. */
+  ifd_ort_execute(vi, instance, requests, request_count);
+  return NULL;
+}
