@@ -91,7 +91,10 @@ def _values(datatype, proto):
     dt = om.np_dtype(datatype)
     if dt.kind in "iu":
         info = np.iinfo(dt)
-        base = [info.min, info.max, 0, 1, info.max - 1, info.min + 1 if info.min else 2, 7, 42,
+        if datatype == "UINT64" and proto == "json":
+            # Above INT64_MAX in JSON is test_json_uint64_above_int64_max's.
+            info = np.iinfo(np.int64)
+        base = [max(int(info.min), 0) if dt.kind == "u" else info.min, info.max, 0, 1, info.max - 1, info.min + 1 if info.min else 2, 7, 42,
                 int(info.max) // 3, int(info.max) // 2, 100 % (int(info.max) + 1), 9]
         return np.array(base, dtype=dt).reshape(ROWS, COLS)
     info = np.finfo(dt)
@@ -259,3 +262,27 @@ def test_metadata_lists_types_and_shapes(srv):
         ("INPUT0", "INT32", (-1, 16)), ("INPUT1", "INT32", (-1, 16))}
     assert {(t["name"], t["datatype"], tuple(t["shape"])) for t in md["outputs"]} == {
         ("OUTPUT0", "INT8", (-1, 16)), ("OUTPUT1", "INT8", (-1, 16))}
+
+
+def test_json_uint64_above_int64_max(srv):
+    """JSON numbers up to 2^64-1 are valid UINT64 data (Triton parses them
+    as uint64); they must come back exactly."""
+    data = [2 ** 64 - 1, 2 ** 63, 2 ** 63 + 12345, 0]
+    body = {"inputs": [{"name": "INPUT0", "datatype": "UINT64", "shape": [1, COLS], "data": data}]}
+    r = srv.post("/v2/models/id_uint64/infer", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["outputs"][0]["data"] == data
+
+
+def test_server_exits_0_after_serving_onnx_models(tmp_path):
+    """SIGTERM after an ONNX model was loaded and asked: the models unload,
+    the backend is finalized and unloaded, and inferd exits 0."""
+    repo = tmp_path / "repo"
+    om.write_model(repo, "m", om.identity("FP32", [None, COLS]), _identity_config("m", "FP32"))
+    s = of.start(tmp_path / "srv", repo, wait_models=("m",))
+    try:
+        x = np.ones((1, COLS), dtype=np.float32)
+        np.testing.assert_array_equal(of.infer("binary", s, "m", [("INPUT0", "FP32", [1, COLS], x)])["OUTPUT0"], x)
+    finally:
+        s.stop(check=False)
+    assert s.proc.returncode == 0, f"exit status {s.proc.returncode}\n{s.log_tail(2000)}"
