@@ -135,6 +135,38 @@ def accumulator(width):
         [value_info("OUTPUT", "INT32", shape), value_info("OUTPUT_STATE", "INT32", shape)]))
 
 
+def concat_self(datatype, width=None):
+    """OUTPUT0 = Concat(INPUT0, INPUT0, axis=1): the output is twice the
+    input's width (its size is known only from the request)."""
+    return checked(make_model(
+        [helper.make_node("Concat", ["INPUT0", "INPUT0"], ["OUTPUT0"], axis=1)],
+        [value_info("INPUT0", datatype, [None, width if width else "W"])],
+        [value_info("OUTPUT0", datatype, [None, 2 * width if width else "W2"])]))
+
+
+def shape_of():
+    """OUTPUT0 = Shape(INPUT0) (INT64 [2]) and OUTPUT1 = ReduceSum of all
+    elements (FP32 [1]), no batching: outputs whose values depend on the
+    request, not only their sizes."""
+    axes = numpy_helper.from_array(np.array([0, 1], dtype=np.int64), name="AXES")
+    return checked(make_model(
+        [helper.make_node("Shape", ["INPUT0"], ["OUTPUT0"]),
+         helper.make_node("ReduceSum", ["INPUT0", "AXES"], ["SUM"], keepdims=0),
+         helper.make_node("Reshape", ["SUM", "ONE"], ["OUTPUT1"])],
+        [value_info("INPUT0", "FP32", ["H", "W"])],
+        [value_info("OUTPUT0", "INT64", [2]), value_info("OUTPUT1", "FP32", [1])],
+        initializers=[axes, numpy_helper.from_array(np.array([1], dtype=np.int64), name="ONE")]))
+
+
+def cast_to_string(datatype, width):
+    """OUTPUT0 = Cast(INPUT0, to=STRING): a BYTES output computed by the
+    model (batch dim first)."""
+    return checked(make_model(
+        [helper.make_node("Cast", ["INPUT0"], ["OUTPUT0"], to=TensorProto.STRING)],
+        [value_info("INPUT0", datatype, [None, width])],
+        [value_info("OUTPUT0", "BYTES", [None, width])]))
+
+
 def unknown_operator():
     """A node whose operator no runtime has: op_type 'NoSuchOperator' in the
     made-up domain 'org.inferd.missing' (not passed through the checker)."""
