@@ -167,6 +167,39 @@ def cast_to_string(datatype, width):
         [value_info("OUTPUT0", "BYTES", [None, width])]))
 
 
+def accumulator_with_controls(width, start_width=1):
+    """The accumulator with sequence control inputs: START (INT32 [batch, 1],
+    1 on a sequence's first request) resets the state, CORRID (UINT64
+    [batch, 1]) is echoed as OUT_CORRID:
+    OUTPUT = OUTPUT_STATE = INPUT + INPUT_STATE * (1 - START).
+    start_width != 1 makes a START the sequence batcher cannot feed."""
+    shape = [None, width]
+    one = numpy_helper.from_array(np.array(1, dtype=np.int32), name="ONE")
+    start_in = "START" if start_width == 1 else "START_SLICE"
+    nodes = []
+    if start_width != 1:
+        starts = numpy_helper.from_array(np.array([0], dtype=np.int64), name="S0")
+        ends = numpy_helper.from_array(np.array([1], dtype=np.int64), name="S1")
+        axes = numpy_helper.from_array(np.array([1], dtype=np.int64), name="SA")
+        nodes.append(helper.make_node("Slice", ["START", "S0", "S1", "SA"], ["START_SLICE"]))
+        extra = [starts, ends, axes]
+    else:
+        extra = []
+    nodes += [helper.make_node("Sub", ["ONE", start_in], ["KEEP"]),
+              helper.make_node("Mul", ["INPUT_STATE", "KEEP"], ["KEPT"]),
+              helper.make_node("Add", ["INPUT", "KEPT"], ["SUM"]),
+              helper.make_node("Identity", ["SUM"], ["OUTPUT"]),
+              helper.make_node("Identity", ["SUM"], ["OUTPUT_STATE"]),
+              helper.make_node("Identity", ["CORRID"], ["OUT_CORRID"])]
+    return checked(make_model(
+        nodes,
+        [value_info("INPUT", "INT32", shape), value_info("INPUT_STATE", "INT32", shape),
+         value_info("START", "INT32", [None, start_width]), value_info("CORRID", "UINT64", [None, 1])],
+        [value_info("OUTPUT", "INT32", shape), value_info("OUTPUT_STATE", "INT32", shape),
+         value_info("OUT_CORRID", "UINT64", [None, 1])],
+        initializers=[one] + extra))
+
+
 def unknown_operator():
     """A node whose operator no runtime has: op_type 'NoSuchOperator' in the
     made-up domain 'org.inferd.missing' (not passed through the checker)."""

@@ -54,6 +54,20 @@ instance_group [ {{ count: {instances} kind: KIND_CPU }} ]
 
 INIT_FROM_FILE = np.array([100, 200, 300], dtype=np.int32)
 
+CONTROLS = """  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }
+  ]
+"""
+
+
+def _ctrl_cfg(name):
+    """acc_file's config plus the START and CORRID controls, and OUT_CORRID
+    as an output."""
+    cfg = _cfg(name, 'data_file: "init.bin"', outputs=("OUTPUT",))
+    cfg = cfg.replace("sequence_batching {\n", "sequence_batching {\n" + CONTROLS)
+    return cfg.replace("output [\n", 'output [\n  { name: "OUT_CORRID" data_type: TYPE_UINT64 dims: [ 1 ] },\n')
+
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
@@ -66,11 +80,16 @@ def srv(tmp_path_factory):
     mdir = om.write_model(repo, "acc_file", model, config=_cfg("acc_file", 'data_file: "init.bin"'))
     (mdir / "initial_state").mkdir()
     (mdir / "initial_state" / "init.bin").write_bytes(INIT_FROM_FILE.tobytes())
+    for name, start_width in (("acc_ctrl", 1), ("acc_ctrl_bad_start", 2)):
+        mdir = om.write_model(repo, name, om.accumulator_with_controls(WIDTH, start_width),
+                              config=_ctrl_cfg(name))
+        (mdir / "initial_state").mkdir()
+        (mdir / "initial_state" / "init.bin").write_bytes(INIT_FROM_FILE.tobytes())
     # The state output does not exist in the model: the load must fail.
     om.write_model(repo, "acc_bad_state", model,
                    config=_cfg("acc_bad_state", "zero_data: true").replace('"OUTPUT_STATE"', '"NO_SUCH_STATE"'))
     s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file"))
-    of.wait_not_loading(s, ["acc_bad_state"])
+    of.wait_not_loading(s, ["acc_bad_state", "acc_ctrl", "acc_ctrl_bad_start"])
     yield s
     s.stop(check=True)
 
@@ -168,3 +187,28 @@ def test_request_without_sequence_id_is_refused(srv, gc):
     # The model keeps serving sequences.
     out = _step(srv, gc, "binary", "acc", 6001, [4, 4, 4], start=True, end=True)
     np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [4, 4, 4])
+
+
+@pytest.mark.parametrize("proto", of.PROTOCOLS)
+def test_control_inputs_reach_the_model(srv, gc, proto):
+    """START is 1 on the first request only (the model then ignores the
+    initial state [100, 200, 300]); CORRID carries the correlation ID."""
+    state, reason = of.index(srv)["acc_ctrl"]
+    assert state == "READY", reason
+    seq = {"json": 7001, "binary": 2 ** 40 + 7, "grpc": 7003}[proto]
+    out = _step(srv, gc, proto, "acc_ctrl", seq, [1, 2, 3], start=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [1, 2, 3])
+    np.testing.assert_array_equal(out["OUT_CORRID"].reshape(1), [seq])
+    out = _step(srv, gc, proto, "acc_ctrl", seq, [10, 10, 10])
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [11, 12, 13])
+    out = _step(srv, gc, proto, "acc_ctrl", seq, [1, 1, 1], end=True)
+    np.testing.assert_array_equal(out["OUTPUT"].reshape(WIDTH), [12, 13, 14])
+    np.testing.assert_array_equal(out["OUT_CORRID"].reshape(1), [seq])
+
+
+def test_control_input_of_wrong_dims_fails_load(srv):
+    """Triton: "unable to load model 'x', sequence control 'START' in model
+    has dims [2] but dims [1] is expected"."""
+    state, reason = of.index(srv)["acc_ctrl_bad_start"]
+    assert state == "UNAVAILABLE", (state, reason)
+    assert "'START'" in reason and "[2]" in reason and "[1]" in reason, reason
