@@ -148,6 +148,9 @@ const char *ifd_ort_onnx_name(ONNXTensorElementDataType t);
 char *ifd_ort_shape_str(const int64_t *dims, size_t n, char *buf, size_t cap);
 
 /* Logging through the server's log. */
+/* 1 when the loaded runtime has the CUDA execution provider. */
+int ifd_ort_has_cuda(void);
+
 /* "1.30.0": the loaded runtime's version. */
 const char *ifd_ort_version(void);
 

@@ -23,8 +23,11 @@
  * instance's own thread; instances of one model may initialize in
  * parallel (the backend says so through TRITONBACKEND_GetBackendAttribute).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +107,15 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
                         "%u.%u",
                         major, minor, TRITONBACKEND_API_VERSION_MAJOR,
                         TRITONBACKEND_API_VERSION_MINOR);
+  /* ONNX Runtime stays mapped until the process exits, even when this
+   * backend is unloaded with its last model and loaded again later: the
+   * runtime keeps process-wide state (its protobuf and logging singletons)
+   * that is not made to be torn down and set up again, and a leak checker
+   * can then still name it. */
+  if (dlopen("libonnxruntime.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) ==
+      NULL)
+    ifd_ort_log(TRITONSERVER_LOG_WARN, "cannot pin libonnxruntime.so.1: %s",
+                dlerror());
   ort_base = OrtGetApiBase();
   ifd_ort = ort_base != NULL ? ort_base->GetApi(IFD_ORT_API_VERSION) : NULL;
   if (ifd_ort == NULL)
@@ -127,7 +139,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
       e = ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
                        "backend configuration is not JSON");
   }
-  if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
+  /* The backend configuration message stays the server's. */
   if (e != NULL) return e;
 
   b = calloc(1, sizeof(*b));
@@ -163,12 +175,32 @@ TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
   return NULL;
 }
 
+/* 1 when the loaded runtime has the CUDA execution provider. */
+int ifd_ort_has_cuda(void) {
+  char **providers = NULL;
+  int n = 0, has = 0;
+  if (ifd_ort == NULL || ifd_ort->GetAvailableProviders(&providers, &n) != NULL)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(providers[i], "CUDAExecutionProvider") == 0) has = 1;
+  TRITONSERVER_ErrorDelete(
+      ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
+  return has;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_GetBackendAttribute(
     TRITONBACKEND_Backend *backend, TRITONBACKEND_BackendAttribute *attr) {
+  TRITONSERVER_Error *e;
   (void)backend;
   /* Instances create their own sessions: they may do so in parallel. */
-  return TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr,
-                                                                       true);
+  e = TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(attr, true);
+  /* A CPU-only runtime prefers CPU instances: a model without an
+   * instance_group then gets KIND_CPU even on a machine with GPUs, where
+   * the server honours the preference. */
+  if (e == NULL && !ifd_ort_has_cuda())
+    e = TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+        attr, TRITONSERVER_INSTANCEGROUPKIND_CPU, 0, NULL, 0);
+  return e;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {

@@ -17,7 +17,9 @@
  * Errors of one request become that request's error response; an error of
  * the run itself answers every request of the batch with it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,7 @@ static void log_err(TRITONSERVER_Error *e, const char *what) {
 }
 
 /* Answers request r with e (owned, freed here) unless already answered. */
-static void fail(exec_t *x, uint32_t r, TRITONSERVER_Error *e) {
+static void answer_error(exec_t *x, uint32_t r, TRITONSERVER_Error *e) {
   if (x->resp[r] != NULL) {
     log_err(TRITONBACKEND_ResponseSend(x->resp[r],
                                        TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
@@ -76,7 +78,7 @@ static void fail(exec_t *x, uint32_t r, TRITONSERVER_Error *e) {
 }
 
 /* Answers every open request with e (owned). */
-static void fail_all(exec_t *x, TRITONSERVER_Error *e) {
+static void answer_all(exec_t *x, TRITONSERVER_Error *e) {
   for (uint32_t r = 0; r < x->n; r++)
     if (x->resp[r] != NULL) {
       log_err(TRITONBACKEND_ResponseSend(
@@ -211,7 +213,7 @@ static TRITONSERVER_Error *bind_fixed(exec_t *x, const char *name,
     if (e != NULL) {
       /* Only this request's rows are lost: zero them, answer it. */
       memset(dst + off, 0, size);
-      fail(x, r, e);
+      answer_error(x, r, e);
     }
     off += size;
   }
@@ -303,7 +305,7 @@ static TRITONSERVER_Error *bind_strings(exec_t *x, const char *name,
               : 0;
     if (e != NULL) {
       for (int64_t i = (int64_t)got; i < rcount; i++) ptrs[at + i] = "";
-      fail(x, r, e);
+      answer_error(x, r, e);
     }
     at += rcount;
   }
@@ -394,7 +396,7 @@ static TRITONSERVER_Error *read_wants(exec_t *x) {
         if (x->m->outs[i].is_output && strcmp(x->m->outs[i].name, name) == 0)
           x->wants[r * k + i] = 1;
     }
-    if (e != NULL) fail(x, r, e);
+    if (e != NULL) answer_error(x, r, e);
   }
   return NULL;
 }
@@ -578,7 +580,7 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
           memcpy(dst, data + off_bytes, bytes);
       }
       if (re == NULL && st != NULL) re = TRITONBACKEND_StateUpdate(st);
-      if (re != NULL) fail(x, r, re);
+      if (re != NULL) answer_error(x, r, re);
     }
     off_elems += elems;
     off_bytes += bytes;
@@ -677,7 +679,7 @@ void ifd_ort_execute(ort_instance_t *in, TRITONBACKEND_ModelInstance *ti,
         ifd_ort->RunWithBinding(in->session, in->run_opts, in->binding));
   compute_end = now_ns();
   if (e == NULL) e = read_outputs(&x);
-  if (e != NULL) fail_all(&x, e);
+  if (e != NULL) answer_all(&x, e);
   exec_end = now_ns();
 
   for (uint32_t r = 0; r < n; r++) {

@@ -16,7 +16,9 @@
  * the texts of Triton's ORT backend, so a log grep that works on Triton
  * works here.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <ctype.h>
 #include <errno.h>
@@ -259,14 +261,7 @@ static TRITONSERVER_Error *session_options(ort_model_t *m,
   if (e == NULL && kind == TRITONSERVER_INSTANCEGROUPKIND_GPU) {
     /* The CUDA execution provider, where the runtime has it. The runtime
      * inferd installs (onnxruntime-node's) is CPU only. */
-    char **providers = NULL;
-    int n = 0, has_cuda = 0;
-    e = ifd_ort_err(ifd_ort->GetAvailableProviders(&providers, &n));
-    for (int i = 0; e == NULL && i < n; i++)
-      if (strcmp(providers[i], "CUDAExecutionProvider") == 0) has_cuda = 1;
-    if (providers != NULL)
-      TRITONSERVER_ErrorDelete(
-          ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
+    int has_cuda = ifd_ort_has_cuda();
     if (e == NULL && !has_cuda)
       e = ifd_ort_errf(ERR_ARG,
                        "unable to load model '%s': instance group kind "

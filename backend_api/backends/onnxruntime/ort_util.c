@@ -3,7 +3,9 @@
  * small helpers: error conversion, data type tables, shapes as text,
  * logging, and reading a session's inputs and outputs.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include <stdarg.h>
 #include <stdio.h>
