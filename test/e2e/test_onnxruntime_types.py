@@ -94,7 +94,8 @@ def _values(datatype, proto):
         if datatype == "UINT64" and proto == "json":
             # Above INT64_MAX in JSON is test_json_uint64_above_int64_max's.
             info = np.iinfo(np.int64)
-        base = [max(int(info.min), 0) if dt.kind == "u" else info.min, info.max, 0, 1, info.max - 1, info.min + 1 if info.min else 2, 7, 42,
+        lo = 0 if dt.kind == "u" else int(info.min)
+        base = [lo, info.max, 0, 1, info.max - 1, lo + 1 if lo else 2, 7, 42,
                 int(info.max) // 3, int(info.max) // 2, 100 % (int(info.max) + 1), 9]
         return np.array(base, dtype=dt).reshape(ROWS, COLS)
     info = np.finfo(dt)
