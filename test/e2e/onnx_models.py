@@ -111,6 +111,14 @@ def add_sub(in_type, out_type, shape):
         [value_info("OUTPUT0", out_type, shape), value_info("OUTPUT1", out_type, shape)]))
 
 
+def scalar_add():
+    """OUTPUT0 = INPUT0 + INPUT1 on rank-0 FP32 tensors (scalars)."""
+    return checked(make_model(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"])],
+        [value_info("INPUT0", "FP32", []), value_info("INPUT1", "FP32", [])],
+        [value_info("OUTPUT0", "FP32", [])]))
+
+
 def scale(weights, shape):
     """OUTPUT0 = INPUT0 * W (FP32), W a constant initializer of `weights`
     (broadcast over the leading dims): the model for external weights."""

@@ -19,6 +19,7 @@ with Triton's own wording where it has been stable.
 import numpy as np
 import pytest
 
+import e2e_helpers as h
 import onnx_models as om
 import ort_fixtures as of
 
@@ -64,6 +65,8 @@ def auto_srv(tmp_path_factory):
     om.write_model(repo, "max_batch_size_set", _addsub(), config="max_batch_size: 8\n")
     om.write_model(repo, "platform_only", _addsub(), config='platform: "onnxruntime_onnx"\n')
     om.write_model(repo, "batch_only_dim", om.identity("FP32", [None]))
+    om.write_model(repo, "auto_dynamic", om.add_sub("FP32", "FP32", [None, "W"]))
+    om.write_model(repo, "auto_scalar", om.scalar_add())
     om.write_model(repo, "inputs_given", _addsub(),
                    config='backend: "onnxruntime"\nmax_batch_size: 2\n' + om.io_block("input", _io()))
     s = of.start(tmp / "srv", repo)
@@ -154,6 +157,32 @@ def test_batch_only_dim_gets_dims_1_and_empty_reshape(auto_srv):
     out = of.infer("binary", auto_srv, "batch_only_dim", [("INPUT0", "FP32", [3, 1], x)])
     assert of.infer.last["OUTPUT0"] == ("FP32", [3, 1])
     np.testing.assert_array_equal(out["OUTPUT0"], x)
+
+
+def test_dynamic_inner_dim_completed_as_minus_1(auto_srv):
+    cfg = of.model_config(auto_srv, "auto_dynamic")
+    assert cfg["max_batch_size"] == 4, cfg
+    assert _tensors(cfg, "input") == {"INPUT0": ("TYPE_FP32", [-1]), "INPUT1": ("TYPE_FP32", [-1])}, cfg
+    assert _tensors(cfg, "output") == {"OUTPUT0": ("TYPE_FP32", [-1]), "OUTPUT1": ("TYPE_FP32", [-1])}, cfg
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = of.infer("json", auto_srv, "auto_dynamic", [("INPUT0", "FP32", [2, 3], a), ("INPUT1", "FP32", [2, 3], a)])
+    np.testing.assert_array_equal(out["OUTPUT0"], a + a)
+
+
+def test_scalar_model_completed_as_dims_1(auto_srv):
+    """Rank-0 tensors cannot batch: max_batch_size 0 and dims [1] without a
+    reshape (AutoCompleteIO); a request of shape [1] runs the scalar model
+    and the output comes back with the config's shape [1]."""
+    cfg = of.model_config(auto_srv, "auto_scalar")
+    assert cfg["max_batch_size"] == 0, cfg
+    assert _tensors(cfg, "input") == {"INPUT0": ("TYPE_FP32", [1]), "INPUT1": ("TYPE_FP32", [1])}, cfg
+    assert _tensors(cfg, "output") == {"OUTPUT0": ("TYPE_FP32", [1])}, cfg
+    assert all("reshape" not in t for t in cfg["input"] + cfg["output"]), cfg
+    for proto in ("json", "binary"):
+        out = of.infer(proto, auto_srv, "auto_scalar", [("INPUT0", "FP32", [1], np.array([1.25], np.float32)),
+                                                        ("INPUT1", "FP32", [1], np.array([2.5], np.float32))])
+        assert of.infer.last["OUTPUT0"] == ("FP32", [1])
+        np.testing.assert_array_equal(out["OUTPUT0"], np.array([3.75], np.float32))
 
 
 @pytest.mark.parametrize("flag,want", [
@@ -377,3 +406,45 @@ def test_failed_load_then_fixed_config_loads(explicit_srv, tmp_path):
     finally:
         cfg_path.write_text(original)
         of.unload(explicit_srv, name)
+
+
+def test_versions_run_their_own_model_files(tmp_path):
+    """Versions 1 and 2 of one model (version_policy all) hold different
+    model.onnx files; each version answers with its own."""
+    repo = tmp_path / "repo"
+    cfg = om.config("v", [("INPUT0", "FP32", [4])], [("OUTPUT0", "FP32", [4])], 4,
+                    extra="version_policy: { all { } }\n")
+    om.write_model(repo, "v", om.scale([1.0, 1.0, 1.0, 1.0], [None, 4]), config=cfg, version=1)
+    om.write_model(repo, "v", om.scale([2.0, 3.0, 4.0, 5.0], [None, 4]), config=cfg, version=2)
+    srv = of.start(tmp_path / "srv", repo, wait_models=("v",))
+    try:
+        x = np.array([[1.0, 2.0, 3.0, 4.0]], dtype=np.float32)
+        for version, w in (("1", [1.0, 1.0, 1.0, 1.0]), ("2", [2.0, 3.0, 4.0, 5.0])):
+            r = h.infer_binary(srv, "v", [("INPUT0", "FP32", [1, 4], x)], version=version,
+                               parameters={"binary_data_output": True})
+            assert r.status_code == 200, r.text
+            header, vals = h.parse_infer_response(r)
+            assert header["model_version"] == version
+            np.testing.assert_array_equal(vals["OUTPUT0"], x * np.array(w, dtype=np.float32))
+    finally:
+        srv.stop(check=True)
+
+
+def test_reload_picks_up_a_new_model_file(tmp_path):
+    """Explicit mode: replacing model.onnx and loading again serves the new
+    model (the old session is not kept)."""
+    repo = tmp_path / "repo"
+    cfg = om.config("r", [("INPUT0", "FP32", [4])], [("OUTPUT0", "FP32", [4])], 4)
+    mdir = om.write_model(repo, "r", om.scale([2.0, 2.0, 2.0, 2.0], [None, 4]), config=cfg)
+    srv = of.start(tmp_path / "srv", repo, extra=["--model-control-mode=explicit", "--load-model=r"],
+                   wait_models=("r",))
+    try:
+        x = np.array([[1.0, -1.0, 0.5, 3.0]], dtype=np.float32)
+        np.testing.assert_array_equal(of.infer("binary", srv, "r", [("INPUT0", "FP32", [1, 4], x)])["OUTPUT0"], x * 2)
+        om.write_model(repo, "r", om.scale([-3.0, -3.0, -3.0, -3.0], [None, 4]))
+        r = of.load(srv, "r")
+        assert r.status_code == 200, r.text
+        np.testing.assert_array_equal(of.infer("binary", srv, "r", [("INPUT0", "FP32", [1, 4], x)])["OUTPUT0"], x * -3)
+        assert (mdir / "1" / "model.onnx").is_file()
+    finally:
+        srv.stop(check=True)
