@@ -49,6 +49,11 @@ GOOD = {
     "p_level_extended": "optimization { graph { level: 1 } }\n",
     "p_level_disabled": "optimization { graph { level: 2 } }\n",
     "p_level_all": "optimization { graph { level: 0 } }\n",
+    "p_arena_off_word": _param("enable_mem_arena", "off") + _param("enable_mem_pattern", "ON"),
+    "p_level_other": "optimization { graph { level: 5 } }\n",
+    "p_unknown_key": _param("my_own_setting", "whatever"),
+    "p_share_session": _param("share_session_between_instances", "true")
+    + "instance_group [ { count: 3 kind: KIND_CPU } ]\n",
     "p_everything": _param("intra_op_thread_count", "1") + _param("inter_op_thread_count", "1")
     + _param("execution_mode", "0") + _param("enable_mem_arena", "1") + _param("enable_mem_pattern", "0")
     + _param("memory.enable_memory_arena_shrinkage", "cpu:0")
@@ -62,6 +67,13 @@ BAD = {
     "b_pattern": (_param("enable_mem_pattern", "sometimes"), ["sometimes"]),
     "b_intra": (_param("intra_op_thread_count", "many"), ["many"]),
     "b_inter": (_param("inter_op_thread_count", "lots"), ["lots"]),
+    "b_exec_mode_text": (_param("execution_mode", "fast"), ["fast"]),
+    # Triton: "unknown Execution Accelerator 'openvino' is requested" where
+    # the runtime has no OpenVINO.
+    "b_cpu_accelerator": ("optimization { execution_accelerators { cpu_execution_accelerator: "
+                          "[ { name: \"openvino\" } ] } }\n", ["openvino"]),
+    "b_op_library": ('model_operations { op_library_filename: [ "/nonexistent/libinferd_custom_ops.so" ] }\n',
+                     ["libinferd_custom_ops.so"]),
 }
 
 
