@@ -22,6 +22,7 @@ import pytest
 import e2e_helpers as h
 import onnx_models as om
 import ort_fixtures as of
+from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
 
 A = np.arange(32, dtype=np.int32).reshape(2, 16) - 7
 B = (np.arange(32, dtype=np.int32).reshape(2, 16) * 3) % 11
@@ -67,6 +68,7 @@ def auto_srv(tmp_path_factory):
     om.write_model(repo, "batch_only_dim", om.identity("FP32", [None]))
     om.write_model(repo, "auto_dynamic", om.add_sub("FP32", "FP32", [None, "W"]))
     om.write_model(repo, "auto_scalar", om.scalar_add())
+    om.write_model(repo, "auto_sequence", _addsub(), config="sequence_batching { }\n")
     om.write_model(repo, "inputs_given", _addsub(),
                    config='backend: "onnxruntime"\nmax_batch_size: 2\n' + om.io_block("input", _io()))
     s = of.start(tmp / "srv", repo)
@@ -159,6 +161,27 @@ def test_batch_only_dim_gets_dims_1_and_empty_reshape(auto_srv):
     np.testing.assert_array_equal(out["OUTPUT0"], x)
 
 
+def test_sequence_model_gets_no_dynamic_batcher(auto_srv):
+    """AutoCompleteMaxBatch adds dynamic_batching only when the config has
+    neither a dynamic nor a sequence batcher."""
+    cfg = of.model_config(auto_srv, "auto_sequence")
+    assert cfg["max_batch_size"] == 4, cfg
+    assert "sequence_batching" in cfg and cfg["sequence_batching"] is not None, cfg
+    assert "dynamic_batching" not in cfg or cfg["dynamic_batching"] is None, cfg
+
+
+def test_completed_config_same_over_grpc(auto_srv, grpc_stubs):  # noqa: F811
+    c = of.grpc_client(auto_srv, grpc_stubs)
+    try:
+        cfg = c.model_config("no_config").config
+    finally:
+        c.close()
+    assert cfg.max_batch_size == 4 and cfg.platform == "onnxruntime_onnx" and cfg.backend == "onnxruntime"
+    assert {(i.name, tuple(i.dims)) for i in cfg.input} == {("INPUT0", (16,)), ("INPUT1", (16,))}
+    assert {(o.name, tuple(o.dims)) for o in cfg.output} == {("OUTPUT0", (16,)), ("OUTPUT1", (16,))}
+    assert cfg.HasField("dynamic_batching")
+
+
 def test_dynamic_inner_dim_completed_as_minus_1(auto_srv):
     cfg = of.model_config(auto_srv, "auto_dynamic")
     assert cfg["max_batch_size"] == 4, cfg
@@ -188,6 +211,7 @@ def test_scalar_model_completed_as_dims_1(auto_srv):
 @pytest.mark.parametrize("flag,want", [
     ("--backend-config=onnxruntime,default-max-batch-size=8", 8),
     ("--backend-config=default-max-batch-size=2", 2),
+    ("--backend-config=onnxruntime,default-max-batch-size=1", 1),
     ("--backend-config=onnxruntime,default-max-batch-size=0", 0),
 ])
 def test_default_max_batch_size_backend_config(tmp_path, flag, want):
@@ -204,7 +228,10 @@ def test_default_max_batch_size_backend_config(tmp_path, flag, want):
         dims = [16] if want else [-1, 16]
         assert _tensors(cfg, "input") == {"INPUT0": ("TYPE_INT32", dims), "INPUT1": ("TYPE_INT32", dims)}, cfg
         assert ("dynamic_batching" in cfg and cfg["dynamic_batching"] is not None) == (want > 1), cfg
-        _check_addsub(srv, "m")
+        if want == 1:
+            _check_addsub(srv, "m", A[:1], B[:1])
+        else:
+            _check_addsub(srv, "m")
     finally:
         srv.stop(check=True)
 
