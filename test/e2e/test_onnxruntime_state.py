@@ -12,6 +12,8 @@ request i+1 of the same sequence; a new sequence starts from initial_state
 client gets OUTPUT_STATE only where the output section lists it.
 """
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -85,10 +87,15 @@ def srv(tmp_path_factory):
                               config=_ctrl_cfg(name))
         (mdir / "initial_state").mkdir()
         (mdir / "initial_state" / "init.bin").write_bytes(INIT_FROM_FILE.tobytes())
+    oldest = _cfg("acc_oldest", "zero_data: true").replace(
+        "sequence_batching {\n",
+        "sequence_batching {\n  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] "
+        "max_queue_delay_microseconds: 200000 }\n")
+    om.write_model(repo, "acc_oldest", model, config=oldest)
     # The state output does not exist in the model: the load must fail.
     om.write_model(repo, "acc_bad_state", model,
                    config=_cfg("acc_bad_state", "zero_data: true").replace('"OUTPUT_STATE"', '"NO_SUCH_STATE"'))
-    s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file"))
+    s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file", "acc_oldest"))
     of.wait_not_loading(s, ["acc_bad_state", "acc_ctrl", "acc_ctrl_bad_start"])
     yield s
     s.stop(check=True)
@@ -212,3 +219,38 @@ def test_control_input_of_wrong_dims_fails_load(srv):
     state, reason = of.index(srv)["acc_ctrl_bad_start"]
     assert state == "UNAVAILABLE", (state, reason)
     assert "'START'" in reason and "[2]" in reason and "[1]" in reason, reason
+
+
+@pytest.mark.parametrize("model", ["acc", "acc_oldest"])
+def test_concurrent_sequences_batched_keep_their_state(srv, gc, model):
+    """Four sequences step concurrently; the sequence batcher may run them in
+    one batch (direct: one slot each; oldest: batches of 2), so the state
+    tensors of several sequences travel through one ONNX Runtime call. Each
+    sequence must still see only its own running sum."""
+    steps = 6
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def run(k):
+        try:
+            seq = 9000 + 10 * k + (1 if model == "acc_oldest" else 0)
+            total = np.zeros(WIDTH, dtype=np.int32)
+            barrier.wait(timeout=30)
+            for i in range(steps):
+                v = np.array([k + 1, 100 * (k + 1), i * (k + 1)], dtype=np.int32)
+                out = _step(srv, gc, of.PROTOCOLS[(k + i) % 3], model, seq, v, start=(i == 0), end=(i == steps - 1))
+                total = total + v
+                got = out["OUTPUT"].reshape(WIDTH)
+                if not np.array_equal(got, total):
+                    errors.append(f"sequence {seq} step {i}: got {got.tolist()}, want {total.tolist()}")
+                    return
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(f"sequence {k}: {e}")
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a sequence did not finish"
+    assert not errors, errors
