@@ -30,6 +30,9 @@ const char *ifd_ort_version(void) {
 int ifd_ort_has_cuda(void) {
   return 0;
 }
+const char *ifd_ort_no_cuda_reason(void) {
+  return "test";
+}
 
 /* Checks that e is an error whose message contains `want`, and frees it. */
 static void expect_err(TRITONSERVER_Error *e, TRITONSERVER_Error_Code code,

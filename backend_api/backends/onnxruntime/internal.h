@@ -66,9 +66,31 @@ typedef struct ort_out {
   int is_state;   /* a sequence_batching state's output_name */
   int64_t *shape; /* owned: reshape shape if any, else dims (no batch dim) */
   size_t n_shape;
-  int fixed_shape; /* no -1 in shape: its size is known before the run */
-  int scalar;      /* the model's tensor has no dimension */
+  int fixed_shape;      /* no -1 in shape: its size is known before the run */
+  int scalar;           /* the model's tensor has no dimension */
+  char *scatter_source; /* owned: a batch_output (BATCH_SCATTER_WITH_INPUT_
+                           SHAPE) takes each request's shape from this input;
+                           NULL for other outputs */
 } ort_out_t;
+
+/* A batch_input of the configuration: a tensor the backend makes for each
+ * batch from the shapes of the requests' source input (ragged batching). */
+typedef enum ort_batch_kind {
+  ORT_BATCH_ELEMENT_COUNT,
+  ORT_BATCH_ACCUMULATED_ELEMENT_COUNT,
+  ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO,
+  ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE,
+  ORT_BATCH_ITEM_SHAPE,
+  ORT_BATCH_ITEM_SHAPE_FLATTEN,
+} ort_batch_kind_t;
+
+typedef struct ort_batch_input {
+  ort_batch_kind_t kind;
+  TRITONSERVER_DataType dtype; /* FP32, or INT32 for every other type */
+  char **targets;              /* owned: the model inputs it feeds */
+  size_t n_targets;
+  char *source; /* owned */
+} ort_batch_input_t;
 
 /* Session settings read from the configuration; applied to every
  * instance's session. */
@@ -102,6 +124,8 @@ typedef struct ort_model {
   ort_settings_t settings;
   ort_out_t *outs; /* owned */
   size_t n_outs;
+  ort_batch_input_t *batch_inputs; /* owned */
+  size_t n_batch_inputs;
   pthread_mutex_t mu;   /* guards shared */
   ort_shared_t *shared; /* owned; guarded by mu */
   size_t n_shared;
@@ -148,8 +172,10 @@ const char *ifd_ort_onnx_name(ONNXTensorElementDataType t);
 char *ifd_ort_shape_str(const int64_t *dims, size_t n, char *buf, size_t cap);
 
 /* Logging through the server's log. */
-/* 1 when the loaded runtime has the CUDA execution provider. */
+/* 1 when the loaded runtime's CUDA execution provider can be set up;
+ * else ifd_ort_no_cuda_reason() says why. */
 int ifd_ort_has_cuda(void);
+const char *ifd_ort_no_cuda_reason(void);
 
 /* "1.30.0": the loaded runtime's version. */
 const char *ifd_ort_version(void);

@@ -28,6 +28,7 @@
 #endif
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,49 @@ static TRITONSERVER_Error *make_env(ort_backend_t *b, const json_t *cfg) {
     if (t != NULL) ifd_ort->ReleaseThreadingOptions(t);
   }
   return e;
+}
+
+/* Whether the CUDA execution provider works, probed once in
+ * TRITONBACKEND_Initialize (after the environment exists, which the CUDA
+ * provider's functions need). Being listed by GetAvailableProviders is not
+ * enough: onnxruntime-node's build lists it but ships without the provider
+ * libraries, so setting its options is what tells. */
+static int cuda_usable;
+static char cuda_why[512];
+
+static void probe_cuda(void) {
+  char **providers = NULL;
+  int n = 0, listed = 0;
+  OrtCUDAProviderOptionsV2 *cuda = NULL;
+  const char *k[] = {"device_id"};
+  const char *v[] = {"0"};
+  TRITONSERVER_Error *e =
+      ifd_ort_err(ifd_ort->GetAvailableProviders(&providers, &n));
+  for (int i = 0; e == NULL && i < n; i++)
+    if (strcmp(providers[i], "CUDAExecutionProvider") == 0) listed = 1;
+  if (providers != NULL)
+    TRITONSERVER_ErrorDelete(
+        ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
+  if (e == NULL && !listed)
+    e = ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                     "it is not built with the CUDA execution provider");
+  if (e == NULL) e = ifd_ort_err(ifd_ort->CreateCUDAProviderOptions(&cuda));
+  if (e == NULL)
+    e = ifd_ort_err(ifd_ort->UpdateCUDAProviderOptions(cuda, k, v, 1));
+  if (cuda != NULL) ifd_ort->ReleaseCUDAProviderOptions(cuda);
+  cuda_usable = e == NULL;
+  if (e != NULL) {
+    snprintf(cuda_why, sizeof(cuda_why), "%s", TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+  }
+}
+
+int ifd_ort_has_cuda(void) {
+  return cuda_usable;
+}
+
+const char *ifd_ort_no_cuda_reason(void) {
+  return cuda_why;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
@@ -154,6 +198,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
       gp != NULL && (strcmp(gp, "1") == 0 || strcmp(gp, "true") == 0);
   if (e == NULL) e = make_env(b, cfg);
   if (e == NULL) e = ifd_ort_err(ifd_ort->DisableTelemetryEvents(b->env));
+  if (e == NULL) probe_cuda();
   if (e == NULL) e = TRITONBACKEND_BackendSetState(backend, b);
   json_decref(cfg);
   if (e != NULL) {
@@ -173,19 +218,6 @@ TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
   pthread_mutex_destroy(&b->load_mu);
   free(b);
   return NULL;
-}
-
-/* 1 when the loaded runtime has the CUDA execution provider. */
-int ifd_ort_has_cuda(void) {
-  char **providers = NULL;
-  int n = 0, has = 0;
-  if (ifd_ort == NULL || ifd_ort->GetAvailableProviders(&providers, &n) != NULL)
-    return 0;
-  for (int i = 0; i < n; i++)
-    if (strcmp(providers[i], "CUDAExecutionProvider") == 0) has = 1;
-  TRITONSERVER_ErrorDelete(
-      ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
-  return has;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_GetBackendAttribute(

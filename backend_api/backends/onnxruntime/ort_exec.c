@@ -117,8 +117,10 @@ static int64_t elements(const int64_t *d, size_t n) {
   return c;
 }
 
-/* ---- inputs
- * ------------------------------------------------------------------ */
+static TRITONSERVER_Error *bind_batch_input(exec_t *x,
+                                            const ort_batch_input_t *bi);
+
+/* ---- inputs ---- */
 
 static int is_ragged(const ort_model_t *m, const char *name) {
   const json_t *ios = json_object_get(m->config, "input");
@@ -373,11 +375,120 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
     else
       e = bind_fixed(x, name, ifd_ort_from_triton(dt), full, nd);
   }
+  for (size_t i = 0; e == NULL && i < x->m->n_batch_inputs; i++)
+    e = bind_batch_input(x, &x->m->batch_inputs[i]);
   return e;
 }
 
-/* ---- outputs
- * ----------------------------------------------------------------- */
+/* The shape of one request's source input of a batch input. */
+static TRITONSERVER_Error *source_shape(exec_t *x, uint32_t r,
+                                        const char *source,
+                                        const int64_t **shape, uint32_t *nd) {
+  TRITONBACKEND_Input *input = NULL;
+  TRITONSERVER_Error *e =
+      TRITONBACKEND_RequestInput(x->reqs[r], source, &input);
+  if (e == NULL)
+    e = TRITONBACKEND_InputProperties(input, NULL, NULL, shape, nd, NULL, NULL);
+  return e;
+}
+
+/* Appends value v to a batch input's buffer (FP32 or INT32). */
+static void put_value(char *buf, int fp32, int64_t count, size_t *at,
+                      int64_t v) {
+  if ((int64_t)*at < count) {
+    if (fp32)
+      ((float *)(void *)buf)[*at] = (float)v;
+    else
+      ((int32_t *)(void *)buf)[*at] = (int32_t)v;
+  }
+  (*at)++;
+}
+
+/* Makes one batch_input tensor (Triton's values and shapes for each kind)
+ * and binds it to each of its targets. */
+static TRITONSERVER_Error *bind_batch_input(exec_t *x,
+                                            const ort_batch_input_t *bi) {
+  int64_t shape[2] = {0, 0}, count = 0, acc = 0;
+  size_t nd = 1, at = 0;
+  int fp32 = bi->dtype == TRITONSERVER_TYPE_FP32;
+  char *buf;
+  TRITONSERVER_Error *e = NULL;
+  /* The tensor's shape first. */
+  for (uint32_t r = 0; r < x->n; r++) {
+    const int64_t *s = NULL;
+    uint32_t snd = 0;
+    e = source_shape(x, r, bi->source, &s, &snd);
+    if (e != NULL) return e;
+    switch (bi->kind) {
+      case ORT_BATCH_ELEMENT_COUNT:
+      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT:
+        shape[0] = x->n;
+        break;
+      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
+        shape[0] = x->n + 1;
+        break;
+      case ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
+        if (elements(s, snd) > shape[0]) shape[0] = elements(s, snd);
+        break;
+      case ORT_BATCH_ITEM_SHAPE:
+        nd = 2;
+        shape[0] += snd > 0 ? s[0] : 0;
+        shape[1] = snd > 0 ? (int64_t)snd - 1 : 0;
+        break;
+      case ORT_BATCH_ITEM_SHAPE_FLATTEN:
+        shape[0] += snd > 0 ? s[0] * ((int64_t)snd - 1) : 0;
+        break;
+    }
+  }
+  count = elements(shape, nd);
+  buf = calloc((size_t)(count > 0 ? count : 1), 4);
+  if (buf == NULL || keep_buf(x, buf) < 0)
+    return ifd_ort_errf(ERR_INTERNAL, "out of memory for batch input");
+  if (bi->kind == ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO)
+    put_value(buf, fp32, count, &at, 0);
+  /* BATCH_MAX_ELEMENT_COUNT_AS_SHAPE says it all with its shape. */
+  for (uint32_t r = 0;
+       r < x->n && bi->kind != ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE; r++) {
+    const int64_t *s = NULL;
+    uint32_t snd = 0;
+    e = source_shape(x, r, bi->source, &s, &snd);
+    if (e != NULL) return e;
+    switch (bi->kind) {
+      case ORT_BATCH_ELEMENT_COUNT:
+        put_value(buf, fp32, count, &at, elements(s, snd));
+        break;
+      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT:
+      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
+        acc += elements(s, snd);
+        put_value(buf, fp32, count, &at, acc);
+        break;
+      case ORT_BATCH_ITEM_SHAPE:
+      case ORT_BATCH_ITEM_SHAPE_FLATTEN:
+        /* Each batch item's shape without its batch dim. */
+        for (int64_t item = 0; snd > 0 && item < s[0]; item++)
+          for (uint32_t d = 1; d < snd; d++)
+            put_value(buf, fp32, count, &at, s[d]);
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t t = 0; t < bi->n_targets; t++) {
+    OrtValue *v = NULL;
+    e = ifd_ort_err(ifd_ort->CreateTensorWithDataAsOrtValue(
+        x->in->cpu_info, buf, (size_t)count * 4, shape, nd,
+        fp32 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+             : ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+        &v));
+    if (e == NULL) e = keep_value(x, v);
+    if (e == NULL)
+      e = ifd_ort_err(ifd_ort->BindInput(x->in->binding, bi->targets[t], v));
+    if (e != NULL) return e;
+  }
+  return NULL;
+}
+
+/* ---- outputs ---- */
 
 /* Which outputs each request asked for (all of them when it named none:
  * the server reports the configuration's outputs then). */
@@ -421,7 +532,8 @@ static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
   int64_t mt_id = 0;
   TRITONSERVER_Error *e;
   if (x->n != 1 || x->resp[0] == NULL || o->is_state || !o->fixed_shape ||
-      o->scalar || o->dtype == TRITONSERVER_TYPE_BYTES ||
+      o->scatter_source != NULL || o->scalar ||
+      o->dtype == TRITONSERVER_TYPE_BYTES ||
       o->dtype == TRITONSERVER_TYPE_INVALID || !x->wants[i] ||
       o->n_shape + 1 > sizeof(shape) / sizeof(shape[0]))
     return NULL;
@@ -552,8 +664,26 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
   for (uint32_t r = 0; r < x->n; r++) {
     int64_t shape[65];
     uint64_t elems = n_all, bytes;
+    size_t rnd = nd;
     memcpy(shape, dims, nd * sizeof(int64_t));
-    if (x->m->max_batch_size > 0 && nd > 0) {
+    if (o->scatter_source != NULL) {
+      /* BATCH_SCATTER_WITH_INPUT_SHAPE: the configured shape, each -1
+       * taken from the request's source input at the same position. */
+      const int64_t *s = NULL;
+      uint32_t snd = 0;
+      TRITONSERVER_Error *se = source_shape(x, r, o->scatter_source, &s, &snd);
+      if (se != NULL) {
+        answer_error(x, r, se);
+        continue;
+      }
+      rnd = 0;
+      if (x->m->max_batch_size > 0) shape[rnd++] = -1;
+      for (size_t d = 0; d < o->n_shape && rnd < 64; d++)
+        shape[rnd++] = o->shape[d];
+      for (size_t d = 0; d < rnd; d++)
+        if (shape[d] == -1) shape[d] = d < snd ? s[d] : 0;
+      elems = (uint64_t)elements(shape, rnd);
+    } else if (x->m->max_batch_size > 0 && nd > 0) {
       shape[0] = x->batch[r];
       elems = row_elems * (uint64_t)x->batch[r];
     }
@@ -562,6 +692,16 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
           off_elems + elems < n_all ? offs[off_elems + elems] : total_len;
       bytes = (end - (off_elems < n_all ? offs[off_elems] : total_len)) +
               elems * sizeof(uint32_t);
+    } else if (o->scatter_source != NULL) {
+      bytes = elems * TRITONSERVER_DataTypeByteSize(o->dtype);
+      if (off_bytes + bytes > n_all * TRITONSERVER_DataTypeByteSize(o->dtype)) {
+        answer_error(x, r,
+                     ifd_ort_errf(ERR_INTERNAL,
+                                  "output '%s' is smaller than its requests' "
+                                  "source input '%s' shapes",
+                                  o->name, o->scatter_source));
+        continue;
+      }
     } else {
       bytes = x->m->max_batch_size > 0 && nd > 0
                   ? row_bytes * (uint64_t)x->batch[r]
@@ -572,7 +712,7 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
       TRITONBACKEND_State *st = NULL;
       TRITONSERVER_Error *re;
       if (state ? !o->is_state : !x->wants[r * x->m->n_outs + b->out]) continue;
-      re = output_dest(x, r, o, state, shape, nd, bytes, &dst, &st);
+      re = output_dest(x, r, o, state, shape, rnd, bytes, &dst, &st);
       if (re == NULL && bytes > 0) {
         if (strings)
           write_strings(dst, content, offs, total_len, n_all, off_elems, elems);
@@ -609,8 +749,7 @@ static TRITONSERVER_Error *read_outputs(exec_t *x) {
   return e;
 }
 
-/* ---- one execution
- * ----------------------------------------------------------------- */
+/* ---- one execution ---- */
 
 static void cleanup(exec_t *x) {
   ifd_ort->ClearBoundInputs(x->in->binding);

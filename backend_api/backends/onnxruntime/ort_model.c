@@ -266,9 +266,9 @@ static TRITONSERVER_Error *session_options(ort_model_t *m,
       e = ifd_ort_errf(ERR_ARG,
                        "unable to load model '%s': instance group kind "
                        "KIND_GPU needs ONNX Runtime's CUDA execution "
-                       "provider, and the ONNX Runtime library loaded (%s) "
-                       "has none (CPU only); use KIND_CPU",
-                       m->name, ifd_ort_version());
+                       "provider, which the ONNX Runtime library loaded (%s) "
+                       "cannot provide (%s); use KIND_CPU",
+                       m->name, ifd_ort_version(), ifd_ort_no_cuda_reason());
     if (e == NULL) {
       OrtCUDAProviderOptionsV2 *cuda = NULL;
       char dev[16];
@@ -564,6 +564,88 @@ static TRITONSERVER_Error *outs_read(ort_model_t *m) {
   return e;
 }
 
+/* The first string of array `key` of o, or NULL. */
+static const char *first_str(const json_t *o, const char *key) {
+  const json_t *a = json_object_get(o, key);
+  const json_t *v = json_is_array(a) ? json_array_get(a, 0) : NULL;
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* batch_input and batch_output (Triton's ragged batching). */
+static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
+  static const char *const kinds[] = {
+      "BATCH_ELEMENT_COUNT",
+      "BATCH_ACCUMULATED_ELEMENT_COUNT",
+      "BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO",
+      "BATCH_MAX_ELEMENT_COUNT_AS_SHAPE",
+      "BATCH_ITEM_SHAPE",
+      "BATCH_ITEM_SHAPE_FLATTEN"};
+  const json_t *bis = json_object_get(m->config, "batch_input");
+  const json_t *bos = json_object_get(m->config, "batch_output");
+  size_t n = array_size(m->config, "batch_input");
+  if (n > 0) {
+    m->batch_inputs = calloc(n, sizeof(*m->batch_inputs));
+    if (m->batch_inputs == NULL)
+      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    const json_t *bi = json_array_get(bis, i);
+    const json_t *targets = json_object_get(bi, "target_name");
+    const char *kind = member_str(bi, "kind");
+    const char *source = first_str(bi, "source_input");
+    ort_batch_input_t *b = &m->batch_inputs[i];
+    size_t k;
+    m->n_batch_inputs++;
+    for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+      if (kind != NULL && strcmp(kind, kinds[k]) == 0) break;
+    if (k == sizeof(kinds) / sizeof(kinds[0]))
+      return ifd_ort_errf(ERR_ARG, "unexpected batch input kind '%s'",
+                          kind != NULL ? kind : "");
+    if (source == NULL)
+      return ifd_ort_errf(ERR_ARG,
+                          "batch input %zu of model '%s' names no source_input",
+                          i, m->name);
+    b->kind = (ort_batch_kind_t)k;
+    b->dtype =
+        ifd_ort_to_triton(ifd_ort_from_config(member_str(bi, "data_type"))) ==
+                TRITONSERVER_TYPE_FP32
+            ? TRITONSERVER_TYPE_FP32
+            : TRITONSERVER_TYPE_INT32;
+    b->source = strdup(source);
+    b->n_targets = json_is_array(targets) ? json_array_size(targets) : 0;
+    b->targets = calloc(b->n_targets + 1, sizeof(char *));
+    if (b->source == NULL || b->targets == NULL)
+      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    for (size_t t = 0; t < b->n_targets; t++) {
+      const json_t *v = json_array_get(targets, t);
+      b->targets[t] = strdup(json_is_string(v) ? json_string_value(v) : "");
+      if (b->targets[t] == NULL)
+        return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    }
+  }
+  for (size_t i = 0; i < array_size(m->config, "batch_output"); i++) {
+    const json_t *bo = json_array_get(bos, i);
+    const char *kind = member_str(bo, "kind");
+    const char *target = first_str(bo, "target_name");
+    const char *source = first_str(bo, "source_input");
+    ort_out_t *o;
+    if (kind == NULL || strcmp(kind, "BATCH_SCATTER_WITH_INPUT_SHAPE") != 0)
+      return ifd_ort_errf(ERR_ARG, "unexpected batch output kind '%s'",
+                          kind != NULL ? kind : "");
+    o = target != NULL ? out_find(m, target) : NULL;
+    if (o == NULL || source == NULL)
+      return ifd_ort_errf(ERR_ARG,
+                          "batch output %zu of model '%s' must name one of "
+                          "its outputs and a source_input",
+                          i, m->name);
+    free(o->scatter_source);
+    o->scatter_source = strdup(source);
+    if (o->scatter_source == NULL)
+      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  }
+  return NULL;
+}
+
 TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
                                       ort_model_t **out) {
   ort_model_t *m = calloc(1, sizeof(*m));
@@ -578,17 +660,6 @@ TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
   if (e == NULL && (m->name = strdup(name)) == NULL)
     e = ifd_ort_errf(ERR_INTERNAL, "out of memory");
   if (e == NULL) e = read_config(m);
-  if (e == NULL && (json_object_get(m->config, "batch_input") != NULL &&
-                    array_size(m->config, "batch_input") > 0))
-    e = ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                     "model '%s': batch_input is not supported by inferd's "
-                     "onnxruntime backend",
-                     m->name);
-  if (e == NULL && array_size(m->config, "batch_output") > 0)
-    e = ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                     "model '%s': batch_output is not supported by inferd's "
-                     "onnxruntime backend",
-                     m->name);
   if (e == NULL) e = settings_read(m->config, &m->settings);
   if (e == NULL) e = model_path(m);
   if (e == NULL) e = TRITONBACKEND_ModelAutoCompleteConfig(tm, &ac);
@@ -597,6 +668,7 @@ TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
     if (e == NULL) e = read_config(m);
   }
   if (e == NULL) e = outs_read(m);
+  if (e == NULL) e = batch_io_read(m);
   if (e != NULL) {
     ifd_ort_model_free(m);
     return e;
@@ -610,7 +682,15 @@ void ifd_ort_model_free(ort_model_t *m) {
   for (size_t i = 0; i < m->n_outs; i++) {
     free(m->outs[i].name);
     free(m->outs[i].shape);
+    free(m->outs[i].scatter_source);
   }
+  for (size_t i = 0; i < m->n_batch_inputs; i++) {
+    for (size_t t = 0; t < m->batch_inputs[i].n_targets; t++)
+      free(m->batch_inputs[i].targets[t]);
+    free(m->batch_inputs[i].targets);
+    free(m->batch_inputs[i].source);
+  }
+  free(m->batch_inputs);
   for (size_t i = 0; i < m->n_shared; i++) {
     free(m->shared[i].group);
     if (m->shared[i].session != NULL)
@@ -808,7 +888,8 @@ static TRITONSERVER_Error *check_outputs(ort_instance_t *in) {
     if (mio == NULL) return not_allowed("output", name, &in->outputs);
     e = check_type(m, "output", name, member_str(io, "data_type"), mio);
     if (e == NULL) e = config_shape(io, &dims, &n);
-    if (e == NULL)
+    /* A batch output's shape need not match the model's. */
+    if (e == NULL && out_find(m, name)->scatter_source == NULL)
       e = mio->n_dims != 0 ? compare_dims(m, name, mio, dims, n, 1)
                            : check_scalar(m, name, dims, n);
     free(dims);
