@@ -208,6 +208,22 @@ def accumulator_with_controls(width, start_width=1):
         initializers=[one] + extra))
 
 
+def ragged_with_count():
+    """Ragged batching with a batch input: INPUT0 (FP32 [total elements],
+    the requests concatenated) -> OUTPUT0 = INPUT0 * 2 (scattered back by a
+    batch_output), and COUNT (INT32 [requests], Triton's shape for
+    BATCH_ELEMENT_COUNT: each request's element count) -> OUT_COUNT = COUNT
+    reshaped to [requests, 1]."""
+    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32), name="TWO")
+    shape = numpy_helper.from_array(np.array([-1, 1], dtype=np.int64), name="COLUMN")
+    return checked(make_model(
+        [helper.make_node("Mul", ["INPUT0", "TWO"], ["OUTPUT0"]),
+         helper.make_node("Reshape", ["COUNT", "COLUMN"], ["OUT_COUNT"])],
+        [value_info("INPUT0", "FP32", [None]), value_info("COUNT", "INT32", ["R"])],
+        [value_info("OUTPUT0", "FP32", [None]), value_info("OUT_COUNT", "INT32", [None, 1])],
+        initializers=[two, shape]))
+
+
 def unknown_operator():
     """A node whose operator no runtime has: op_type 'NoSuchOperator' in the
     made-up domain 'org.inferd.missing' (not passed through the checker)."""

@@ -45,6 +45,19 @@ batch_output [ { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE sou
 dynamic_batching { max_queue_delay_microseconds: 500000 }
 """
 
+RAGGED_COUNT = """name: "ragged_count"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
+batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" data_type: TYPE_INT32 source_input: "INPUT0" } ]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] },
+  { name: "OUT_COUNT" data_type: TYPE_INT32 dims: [ 1 ] }
+]
+batch_output [ { target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT0" } ]
+dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 1000000 }
+"""
+
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
@@ -58,9 +71,10 @@ def srv(tmp_path_factory):
                    config=_cfg("instances", 8, "instance_group [ { count: 3 kind: KIND_CPU } ]\n"
                                             "dynamic_batching { }\n"))
     om.write_model(repo, "ragged", om.scale(np.float32(2.0), [None]), config=RAGGED)
+    om.write_model(repo, "ragged_count", om.ragged_with_count(), config=RAGGED_COUNT)
     om.write_model(repo, "stats", fixed, config=_cfg("stats", 8, "dynamic_batching { }\n"))
     s = of.start(tmp / "srv", repo, wait_models=("batched", "batched_var", "instances", "stats"))
-    of.wait_not_loading(s, ["ragged"])
+    of.wait_not_loading(s, ["ragged", "ragged_count"])
     yield s
     s.stop(check=True)
 
@@ -243,3 +257,20 @@ def test_ragged_batch_each_gets_its_own_length(srv, gc):
     for out, x in results:
         assert out["OUTPUT0"].shape == x.shape, (out["OUTPUT0"].shape, x.shape)
         np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
+
+
+def test_ragged_batch_with_element_count_batch_input(srv, gc):
+    """batch_input BATCH_ELEMENT_COUNT: the model gets each request's element
+    count; echoed per request (OUT_COUNT [1]), it must be that request's
+    own length, and OUTPUT0 its own values doubled."""
+    state, reason = of.index(srv)["ragged_count"]
+    assert state == "READY", f"the ragged_count model does not load: {reason}"
+
+    def req(tag, n, proto):
+        x = (np.arange(n, dtype=np.float32) - 10.0 * tag).reshape(1, n)
+        return lambda: (of.infer(proto, srv, "ragged_count", [("INPUT0", "FP32", [1, n], x)], gc=gc), x, n)
+
+    for out, x, n in _run_concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"),
+                                        req(4, 7, "binary")]):
+        np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
+        np.testing.assert_array_equal(np.asarray(out["OUT_COUNT"]).reshape(-1), [n])
