@@ -160,10 +160,18 @@ def _gpu_usable():
         return False
 
 
-@pytest.mark.skipif(_gpu_usable(), reason="a GPU is present: KIND_GPU may load here")
+def _cuda_provider():
+    """True when a CUDA execution provider library sits beside the runtime
+    the backend loads (ONNX Runtime's CPU-only builds have none)."""
+    return any(p.name.startswith("libonnxruntime_providers_cuda")
+               for p in of.backend_so().parent.iterdir()) if of.backend_so().is_file() else False
+
+
+@pytest.mark.skipif(_gpu_usable() and _cuda_provider(),
+                    reason="a GPU and a CUDA-enabled ONNX Runtime are present: KIND_GPU may load here")
 def test_kind_gpu_without_gpu_fails_load_clearly(tmp_path):
-    """KIND_GPU on a machine without a usable GPU (or without a CUDA-enabled
-    runtime): the load fails naming the GPU problem, the server keeps
+    """KIND_GPU on a machine without a usable GPU, or with one but a CPU-only
+    ONNX Runtime: the load fails naming the GPU problem, the server keeps
     serving the CPU model beside it."""
     repo = tmp_path / "repo"
     model = om.add_sub("FP32", "FP32", [None, "W"])
