@@ -224,6 +224,20 @@ def ragged_with_count():
         initializers=[two, shape]))
 
 
+def add_default(default, batch=False):
+    """OUTPUT0 = INPUT0 + INPUT1 (FP32 [4], or [batch, 4]) where INPUT1 is
+    also an initializer holding `default`: ONNX Runtime lists it as an
+    overridable initializer, which Triton's backend accepts as an optional
+    request input."""
+    shape = [None, 4] if batch else [4]
+    init = np.asarray(default, dtype=np.float32).reshape([1, 4] if batch else [4])
+    return checked(make_model(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"])],
+        [value_info("INPUT0", "FP32", shape), value_info("INPUT1", "FP32", shape)],
+        [value_info("OUTPUT0", "FP32", shape)],
+        initializers=[numpy_helper.from_array(init, name="INPUT1")]))
+
+
 def unknown_operator():
     """A node whose operator no runtime has: op_type 'NoSuchOperator' in the
     made-up domain 'org.inferd.missing' (not passed through the checker)."""

@@ -475,3 +475,42 @@ def test_reload_picks_up_a_new_model_file(tmp_path):
         assert (mdir / "1" / "model.onnx").is_file()
     finally:
         srv.stop(check=True)
+
+
+# ------------------------------------------------------ optional inputs ---
+
+DEFAULT = np.array([10.0, 20.0, 30.0, 40.0], dtype=np.float32)
+
+
+def test_optional_input_backed_by_an_initializer(tmp_path):
+    """An input that is also an initializer is an overridable initializer in
+    ONNX Runtime; Triton's backend lets the config mark it optional: not
+    counted among the required inputs, and a request may leave it out (the
+    initializer's value is used) or send it (it overrides)."""
+    repo = tmp_path / "repo"
+    om.write_model(repo, "opt", om.add_default(DEFAULT), config=(
+        'backend: "onnxruntime"\nmax_batch_size: 0\n'
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },\n'
+        '        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]\n'
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'))
+    # Optional inputs are not for batching models (Triton: "optional input
+    # 'INPUT1' is not supported for models that support batching").
+    om.write_model(repo, "opt_batch", om.add_default(DEFAULT, batch=True), config=(
+        'backend: "onnxruntime"\nmax_batch_size: 4\n'
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },\n'
+        '        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]\n'
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'))
+    srv = of.start(tmp_path / "srv", repo, wait_models=("opt",))
+    try:
+        x = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+        y = np.array([0.5, 0.5, -1.0, -2.0], dtype=np.float32)
+        for proto in ("json", "binary"):
+            out = of.infer(proto, srv, "opt", [("INPUT0", "FP32", [4], x)])
+            np.testing.assert_array_equal(out["OUTPUT0"], x + DEFAULT)
+            out = of.infer(proto, srv, "opt", [("INPUT0", "FP32", [4], x), ("INPUT1", "FP32", [4], y)])
+            np.testing.assert_array_equal(out["OUTPUT0"], x + y)
+        state, reason = of.wait_not_loading(srv, ["opt_batch"])["opt_batch"]
+        assert state == "UNAVAILABLE", (state, reason)
+        assert "optional input 'INPUT1'" in reason and "batching" in reason, reason
+    finally:
+        srv.stop(check=True)
