@@ -72,8 +72,12 @@ def srv(tmp_path_factory):
                                             "dynamic_batching { }\n"))
     om.write_model(repo, "ragged", om.scale(np.float32(2.0), [None]), config=RAGGED)
     om.write_model(repo, "ragged_count", om.ragged_with_count(), config=RAGGED_COUNT)
+    om.write_model(repo, "shared", fixed,
+                   config=_cfg("shared", 8, "instance_group [ { count: 3 kind: KIND_CPU } ]\ndynamic_batching { }\n"
+                                          'parameters { key: "share_session_between_instances" '
+                                          'value: { string_value: "true" } }\n'))
     om.write_model(repo, "stats", fixed, config=_cfg("stats", 8, "dynamic_batching { }\n"))
-    s = of.start(tmp / "srv", repo, wait_models=("batched", "batched_var", "instances", "stats"))
+    s = of.start(tmp / "srv", repo, wait_models=("batched", "batched_var", "instances", "shared", "stats"))
     of.wait_not_loading(s, ["ragged", "ragged_count"])
     yield s
     s.stop(check=True)
@@ -180,9 +184,12 @@ def test_batch_over_max_batch_size_is_refused(srv):
     assert e.value.code == 400, e.value
 
 
-def test_several_instances_under_concurrent_load(srv, gc):
+@pytest.mark.parametrize("model", ["instances", "shared"])
+def test_several_instances_under_concurrent_load(srv, gc, model):
+    """Three instances, each with its own session ('instances') or sharing
+    one (share_session_between_instances: 'shared'), answer eight clients."""
     threads, per_thread = 8, 15
-    before = _stats(srv, "instances")
+    before = _stats(srv, model)
 
     def worker(t):
         def fn():
@@ -190,14 +197,14 @@ def test_several_instances_under_concurrent_load(srv, gc):
             for k in range(per_thread):
                 rows = 1 + (t + k) % 4
                 proto = ("binary", "grpc", "json")[(t + k) % 3]
-                outs.append(_request(srv, gc, proto, "instances", t * 100 + k, rows)())
+                outs.append(_request(srv, gc, proto, model, t * 100 + k, rows)())
             return outs
         return fn
 
     results = _run_concurrently([worker(t) for t in range(threads)])
     for outs in results:
         _check(outs)
-    after = _stats(srv, "instances")
+    after = _stats(srv, model)
     assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] \
         == threads * per_thread
     assert after["inference_stats"]["fail"]["count"] == before["inference_stats"]["fail"]["count"]
