@@ -40,8 +40,14 @@ if [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
   exit 1
 fi
 
+# sudo only where needed: for apt-get, and for $dest when its nearest
+# existing parent is not ours to write (the default under /opt).
 sudo=
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+parent=$dest
+while [ ! -e "$parent" ]; do parent=$(dirname "$parent"); done
+dsudo=$sudo
+if [ -w "$parent" ]; then dsudo=; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -67,10 +73,10 @@ tar -xzf "$tarball" -C "$tmp" "$member"
 
 # The library goes in under a temporary name and is renamed into place, so a
 # process that has the old one mapped keeps a valid file; VERSION comes last.
-$sudo mkdir -p "$dest/lib"
-$sudo install -m 0755 "$tmp/$member" "$dest/lib/.libonnxruntime.so.1.new"
-$sudo mv -f "$dest/lib/.libonnxruntime.so.1.new" "$dest/lib/libonnxruntime.so.1"
+$dsudo mkdir -p "$dest/lib"
+$dsudo install -m 0755 "$tmp/$member" "$dest/lib/.libonnxruntime.so.1.new"
+$dsudo mv -f "$dest/lib/.libonnxruntime.so.1.new" "$dest/lib/libonnxruntime.so.1"
 printf '%s\nfrom npm %s@%s, sha256 %s\n' "$version" "$package" "$version" \
   "$sha256" >"$tmp/VERSION"
-$sudo install -m 0644 "$tmp/VERSION" "$dest/VERSION"
+$dsudo install -m 0644 "$tmp/VERSION" "$dest/VERSION"
 echo "install-onnxruntime: installed ONNX Runtime $version in $dest"

@@ -20,7 +20,9 @@
 /* clang-format on */
 
 #include "backend_api/backends/onnxruntime/ort_exec.c"
+#include "backend_api/backends/onnxruntime/ort_check.c"
 #include "backend_api/backends/onnxruntime/ort_model.c"
+#include "backend_api/backends/onnxruntime/ort_settings.c"
 #include "backend_api/backends/onnxruntime/ort_util.c"
 
 const OrtApi *ifd_ort;
@@ -248,7 +250,7 @@ static void test_settings(void **state) {
       "\"other\":{\"string_value\":\"x\"}}");
   json_object_set_new(c, "optimization",
                       json_loads("{\"graph\":{\"level\":-1}}", 0, NULL));
-  assert_null(settings_read(c, &s));
+  assert_null(ifd_ort_settings_read(c, &s));
   assert_int_equal(s.intra_op, 3);
   assert_int_equal(s.inter_op, 0);
   assert_int_equal(s.execution_mode, 1);
@@ -260,29 +262,29 @@ static void test_settings(void **state) {
   assert_int_equal(s.n_session, 1);
   assert_string_equal(s.session_keys[0], "session.intra_op.allow_spinning");
   assert_string_equal(s.session_values[0], "0");
-  settings_free(&s);
+  ifd_ort_settings_free(&s);
   json_decref(c);
 
   /* Graph levels: 1 extended, 2 none, anything else all. */
   c = config_with("{}");
   json_object_set_new(c, "optimization",
                       json_loads("{\"graph\":{\"level\":\"2\"}}", 0, NULL));
-  assert_null(settings_read(c, &s));
+  assert_null(ifd_ort_settings_read(c, &s));
   assert_int_equal(s.graph_level, ORT_DISABLE_ALL);
   assert_int_equal(s.mem_arena, -1);
-  settings_free(&s);
+  ifd_ort_settings_free(&s);
   json_decref(c);
 
   c = config_with("{\"execution_mode\":{\"string_value\":\"5\"}}");
-  expect_err(settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
+  expect_err(ifd_ort_settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
              "Expected values for execution_mode are 0 or 1 but got 5");
   json_decref(c);
   c = config_with("{\"intra_op_thread_count\":{\"string_value\":\"many\"}}");
-  expect_err(settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
+  expect_err(ifd_ort_settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
              "failed to convert 'many' to integral number");
   json_decref(c);
   c = config_with("{\"enable_mem_pattern\":{\"string_value\":\"yes\"}}");
-  expect_err(settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
+  expect_err(ifd_ort_settings_read(c, &s), TRITONSERVER_ERROR_INVALID_ARG,
              "failed to convert 'yes' to boolean");
   json_decref(c);
 }

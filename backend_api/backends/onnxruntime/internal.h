@@ -2,19 +2,21 @@
  * backend_api/backends/onnxruntime/internal.h - what the ONNX Runtime
  * backend's files share.
  *
- * The backend (libtriton_onnxruntime.so) has three parts:
+ * The backend (libtriton_onnxruntime.so):
  *   onnxruntime.c  the TRITONBACKEND_* entry points, the backend's settings
  *                  (--backend-config=onnxruntime,...) and the shared OrtEnv;
- *   ort_model.c    per model: the configuration (read with jansson), the
- *                  session options it asks for, auto-complete, and the
- *                  check of the configuration against the model's own
- *                  inputs and outputs, with Triton's texts;
+ *   ort_model.c    per model: the configuration (read with jansson),
+ *                  auto-complete, the outputs and batch inputs to make; per
+ *                  instance: its session (own or shared) and IO binding;
+ *   ort_settings.c the session options the configuration asks for;
+ *   ort_check.c    the configuration checked against the session's inputs
+ *                  and outputs, with Triton's texts;
  *   ort_exec.c     per execute: request tensors bound to ONNX Runtime values
  *                  over the request's own buffers, outputs written by ONNX
  *                  Runtime into the response's buffers where their shape is
- *                  known before the run (IO binding), BYTES and implicit
- *                  sequence state.
- * ort_util.c holds the data type tables and the error conversion.
+ *                  known before the run (IO binding), BYTES, implicit
+ *                  sequence state, ragged batching;
+ *   ort_util.c     data type tables, errors, logging, configuration JSON.
  */
 #ifndef IFD_ORT_INTERNAL_H
 #define IFD_ORT_INTERNAL_H
@@ -190,7 +192,55 @@ TRITONSERVER_Error *ifd_ort_read_ios(OrtSession *s, OrtAllocator *alloc,
 void ifd_ort_io_free(ort_io_list_t *l);
 const ort_io_t *ifd_ort_io_find(const ort_io_list_t *l, const char *name);
 
+/* ---- configuration JSON (ort_util.c) ---------------------------------------
+ * Readers of the model configuration as the server serializes it. */
+
+/* A JSON integer, or a string holding one (int64 fields may be either). */
+int ifd_ort_json_int(const json_t *v, long long *out);
+long long ifd_ort_member_int(const json_t *o, const char *key, long long dflt);
+const char *ifd_ort_member_str(const json_t *o, const char *key);
+int ifd_ort_member_bool(const json_t *o, const char *key);
+/* Size of array `key` of o (0 when absent). */
+size_t ifd_ort_array_size(const json_t *o, const char *key);
+/* The first string of array `key` of o, or NULL. */
+const char *ifd_ort_first_str(const json_t *o, const char *key);
+/* reshape.shape when given, else dims; *dims owned by the caller. */
+TRITONSERVER_Error *ifd_ort_config_shape(const json_t *io, int64_t **dims,
+                                         size_t *n);
+/* parameters { key: K value { string_value: V } } -> V, or NULL. */
+const char *ifd_ort_param(const json_t *config, const char *key);
+/* A parameter as an int (dflt when absent), with Triton's error text. */
+TRITONSERVER_Error *ifd_ort_param_int(const json_t *config, const char *key,
+                                      int dflt, int *out);
+/* Triton's boolean words: true/on/1 and false/off/0, any case. */
+TRITONSERVER_Error *ifd_ort_parse_bool(const char *s, int *out);
+/* A boolean parameter: *out -1 when absent. */
+TRITONSERVER_Error *ifd_ort_param_bool(const json_t *config, const char *key,
+                                       int *out);
+
+/* ---- ort_settings.c ------------------------------------------------------ */
+
+TRITONSERVER_Error *ifd_ort_settings_read(const json_t *config,
+                                          ort_settings_t *s);
+void ifd_ort_settings_free(ort_settings_t *s);
+/* Creates a session over the model file for an instance of `kind` on
+ * `device`; *added is the resident memory its creation added (NULL: not
+ * wanted). */
+TRITONSERVER_Error *ifd_ort_session_create(ort_model_t *m,
+                                           TRITONSERVER_InstanceGroupKind kind,
+                                           int32_t device, OrtSession **out,
+                                           uint64_t *added);
+
+/* ---- ort_check.c --------------------------------------------------------- */
+
+/* Checks the configuration against the instance's session; fills
+ * in->out_index. */
+TRITONSERVER_Error *ifd_ort_check_config(ort_instance_t *in);
+
 /* ---- ort_model.c --------------------------------------------------------- */
+
+/* The produced output `name`, or NULL. */
+ort_out_t *ifd_ort_out_find(ort_model_t *m, const char *name);
 
 /* ModelInitialize: auto-complete, settings, outputs. On success *out is the
  * model state (freed by ifd_ort_model_free). */

@@ -585,7 +585,8 @@ struct OrtApi {
   ifd_ort_unused_fn MemoryInfoGetDeviceType;
   ifd_ort_unused_fn UpdateEnvWithCustomLogLevel;
   ifd_ort_unused_fn SetGlobalIntraOpThreadAffinity;
-  ifd_ort_unused_fn RegisterCustomOpsLibrary_V2;
+  OrtStatus *(*RegisterCustomOpsLibrary_V2)(OrtSessionOptions *options,
+                                            const char *library_name);
   ifd_ort_unused_fn RegisterCustomOpsUsingFunction;
   /* [230] */
   ifd_ort_unused_fn KernelInfo_GetInputCount;

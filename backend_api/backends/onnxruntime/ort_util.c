@@ -7,12 +7,17 @@
 #define _GNU_SOURCE
 #endif
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define ERR_ARG TRITONSERVER_ERROR_INVALID_ARG
+#define ERR_INTERNAL TRITONSERVER_ERROR_INTERNAL
 
 TRITONSERVER_Error *ifd_ort_err(OrtStatus *status) {
   TRITONSERVER_Error *e;
@@ -254,4 +259,125 @@ TRITONSERVER_Error *ifd_ort_read_ios(OrtSession *s, OrtAllocator *alloc,
   }
   if (e != NULL) ifd_ort_io_free(out);
   return e;
+}
+
+/* ---- configuration JSON ---------------------------------------------------
+ */
+
+/* A JSON integer, or a string holding one (int64 fields may be either). */
+int ifd_ort_json_int(const json_t *v, long long *out) {
+  if (json_is_integer(v)) {
+    *out = json_integer_value(v);
+    return 1;
+  }
+  if (json_is_string(v)) {
+    char *end;
+    const char *s = json_string_value(v);
+    errno = 0;
+    *out = strtoll(s, &end, 10);
+    return end != s && *end == '\0' && errno == 0;
+  }
+  return 0;
+}
+
+long long ifd_ort_member_int(const json_t *o, const char *key, long long dflt) {
+  long long v;
+  return ifd_ort_json_int(json_object_get(o, key), &v) ? v : dflt;
+}
+
+const char *ifd_ort_member_str(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int ifd_ort_member_bool(const json_t *o, const char *key) {
+  return json_is_true(json_object_get(o, key));
+}
+
+/* The shape of a configuration tensor: reshape.shape when given (that is
+ * what the model sees), else dims. *n = 0 and NULL for an empty shape. */
+TRITONSERVER_Error *ifd_ort_config_shape(const json_t *io, int64_t **dims,
+                                         size_t *n) {
+  const json_t *reshape = json_object_get(io, "reshape");
+  const json_t *arr = json_is_object(reshape)
+                          ? json_object_get(reshape, "shape")
+                          : json_object_get(io, "dims");
+  size_t i;
+  *dims = NULL;
+  *n = json_is_array(arr) ? json_array_size(arr) : 0;
+  if (*n == 0) return NULL;
+  *dims = calloc(*n, sizeof(int64_t));
+  if (*dims == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  for (i = 0; i < *n; i++) {
+    long long d;
+    if (!ifd_ort_json_int(json_array_get(arr, i), &d)) {
+      free(*dims);
+      *dims = NULL;
+      return ifd_ort_errf(ERR_ARG, "dims of '%s' are not integers",
+                          ifd_ort_member_str(io, "name"));
+    }
+    (*dims)[i] = d;
+  }
+  return NULL;
+}
+
+/* parameters { key: K value { string_value: V } } -> V, or NULL. */
+const char *ifd_ort_param(const json_t *config, const char *key) {
+  const json_t *p = json_object_get(json_object_get(config, "parameters"), key);
+  return ifd_ort_member_str(p, "string_value");
+}
+
+TRITONSERVER_Error *ifd_ort_param_int(const json_t *config, const char *key,
+                                      int dflt, int *out) {
+  const char *s = ifd_ort_param(config, key);
+  char *end;
+  long v;
+  *out = dflt;
+  if (s == NULL) return NULL;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (end == s || errno != 0 || v < -2147483647L || v > 2147483647L)
+    return ifd_ort_errf(ERR_ARG, "failed to convert '%s' to integral number",
+                        s);
+  *out = (int)v;
+  return NULL;
+}
+
+/* Triton's boolean words: true/on/1 and false/off/0, any case. */
+TRITONSERVER_Error *ifd_ort_parse_bool(const char *s, int *out) {
+  char low[8];
+  size_t i;
+  for (i = 0; s[i] != '\0' && i + 1 < sizeof(low); i++)
+    low[i] = (char)tolower((unsigned char)s[i]);
+  low[i] = '\0';
+  if (s[i] == '\0') {
+    if (!strcmp(low, "true") || !strcmp(low, "on") || !strcmp(low, "1")) {
+      *out = 1;
+      return NULL;
+    }
+    if (!strcmp(low, "false") || !strcmp(low, "off") || !strcmp(low, "0")) {
+      *out = 0;
+      return NULL;
+    }
+  }
+  return ifd_ort_errf(ERR_ARG, "failed to convert '%s' to boolean", s);
+}
+
+TRITONSERVER_Error *ifd_ort_param_bool(const json_t *config, const char *key,
+                                       int *out) {
+  const char *s = ifd_ort_param(config, key);
+  *out = -1;
+  return s == NULL ? NULL : ifd_ort_parse_bool(s, out);
+}
+
+size_t ifd_ort_array_size(const json_t *o, const char *key) {
+  const json_t *a = json_object_get(o, key);
+  return json_is_array(a) ? json_array_size(a) : 0;
+}
+
+/* The first string of array `key` of o, or NULL. */
+const char *ifd_ort_first_str(const json_t *o, const char *key) {
+  const json_t *a = json_object_get(o, key);
+  const json_t *v = json_is_array(a) ? json_array_get(a, 0) : NULL;
+  return json_is_string(v) ? json_string_value(v) : NULL;
 }
