@@ -62,7 +62,7 @@ GOOD = {
 
 BAD = {
     # name: (extra config, words the load error must carry)
-    "b_exec_mode": (_param("execution_mode", "2"), ["execution_mode", "2"]),
+    "b_exec_mode": (_param("execution_mode", "2"), ["execution_mode are 0 or 1 but got 2"]),
     "b_arena": (_param("enable_mem_arena", "maybe"), ["maybe"]),
     "b_pattern": (_param("enable_mem_pattern", "sometimes"), ["sometimes"]),
     "b_intra": (_param("intra_op_thread_count", "many"), ["many"]),
@@ -71,7 +71,8 @@ BAD = {
     # Triton: "unknown Execution Accelerator 'openvino' is requested" where
     # the runtime has no OpenVINO.
     "b_cpu_accelerator": ("optimization { execution_accelerators { cpu_execution_accelerator: "
-                          "[ { name: \"openvino\" } ] } }\n", ["openvino"]),
+                          "[ { name: \"openvino\" } ] } }\n",
+                          ["unknown Execution Accelerator 'openvino' is requested"]),
     "b_op_library": ('model_operations { op_library_filename: [ "/nonexistent/libinferd_custom_ops.so" ] }\n',
                      ["libinferd_custom_ops.so"]),
 }
