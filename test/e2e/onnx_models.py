@@ -238,6 +238,17 @@ def add_default(default, batch=False):
         initializers=[numpy_helper.from_array(init, name="INPUT1")]))
 
 
+def sum_over_batch():
+    """OUTPUT0 = ReduceSum(INPUT0, axis 0, keepdims): input [N, 4] (dynamic
+    first dim), output [1, 4] (fixed first dim), so the model cannot batch."""
+    axes = numpy_helper.from_array(np.array([0], dtype=np.int64), name="AXES")
+    return checked(make_model(
+        [helper.make_node("ReduceSum", ["INPUT0", "AXES"], ["OUTPUT0"], keepdims=1)],
+        [value_info("INPUT0", "FP32", [None, 4])],
+        [value_info("OUTPUT0", "FP32", [1, 4])],
+        initializers=[axes]))
+
+
 def unknown_operator():
     """A node whose operator no runtime has: op_type 'NoSuchOperator' in the
     made-up domain 'org.inferd.missing' (not passed through the checker)."""
@@ -267,12 +278,12 @@ def write_model(repo, name, model, config=None, version=1, filename="model.onnx"
     return mdir
 
 
-def write_external_data_model(repo, name, model, config=None, version=1):
-    """Writes `model` as a folder <repo>/<name>/<version>/model.onnx/ holding
+def write_external_data_model(repo, name, model, config=None, version=1, folder="model.onnx"):
+    """Writes `model` as a folder <repo>/<name>/<version>/<folder>/ holding
     model.onnx with every initializer in the external file 'weights.bin'
     beside it (Triton's layout for models with external weights)."""
     mdir = Path(repo) / name
-    folder = mdir / str(version) / "model.onnx"
+    folder = mdir / str(version) / folder
     folder.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True,
                     all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)

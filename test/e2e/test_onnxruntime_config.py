@@ -69,6 +69,7 @@ def auto_srv(tmp_path_factory):
     om.write_model(repo, "auto_dynamic", om.add_sub("FP32", "FP32", [None, "W"]))
     om.write_model(repo, "auto_scalar", om.scalar_add())
     om.write_model(repo, "auto_sequence", _addsub(), config="sequence_batching { }\n")
+    om.write_model(repo, "auto_fixed_output", om.sum_over_batch())
     om.write_model(repo, "inputs_given", _addsub(),
                    config='backend: "onnxruntime"\nmax_batch_size: 2\n' + om.io_block("input", _io()))
     s = of.start(tmp / "srv", repo)
@@ -180,6 +181,19 @@ def test_completed_config_same_over_grpc(auto_srv, grpc_stubs):  # noqa: F811
     assert {(i.name, tuple(i.dims)) for i in cfg.input} == {("INPUT0", (16,)), ("INPUT1", (16,))}
     assert {(o.name, tuple(o.dims)) for o in cfg.output} == {("OUTPUT0", (16,)), ("OUTPUT1", (16,))}
     assert cfg.HasField("dynamic_batching")
+
+
+def test_fixed_first_output_dim_means_no_batching(auto_srv):
+    """AutoCompleteMaxBatch: every input AND output needs a dynamic first
+    dim for batching; an output [1, 4] keeps max_batch_size 0 and the full
+    dims."""
+    cfg = of.model_config(auto_srv, "auto_fixed_output")
+    assert cfg["max_batch_size"] == 0, cfg
+    assert _tensors(cfg, "input") == {"INPUT0": ("TYPE_FP32", [-1, 4])}, cfg
+    assert _tensors(cfg, "output") == {"OUTPUT0": ("TYPE_FP32", [1, 4])}, cfg
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = of.infer("binary", auto_srv, "auto_fixed_output", [("INPUT0", "FP32", [3, 4], x)])
+    np.testing.assert_array_equal(out["OUTPUT0"], x.sum(axis=0, keepdims=True))
 
 
 def test_dynamic_inner_dim_completed_as_minus_1(auto_srv):
@@ -377,6 +391,11 @@ def _write_bad_models(repo):
     om.write_external_data_model(repo, "external_weights", om.scale([0.5, -2.0, 3.0, 10.0], [None, 4]),
                                  config=om.config("external_weights", [("INPUT0", "FP32", [4])],
                                                   [("OUTPUT0", "FP32", [4])], 4))
+    om.write_external_data_model(repo, "external_custom_dir", om.scale([1.0, 2.0, 3.0, 4.0], [None, 4]),
+                                 folder="weights.onnx",
+                                 config=om.config("external_custom_dir", [("INPUT0", "FP32", [4])],
+                                                  [("OUTPUT0", "FP32", [4])], 4,
+                                                  extra='default_model_filename: "weights.onnx"\n'))
     om.write_model(repo, "custom_filename", _addsub(), filename="custom.onnx",
                    config=om.config("custom_filename", _io(), _oo(), 4,
                                     extra='default_model_filename: "custom.onnx"\n'))
@@ -408,6 +427,16 @@ def test_external_weights_folder_loads(explicit_srv):
     for proto in ("json", "binary"):
         out = of.infer(proto, explicit_srv, "external_weights", [("INPUT0", "FP32", [2, 4], x)])
         np.testing.assert_array_equal(out["OUTPUT0"], x * np.array([0.5, -2.0, 3.0, 10.0], dtype=np.float32))
+
+
+def test_default_model_filename_naming_a_folder(explicit_srv):
+    """default_model_filename 'weights.onnx' is a folder: the model is
+    weights.onnx/model.onnx, its weights beside it."""
+    r = of.load(explicit_srv, "external_custom_dir")
+    assert r.status_code == 200, r.text
+    x = np.array([[1.0, 1.0, 2.0, -1.0]], dtype=np.float32)
+    out = of.infer("binary", explicit_srv, "external_custom_dir", [("INPUT0", "FP32", [1, 4], x)])
+    np.testing.assert_array_equal(out["OUTPUT0"], x * np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32))
 
 
 def test_default_model_filename(explicit_srv):
