@@ -92,10 +92,19 @@ def srv(tmp_path_factory):
         "sequence_batching {\n  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] "
         "max_queue_delay_microseconds: 200000 }\n")
     om.write_model(repo, "acc_oldest", model, config=oldest)
+    # A variable-size state: dims [-1], initial zeros of shape [2]; the state
+    # takes the shape of what the model returns.
+    var_cfg = _cfg("acc_var", "zero_data: true").replace(
+        f"dims: [ {WIDTH} ]\n      initial_state", "dims: [ -1 ]\n      initial_state").replace(
+        f"        dims: [ {WIDTH} ]\n        zero_data", "        dims: [ 2 ]\n        zero_data").replace(
+        f'name: "INPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]', 'name: "INPUT" data_type: TYPE_INT32 dims: [ -1 ]').replace(
+        f'name: "OUTPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]', 'name: "OUTPUT" data_type: TYPE_INT32 dims: [ -1 ]')
+    assert var_cfg.count("[ -1 ]") == 3 and "dims: [ 2 ]" in var_cfg, var_cfg
+    om.write_model(repo, "acc_var", om.accumulator("W"), config=var_cfg)
     # The state output does not exist in the model: the load must fail.
     om.write_model(repo, "acc_bad_state", model,
                    config=_cfg("acc_bad_state", "zero_data: true").replace('"OUTPUT_STATE"', '"NO_SUCH_STATE"'))
-    s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file", "acc_oldest"))
+    s = of.start(tmp / "srv", repo, wait_models=("acc", "acc_debug", "acc_file", "acc_oldest", "acc_var"))
     of.wait_not_loading(s, ["acc_bad_state", "acc_ctrl", "acc_ctrl_bad_start"])
     yield s
     s.stop(check=True)
@@ -254,3 +263,19 @@ def test_concurrent_sequences_batched_keep_their_state(srv, gc, model):
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "a sequence did not finish"
     assert not errors, errors
+
+
+@pytest.mark.parametrize("proto", ["binary", "grpc"])
+def test_variable_size_state(srv, gc, proto):
+    """State dims [-1] with an initial state of zeros of shape [2]: a
+    sequence of width-2 requests accumulates as usual."""
+    seq = {"binary": 11001, "grpc": 11002}[proto]
+    total = np.zeros(2, dtype=np.int32)
+    for i, v in enumerate([[1, 2], [30, 40], [-5, 5]]):
+        x = np.asarray(v, dtype=np.int32).reshape(1, 2)
+        params = {"sequence_id": seq, "sequence_start": i == 0, "sequence_end": i == 2}
+        out = of.infer(proto, srv, "acc_var", [("INPUT", "INT32", [1, 2], x)], gc=gc,
+                       parameters={k: v for k, v in params.items() if v is not False})
+        total = total + x.reshape(2)
+        assert of.infer.last["OUTPUT"] == ("INT32", [1, 2])
+        np.testing.assert_array_equal(out["OUTPUT"].reshape(2), total, err_msg=f"step {i}")
