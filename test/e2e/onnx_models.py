@@ -298,7 +298,8 @@ def write_external_data_model(repo, name, model, config=None, version=1, folder=
 def io_block(kind, tensors):
     """kind 'input' or 'output'; tensors: [(name, datatype, dims)] -> pbtxt."""
     items = ",\n".join(
-        f'  {{ name: "{n}" data_type: {config_type(d) if d in TYPES else d} dims: [ {", ".join(str(x) for x in dims)} ] }}'
+        f'  {{ name: "{n}" data_type: {config_type(d) if d in TYPES else d} '
+        f'dims: [ {", ".join(str(x) for x in dims)} ] }}'
         for n, d, dims in tensors)
     return f"{kind} [\n{items}\n]\n"
 

@@ -94,11 +94,13 @@ def srv(tmp_path_factory):
     om.write_model(repo, "acc_oldest", model, config=oldest)
     # A variable-size state: dims [-1], initial zeros of shape [2]; the state
     # takes the shape of what the model returns.
-    var_cfg = _cfg("acc_var", "zero_data: true").replace(
-        f"dims: [ {WIDTH} ]\n      initial_state", "dims: [ -1 ]\n      initial_state").replace(
-        f"        dims: [ {WIDTH} ]\n        zero_data", "        dims: [ 2 ]\n        zero_data").replace(
-        f'name: "INPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]', 'name: "INPUT" data_type: TYPE_INT32 dims: [ -1 ]').replace(
-        f'name: "OUTPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]', 'name: "OUTPUT" data_type: TYPE_INT32 dims: [ -1 ]')
+    var_cfg = _cfg("acc_var", "zero_data: true")
+    for old, new in ((f"dims: [ {WIDTH} ]\n      initial_state", "dims: [ -1 ]\n      initial_state"),
+                     (f"        dims: [ {WIDTH} ]\n        zero_data", "        dims: [ 2 ]\n        zero_data"),
+                     (f'"INPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]', '"INPUT" data_type: TYPE_INT32 dims: [ -1 ]'),
+                     (f'"OUTPUT" data_type: TYPE_INT32 dims: [ {WIDTH} ]',
+                      '"OUTPUT" data_type: TYPE_INT32 dims: [ -1 ]')):
+        var_cfg = var_cfg.replace(old, new)
     assert var_cfg.count("[ -1 ]") == 3 and "dims: [ 2 ]" in var_cfg, var_cfg
     om.write_model(repo, "acc_var", om.accumulator("W"), config=var_cfg)
     # The state output does not exist in the model: the load must fail.

@@ -150,7 +150,8 @@ def test_bf16_identity(srv, gc, proto):
 
 def test_every_identity_model_is_ready(srv):
     idx = of.index(srv)
-    bad = {m: idx.get(f"id_{m.lower()}") for m in om.IDENTITY_TYPES if idx.get(f"id_{m.lower()}", ("",))[0] != "READY"}
+    states = {t: idx.get(f"id_{t.lower()}", ("<missing>", "")) for t in om.IDENTITY_TYPES}
+    bad = {t: st for t, st in states.items() if st[0] != "READY"}
     assert not bad, bad
 
 
