@@ -20,6 +20,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import e2e_helpers as h
 import onnx_models as om
 import ort_fixtures as of
 
@@ -190,5 +191,59 @@ def test_kind_gpu_without_gpu_fails_load_clearly(tmp_path):
             assert "GPU" in reason or "CUDA" in reason, (name, reason)
         out = of.infer("binary", srv, "on_cpu", [("INPUT0", "FP32", [3, 4], X), ("INPUT1", "FP32", [3, 4], Y)])
         np.testing.assert_array_equal(out["OUTPUT0"], X + Y)
+    finally:
+        srv.stop(check=True)
+
+
+# ------------------------------------------------------------ warmup ---
+
+def _warmup(name, dims, data="zero_data: true", batch=2, datatype="TYPE_FP32"):
+    return (f'model_warmup [ {{ name: "{name}" batch_size: {batch} inputs [\n'
+            f'  {{ key: "INPUT0" value: {{ data_type: {datatype} dims: [ {dims} ] {data} }} }},\n'
+            f'  {{ key: "INPUT1" value: {{ data_type: {datatype} dims: [ {dims} ] {data} }} }} ] }} ]\n')
+
+
+def test_warmup_runs_through_onnx_runtime(tmp_path):
+    """model_warmup samples (zero and random data) run on the ONNX model
+    before it is ready; a sample the model cannot take (width 3 and 5 do
+    not add) fails the load with Triton's "failed to run warmup sample"."""
+    repo = tmp_path / "repo"
+    model = om.add_sub("FP32", "FP32", [None, "W"])
+    om.write_model(repo, "warm", model, config=_cfg(
+        "warm", _warmup("zeros", "4") + _warmup("random", "4", "random_data: true", batch=1)))
+    bad = _cfg("warm_bad", "") + (
+        'model_warmup [ { name: "mismatch" batch_size: 1 inputs [\n'
+        '  { key: "INPUT0" value: { data_type: TYPE_FP32 dims: [ 3 ] zero_data: true } },\n'
+        '  { key: "INPUT1" value: { data_type: TYPE_FP32 dims: [ 5 ] zero_data: true } } ] } ]\n')
+    om.write_model(repo, "warm_bad", model, config=bad)
+    srv = of.start(tmp_path / "srv", repo, wait_models=("warm",))
+    try:
+        out = of.infer("binary", srv, "warm", [("INPUT0", "FP32", [3, 4], X), ("INPUT1", "FP32", [3, 4], Y)])
+        np.testing.assert_array_equal(out["OUTPUT0"], X + Y)
+        state, reason = of.wait_not_loading(srv, ["warm_bad"])["warm_bad"]
+        assert state == "UNAVAILABLE", (state, reason)
+        assert "failed to run warmup sample 'mismatch'" in reason, reason
+    finally:
+        srv.stop(check=True)
+
+
+# ------------------------------------------------- backend settings ---
+
+def test_bad_backend_setting_fails_only_onnx_models(tmp_path):
+    """--backend-config=onnxruntime,default-max-batch-size=abc: the backend's
+    initialization fails (Triton: "failed to convert 'abc' to integral
+    number"), so its models do not load; the server still serves the
+    models of other backends."""
+    repo = tmp_path / "repo"
+    om.write_model(repo, "m", om.add_sub("FP32", "FP32", [None, "W"]), config=_cfg("m", ""))
+    h.copy_repo(repo, models=["identity_fp32"])
+    srv = of.start(tmp_path / "srv", repo, wait_models=("identity_fp32",),
+                   extra=["--backend-config=onnxruntime,default-max-batch-size=abc"])
+    try:
+        state, reason = of.wait_not_loading(srv, ["m"])["m"]
+        assert state == "UNAVAILABLE", (state, reason)
+        assert "abc" in reason, reason
+        r = h.infer_json(srv, "identity_fp32", [("INPUT0", "FP32", [1, 16], [0.5] * 16)])
+        assert r.status_code == 200, r.text
     finally:
         srv.stop(check=True)
