@@ -33,7 +33,10 @@
 #                     (issue 16: a response-cache hit against the identity
 #                     model's execution, HTTP binary at 1 and 16), trace
 #                     (issue 16: identity with tracing off, configured at
-#                     level OFF, and TIMESTAMPS at rate 1000); default all
+#                     level OFF, and TIMESTAMPS at rate 1000), onnx
+#                     (issue 26: the digits ONNX model against identity and
+#                     against the same model in a C loop on ONNX Runtime,
+#                     bench/ort_floor.c; memory against ORT's own); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -825,6 +828,82 @@ if section cache; then
   done
   curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/${ID}_cached/stats" >"$RES/cache_stats.json" || true
   stop_pid "$INFERD_PID"
+fi
+
+# ---- issue 26: the ONNX Runtime backend ----------------------------------------------------
+# digits_onnx (examples/model_repository: the digits MLP, FP32[64] -> FP32[10] + INT64[1],
+# max_batch_size 16, dynamic_batching, one CPU instance, default ORT options) against
+# identity_fp32 (the identity C backend, FP32[16]), one server, same run, HTTP/1.1 binary
+# at concurrency 1 and 16: server CPU per request from the snapshots (server process).
+# Then, with no server running, the floor: bench/ort_floor.c (built here from
+# ort_api.h) runs the same model.onnx straight on ONNX Runtime in a C loop pinned to
+# the server core, batch 1 (the floor) and batches 2..16 (what a dynamic batch costs
+# ORT), and reports CPU per run. Memory from /proc: VmHWM of a server serving only
+# identity_fp32 and of the one serving both (just ready, and after the load), against
+# the floor program's VmHWM less its own --bare run's (ORT's footprint for one session).
+if section onnx; then
+  ONNX_RAW=$RAW/onnx
+  mkdir -p "$ONNX_RAW"
+  ORT_SO=$BUILD/backends/onnxruntime/libtriton_onnxruntime.so
+  ORT_LIB=${ORT_LIB:-}
+  if [ -z "$ORT_LIB" ]; then
+    for f in "$BUILD/backends/onnxruntime/libonnxruntime.so.1" \
+      /opt/inferd/onnxruntime-1.30.0/lib/libonnxruntime.so.1; do
+      if [ -e "$f" ]; then ORT_LIB=$f; break; fi
+    done
+  fi
+  if [ ! -e "$ORT_SO" ] || [ -z "$ORT_LIB" ]; then
+    echo "backend $ORT_SO or libonnxruntime.so.1 missing (make; third_party/install-onnxruntime.sh)" \
+      >"$ONNX_RAW/skipped"
+    log "onnx: skipped: $(cat "$ONNX_RAW/skipped")"
+  else
+    FLOOR=$BUILD/bench/ort_floor
+    mkdir -p "$BUILD/bench"
+    cc -std=c11 -Wall -Wextra -Werror -O2 -I. -o "$FLOOR" bench/ort_floor.c -ldl ||
+      die "onnx: building $FLOOR failed"
+    echo "$ORT_LIB" >"$ONNX_RAW/ort_lib"
+    DIGITS=digits_onnx
+    ONNX_MODELS=$RES/models_onnx
+    ONNX_BASE=$RES/models_onnx_base
+    mkdir -p "$ONNX_MODELS" "$ONNX_BASE"
+    cp -r "$MODELS/$ID" "$ONNX_BASE/"
+    cp -r "$MODELS/$ID" "$ROOT/examples/model_repository/$DIGITS" "$ONNX_MODELS/"
+    # Memory: a server without the model, then the one with it, each just ready.
+    INFERD_REPO=$ONNX_BASE start_inferd inferd_onnx_base
+    sleep 1
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$ONNX_RAW/mem_server_identity.txt"
+    stop_pid "$INFERD_PID"
+    INFERD_REPO=$ONNX_MODELS start_inferd inferd_onnx
+    wait_http "http://127.0.0.1:$HTTP_PORT/v2/models/$DIGITS/ready" 30 ||
+      die "onnx: $DIGITS not ready (see $RES/inferd_onnx.log)"
+    sleep 1
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$ONNX_RAW/mem_server_digits.txt"
+    grep '^Threads:' "/proc/$INFERD_PID/status" >"$ONNX_RAW/server_threads.txt" || true
+    for sc in "$ID:1:INPUT0:16" "$DIGITS:1:pixels:64" "$ID:16:INPUT0:16" "$DIGITS:16:pixels:64"; do
+      IFS=: read -r m c inp dim <<<"$sc"
+      run_perf "onnx_${m}_http-binary_c$c" "inferd:$m" "$INFERD_PID" -- "$PERF" \
+        -m "$m" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary --shape "$inp:$dim" \
+        --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+        --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+        --cpu-pid "$INFERD_PID" --json-summary "$RAW/__SC__/summary.json"
+    done
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$ONNX_RAW/mem_server_digits_after.txt"
+    curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$DIGITS/stats" >"$ONNX_RAW/digits_stats.json" || true
+    stop_pid "$INFERD_PID"
+    # The floor, on the server core, with nothing else running there.
+    taskset -c "$SERVER_CORE" "$FLOOR" --bare >"$ONNX_RAW/floor_bare.json"
+    for b in 1 2 4 8 16; do
+      secs=$WINDOW
+      [ "$b" = 1 ] || secs=$(((WINDOW + 1) / 2))
+      log "onnx: ort_floor batch $b, ${secs}s"
+      taskset -c "$SERVER_CORE" "$FLOOR" --lib "$ORT_LIB" --seconds "$secs" --batch "$b" \
+        "$ONNX_MODELS/$DIGITS/1/model.onnx" >"$ONNX_RAW/floor_b$b.json" 2>"$ONNX_RAW/floor_b$b.err" ||
+        log "onnx: ort_floor batch $b failed (see $ONNX_RAW/floor_b$b.err)"
+    done
+  fi
 fi
 
 # ---- the tables ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import report12  # noqa: E402  (issue 12's tables)
 import report13  # noqa: E402  (issue 13's table)
 import report14  # noqa: E402  (issue 14's table)
 import report15  # noqa: E402  (issue 15's table)
+import report26  # noqa: E402  (issue 26's tables)
 
 # Issue 8's targets: latency at concurrency 1 as a ratio to nginx (same
 # client), and server CPU per request at 64 connections (wrk / h2load).
@@ -554,6 +555,8 @@ def main():
     report14.issue14(p, res, fmt)
 
     report15.issue15(p, get, res, fmt)
+
+    report26.issue26(p, get, res, fmt)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")

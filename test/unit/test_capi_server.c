@@ -11,9 +11,10 @@
  * file parameters, unload, a repository registered and unregistered in explicit
  * mode, the refusals of the other modes, poll mode (a model added, one
  * removed), the metrics text, one inference and its statistics, and delete with
- * models loaded. Models come from examples/model_repository and
- * test/models/control_repo; the backends from build/backends, found as the
- * library's default backend directory.
+ * models loaded. Models come from test/models/capi_repo (the two identity
+ * models of examples/model_repository, whose other models need backends this
+ * test does not depend on) and test/models/control_repo; the backends from
+ * build/backends, found as the library's default backend directory.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -33,7 +34,7 @@
 
 #include "triton/core/tritonserver.h"
 
-#define EXAMPLES "examples/model_repository"
+#define EXAMPLES "test/models/capi_repo"
 #define CONTROL "test/models/control_repo"
 
 /* Asserts success, printing the error otherwise. */
