@@ -16,6 +16,8 @@ import e2e_helpers as h
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "gpu: needs a CUDA build and a GPU (make test-gpu); skips without one")
+    config.addinivalue_line(
+        "markers", "slow: long-running checks (e.g. the ONNX Runtime leak check); -m 'not slow' skips them")
 
 
 @pytest.fixture(scope="session")
