@@ -266,6 +266,8 @@ def test_metadata_lists_types_and_shapes(srv):
         ("OUTPUT0", "INT8", (-1, 16)), ("OUTPUT1", "INT8", (-1, 16))}
 
 
+@pytest.mark.xfail(strict=True, reason="issue 28: inferd's JSON reader takes integers up to "
+                   "INT64_MAX only ('too big integer'); Triton reads the uint64 range")
 def test_json_uint64_above_int64_max(srv):
     """JSON numbers up to 2^64-1 are valid UINT64 data (Triton parses them
     as uint64); they must come back exactly."""
