@@ -893,6 +893,29 @@ if section onnx; then
       >"$ONNX_RAW/mem_server_digits_after.txt"
     curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$DIGITS/stats" >"$ONNX_RAW/digits_stats.json" || true
     stop_pid "$INFERD_PID"
+    # Outputs written in place against copied once: an ONNX Identity over one
+    # 1 MiB FP32 tensor whose output size the config fixes (ONNX Runtime writes
+    # into the response's buffer) and the same with a dynamic dim (ONNX Runtime
+    # writes into its own buffer, the backend copies it out, as Triton's ORT
+    # backend does for every output). HTTP binary, concurrency 1 and 8.
+    ONNX_BIG=$RES/models_onnx_big
+    mkdir -p "$ONNX_BIG"
+    "$PY" "$HERE/lib/make_ort_identity.py" "$ONNX_BIG" 262144 ||
+      die "onnx: make_ort_identity.py failed (python3-onnx?)"
+    INFERD_REPO=$ONNX_BIG start_inferd inferd_onnx_big
+    for m in ort_id_fixed ort_id_dynamic; do
+      wait_http "http://127.0.0.1:$HTTP_PORT/v2/models/$m/ready" 30 ||
+        die "onnx: $m not ready (see $RES/inferd_onnx_big.log)"
+    done
+    for sc in ort_id_fixed:1 ort_id_dynamic:1 ort_id_fixed:8 ort_id_dynamic:8; do
+      IFS=: read -r m c <<<"$sc"
+      run_perf "onnx_${m}_http-binary_c$c" "inferd:$m" "$INFERD_PID" -- "$PERF" \
+        -m "$m" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary \
+        --shape INPUT0:262144 --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+        --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+        --cpu-pid "$INFERD_PID" --json-summary "$RAW/__SC__/summary.json"
+    done
+    stop_pid "$INFERD_PID"
     # The floor, on the server core, with nothing else running there.
     taskset -c "$SERVER_CORE" "$FLOOR" --bare >"$ONNX_RAW/floor_bare.json"
     for b in 1 2 4 8 16; do

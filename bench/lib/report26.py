@@ -149,3 +149,19 @@ def issue26(p, get, res, fmt):
           fmt(foot), fmt(added), fmt(added / foot if added is not None and foot else None, 2),
           "; server peak after the load: %s KiB" % sda["hwm"] if sda else ""))
     p("")
+
+    # Outputs written in place (fixed output size) against copied once
+    # (dynamic output size, Triton's ORT backend's way for every output).
+    fixed = {c: get(scenario_name("ort_id_fixed", c), "us_per_req") for c in (1, 8)}
+    dyn = {c: get(scenario_name("ort_id_dynamic", c), "us_per_req") for c in (1, 8)}
+    if any(v is not None for v in list(fixed.values()) + list(dyn.values())):
+        p("| ONNX Identity, FP32[1,262144] (1 MiB), HTTP binary | conc 1 | conc 8 |")
+        p("| --- | ---: | ---: |")
+        p("| output written by ONNX Runtime into the response (dims fixed): server CPU us/req "
+          "| %s | %s |" % (fmt(fixed[1], 2), fmt(fixed[8], 2)))
+        p("| output copied from ONNX Runtime's buffer (dims dynamic): server CPU us/req "
+          "| %s | %s |" % (fmt(dyn[1], 2), fmt(dyn[8], 2)))
+        p("| saved by writing in place, us/req | %s | %s |" % tuple(
+            fmt(dyn[c] - fixed[c] if dyn[c] is not None and fixed[c] is not None else None, 2)
+            for c in (1, 8)))
+        p("")
