@@ -15,6 +15,7 @@ Everything talks to 127.0.0.1 only.
 """
 
 import json
+import threading
 import time
 
 import grpc
@@ -236,3 +237,29 @@ def model_config(srv, name):
 
 def ready(srv, name):
     return srv.get(f"/v2/models/{name}/ready").status_code == 200
+
+
+def concurrently(fns):
+    """Runs each fn in its own thread, all released at once; returns their
+    results in order, or fails naming the first request that raised."""
+    results = [None] * len(fns)
+    errors = []
+    barrier = threading.Barrier(len(fns))
+
+    def run(i, fn):
+        try:
+            barrier.wait(timeout=30)
+            results[i] = fn()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append((i, e))
+
+    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(fns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a request did not finish"
+    if errors:
+        i, e = errors[0]
+        raise AssertionError(f"request {i} failed: {e}") from e
+    return results

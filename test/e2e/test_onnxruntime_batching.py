@@ -12,7 +12,6 @@ max_queue_delay_microseconds (2 s) for a preferred batch size of 8, which
 the concurrent requests of a test add up to exactly.
 """
 
-import threading
 
 import numpy as np
 import pytest
@@ -96,30 +95,6 @@ def _inputs(tag, rows, width=W):
     return a, b
 
 
-def _run_concurrently(fns):
-    """Runs each fn in its own thread; returns their results (or raises the
-    first exception) in order."""
-    results = [None] * len(fns)
-    errors = []
-    barrier = threading.Barrier(len(fns))
-
-    def run(i, fn):
-        try:
-            barrier.wait(timeout=30)
-            results[i] = fn()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append((i, e))
-
-    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(fns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a request did not finish"
-    if errors:
-        i, e = errors[0]
-        raise AssertionError(f"request {i} failed: {e}") from e
-    return results
 
 
 def _stats(srv, name):
@@ -150,7 +125,7 @@ def test_mixed_batch_sizes_get_their_own_rows(srv, gc):
     before = _stats(srv, "batched")
     sizes = [1, 3, 2, 2]  # adds up to the preferred batch size, 8
     protos = ["binary", "json", "grpc", "binary"]
-    results = _run_concurrently([_request(srv, gc, p, "batched", i + 1, n)
+    results = of.concurrently([_request(srv, gc, p, "batched", i + 1, n)
                                  for i, (p, n) in enumerate(zip(protos, sizes))])
     _check(results)
     after = _stats(srv, "batched")
@@ -164,7 +139,7 @@ def test_mixed_batch_sizes_get_their_own_rows(srv, gc):
 def test_repeated_mixed_batches(srv, gc):
     for round_ in range(5):
         sizes = [4, 1, 1, 2] if round_ % 2 else [2, 2, 2, 2]
-        results = _run_concurrently([_request(srv, gc, "binary", "batched", 10 * round_ + i, n)
+        results = of.concurrently([_request(srv, gc, "binary", "batched", 10 * round_ + i, n)
                                      for i, n in enumerate(sizes)])
         _check(results)
 
@@ -174,7 +149,7 @@ def test_different_shapes_are_not_mixed_up(srv, gc):
     (no ragged batching configured); each still gets its own answer."""
     reqs = [_request(srv, gc, "binary", "batched_var", 1, 2, 3), _request(srv, gc, "grpc", "batched_var", 2, 3, 5),
             _request(srv, gc, "json", "batched_var", 3, 1, 3), _request(srv, gc, "binary", "batched_var", 4, 2, 5)]
-    _check(_run_concurrently(reqs))
+    _check(of.concurrently(reqs))
 
 
 def test_batch_over_max_batch_size_is_refused(srv):
@@ -201,7 +176,7 @@ def test_several_instances_under_concurrent_load(srv, gc, model):
             return outs
         return fn
 
-    results = _run_concurrently([worker(t) for t in range(threads)])
+    results = of.concurrently([worker(t) for t in range(threads)])
     for outs in results:
         _check(outs)
     after = _stats(srv, model)
@@ -260,7 +235,7 @@ def test_ragged_batch_each_gets_its_own_length(srv, gc):
             return of.infer(proto, srv, "ragged", [("INPUT0", "FP32", [1, n], x)], gc=gc), x
         return fn
 
-    results = _run_concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"), req(4, 7, "binary")])
+    results = of.concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"), req(4, 7, "binary")])
     for out, x in results:
         assert out["OUTPUT0"].shape == x.shape, (out["OUTPUT0"].shape, x.shape)
         np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
@@ -277,7 +252,7 @@ def test_ragged_batch_with_element_count_batch_input(srv, gc):
         x = (np.arange(n, dtype=np.float32) - 10.0 * tag).reshape(1, n)
         return lambda: (of.infer(proto, srv, "ragged_count", [("INPUT0", "FP32", [1, n], x)], gc=gc), x, n)
 
-    for out, x, n in _run_concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"),
+    for out, x, n in of.concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"),
                                         req(4, 7, "binary")]):
         np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
         np.testing.assert_array_equal(np.asarray(out["OUT_COUNT"]).reshape(-1), [n])

@@ -13,7 +13,6 @@ Expected values from numpy; every batch test checks that each request gets
 its own rows.
 """
 
-import threading
 
 import numpy as np
 import pytest
@@ -65,25 +64,6 @@ def gc(srv, grpc_stubs):  # noqa: F811
     c.close()
 
 
-def _concurrently(fns):
-    results, errors = [None] * len(fns), []
-    barrier = threading.Barrier(len(fns))
-
-    def run(i, fn):
-        try:
-            barrier.wait(timeout=30)
-            results[i] = fn()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append((i, e))
-
-    threads = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(fns)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a request did not finish"
-    assert not errors, f"request {errors[0][0]} failed: {errors[0][1]}"
-    return results
 
 
 # ------------------------------------------------------------- sizes ---
@@ -102,7 +82,7 @@ def test_output_larger_than_input_in_a_batch(srv, gc):
         x = (np.arange(rows * 5, dtype=np.float32).reshape(rows, 5) + 100.0 * tag)
         return lambda: (of.infer(proto, srv, "concat", [("INPUT0", "FP32", [rows, 5], x)], gc=gc), x)
 
-    for out, x in _concurrently([req(1, 1, "binary"), req(2, 2, "grpc"), req(3, 3, "json")]):
+    for out, x in of.concurrently([req(1, 1, "binary"), req(2, 2, "grpc"), req(3, 3, "json")]):
         np.testing.assert_array_equal(out["OUTPUT0"], np.concatenate([x, x], axis=1))
 
 
@@ -161,7 +141,7 @@ def test_bytes_concat_in_a_batch(srv, gc):
         return lambda: (of.infer(proto, srv, "concat_bytes", [("INPUT0", "BYTES", [rows, 3], items)], gc=gc),
                         items, rows)
 
-    results = _concurrently([req(1, 2, "binary"), req(2, 1, "grpc"), req(3, 3, "json")])
+    results = of.concurrently([req(1, 2, "binary"), req(2, 1, "grpc"), req(3, 3, "json")])
     for out, items, rows in results:
         want = []
         for r in range(rows):
@@ -183,7 +163,7 @@ def test_bytes_output_in_a_batch(srv, gc):
         x = (np.arange(rows * 4, dtype=np.int32).reshape(rows, 4) * (tag * 1001)) - tag
         return lambda: (of.infer(proto, srv, "to_string", [("INPUT0", "INT32", [rows, 4], x)], gc=gc), x)
 
-    for out, x in _concurrently([req(1, 3, "grpc"), req(2, 1, "binary"), req(3, 2, "json")]):
+    for out, x in of.concurrently([req(1, 3, "grpc"), req(2, 1, "binary"), req(3, 2, "json")]):
         assert list(out["OUTPUT0"]) == [str(int(v)).encode() for v in x.flatten()]
 
 
@@ -200,7 +180,7 @@ def test_requests_of_one_batch_ask_for_different_outputs(srv, gc):
                                                        ("INPUT1", "FP32", list(b.shape), b)],
                                 outputs=outputs, gc=gc)
 
-    r1, r2 = _concurrently([req(a1, b1, ["OUTPUT1"], "binary"), req(a2, b2, ["OUTPUT0"], "grpc")])
+    r1, r2 = of.concurrently([req(a1, b1, ["OUTPUT1"], "binary"), req(a2, b2, ["OUTPUT0"], "grpc")])
     assert list(r1) == ["OUTPUT1"] and list(r2) == ["OUTPUT0"], (r1, r2)
     np.testing.assert_array_equal(r1["OUTPUT1"], a1 - b1)
     np.testing.assert_array_equal(r2["OUTPUT0"], a2 + b2)
