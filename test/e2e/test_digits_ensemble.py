@@ -3,7 +3,7 @@
 One server for the module serves examples/model_repository (the ONNX Runtime
 and Python backends from build/backends/). `digits` takes the raw pixel
 values of sklearn's load_digits (UINT8, 0..16) and runs digits_preprocess
-(Python, / 16), digits_onnx and digits_postprocess (Python, the probability
+(Python, / 16), digits_onnx and digits_postprocess (ONNX, the probability
 of the label). Every sample of the held-back split (heldback.json's indices)
 is sent to it:
 
@@ -142,9 +142,9 @@ def test_metadata_and_config(srv):
     cfg = srv.get(f"/v2/models/{ENSEMBLE}/config").json()
     assert cfg["max_batch_size"] == MAX_BATCH
     assert [s["model_name"] for s in cfg["ensemble_scheduling"]["step"]] == list(STEPS)
-    for m in ("digits_preprocess", "digits_postprocess"):
+    for m, backend in (("digits_preprocess", "python"), ("digits_postprocess", "onnxruntime")):
         c = srv.get(f"/v2/models/{m}/config").json()
-        assert c["backend"] == "python" and c["max_batch_size"] == MAX_BATCH
+        assert c["backend"] == backend and c["max_batch_size"] == MAX_BATCH
         assert "dynamic_batching" in c
 
 
@@ -292,6 +292,14 @@ def test_wrong_datatype_fails_and_ensemble_keeps_serving(srv, heldback):
 
 
 # ------------------------------------------------------- the TorchScript twin ---
+
+def test_postprocess_model_is_what_its_script_writes():
+    """examples/digits/make_postprocess.py --check: the committed
+    digits_postprocess model.onnx is the script's graph, byte for byte."""
+    p = subprocess.run([sys.executable, str(DIGITS_DIR / "make_postprocess.py"), "--check"],
+                       capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S)
+    assert p.returncode == 0, p.stdout + p.stderr
+
 
 def test_torchscript_export_agrees_with_onnx():
     """examples/digits/export_torchscript.py --check: the committed model.pt,
