@@ -36,7 +36,9 @@
 #                     level OFF, and TIMESTAMPS at rate 1000), onnx
 #                     (issue 26: the digits ONNX model against identity and
 #                     against the same model in a C loop on ONNX Runtime,
-#                     bench/ort_floor.c; memory against ORT's own); default all
+#                     bench/ort_floor.c; memory against ORT's own), digits
+#                     (issue 27: the digits ensemble's latency at concurrency 1
+#                     against the client calling its two models itself); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -926,6 +928,51 @@ if section onnx; then
         "$ONNX_MODELS/$DIGITS/1/model.onnx" >"$ONNX_RAW/floor_b$b.json" 2>"$ONNX_RAW/floor_b$b.err" ||
         log "onnx: ort_floor batch $b failed (see $ONNX_RAW/floor_b$b.err)"
     done
+  fi
+fi
+
+# ---- issue 27: the digits ensemble against the client chaining its models ----------------
+# examples/model_repository's digits ensemble (digits_preprocess in Python, UINT8 -> FP32 / 16;
+# digits_onnx; digits_postprocess, one ONNX node picking the label's probability) against a
+# client that calls digits_preprocess, then digits_onnx with its output, and picks the
+# probability itself. One server (core 0, the Python stub with it), HTTP/1.1 binary,
+# concurrency 1. First inferd-perf (C) on each model alone: the ensemble, and the two models
+# the chain calls (their latencies' sum is what a C client chaining them pays at least); then
+# bench/lib/digits_chain.py, one Python client (core 1, one keep-alive connection) timing the
+# ensemble, the ensemble asked for `label` only (the chain's two steps) and the chain, taking
+# turns in 5 rounds over the window.
+if section digits; then
+  DIG_RAW=$RAW/digits
+  mkdir -p "$DIG_RAW"
+  if [ ! -e "$BUILD/backends/onnxruntime/libtriton_onnxruntime.so" ] ||
+    [ ! -e "$BUILD/backends/python/triton_python_backend_stub" ]; then
+    echo "the onnxruntime or python backend is not built (make all)" >"$DIG_RAW/skipped"
+    log "digits: skipped: $(cat "$DIG_RAW/skipped")"
+  else
+    DIG_MODELS=$RES/models_digits
+    mkdir -p "$DIG_MODELS"
+    for m in digits digits_preprocess digits_onnx digits_postprocess; do
+      cp -r "$ROOT/examples/model_repository/$m" "$DIG_MODELS/"
+    done
+    INFERD_REPO=$DIG_MODELS start_inferd inferd_digits
+    wait_http "http://127.0.0.1:$HTTP_PORT/v2/models/digits/ready" 60 ||
+      die "digits: the ensemble is not ready (see $RES/inferd_digits.log)"
+    for sc in digits:pixels:64 digits_preprocess:pixels:64 digits_onnx:pixels:64; do
+      IFS=: read -r m inp dim <<<"$sc"
+      run_perf "digits_${m}_http-binary_c1" "inferd:$m" "$INFERD_PID" -- "$PERF" \
+        -m "$m" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary --shape "$inp:$dim" \
+        --concurrency-range 1:1:1 --warmup $((WARM * 500)) \
+        --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+        --json-summary "$RAW/__SC__/summary.json"
+    done
+    log "digits: ensemble against the chained calls, one Python client, ${WINDOW}s"
+    timeout $((WINDOW * 3 + 60)) taskset -c "$LOAD_CORE" "$PY" "$HERE/lib/digits_chain.py" \
+      "127.0.0.1:$HTTP_PORT" "$WINDOW" "$DIG_RAW/chain.json" >"$DIG_RAW/chain.out" 2>&1 ||
+      log "digits: digits_chain.py failed (see $DIG_RAW/chain.out)"
+    for m in digits digits_preprocess digits_onnx digits_postprocess; do
+      curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$m/stats" >"$DIG_RAW/stats_$m.json" || true
+    done
+    stop_pid "$INFERD_PID"
   fi
 fi
 
