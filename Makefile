@@ -275,13 +275,17 @@ $(ORT_HOME)/lib/libonnxruntime.so.1:
 CXX ?= g++
 PT_INC := /usr/include/torch/csrc/api/include
 PT_LIBS := -ltorch -ltorch_cpu -lc10
-$(PT_SO): $(wildcard $(PT_DIR)/*.cc) $(wildcard $(PT_DIR)/*.h) \
-  $(wildcard backend_api/include/triton/core/*.h) $(LIBTS) | $(PT_INC)
+PT_OBJ := $(patsubst $(PT_DIR)/%.cc,$(BUILD)/obj/$(PT_DIR)/%.o,$(wildcard $(PT_DIR)/*.cc))
+$(BUILD)/obj/$(PT_DIR)/%.o: $(PT_DIR)/%.cc $(wildcard $(PT_DIR)/*.h) \
+  $(wildcard backend_api/include/triton/core/*.h) $(FLAGS_STAMP) | $(PT_INC)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -Wall -Wextra -Werror -fPIC -pthread $(OPT) \
 	  $(filter -fsanitize%,$(CFLAGS)) -isystem $(PT_INC) -Ibackend_api/include \
-	  -shared -o $@ $(wildcard $(PT_DIR)/*.cc) $(LDFLAGS) -L$(BUILD)/lib \
-	  -ltritonserver $(PT_LIBS) -ljansson
+	  -c -o $@ $<
+$(PT_SO): $(PT_OBJ) $(PT_DIR)/exports.map $(LIBTS)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--version-script=$(PT_DIR)/exports.map -o $@ $(PT_OBJ) \
+	  $(LDFLAGS) -L$(BUILD)/lib -ltritonserver $(PT_LIBS) -ljansson
 $(PT_INC):
 	@echo "libtorch-dev is not installed: run make deps" \
 	  "(third_party/install-deps.sh installs Debian's libtorch-dev)" >&2
