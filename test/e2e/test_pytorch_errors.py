@@ -3,7 +3,7 @@ batching and several instances.
 
 * Load errors (explicit mode, one server): not TorchScript, a pickle of the
   wrong kind, a missing file, KIND_GPU on this CPU-only libtorch, input
-  counts that disagree with forward(), BYTES (not served yet), bad
+  counts that disagree with forward(), BYTES in a batching model, bad
   parameter values; each with its text.
 * A forward() that raises fails that request with the TorchScript error
   text, and the server keeps serving.
@@ -56,7 +56,9 @@ def _build_repo(repo, tmp):
     tm.write(repo, "missing_file", ident, tm.config("missing_file", X, Y), filename="other.pt")
     tm.write(repo, "gpu", ident, tm.config("gpu", X, Y, extra="instance_group [ { kind: KIND_GPU } ]\n"))
     tm.write(repo, "too_few_inputs", tm.scripted(tm.AddSub()), tm.config("too_few_inputs", X, Y))
-    tm.write(repo, "bytes", ident, tm.config("bytes", [("INPUT__0", "BYTES", [1])], [("OUTPUT__0", "BYTES", [1])]))
+    tm.write(repo, "bytes_batched", tm.scripted(tm.Strings()),
+             tm.config("bytes_batched", [("INPUT__0", "BYTES", [1])],
+                       [("OUTPUT__0", "BYTES", [1]), ("OUTPUT__1", "INT64", [1])], max_batch_size=4))
     tm.write(repo, "bad_bool", ident, tm.config("bad_bool", X, Y, extra=tm.parameters(INFERENCE_MODE="maybe")))
     tm.write(repo, "bad_int", ident, tm.config("bad_int", X, Y, extra=tm.parameters(INTRA_OP_THREAD_COUNT="two")))
     tm.write(repo, "uint16", ident,
@@ -92,7 +94,8 @@ LOAD_ERRORS = {
     # it on one without.
     "gpu": ("only KIND_CPU instances are served", "but no GPUs are available"),
     "too_few_inputs": "unable to load model 'too_few_inputs', configuration expects 1 inputs, model provides 2",
-    "bytes": "does not serve strings",
+    "bytes_batched": "Triton only supports 1 dimensional List of String as input for 'INPUT__0' for model "
+                     "'bytes_batched'",
     "bad_bool": "failed to convert 'maybe' to boolean",
     "bad_int": "failed to convert 'two' to integral number",
     "uint16": "unsupported datatype TYPE_UINT16 for input 'INPUT__0' for model 'uint16'",

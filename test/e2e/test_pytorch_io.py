@@ -1,6 +1,6 @@
 """PyTorch backend: Triton's pytorch_libtorch input and output naming rules,
-tuple / list / dictionary results, a traced module, and every data type
-libtorch has, over HTTP JSON, HTTP binary and gRPC.
+tuple / list / dictionary results, a traced module, every data type
+libtorch has and BYTES as List[str], over HTTP JSON, HTTP binary and gRPC.
 
 One inferd serves a repository of TorchScript models scripted or traced at
 test time (torch_models.py); expected outputs are computed with torch.
@@ -45,6 +45,9 @@ def _build_repo(repo):
     tm.write(repo, "nobatch", tm.scripted(tm.AddSub()),
              tm.config("nobatch", [("INPUT__0", "INT32", [2, 3]), ("INPUT__1", "INT32", [2, 3])],
                        [("OUTPUT__0", "INT32", [2, 3]), ("OUTPUT__1", "INT32", [2, 3])]))
+    tm.write(repo, "strings", tm.scripted(tm.Strings()),
+             tm.config("strings", [("INPUT__0", "BYTES", [-1])],
+                       [("OUTPUT__0", "BYTES", [-1]), ("OUTPUT__1", "INT64", [-1])]))
     for t in tm.TORCH_TYPES:
         name = f"id_{t.lower()}"
         tm.write(repo, name, tm.scripted(tm.Identity()),
@@ -181,3 +184,13 @@ def test_every_data_type(srv, gc, proto, t):
     expect = tm.Identity()(torch.from_numpy(v)).numpy()
     assert pf.infer.last["OUTPUT__0"][0] == t
     np.testing.assert_array_equal(out["OUTPUT__0"], expect)
+
+
+@pytest.mark.parametrize("proto", pf.PROTOCOLS)
+def test_bytes_as_list_of_strings(srv, gc, proto):
+    words = ["alpha", "", "Beta gamma", "zz"]
+    out = pf.infer(proto, srv, "strings", [("INPUT__0", "BYTES", [len(words)], [w.encode() for w in words])],
+                   gc=gc)
+    up, lens = tm.Strings()(words)
+    assert out["OUTPUT__0"] == [u.encode() for u in up]
+    np.testing.assert_array_equal(out["OUTPUT__1"], lens.numpy())

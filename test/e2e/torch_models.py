@@ -117,3 +117,11 @@ def parameters(**kv):
     """A parameters block: {key: string value}."""
     return "".join(f'parameters: {{ key: "{k}" value: {{ string_value: "{v}" }} }}\n'
                    for k, v in kv.items())
+
+
+class Strings(torch.nn.Module):
+    """BYTES in and out as List[str]: each string upper-cased, plus its
+    length as an INT64 tensor."""
+
+    def forward(self, s: List[str]) -> Tuple[List[str], torch.Tensor]:
+        return [x.upper() for x in s], torch.tensor([len(x) for x in s], dtype=torch.int64)

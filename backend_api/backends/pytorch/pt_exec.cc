@@ -130,6 +130,98 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
   return nullptr;
 }
 
+bool wanted(TRITONBACKEND_Request *req, const std::string &name);
+
+/* A BYTES input (one request: BYTES is never batched, see read_ios) as a
+ * List[str]: each element a 4-byte little-endian length and its bytes. */
+TRITONSERVER_Error *gather_strings(run_t *x, const pt_io_t &io,
+                                   c10::List<std::string> *out) {
+  pt_model_t *m = x->in->model;
+  TRITONBACKEND_Input *input = nullptr;
+  const int64_t *s = nullptr;
+  uint32_t nd = 0, nbuf = 0;
+  uint64_t size = 0;
+  std::string raw;
+  TRITONSERVER_Error *e =
+      TRITONBACKEND_RequestInput(x->reqs[0], io.name.c_str(), &input);
+  if (e == nullptr)
+    e = TRITONBACKEND_InputProperties(input, nullptr, nullptr, &s, &nd, &size,
+                                      &nbuf);
+  for (uint32_t b = 0; e == nullptr && b < nbuf; b++) {
+    const void *src = nullptr;
+    uint64_t len = 0;
+    TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+    int64_t mt_id = 0;
+    e = TRITONBACKEND_InputBuffer(input, b, &src, &len, &mt, &mt_id);
+    if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && len > 0)
+      e = ifd_pt_errf(PT_ERR_ARG, "pytorch backend: inputs in GPU memory are "
+                      "not supported on a CPU instance");
+    if (e == nullptr) raw.append(static_cast<const char *>(src), len);
+  }
+  if (e != nullptr) return e;
+  int64_t count = 1;
+  for (uint32_t i = 0; i < nd; i++) count *= s[i];
+  size_t at = 0;
+  for (int64_t i = 0; i < count; i++) {
+    uint32_t len;
+    if (raw.size() - at < sizeof(len))
+      return ifd_pt_errf(PT_ERR_ARG,
+                         "expected %lld strings for inference input '%s', got "
+                         "%lld",
+                         (long long)count, io.name.c_str(), (long long)i);
+    memcpy(&len, raw.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (raw.size() - at < len)
+      return ifd_pt_errf(PT_ERR_ARG,
+                         "incomplete string data for inference input '%s', "
+                         "expecting string of length %u but only %zu bytes "
+                         "available",
+                         io.name.c_str(), len, raw.size() - at);
+    out->push_back(raw.substr(at, len));
+    at += len;
+  }
+  if (at != raw.size())
+    return ifd_pt_errf(PT_ERR_ARG,
+                       "input '%s' of model '%s' holds more than its %lld "
+                       "strings",
+                       io.name.c_str(), m->name.c_str(), (long long)count);
+  return nullptr;
+}
+
+/* A List[str] result as BYTES output `io` of the one request. */
+TRITONSERVER_Error *scatter_strings(run_t *x, const pt_io_t &io,
+                                    const c10::IValue &v) {
+  if (!v.isList() ||
+      v.toList().elementType()->kind() != c10::TypeKind::StringType)
+    return ifd_pt_errf(PT_ERR_ARG,
+                       "output '%s' must be of type Tensor or List[str].",
+                       io.name.c_str());
+  c10::List<c10::IValue> list = v.toList();
+  std::string ser;
+  for (size_t i = 0; i < list.size(); i++) {
+    const std::string &str = list.get(i).toStringRef();
+    uint32_t len = (uint32_t)str.size();
+    ser.append(reinterpret_cast<const char *>(&len), sizeof(len));
+    ser.append(str);
+  }
+  if (x->resp[0] == nullptr || !wanted(x->reqs[0], io.name)) return nullptr;
+  int64_t shape[1] = {(int64_t)list.size()};
+  TRITONBACKEND_Output *o = nullptr;
+  void *buf = nullptr;
+  TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+  int64_t mt_id = 0;
+  TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(
+      x->resp[0], &o, io.name.c_str(), TRITONSERVER_TYPE_BYTES, shape, 1);
+  if (e == nullptr)
+    e = TRITONBACKEND_OutputBuffer(o, &buf, ser.size(), &mt, &mt_id);
+  if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && !ser.empty())
+    e = ifd_pt_errf(PT_ERR_INTERNAL,
+                    "pytorch backend: output buffers in GPU memory are not "
+                    "supported on a CPU instance");
+  if (e == nullptr && !ser.empty()) memcpy(buf, ser.data(), ser.size());
+  return e;
+}
+
 /* forward() on the gathered inputs, its result as IValues by position
  * (a tensor, or a tuple's or list's elements) or by key (a dict). */
 TRITONSERVER_Error *forward(run_t *x, std::vector<c10::IValue> *args,
@@ -152,6 +244,9 @@ TRITONSERVER_Error *forward(run_t *x, std::vector<c10::IValue> *args,
       outs->push_back(res);
     } else if (res.isTuple()) {
       for (const auto &v : res.toTupleRef().elements()) outs->push_back(v);
+    } else if (res.isList() && res.toList().elementType()->kind() ==
+                                   c10::TypeKind::StringType) {
+      outs->push_back(res); /* one BYTES output */
     } else if (res.isList()) {
       for (const auto &v : res.toListRef()) outs->push_back(v);
     } else if (res.isGenericDict()) {
@@ -173,11 +268,14 @@ TRITONSERVER_Error *forward(run_t *x, std::vector<c10::IValue> *args,
 /* Whether request r asked for output `name` (all, when it named none). */
 bool wanted(TRITONBACKEND_Request *req, const std::string &name) {
   uint32_t count = 0;
-  if (TRITONBACKEND_RequestOutputCount(req, &count) != nullptr || count == 0)
+  TRITONSERVER_Error *e = TRITONBACKEND_RequestOutputCount(req, &count);
+  if (e != nullptr || count == 0) {
+    TRITONSERVER_ErrorDelete(e);
     return true;
+  }
   for (uint32_t i = 0; i < count; i++) {
     const char *n = nullptr;
-    TRITONSERVER_Error *e = TRITONBACKEND_RequestOutputName(req, i, &n);
+    e = TRITONBACKEND_RequestOutputName(req, i, &n);
     if (e != nullptr) {
       TRITONSERVER_ErrorDelete(e);
       continue;
@@ -279,6 +377,13 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
       args[0] = d;
     } else {
       for (size_t i = 0; i < m->inputs.size(); i++) {
+        if (m->inputs[i].dtype == TRITONSERVER_TYPE_BYTES) {
+          c10::List<std::string> l;
+          e = gather_strings(x, m->inputs[i], &l);
+          if (e != nullptr) return e;
+          args[in->in_index[i]] = l;
+          continue;
+        }
         torch::Tensor t;
         e = gather(x, n, m->inputs[i], &t);
         if (e != nullptr) return e;
@@ -309,7 +414,8 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
                            io.name.c_str(), outs.size());
       v = outs[idx];
     }
-    e = scatter(x, n, io, v);
+    e = io.dtype == TRITONSERVER_TYPE_BYTES ? scatter_strings(x, io, v)
+                                            : scatter(x, n, io, v);
     if (e != nullptr) return e;
   }
   return nullptr;

@@ -36,12 +36,20 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
     const char *name = member_str(io, "name");
     const char *dt = member_str(io, "data_type");
     x.name = name != nullptr ? name : "";
-    if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0)
-      return ifd_pt_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                         "%s '%s' of model '%s' is TYPE_STRING: inferd's "
-                         "pytorch backend does not serve strings (a List[str] "
-                         "in TorchScript) yet",
-                         kind, x.name.c_str(), m->name.c_str());
+    if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0) {
+      /* A List[str] in TorchScript: one dimension in all, batch included
+       * (Triton's rule; its reshape counts when there is one). */
+      const json_t *rs = json_object_get(json_object_get(io, "reshape"), "shape");
+      size_t nd = json_array_size(rs != nullptr ? rs : json_object_get(io, "dims"));
+      if (nd + (m->max_batch_size > 0 ? 1 : 0) > 1)
+        return ifd_pt_errf(PT_ERR_INTERNAL,
+                           "Triton only supports 1 dimensional List of String "
+                           "as %s for '%s' for model '%s'",
+                           kind, x.name.c_str(), m->name.c_str());
+      x.dtype = TRITONSERVER_TYPE_BYTES;
+      ios->push_back(x);
+      continue;
+    }
     if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
       return ifd_pt_errf(PT_ERR_INTERNAL,
                          "unsupported datatype %s for %s '%s' for model '%s'",
@@ -197,6 +205,12 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
     start = 1;
   if (args.size() == start + 1 &&
       args[start].type()->kind() == c10::TypeKind::DictType) {
+    for (const auto &io : m->inputs)
+      if (io.dtype == TRITONSERVER_TYPE_BYTES)
+        return ifd_pt_errf(PT_ERR_ARG,
+                           "input '%s' of model '%s' is BYTES, which a "
+                           "forward() taking Dict[str, Tensor] cannot take",
+                           io.name.c_str(), m->name.c_str());
     in->dict_input = true;
     in->n_args = 1;
     in->in_index.assign(m->inputs.size(), 0);
@@ -209,7 +223,8 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
                          "Only a single input of type Dict(str, Tensor) is "
                          "supported.");
   for (size_t i = start; i < args.size(); i++) {
-    if (args[i].type()->kind() != c10::TypeKind::TensorType)
+    if (args[i].type()->kind() != c10::TypeKind::TensorType &&
+        args[i].type()->kind() != c10::TypeKind::ListType)
       return ifd_pt_errf(PT_ERR_INTERNAL,
                          "An input of type '%s' was detected in the model. "
                          "Only a single input of type Dict(str, Tensor) or "
