@@ -125,3 +125,18 @@ class Strings(torch.nn.Module):
 
     def forward(self, s: List[str]) -> Tuple[List[str], torch.Tensor]:
         return [x.upper() for x in s], torch.tensor([len(x) for x in s], dtype=torch.int64)
+
+
+class Accumulate(torch.nn.Module):
+    """A stateful sequence model: the running sum of its inputs, restarted
+    when the sequence batcher's START control (START__1) is 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = torch.zeros(1, dtype=torch.int32)
+
+    def forward(self, x: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+        if bool(start.sum() > 0):
+            self.total = torch.zeros(1, dtype=torch.int32)
+        self.total = self.total + x.sum().to(torch.int32)
+        return self.total.clone()

@@ -32,6 +32,7 @@ struct pt_io_t {
   std::string name;
   TRITONSERVER_DataType dtype = TRITONSERVER_TYPE_INVALID;
   c10::ScalarType stype = c10::ScalarType::Undefined;
+  bool control = false; /* a sequence batcher control input */
 };
 
 /* A model: its configuration and parameters, read once in

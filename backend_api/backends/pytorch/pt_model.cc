@@ -65,6 +65,51 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
   return nullptr;
 }
 
+/* The index of a <name>__<index> name, or -1 when it is not one. */
+static long named_index(const std::string &name) {
+  size_t at = name.find("__");
+  if (at == std::string::npos || at + 2 >= name.size()) return -1;
+  for (size_t i = at + 2; i < name.size(); i++)
+    if (!isdigit((unsigned char)name[i])) return -1;
+  return strtol(name.c_str() + at + 2, nullptr, 10);
+}
+
+/* The sequence batcher's control inputs (START, END, READY, CORRID), which
+ * reach forward() as more arguments: Triton binds them by their
+ * <name>__<index> names only. */
+static TRITONSERVER_Error *read_controls(pt_model_t *m) {
+  const json_t *ctl = json_object_get(
+      json_object_get(m->config, "sequence_batching"), "control_input");
+  size_t i;
+  json_t *ci;
+  json_array_foreach(ctl, i, ci) {
+    pt_io_t x;
+    const char *name = member_str(ci, "name");
+    const json_t *c = json_array_get(json_object_get(ci, "control"), 0);
+    const char *dt = "TYPE_INT32";
+    x.name = name != nullptr ? name : "";
+    x.control = true;
+    if (json_array_size(json_object_get(c, "fp32_false_true")) > 0)
+      dt = "TYPE_FP32";
+    else if (json_array_size(json_object_get(c, "bool_false_true")) > 0)
+      dt = "TYPE_BOOL";
+    else if (member_str(c, "data_type") != nullptr &&
+             strcmp(member_str(c, "data_type"), "TYPE_INVALID") != 0)
+      dt = member_str(c, "data_type"); /* CONTROL_SEQUENCE_CORRID */
+    if (named_index(x.name) < 0)
+      return ifd_pt_errf(PT_ERR_INTERNAL,
+                         "input '%s' does not follow <name>__<index> naming "
+                         "convention.",
+                         x.name.c_str());
+    if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
+      return ifd_pt_errf(PT_ERR_INTERNAL,
+                         "input '%s' type '%s' is not supported by PyTorch.",
+                         x.name.c_str(), dt);
+    m->inputs.push_back(x);
+  }
+  return nullptr;
+}
+
 static TRITONSERVER_Error *read_params(pt_model_t *m) {
   const json_t *c = m->config;
   bool disable = false;
@@ -164,6 +209,7 @@ TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
   try {
     e = read_config(m);
     if (e == nullptr) e = read_ios(m, "input", &m->inputs);
+    if (e == nullptr) e = read_controls(m);
     if (e == nullptr) e = read_ios(m, "output", &m->outputs);
     if (e == nullptr) e = read_params(m);
     if (e == nullptr) e = model_path(m);
@@ -185,15 +231,6 @@ void ifd_pt_model_free(pt_model_t *m) {
 }
 
 /* ---- binding ---- */
-
-/* The index of a <name>__<index> name, or -1 when it is not one. */
-static long named_index(const std::string &name) {
-  size_t at = name.find("__");
-  if (at == std::string::npos || at + 2 >= name.size()) return -1;
-  for (size_t i = at + 2; i < name.size(); i++)
-    if (!isdigit((unsigned char)name[i])) return -1;
-  return strtol(name.c_str() + at + 2, nullptr, 10);
-}
 
 static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
   pt_model_t *m = in->model;
@@ -242,18 +279,14 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
   /* 1. every input is named after an argument of forward(); */
   bool by_arg = true;
   for (const auto &io : m->inputs)
-    if (std::find(names.begin(), names.end(), io.name) == names.end())
+    if (!io.control &&
+        std::find(names.begin(), names.end(), io.name) == names.end())
       by_arg = false;
-  if (by_arg) {
-    for (const auto &io : m->inputs)
-      in->in_index.push_back(
-          std::find(names.begin(), names.end(), io.name) - names.begin());
-    return nullptr;
-  }
-  /* 2. else every input is <name>__<index>; 3. else the config's order. */
-  bool by_index = true;
+  /* 2. else every input is <name>__<index>; 3. else the config's order.
+   * Control inputs are always bound by their index. */
+  bool by_index = !by_arg;
   for (const auto &io : m->inputs)
-    if (named_index(io.name) < 0) {
+    if (!by_arg && !io.control && named_index(io.name) < 0) {
       ifd_pt_log(TRITONSERVER_LOG_WARN,
                  "input '%s' or previous input(s) are neither an input "
                  "argument to the model '%s' nor do they follow the "
@@ -264,7 +297,12 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
       break;
     }
   for (size_t i = 0; i < m->inputs.size(); i++) {
-    size_t idx = by_index ? (size_t)named_index(m->inputs[i].name) : i;
+    const pt_io_t &io = m->inputs[i];
+    size_t idx = by_arg && !io.control
+                     ? (size_t)(std::find(names.begin(), names.end(), io.name) -
+                                names.begin())
+                 : by_index || io.control ? (size_t)named_index(io.name)
+                                          : i;
     if (idx >= in->n_args)
       return ifd_pt_errf(PT_ERR_ARG,
                          "input '%s' of model '%s' refers to argument %zu of "
