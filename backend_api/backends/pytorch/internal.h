@@ -66,15 +66,15 @@ struct pt_model_t {
  * configuration input goes in forward()'s arguments. Used only on the
  * instance's own thread. */
 struct pt_instance_t {
-  pt_model_t *model = nullptr;                 /* borrowed: outlives it */
-  TRITONBACKEND_ModelInstance *ti = nullptr;   /* borrowed */
+  pt_model_t *model = nullptr;               /* borrowed: outlives it */
+  TRITONBACKEND_ModelInstance *ti = nullptr; /* borrowed */
   std::string name;
-  std::shared_ptr<torch::jit::Module> module;  /* owned (or shared) */
-  bool dict_input = false;     /* forward(self, Dict[str, Tensor]) */
-  size_t n_args = 0;           /* forward()'s arguments less self */
-  std::vector<size_t> in_index;  /* per config input: its argument */
-  std::vector<int> out_index;    /* per config output: its position, or
-                                    -1 where looked up by name (a dict) */
+  std::shared_ptr<torch::jit::Module> module; /* owned (or shared) */
+  bool dict_input = false;      /* forward(self, Dict[str, Tensor]) */
+  size_t n_args = 0;            /* forward()'s arguments less self */
+  std::vector<size_t> in_index; /* per config input: its argument */
+  std::vector<int> out_index;   /* per config output: its position, or
+                                   -1 where looked up by name (a dict) */
 };
 
 /* ---- pt_util.cc ---- */
@@ -104,8 +104,7 @@ TRITONSERVER_Error *ifd_pt_param_int(const json_t *config, const char *key,
 /* ---- pt_model.cc ---- */
 /* Reads the model's configuration and parameters. On success *out is owned
  * by the caller (ifd_pt_model_free). */
-TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
-                                     pt_model_t **out);
+TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm, pt_model_t **out);
 void ifd_pt_model_free(pt_model_t *m);
 /* Loads (or, with weight sharing, reuses) the module on the calling
  * (instance) thread and binds the configuration's inputs and outputs to

@@ -92,8 +92,10 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
   }
   if (m->max_batch_size > 0) {
     if (shape.empty())
-      return ifd_pt_errf(PT_ERR_ARG, "input '%s' of model '%s' has no batch "
-                         "dimension", io.name.c_str(), m->name.c_str());
+      return ifd_pt_errf(PT_ERR_ARG,
+                         "input '%s' of model '%s' has no batch "
+                         "dimension",
+                         io.name.c_str(), m->name.c_str());
     shape[0] = x->total;
   }
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(io.stype));
@@ -110,7 +112,8 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
           TRITONBACKEND_InputBuffer(inputs[r], b, &src, &len, &mt, &mt_id);
       if (e != nullptr) return e;
       if (mt == TRITONSERVER_MEMORY_GPU && len > 0)
-        return ifd_pt_errf(PT_ERR_ARG, "pytorch backend: inputs in GPU memory "
+        return ifd_pt_errf(PT_ERR_ARG,
+                           "pytorch backend: inputs in GPU memory "
                            "are not supported on a CPU instance");
       if (len > want - off)
         return ifd_pt_errf(PT_ERR_ARG,
@@ -154,7 +157,8 @@ TRITONSERVER_Error *gather_strings(run_t *x, const pt_io_t &io,
     int64_t mt_id = 0;
     e = TRITONBACKEND_InputBuffer(input, b, &src, &len, &mt, &mt_id);
     if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && len > 0)
-      e = ifd_pt_errf(PT_ERR_ARG, "pytorch backend: inputs in GPU memory are "
+      e = ifd_pt_errf(PT_ERR_ARG,
+                      "pytorch backend: inputs in GPU memory are "
                       "not supported on a CPU instance");
     if (e == nullptr) raw.append(static_cast<const char *>(src), len);
   }
@@ -314,16 +318,16 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
                        "output '%s' of model '%s' has %lld rows for a batch "
                        "of %lld: a batching model's outputs keep the batch "
                        "dimension first",
-                       io.name.c_str(), m->name.c_str(),
-                       (long long)shape[0], (long long)x->total);
+                       io.name.c_str(), m->name.c_str(), (long long)shape[0],
+                       (long long)x->total);
   const char *src = static_cast<const char *>(t.data_ptr());
   const size_t row = m->max_batch_size > 0 && shape[0] > 0
                          ? (size_t)t.nbytes() / (size_t)shape[0]
                          : (size_t)t.nbytes();
   size_t off = 0;
   for (size_t r = 0; r < n; r++) {
-    const size_t bytes = m->max_batch_size > 0 ? row * (size_t)x->batch[r]
-                                               : (size_t)t.nbytes();
+    const size_t bytes =
+        m->max_batch_size > 0 ? row * (size_t)x->batch[r] : (size_t)t.nbytes();
     std::vector<int64_t> rs = shape;
     if (m->max_batch_size > 0) rs[0] = x->batch[r];
     if (x->resp[r] != nullptr && wanted(x->reqs[r], io.name)) {
@@ -481,9 +485,10 @@ void ifd_pt_execute(pt_instance_t *in, TRITONBACKEND_Request **requests,
   for (uint32_t r = 0; r < n; r++) {
     bool ok = resp[r] != nullptr;
     if (ok) {
-      ifd_pt_log_err(TRITONBACKEND_ResponseSend(
-                         resp[r], TRITONSERVER_RESPONSE_COMPLETE_FINAL, nullptr),
-                     "failed to send pytorch backend response");
+      ifd_pt_log_err(
+          TRITONBACKEND_ResponseSend(
+              resp[r], TRITONSERVER_RESPONSE_COMPLETE_FINAL, nullptr),
+          "failed to send pytorch backend response");
       any_ok = true;
     }
     ifd_pt_log_err(TRITONBACKEND_ModelInstanceReportStatistics(

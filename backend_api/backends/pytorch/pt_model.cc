@@ -39,8 +39,10 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
     if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0) {
       /* A List[str] in TorchScript: one dimension in all, batch included
        * (Triton's rule; its reshape counts when there is one). */
-      const json_t *rs = json_object_get(json_object_get(io, "reshape"), "shape");
-      size_t nd = json_array_size(rs != nullptr ? rs : json_object_get(io, "dims"));
+      const json_t *rs =
+          json_object_get(json_object_get(io, "reshape"), "shape");
+      size_t nd =
+          json_array_size(rs != nullptr ? rs : json_object_get(io, "dims"));
       if (nd + (m->max_batch_size > 0 ? 1 : 0) > 1)
         return ifd_pt_errf(PT_ERR_INTERNAL,
                            "Triton only supports 1 dimensional List of String "
@@ -51,10 +53,9 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
       continue;
     }
     if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
-      return ifd_pt_errf(PT_ERR_INTERNAL,
-                         "unsupported datatype %s for %s '%s' for model '%s'",
-                         dt != nullptr ? dt : "(none)", kind, x.name.c_str(),
-                         m->name.c_str());
+      return ifd_pt_errf(
+          PT_ERR_INTERNAL, "unsupported datatype %s for %s '%s' for model '%s'",
+          dt != nullptr ? dt : "(none)", kind, x.name.c_str(), m->name.c_str());
     ios->push_back(x);
   }
   if (ios->empty())
@@ -234,8 +235,8 @@ void ifd_pt_model_free(pt_model_t *m) {
 
 static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
   pt_model_t *m = in->model;
-  const auto &args = in->module->get_method("forward").function().getSchema()
-                         .arguments();
+  const auto &args =
+      in->module->get_method("forward").function().getSchema().arguments();
   size_t start = 0;
   std::vector<std::string> names;
   if (!args.empty() && args[0].type()->kind() == c10::TypeKind::ClassType)
