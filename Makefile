@@ -96,6 +96,11 @@ BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 ORT_DIR := backend_api/backends/onnxruntime
 ORT_LIB := $(BUILD)/backends/onnxruntime/libonnxruntime.so.1
 BACKEND_SO += $(if $(filter onnxruntime,$(BACKENDS)),$(ORT_LIB))
+# The pytorch backend is C++ (*.cc, no *.c, so not in BACKENDS: the generic
+# C rule never sees it) and has its own rule below.
+PT_DIR := backend_api/backends/pytorch
+PT_SO := $(BUILD)/backends/pytorch/libtriton_pytorch.so
+BACKEND_SO += $(if $(wildcard $(PT_DIR)/*.cc),$(PT_SO))
 TEST_BACKEND_SO := $(foreach b,$(TEST_BACKENDS),$(BUILD)/test/backends/$(b)/libtriton_$(b).so)
 # Test repository agents (test/models/repoagents/<name>/), laid out as a
 # --repoagent-directory: build/test/repoagents/<name>/libtritonrepoagent_<name>.so.
@@ -262,6 +267,28 @@ $(ORT_LIB): $(ORT_HOME)/lib/libonnxruntime.so.1
 $(ORT_HOME)/lib/libonnxruntime.so.1:
 	@echo "ONNX Runtime is not installed in $(ORT_HOME):" \
 	  "run make deps (or third_party/install-onnxruntime.sh)" >&2
+	@exit 1
+
+# The pytorch backend (backend_api/backends/pytorch): C++17 against Debian's
+# libtorch-dev (1.13, CPU), whose headers are -isystem so that their warnings
+# stay out of -Werror; every symbol it exports is the C backend ABI.
+CXX ?= g++
+PT_INC := /usr/include/torch/csrc/api/include
+PT_LIBS := -ltorch -ltorch_cpu -lc10
+PT_OBJ := $(patsubst $(PT_DIR)/%.cc,$(BUILD)/obj/$(PT_DIR)/%.o,$(wildcard $(PT_DIR)/*.cc))
+$(BUILD)/obj/$(PT_DIR)/%.o: $(PT_DIR)/%.cc $(wildcard $(PT_DIR)/*.h) \
+  $(wildcard backend_api/include/triton/core/*.h) $(FLAGS_STAMP) | $(PT_INC)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -fPIC -pthread $(OPT) \
+	  $(filter -fsanitize%,$(CFLAGS)) -isystem $(PT_INC) -Ibackend_api/include \
+	  -c -o $@ $<
+$(PT_SO): $(PT_OBJ) $(PT_DIR)/exports.map $(LIBTS)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -Wl,--version-script=$(PT_DIR)/exports.map -o $@ $(PT_OBJ) \
+	  $(LDFLAGS) -L$(BUILD)/lib -ltritonserver $(PT_LIBS) -ljansson
+$(PT_INC):
+	@echo "libtorch-dev is not installed: run make deps" \
+	  "(third_party/install-deps.sh installs Debian's libtorch-dev)" >&2
 	@exit 1
 
 # ---- GPUs (README, "GPUs") ------------------------------------------------------
