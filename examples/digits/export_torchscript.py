@@ -18,7 +18,7 @@ checks it against the ONNX graph evaluated in numpy
 (train_digits.run_graph_numpy): the same class everywhere, probabilities
 within PROB_ATOL. It writes
 
-    examples/digits/torchscript_model/digits_torchscript/1/model.pt
+    examples/model_repository/digits_torchscript/1/model.pt
 
 (the folder also holds the model's config.pbtxt; the model moves into
 examples/model_repository when inferd's PyTorch backend lands).
@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import train_digits  # noqa: E402  (the split, the ONNX file, the numpy evaluation)
 
-OUT_DIR = HERE / "torchscript_model" / "digits_torchscript"
+OUT_DIR = HERE.parent / "model_repository" / "digits_torchscript"
 MODEL_PT = OUT_DIR / "1" / "model.pt"
 # float32 matmuls in torch and in numpy sum in different orders; the
 # probabilities agree to a few ulps, the classes exactly.

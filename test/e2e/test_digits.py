@@ -72,7 +72,7 @@ def srv(tmp_path_factory):
     so = h.backend_dir() / "onnxruntime" / "libtriton_onnxruntime.so"
     assert so.is_file(), f"ONNX Runtime backend not built at {so}; run `make` first"
     tmp = tmp_path_factory.mktemp("digits")
-    s = h.start_server(tmp, [EXAMPLES_REPO], wait_models=(MODEL,), timeout=60)
+    s = h.start_server(tmp, [EXAMPLES_REPO], wait_models=(MODEL, "digits_torchscript"), timeout=60)
     try:
         yield s
     finally:
@@ -246,3 +246,30 @@ def test_wrong_shape_fails_and_model_keeps_serving(srv, heldback):
     assert r.status_code == 200, r.text
     label = {o["name"]: o["data"] for o in r.json()["outputs"]}["label"]
     assert label == [record["predicted"][0]]
+
+
+# ------------------------------------------------------- TorchScript ---
+
+TS_MODEL = "digits_torchscript"
+
+
+@pytest.mark.parametrize("rows", [1, MAX_BATCH])
+def test_torchscript_twin_agrees_on_every_sample(srv, heldback, expected_probs, rows):
+    """digits_torchscript (the PyTorch backend, INPUT__0 -> OUTPUT__0
+    probabilities, OUTPUT__1 class) gives digits_onnx's class on every
+    held-back sample, and its probabilities within PROB_ATOL."""
+    so = h.backend_dir() / "pytorch" / "libtriton_pytorch.so"
+    assert so.is_file(), f"PyTorch backend not built at {so}; run `make` first"
+    X, _, _ = heldback
+    assert srv.get(f"/v2/models/{TS_MODEL}/ready").status_code == 200
+    labels, probs = [], []
+    for a, b in batches(len(X), rows):
+        r = h.infer_binary(srv, TS_MODEL, [("INPUT__0", "FP32", [b - a, 64], X[a:b])],
+                           parameters={"binary_data_output": True})
+        assert r.status_code == 200, r.text
+        _, values = h.parse_infer_response(r)
+        assert values["OUTPUT__1"].shape == (b - a, 1) and values["OUTPUT__1"].dtype == np.int64
+        labels.append(values["OUTPUT__1"])
+        probs.append(values["OUTPUT__0"])
+    check_answers(np.concatenate(labels), np.concatenate(probs), heldback, expected_probs,
+                  f"TorchScript, {rows} rows a request")
