@@ -38,7 +38,10 @@
 #                     against the same model in a C loop on ONNX Runtime,
 #                     bench/ort_floor.c; memory against ORT's own), digits
 #                     (issue 27: the digits ensemble's latency at concurrency 1
-#                     against the client calling its two models itself); default all
+#                     against the client calling its two models itself), pytorch
+#                     (issue 27: the digits TorchScript model against identity and
+#                     against the same module in a C++ loop on libtorch,
+#                     bench/torch_floor.cc); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -973,6 +976,79 @@ if section digits; then
       curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$m/stats" >"$DIG_RAW/stats_$m.json" || true
     done
     stop_pid "$INFERD_PID"
+  fi
+fi
+
+# ---- issue 27: the PyTorch backend against libtorch alone ---------------------------------
+# digits_torchscript (examples/model_repository: the digits MLP as TorchScript, INPUT__0 FP32[64]
+# -> OUTPUT__0 FP32[10] + OUTPUT__1 INT64[1], max_batch_size 16, dynamic_batching, one CPU
+# instance, no parameters: libtorch's defaults) against identity_fp32 (the identity C backend,
+# FP32[16]), one server, same run, HTTP/1.1 binary at concurrency 1 and 16: server CPU per request
+# from the snapshots (server process). Then, with no server running, the floor:
+# bench/torch_floor.cc (built here with g++ against Debian's libtorch, the Makefile's flags for
+# the backend) loads the same model.pt with torch::jit::load and runs forward() under
+# c10::InferenceMode in a C++ loop pinned to the server core, batch 1 (the floor) and batches
+# 2..16 (what a dynamic batch costs libtorch), and reports CPU per run. Memory from /proc:
+# VmHWM of a server serving only identity_fp32 and of the one serving both (just ready, and after
+# the load), against the floor program's VmHWM less its own --bare run's.
+if section pytorch; then
+  PT_RAW=$RAW/pytorch
+  mkdir -p "$PT_RAW"
+  PT_BACKEND=$BUILD/backends/pytorch/libtriton_pytorch.so
+  PT_INC=/usr/include/torch/csrc/api/include
+  if [ ! -e "$PT_BACKEND" ] || [ ! -d "$PT_INC" ]; then
+    echo "backend $PT_BACKEND or libtorch-dev ($PT_INC) missing (make deps; make)" >"$PT_RAW/skipped"
+    log "pytorch: skipped: $(cat "$PT_RAW/skipped")"
+  else
+    TFLOOR=$BUILD/bench/torch_floor
+    mkdir -p "$BUILD/bench"
+    if [ ! -x "$TFLOOR" ] || [ bench/torch_floor.cc -nt "$TFLOOR" ]; then
+      log "pytorch: building $TFLOOR"
+      g++ -std=c++17 -Wall -Wextra -Werror -pthread -O2 -g -isystem "$PT_INC" -o "$TFLOOR" \
+        bench/torch_floor.cc -ltorch -ltorch_cpu -lc10 || die "pytorch: building $TFLOOR failed"
+    fi
+    PTM=digits_torchscript
+    PT_MODELS=$RES/models_pytorch
+    PT_BASE=$RES/models_pytorch_base
+    mkdir -p "$PT_MODELS" "$PT_BASE"
+    cp -r "$MODELS/$ID" "$PT_BASE/"
+    cp -r "$MODELS/$ID" "$ROOT/examples/model_repository/$PTM" "$PT_MODELS/"
+    # Memory: a server without the model, then the one with it, each just ready.
+    INFERD_REPO=$PT_BASE start_inferd inferd_pytorch_base
+    sleep 1
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$PT_RAW/mem_server_identity.txt"
+    stop_pid "$INFERD_PID"
+    INFERD_REPO=$PT_MODELS start_inferd inferd_pytorch
+    wait_http "http://127.0.0.1:$HTTP_PORT/v2/models/$PTM/ready" 60 ||
+      die "pytorch: $PTM not ready (see $RES/inferd_pytorch.log)"
+    sleep 1
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$PT_RAW/mem_server_digits.txt"
+    grep '^Threads:' "/proc/$INFERD_PID/status" >"$PT_RAW/server_threads.txt" || true
+    for sc in "$ID:1:INPUT0:16" "$PTM:1:INPUT__0:64" "$ID:16:INPUT0:16" "$PTM:16:INPUT__0:64"; do
+      IFS=: read -r m c inp dim <<<"$sc"
+      run_perf "pytorch_${m}_http-binary_c$c" "inferd:$m" "$INFERD_PID" -- "$PERF" \
+        -m "$m" -x 1 -b 1 -u "127.0.0.1:$HTTP_PORT" -i http --http-format binary --shape "$inp:$dim" \
+        --concurrency-range "$c:$c:1" --warmup $((WARM * 500)) \
+        --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+        --cpu-pid "$INFERD_PID" --json-summary "$RAW/__SC__/summary.json"
+    done
+    { echo "hwm $(vm_kib "$INFERD_PID" VmHWM)"; echo "rss $(vm_kib "$INFERD_PID" VmRSS)"; } \
+      >"$PT_RAW/mem_server_digits_after.txt"
+    grep '^Threads:' "/proc/$INFERD_PID/status" >"$PT_RAW/server_threads_after.txt" || true
+    curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$PTM/stats" >"$PT_RAW/digits_stats.json" || true
+    stop_pid "$INFERD_PID"
+    # The floor, on the server core, with nothing else running there.
+    taskset -c "$SERVER_CORE" "$TFLOOR" --bare >"$PT_RAW/floor_bare.json"
+    for b in 1 2 4 8 16; do
+      secs=$WINDOW
+      [ "$b" = 1 ] || secs=$(((WINDOW + 1) / 2))
+      log "pytorch: torch_floor batch $b, ${secs}s"
+      taskset -c "$SERVER_CORE" "$TFLOOR" --seconds "$secs" --batch "$b" --width 64 \
+        "$PT_MODELS/$PTM/1/model.pt" >"$PT_RAW/floor_b$b.json" 2>"$PT_RAW/floor_b$b.err" ||
+        log "pytorch: torch_floor batch $b failed (see $PT_RAW/floor_b$b.err)"
+    done
   fi
 fi
 

@@ -30,6 +30,7 @@ import report14  # noqa: E402  (issue 14's table)
 import report15  # noqa: E402  (issue 15's table)
 import report26  # noqa: E402  (issue 26's tables)
 import report27  # noqa: E402  (issue 27's table)
+import report27pt  # noqa: E402  (issue 27's PyTorch table)
 
 # Issue 8's targets: latency at concurrency 1 as a ratio to nginx (same
 # client), and server CPU per request at 64 connections (wrk / h2load).
@@ -560,6 +561,8 @@ def main():
     report26.issue26(p, get, res, fmt)
 
     report27.issue27(p, get, res, fmt)
+
+    report27pt.issue27pt(p, get, res, fmt)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")
