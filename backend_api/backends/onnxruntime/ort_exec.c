@@ -66,26 +66,24 @@ static void log_err(TRITONSERVER_Error *e, const char *what) {
   TRITONSERVER_ErrorDelete(e);
 }
 
+/* Sends e (not freed) as request r's final response unless answered. */
+static void send_error(exec_t *x, uint32_t r, TRITONSERVER_Error *e) {
+  if (x->resp[r] == NULL) return;
+  log_err(TRITONBACKEND_ResponseSend(x->resp[r],
+                                     TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
+          "failed to send onnxruntime backend response");
+  x->resp[r] = NULL;
+}
+
 /* Answers request r with e (owned, freed here) unless already answered. */
 static void answer_error(exec_t *x, uint32_t r, TRITONSERVER_Error *e) {
-  if (x->resp[r] != NULL) {
-    log_err(TRITONBACKEND_ResponseSend(x->resp[r],
-                                       TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
-            "failed to send onnxruntime backend response");
-    x->resp[r] = NULL;
-  }
+  send_error(x, r, e);
   TRITONSERVER_ErrorDelete(e);
 }
 
 /* Answers every open request with e (owned). */
 static void answer_all(exec_t *x, TRITONSERVER_Error *e) {
-  for (uint32_t r = 0; r < x->n; r++)
-    if (x->resp[r] != NULL) {
-      log_err(TRITONBACKEND_ResponseSend(
-                  x->resp[r], TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
-              "failed to send onnxruntime backend response");
-      x->resp[r] = NULL;
-    }
+  for (uint32_t r = 0; r < x->n; r++) send_error(x, r, e);
   TRITONSERVER_ErrorDelete(e);
 }
 
@@ -119,6 +117,19 @@ static int64_t elements(const int64_t *d, size_t n) {
 
 static TRITONSERVER_Error *bind_batch_input(exec_t *x,
                                             const ort_batch_input_t *bi);
+
+/* The shape of request r's input `source` (a batch input's source, a
+ * ragged input, a batch output's shape source). */
+static TRITONSERVER_Error *source_shape(exec_t *x, uint32_t r,
+                                        const char *source,
+                                        const int64_t **shape, uint32_t *nd) {
+  TRITONBACKEND_Input *input = NULL;
+  TRITONSERVER_Error *e =
+      TRITONBACKEND_RequestInput(x->reqs[r], source, &input);
+  if (e == NULL)
+    e = TRITONBACKEND_InputProperties(input, NULL, NULL, shape, nd, NULL, NULL);
+  return e;
+}
 
 /* ---- inputs ---- */
 
@@ -348,13 +359,9 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
       /* A ragged input is the whole batch flattened. */
       int64_t sum = 0;
       for (uint32_t r = 0; e == NULL && r < x->n; r++) {
-        TRITONBACKEND_Input *ri = NULL;
         const int64_t *rs = NULL;
         uint32_t rnd = 0;
-        e = TRITONBACKEND_RequestInput(x->reqs[r], name, &ri);
-        if (e == NULL)
-          e = TRITONBACKEND_InputProperties(ri, NULL, NULL, &rs, &rnd, NULL,
-                                            NULL);
+        e = source_shape(x, r, name, &rs, &rnd);
         if (e == NULL) sum += elements(rs, rnd);
       }
       if (e != NULL) break;
@@ -383,18 +390,6 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
   }
   for (size_t i = 0; e == NULL && i < x->m->n_batch_inputs; i++)
     e = bind_batch_input(x, &x->m->batch_inputs[i]);
-  return e;
-}
-
-/* The shape of one request's source input of a batch input. */
-static TRITONSERVER_Error *source_shape(exec_t *x, uint32_t r,
-                                        const char *source,
-                                        const int64_t **shape, uint32_t *nd) {
-  TRITONBACKEND_Input *input = NULL;
-  TRITONSERVER_Error *e =
-      TRITONBACKEND_RequestInput(x->reqs[r], source, &input);
-  if (e == NULL)
-    e = TRITONBACKEND_InputProperties(input, NULL, NULL, shape, nd, NULL, NULL);
   return e;
 }
 
@@ -525,8 +520,21 @@ static int wanted(const exec_t *x, size_t i) {
   return 0;
 }
 
-/* Binds output i into response 0's own buffer. Returns 0 when the output
- * does not qualify (the caller binds it to ONNX Runtime's allocator). */
+/* The shape the client is answered in for `batch` rows of output o: the
+ * configured dims after the batch dim (they differ from what the model
+ * makes only with a reshape). Returns the dim count, 0 if it does not fit
+ * in out[65]. */
+static size_t client_shape(const exec_t *x, const ort_out_t *o, int64_t batch,
+                           int64_t *out) {
+  size_t n = 0;
+  if (o->n_dims + 1 > 65) return 0;
+  if (x->m->max_batch_size > 0) out[n++] = batch;
+  for (size_t d = 0; d < o->n_dims; d++) out[n++] = o->dims[d];
+  return n;
+}
+
+/* Binds output i into response 0's own buffer when it qualifies (else
+ * leaves b->zero_copy 0: the caller binds it to ONNX Runtime's allocator). */
 static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
   const ort_out_t *o = &x->m->outs[i];
   int64_t shape[65];
@@ -550,10 +558,8 @@ static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
   if (o->reshaped) {
     /* The client's shape is the configured dims; the model's the reshape. */
     int64_t cshape[65];
-    size_t cn = 0;
-    if (o->n_dims + 1 > sizeof(cshape) / sizeof(cshape[0])) return NULL;
-    if (x->m->max_batch_size > 0) cshape[cn++] = x->batch[0];
-    for (size_t d = 0; d < o->n_dims; d++) cshape[cn++] = o->dims[d];
+    size_t cn = client_shape(x, o, x->batch[0], cshape);
+    if (cn == 0) return NULL;
     e = TRITONBACKEND_ResponseOutput(x->resp[0], &out, o->name, o->dtype,
                                      cshape, (uint32_t)cn);
   } else {
@@ -729,11 +735,10 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
       TRITONBACKEND_State *st = NULL;
       TRITONSERVER_Error *re;
       if (state ? !o->is_state : !x->wants[r * x->m->n_outs + b->out]) continue;
-      if (!state && o->reshaped && o->scatter_source == NULL &&
-          o->n_dims + 1 <= sizeof(cshape) / sizeof(cshape[0])) {
-        size_t cn = 0;
-        if (x->m->max_batch_size > 0) cshape[cn++] = x->batch[r];
-        for (size_t d = 0; d < o->n_dims; d++) cshape[cn++] = o->dims[d];
+      size_t cn = !state && o->reshaped && o->scatter_source == NULL
+                      ? client_shape(x, o, x->batch[r], cshape)
+                      : 0;
+      if (cn > 0) {
         re = output_dest(x, r, o, state, cshape, cn, bytes, &dst, &st);
       } else {
         re = output_dest(x, r, o, state, shape, rnd, bytes, &dst, &st);
