@@ -528,13 +528,17 @@ static void test_wait_ends_on_other_work(void **state) {
   assert_int_equal(ifd_evq_init(&loop, &q), 0);
   ifd_evq_set_spin(&q, 100000000000ull);
 
+  /* Repeating: a timer due 1 ms after the loop's cached time may fire in
+   * the timers phase before the poll on a slow machine, and a one-shot one
+   * would then leave no timer at all for the wait to end on. */
   uv_timer_init(&loop, &timer);
-  uv_timer_start(&timer, on_timer_fired, 1, 0);
+  uv_timer_start(&timer, on_timer_fired, 1, 1);
   t0 = mono_ns();
   assert_int_equal(ifd_evq_expect(&q, 100000000000ull), 1);
   uv_run(&loop, UV_RUN_ONCE);
   assert_true(mono_ns() - t0 < 50000000000ull);
   assert_int_equal(q.waits, 1);
+  uv_timer_stop(&timer);
   uv_close((uv_handle_t *)&timer, NULL);
 
   assert_int_equal(pipe(fds), 0);
