@@ -82,7 +82,10 @@ LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC)
 MAIN_OBJ := $(BUILD)/obj/net/main.o
 
 # A shipped backend is a folder of backend_api/backends/ with sources.
-BACKENDS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard backend_api/backends/*/*.c)))))
+# common/ holds C shared by several backends (built into each that uses it);
+# pytorch has its own rule below.
+BACKENDS := $(filter-out common pytorch,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard backend_api/backends/*/*.c))))))
+BACKEND_COMMON_C := $(wildcard backend_api/backends/common/*.c)
 # Every folder with sources is a test backend (common/ holds their shared
 # header only; cuda_add needs nvcc and has its own rule).
 TEST_BACKENDS := $(filter-out common cuda_add,$(notdir $(wildcard test/models/backends/*)))
@@ -96,8 +99,8 @@ BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 ORT_DIR := backend_api/backends/onnxruntime
 ORT_LIB := $(BUILD)/backends/onnxruntime/libonnxruntime.so.1
 BACKEND_SO += $(if $(filter onnxruntime,$(BACKENDS)),$(ORT_LIB))
-# The pytorch backend is C++ (*.cc, no *.c, so not in BACKENDS: the generic
-# C rule never sees it) and has its own rule below.
+# The pytorch backend is C++ (*.cc, plus C files of pure logic) and has its
+# own rule below.
 PT_DIR := backend_api/backends/pytorch
 PT_SO := $(BUILD)/backends/pytorch/libtriton_pytorch.so
 BACKEND_SO += $(if $(wildcard $(PT_DIR)/*.cc),$(PT_SO))
@@ -214,7 +217,7 @@ define backend_rule
 $(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard $(3)/common/*.h) $(wildcard backend_api/include/triton/core/*.h) $(LIBTS)
 	@mkdir -p $$(dir $$@)
 	$$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $$(OPT) $$(filter -fsanitize%,$$(CFLAGS)) \
-	  -Ibackend_api/include -shared -o $$@ $(wildcard $(3)/$(2)/*.c) \
+	  -Ibackend_api/include -shared -o $$@ $(wildcard $(3)/$(2)/*.c) $$(COMMON_SRC) \
 	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver
 endef
 $(foreach b,$(BACKENDS),$(eval $(call backend_rule,$(BUILD)/backends,$(b),backend_api/backends)))
@@ -258,7 +261,9 @@ $(PY_UTILS): $(BUILD)/backends/python/%.py: $(PY_DIR)/%.py
 # Runtime C API itself (ort_api.h), parses its config with jansson, and links
 # the copy of libonnxruntime.so.1 that sits beside it (rpath $$ORIGIN), so the
 # installed backend folder is self-contained.
-$(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: $(wildcard $(ORT_DIR)/*.h) $(ORT_LIB)
+$(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: $(wildcard $(ORT_DIR)/*.h) $(ORT_LIB) \
+  $(BACKEND_COMMON_C)
+$(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: private COMMON_SRC := $(BACKEND_COMMON_C)
 $(BUILD)/backends/onnxruntime/libtriton_onnxruntime.so: private LDFLAGS += -ljansson \
   $(ORT_LIB) -Wl,-rpath,'$$ORIGIN'
 $(ORT_LIB): $(ORT_HOME)/lib/libonnxruntime.so.1
@@ -275,7 +280,14 @@ $(ORT_HOME)/lib/libonnxruntime.so.1:
 CXX ?= g++
 PT_INC := /usr/include/torch/csrc/api/include
 PT_LIBS := -ltorch -ltorch_cpu -lc10
-PT_OBJ := $(patsubst $(PT_DIR)/%.cc,$(BUILD)/obj/$(PT_DIR)/%.o,$(wildcard $(PT_DIR)/*.cc))
+PT_OBJ := $(patsubst $(PT_DIR)/%.cc,$(BUILD)/obj/$(PT_DIR)/%.o,$(wildcard $(PT_DIR)/*.cc)) \
+  $(patsubst %.c,$(BUILD)/obj/pt/%.o,$(wildcard $(PT_DIR)/*.c) $(BACKEND_COMMON_C))
+# Its C files (pure logic, unit-tested in C) and the shared ones.
+$(BUILD)/obj/pt/%.o: %.c $(wildcard $(PT_DIR)/*.h) $(wildcard backend_api/backends/common/*.h) \
+  $(wildcard backend_api/include/triton/core/*.h) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) \
+	  $(filter -fsanitize%,$(CFLAGS)) -Ibackend_api/include -c -o $@ $<
 $(BUILD)/obj/$(PT_DIR)/%.o: $(PT_DIR)/%.cc $(wildcard $(PT_DIR)/*.h) \
   $(wildcard backend_api/include/triton/core/*.h) $(FLAGS_STAMP) | $(PT_INC)
 	@mkdir -p $(dir $@)

@@ -27,12 +27,28 @@
 #define PT_ERR_ARG TRITONSERVER_ERROR_INVALID_ARG
 #define PT_ERR_INTERNAL TRITONSERVER_ERROR_INTERNAL
 
-/* One input or output of the model configuration. */
+/* Where an input of forward() comes from. */
+enum pt_kind_t {
+  PT_IO_INPUT,      /* the configuration's `input` */
+  PT_IO_CONTROL,    /* a sequence batcher control input */
+  PT_IO_STATE,      /* an implicit state's input_name */
+  PT_IO_BATCH_INPUT /* a target of a `batch_input` */
+};
+
+/* One input or output of the model. m->inputs holds the configuration's
+ * inputs in order, then the control inputs, the states' inputs and the
+ * batch inputs' targets; m->outputs the configuration's outputs in order,
+ * then the states' outputs that are no configuration output. */
 struct pt_io_t {
   std::string name;
   TRITONSERVER_DataType dtype = TRITONSERVER_TYPE_INVALID;
   c10::ScalarType stype = c10::ScalarType::Undefined;
-  bool control = false; /* a sequence batcher control input */
+  pt_kind_t kind = PT_IO_INPUT; /* inputs only */
+  bool ragged = false;          /* inputs: allow_ragged_batch */
+  int batch_input = -1;         /* PT_IO_BATCH_INPUT: its `batch_input` */
+  bool is_output = true;        /* outputs: a configuration output */
+  bool is_state = false;        /* outputs: a state's output_name */
+  std::string scatter_source;   /* outputs: BATCH_SCATTER_WITH_INPUT_SHAPE */
 };
 
 /* A model: its configuration and parameters, read once in

@@ -89,7 +89,7 @@ static TRITONSERVER_Error *read_controls(pt_model_t *m) {
     const json_t *c = json_array_get(json_object_get(ci, "control"), 0);
     const char *dt = "TYPE_INT32";
     x.name = name != nullptr ? name : "";
-    x.control = true;
+    x.kind = PT_IO_CONTROL;
     if (json_array_size(json_object_get(c, "fp32_false_true")) > 0)
       dt = "TYPE_FP32";
     else if (json_array_size(json_object_get(c, "bool_false_true")) > 0)
@@ -280,14 +280,14 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
   /* 1. every input is named after an argument of forward(); */
   bool by_arg = true;
   for (const auto &io : m->inputs)
-    if (!io.control &&
+    if (io.kind == PT_IO_INPUT &&
         std::find(names.begin(), names.end(), io.name) == names.end())
       by_arg = false;
   /* 2. else every input is <name>__<index>; 3. else the config's order.
    * Control inputs are always bound by their index. */
   bool by_index = !by_arg;
   for (const auto &io : m->inputs)
-    if (!by_arg && !io.control && named_index(io.name) < 0) {
+    if (!by_arg && io.kind == PT_IO_INPUT && named_index(io.name) < 0) {
       ifd_pt_log(TRITONSERVER_LOG_WARN,
                  "input '%s' or previous input(s) are neither an input "
                  "argument to the model '%s' nor do they follow the "
@@ -299,10 +299,10 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
     }
   for (size_t i = 0; i < m->inputs.size(); i++) {
     const pt_io_t &io = m->inputs[i];
-    size_t idx = by_arg && !io.control
+    size_t idx = by_arg && io.kind == PT_IO_INPUT
                      ? (size_t)(std::find(names.begin(), names.end(), io.name) -
                                 names.begin())
-                 : by_index || io.control ? (size_t)named_index(io.name)
+                 : by_index || io.kind != PT_IO_INPUT ? (size_t)named_index(io.name)
                                           : i;
     if (idx >= in->n_args)
       return ifd_pt_errf(PT_ERR_ARG,
