@@ -182,18 +182,34 @@ static uint64_t req_size(const ifd_request_t *r) {
   return r->batch_size > 0 ? r->batch_size : 1;
 }
 
+/* Whether the model's input `name` has allow_ragged_batch. */
+static int ragged(const ifd_model_config_t *c, const char *name) {
+  size_t i;
+  for (i = 0; i < c->n_input; i++)
+    if (strcmp(c->input[i]->name, name) == 0)
+      return c->input[i]->allow_ragged_batch;
+  return 0;
+}
+
 /* Requests batch together only when every input has the same data type and
- * the same dims after the batch dimension. */
-static int compatible(const ifd_request_t *a, const ifd_request_t *b) {
+ * the same dims after the batch dimension, except that an input with
+ * allow_ragged_batch may differ in shape (Triton's ragged batching: the
+ * backend joins such inputs itself). */
+static int compatible(const ifd_model_config_t *c, const ifd_request_t *a,
+                      const ifd_request_t *b) {
   uint32_t i, j, k;
   if (a->n_inputs != b->n_inputs) return 0;
   for (i = 0; i < a->n_inputs; i++) {
     const ifd_input_t *x = &a->inputs[i], *y = NULL;
     for (j = 0; j < b->n_inputs; j++)
       if (strcmp(b->inputs[j].name, x->name) == 0) y = &b->inputs[j];
-    if (y == NULL || y->dtype != x->dtype || y->ndims != x->ndims) return 0;
-    for (k = 1; k < x->ndims; k++)
-      if (x->shape[k] != y->shape[k]) return 0;
+    if (y == NULL || y->dtype != x->dtype) return 0;
+    if (y->ndims == x->ndims) {
+      for (k = 1; k < x->ndims; k++)
+        if (x->shape[k] != y->shape[k]) break;
+      if (k == x->ndims) continue;
+    }
+    if (!ragged(c, x->name)) return 0;
   }
   return 1;
 }
@@ -350,7 +366,7 @@ static uint32_t gather(dyn_t *d, uint64_t *total, int *blocked) {
           pass == 0 ? d->levels[i].main.head : d->levels[i].delayed.head;
       for (; r != NULL; r = dr(r)->next) {
         if (*total + req_size(r) > d->max_batch ||
-            (n > 0 && !compatible(d->batch[0], r))) {
+            (n > 0 && !compatible(d->s->model->config, d->batch[0], r))) {
           *blocked = 1;
           return n;
         }

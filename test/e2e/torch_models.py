@@ -140,3 +140,28 @@ class Accumulate(torch.nn.Module):
             self.total = torch.zeros(1, dtype=torch.int32)
         self.total = self.total + x.sum().to(torch.int32)
         return self.total.clone()
+
+
+class RaggedSums(torch.nn.Module):
+    """Ragged batching: x is the batch's elements in one flat tensor, count
+    (BATCH_ELEMENT_COUNT) each request's element count and offs
+    (BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO) where each one starts.
+    Returns x doubled (scattered back by each request's shape), each
+    request's sum (one row each) and its count (one row each)."""
+
+    def forward(self, x: torch.Tensor, count: torch.Tensor,
+                offs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        n = count.shape[0]
+        sums = torch.zeros(n, 1, dtype=torch.float32)
+        for i in range(n):
+            sums[i, 0] = x[int(offs[i]):int(offs[i + 1])].sum()
+        return x * 2.0, sums, count.reshape(n, 1)
+
+
+class StateAdd(torch.nn.Module):
+    """Implicit state: OUTPUT = INPUT + the sequence's state, which becomes
+    the next state (returned twice: as the output and as the state)."""
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        s = x + state
+        return s, s.clone()

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/batch_io.h"
 #include "triton/core/tritonbackend.h"
 
 #define PT_ERR_ARG TRITONSERVER_ERROR_INVALID_ARG
@@ -49,6 +50,7 @@ struct pt_io_t {
   bool is_output = true;        /* outputs: a configuration output */
   bool is_state = false;        /* outputs: a state's output_name */
   std::string scatter_source;   /* outputs: BATCH_SCATTER_WITH_INPUT_SHAPE */
+  std::vector<int64_t> dims;    /* outputs: the configured dims */
 };
 
 /* A model: its configuration and parameters, read once in
@@ -60,6 +62,9 @@ struct pt_model_t {
   int max_batch_size = 0;
   std::string path; /* <repository>/<version>/<file> */
   std::vector<pt_io_t> inputs, outputs;
+  ifd_batch_input_t *batch_inputs = nullptr; /* owned, n_batch_inputs */
+  size_t n_batch_inputs = 0;
+  size_t n_states = 0; /* sequence_batching.state entries */
 
   /* Triton's parameters, with Triton's defaults. A pair is (set, value):
    * an unset JIT switch leaves libtorch's own default alone. */

@@ -78,6 +78,13 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
                          io.name.c_str(), m->name.c_str(), type_name(dt),
                          type_name(io.dtype));
     std::vector<int64_t> rs(s, s + nd);
+    if (io.ragged) {
+      /* A ragged input is the batch's elements in one flat tensor. */
+      int64_t count = ifd_batch_elements(s, nd);
+      if (r == 0) shape.assign(1, 0);
+      shape[0] += count;
+      continue;
+    }
     if (r == 0) {
       shape = rs;
       continue;
@@ -90,7 +97,7 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
                          "together have different shapes",
                          io.name.c_str(), m->name.c_str());
   }
-  if (m->max_batch_size > 0) {
+  if (m->max_batch_size > 0 && !io.ragged) {
     if (shape.empty())
       return ifd_pt_errf(PT_ERR_ARG,
                          "input '%s' of model '%s' has no batch "
@@ -129,6 +136,38 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
                        "says %llu",
                        io.name.c_str(), m->name.c_str(),
                        (unsigned long long)off, (unsigned long long)want);
+  *out = t;
+  return nullptr;
+}
+
+/* The shape of request r's input `name`. */
+TRITONSERVER_Error *source_shape(run_t *x, size_t r, const std::string &name,
+                                 ifd_shape_ref_t *out) {
+  TRITONBACKEND_Input *input = nullptr;
+  TRITONSERVER_Error *e =
+      TRITONBACKEND_RequestInput(x->reqs[r], name.c_str(), &input);
+  if (e == nullptr)
+    e = TRITONBACKEND_InputProperties(input, nullptr, nullptr, &out->dims,
+                                      &out->nd, nullptr, nullptr);
+  return e;
+}
+
+/* A batch input's target `io`: Triton's values for the requests of the run
+ * (backends/common/batch_io.h). */
+TRITONSERVER_Error *make_batch_input(run_t *x, size_t n, const pt_io_t &io,
+                                     torch::Tensor *out) {
+  const ifd_batch_input_t &bi = x->in->model->batch_inputs[io.batch_input];
+  std::vector<ifd_shape_ref_t> src(n);
+  int64_t shape[2];
+  for (size_t r = 0; r < n; r++) {
+    TRITONSERVER_Error *e = source_shape(x, r, bi.source, &src[r]);
+    if (e != nullptr) return e;
+  }
+  size_t nd = ifd_batch_input_shape(bi.kind, src.data(), n, shape);
+  torch::Tensor t = torch::empty(std::vector<int64_t>(shape, shape + nd),
+                                 torch::TensorOptions().dtype(io.stype));
+  ifd_batch_input_fill(bi.kind, bi.dtype, src.data(), n, t.data_ptr(),
+                       ifd_batch_elements(shape, nd));
   *out = t;
   return nullptr;
 }
@@ -289,10 +328,42 @@ bool wanted(TRITONBACKEND_Request *req, const std::string &name) {
   return false;
 }
 
-/* Output `io` (the model's value v) split into each request's rows. */
+/* Request r's share of output `io` (bytes at src, shape rs) into its
+ * response (state false) or as the sequence's next state (state true). */
+TRITONSERVER_Error *put_share(run_t *x, size_t r, const pt_io_t &io,
+                              bool state, const std::vector<int64_t> &rs,
+                              const char *src, size_t bytes) {
+  void *buf = nullptr;
+  TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+  int64_t mt_id = 0;
+  TRITONBACKEND_State *st = nullptr;
+  TRITONSERVER_Error *e;
+  if (state) {
+    e = TRITONBACKEND_StateNew(&st, x->reqs[r], io.name.c_str(), io.dtype,
+                               rs.data(), (uint32_t)rs.size());
+    if (e == nullptr)
+      e = TRITONBACKEND_StateBuffer(st, &buf, bytes, &mt, &mt_id);
+  } else {
+    TRITONBACKEND_Output *o = nullptr;
+    e = TRITONBACKEND_ResponseOutput(x->resp[r], &o, io.name.c_str(),
+                                     io.dtype, rs.data(), (uint32_t)rs.size());
+    if (e == nullptr) e = TRITONBACKEND_OutputBuffer(o, &buf, bytes, &mt, &mt_id);
+  }
+  if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && bytes > 0)
+    e = ifd_pt_errf(PT_ERR_INTERNAL,
+                    "pytorch backend: output buffers in GPU memory are not "
+                    "supported on a CPU instance");
+  if (e == nullptr && bytes > 0) memcpy(buf, src, bytes);
+  if (e == nullptr && st != nullptr) e = TRITONBACKEND_StateUpdate(st);
+  return e;
+}
+
+/* Output `io` (the model's value v) split into each request's rows, or,
+ * for a batch output, into each request's source-input shape. */
 TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
                             const c10::IValue &v) {
   pt_model_t *m = x->in->model;
+  const bool scattered = !io.scatter_source.empty();
   if (!v.isTensor())
     return ifd_pt_errf(PT_ERR_ARG,
                        "output '%s' must be of type Tensor, model '%s' gives "
@@ -313,7 +384,7 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
                        "output '%s' is a scalar which is not supported.",
                        io.name.c_str());
   std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-  if (m->max_batch_size > 0 && shape[0] != x->total)
+  if (m->max_batch_size > 0 && !scattered && shape[0] != x->total)
     return ifd_pt_errf(PT_ERR_ARG,
                        "output '%s' of model '%s' has %lld rows for a batch "
                        "of %lld: a batching model's outputs keep the batch "
@@ -321,39 +392,52 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
                        io.name.c_str(), m->name.c_str(), (long long)shape[0],
                        (long long)x->total);
   const char *src = static_cast<const char *>(t.data_ptr());
+  const size_t all = (size_t)t.nbytes();
+  const size_t elem = (size_t)t.element_size();
   const size_t row = m->max_batch_size > 0 && shape[0] > 0
-                         ? (size_t)t.nbytes() / (size_t)shape[0]
-                         : (size_t)t.nbytes();
+                         ? all / (size_t)shape[0]
+                         : all;
   size_t off = 0;
   for (size_t r = 0; r < n; r++) {
-    const size_t bytes =
-        m->max_batch_size > 0 ? row * (size_t)x->batch[r] : (size_t)t.nbytes();
     std::vector<int64_t> rs = shape;
-    if (m->max_batch_size > 0) rs[0] = x->batch[r];
-    if (x->resp[r] != nullptr && wanted(x->reqs[r], io.name)) {
-      TRITONBACKEND_Output *o = nullptr;
-      void *buf = nullptr;
-      TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
-      int64_t mt_id = 0;
-      TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(
-          x->resp[r], &o, io.name.c_str(), io.dtype, rs.data(),
-          (uint32_t)rs.size());
-      if (e == nullptr)
-        e = TRITONBACKEND_OutputBuffer(o, &buf, bytes, &mt, &mt_id);
-      if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && bytes > 0)
-        e = ifd_pt_errf(PT_ERR_INTERNAL,
-                        "pytorch backend: output buffers in GPU memory are "
-                        "not supported on a CPU instance");
-      if (e == nullptr && bytes > 0) memcpy(buf, src + off, bytes);
-      if (e != nullptr) {
-        ifd_pt_log_err(TRITONBACKEND_ResponseSend(
-                           x->resp[r], TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
-                       "failed to send pytorch backend response");
-        TRITONSERVER_ErrorDelete(e);
-        x->resp[r] = nullptr;
+    size_t bytes = all;
+    TRITONSERVER_Error *e = nullptr;
+    if (scattered) {
+      /* BATCH_SCATTER_WITH_INPUT_SHAPE: the request's source input shape
+       * fills the configured dims' -1s. */
+      ifd_shape_ref_t s;
+      int64_t d[64];
+      e = source_shape(x, r, io.scatter_source, &s);
+      if (e == nullptr) {
+        size_t nd = ifd_batch_scatter_shape(m->max_batch_size > 0,
+                                            io.dims.data(), io.dims.size(),
+                                            &s, d, 64);
+        rs.assign(d, d + nd);
+        bytes = (size_t)ifd_batch_elements(d, nd) * elem;
+        if (bytes > all - off)
+          e = ifd_pt_errf(PT_ERR_INTERNAL,
+                          "output '%s' is smaller than its requests' source "
+                          "input '%s' shapes",
+                          io.name.c_str(), io.scatter_source.c_str());
       }
+    } else if (m->max_batch_size > 0) {
+      rs[0] = x->batch[r];
+      bytes = row * (size_t)x->batch[r];
     }
-    off += bytes;
+    for (int state = 0; e == nullptr && state < 2; state++) {
+      if (x->resp[r] == nullptr) break;
+      if (state ? !io.is_state : !(io.is_output && wanted(x->reqs[r], io.name)))
+        continue;
+      e = put_share(x, r, io, state != 0, rs, src + off, bytes);
+    }
+    if (e != nullptr && x->resp[r] != nullptr) {
+      ifd_pt_log_err(TRITONBACKEND_ResponseSend(
+                         x->resp[r], TRITONSERVER_RESPONSE_COMPLETE_FINAL, e),
+                     "failed to send pytorch backend response");
+      x->resp[r] = nullptr;
+    }
+    TRITONSERVER_ErrorDelete(e);
+    if (scattered || m->max_batch_size > 0) off += bytes;
   }
   return nullptr;
 }
@@ -374,22 +458,25 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
       c10::Dict<std::string, torch::Tensor> d;
       for (const auto &io : m->inputs) {
         torch::Tensor t;
-        e = gather(x, n, io, &t);
+        e = io.kind == PT_IO_BATCH_INPUT ? make_batch_input(x, n, io, &t)
+                                         : gather(x, n, io, &t);
         if (e != nullptr) return e;
         d.insert(io.name, t);
       }
       args[0] = d;
     } else {
       for (size_t i = 0; i < m->inputs.size(); i++) {
-        if (m->inputs[i].dtype == TRITONSERVER_TYPE_BYTES) {
+        const pt_io_t &io = m->inputs[i];
+        if (io.dtype == TRITONSERVER_TYPE_BYTES) {
           c10::List<std::string> l;
-          e = gather_strings(x, m->inputs[i], &l);
+          e = gather_strings(x, io, &l);
           if (e != nullptr) return e;
           args[in->in_index[i]] = l;
           continue;
         }
         torch::Tensor t;
-        e = gather(x, n, m->inputs[i], &t);
+        e = io.kind == PT_IO_BATCH_INPUT ? make_batch_input(x, n, io, &t)
+                                         : gather(x, n, io, &t);
         if (e != nullptr) return e;
         args[in->in_index[i]] = t;
       }

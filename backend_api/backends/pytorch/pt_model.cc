@@ -35,7 +35,12 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
     pt_io_t x;
     const char *name = member_str(io, "name");
     const char *dt = member_str(io, "data_type");
+    const json_t *dims = json_object_get(io, "dims");
+    size_t d;
+    json_t *v;
     x.name = name != nullptr ? name : "";
+    x.ragged = json_is_true(json_object_get(io, "allow_ragged_batch"));
+    json_array_foreach(dims, d, v) x.dims.push_back(json_integer_value(v));
     if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0) {
       /* A List[str] in TorchScript: one dimension in all, batch included
        * (Triton's rule; its reshape counts when there is one). */
@@ -107,6 +112,121 @@ static TRITONSERVER_Error *read_controls(pt_model_t *m) {
                          "input '%s' type '%s' is not supported by PyTorch.",
                          x.name.c_str(), dt);
     m->inputs.push_back(x);
+  }
+  return nullptr;
+}
+
+/* sequence_batching.state: each state's input_name is one more input of
+ * forward(), its output_name one more result (or a configuration output
+ * that is also kept as the state). Tensor states only. */
+static TRITONSERVER_Error *read_states(pt_model_t *m) {
+  const json_t *states = json_object_get(
+      json_object_get(m->config, "sequence_batching"), "state");
+  size_t i;
+  json_t *st;
+  json_array_foreach(states, i, st) {
+    const char *in = member_str(st, "input_name");
+    const char *dt = member_str(st, "data_type");
+    pt_io_t x;
+    x.kind = PT_IO_STATE;
+    x.name = in != nullptr ? in : "";
+    if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0)
+      return ifd_pt_errf(PT_ERR_ARG,
+                         "state '%s' of model '%s' is TYPE_STRING: inferd's "
+                         "pytorch backend keeps tensor states only",
+                         x.name.c_str(), m->name.c_str());
+    if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
+      return ifd_pt_errf(PT_ERR_INTERNAL,
+                         "unsupported datatype %s for input state '%s' for "
+                         "model '%s'",
+                         dt != nullptr ? dt : "(none)", x.name.c_str(),
+                         m->name.c_str());
+    m->inputs.push_back(x);
+    m->n_states++;
+  }
+  return nullptr;
+}
+
+/* The states' outputs, after the configuration's outputs are read. */
+static void read_state_outputs(pt_model_t *m) {
+  const json_t *states = json_object_get(
+      json_object_get(m->config, "sequence_batching"), "state");
+  size_t i;
+  json_t *st;
+  json_array_foreach(states, i, st) {
+    const char *out = member_str(st, "output_name");
+    pt_io_t x;
+    x.name = out != nullptr ? out : "";
+    ifd_pt_config_type(member_str(st, "data_type"), &x.dtype, &x.stype);
+    auto same = std::find_if(m->outputs.begin(), m->outputs.end(),
+                             [&](const pt_io_t &o) { return o.name == x.name; });
+    if (same != m->outputs.end()) {
+      same->is_state = true;
+      continue;
+    }
+    x.is_output = false;
+    x.is_state = true;
+    m->outputs.push_back(x);
+  }
+}
+
+/* batch_input: each target is one more input of forward(), made by the
+ * backend from the batch (backends/common/batch_io.h). */
+static TRITONSERVER_Error *read_batch_inputs(pt_model_t *m) {
+  TRITONSERVER_Error *e = ifd_batch_inputs_read(
+      m->config, m->name.c_str(), &m->batch_inputs, &m->n_batch_inputs);
+  for (size_t i = 0; e == nullptr && i < m->n_batch_inputs; i++)
+    for (size_t t = 0; t < m->batch_inputs[i].n_targets; t++) {
+      pt_io_t x;
+      x.kind = PT_IO_BATCH_INPUT;
+      x.name = m->batch_inputs[i].targets[t];
+      x.dtype = m->batch_inputs[i].dtype;
+      x.stype = x.dtype == TRITONSERVER_TYPE_FP32 ? c10::ScalarType::Float
+                                                  : c10::ScalarType::Int;
+      x.batch_input = (int)i;
+      m->inputs.push_back(x);
+    }
+  return e;
+}
+
+/* batch_output: BATCH_SCATTER_WITH_INPUT_SHAPE, the only kind Triton has. */
+static TRITONSERVER_Error *read_batch_outputs(pt_model_t *m) {
+  const json_t *bos = json_object_get(m->config, "batch_output");
+  size_t i;
+  json_t *bo;
+  json_array_foreach(bos, i, bo) {
+    const char *kind = member_str(bo, "kind");
+    const json_t *targets = json_object_get(bo, "target_name");
+    const json_t *source = json_array_get(json_object_get(bo, "source_input"), 0);
+    if (kind == nullptr || strcmp(kind, "BATCH_SCATTER_WITH_INPUT_SHAPE") != 0)
+      return ifd_pt_errf(PT_ERR_ARG, "unexpected batch output kind '%s'",
+                         kind != nullptr ? kind : "");
+    if (!json_is_string(source) || json_array_size(targets) == 0)
+      return ifd_pt_errf(PT_ERR_ARG,
+                         "batch output %zu of model '%s' must name one of "
+                         "its outputs and a source_input",
+                         i, m->name.c_str());
+    size_t t;
+    json_t *target;
+    json_array_foreach(targets, t, target) {
+      auto o = std::find_if(m->outputs.begin(), m->outputs.end(),
+                            [&](const pt_io_t &x) {
+                              return json_is_string(target) &&
+                                     x.is_output &&
+                                     x.name == json_string_value(target);
+                            });
+      if (o == m->outputs.end())
+        return ifd_pt_errf(PT_ERR_ARG,
+                           "batch output %zu of model '%s' must name one of "
+                           "its outputs and a source_input",
+                           i, m->name.c_str());
+      if (o->dtype == TRITONSERVER_TYPE_BYTES)
+        return ifd_pt_errf(PT_ERR_ARG,
+                           "batch output '%s' of model '%s' is TYPE_STRING, "
+                           "which a batch output cannot be",
+                           o->name.c_str(), m->name.c_str());
+      o->scatter_source = json_string_value(source);
+    }
   }
   return nullptr;
 }
@@ -211,7 +331,11 @@ TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
     e = read_config(m);
     if (e == nullptr) e = read_ios(m, "input", &m->inputs);
     if (e == nullptr) e = read_controls(m);
+    if (e == nullptr) e = read_states(m);
+    if (e == nullptr) e = read_batch_inputs(m);
     if (e == nullptr) e = read_ios(m, "output", &m->outputs);
+    if (e == nullptr) read_state_outputs(m);
+    if (e == nullptr) e = read_batch_outputs(m);
     if (e == nullptr) e = read_params(m);
     if (e == nullptr) e = model_path(m);
   } catch (const std::exception &ex) {
@@ -227,6 +351,7 @@ TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
 
 void ifd_pt_model_free(pt_model_t *m) {
   if (m == nullptr) return;
+  ifd_batch_inputs_free(m->batch_inputs, m->n_batch_inputs);
   json_decref(m->config);
   delete m;
 }
