@@ -252,7 +252,13 @@ def test_ragged_batch_with_element_count_batch_input(srv, gc):
         x = (np.arange(n, dtype=np.float32) - 10.0 * tag).reshape(1, n)
         return lambda: (of.infer(proto, srv, "ragged_count", [("INPUT0", "FP32", [1, n], x)], gc=gc), x, n)
 
+    before = _stats(srv, "ragged_count")
     for out, x, n in of.concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"),
                                         req(4, 7, "binary")]):
         np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
         np.testing.assert_array_equal(np.asarray(out["OUT_COUNT"]).reshape(-1), [n])
+    # Different lengths, one run (preferred batch size 4): the dynamic
+    # batcher joins requests whose ragged inputs differ in shape.
+    after = _stats(srv, "ragged_count")
+    assert after["inference_count"] - before["inference_count"] == 4, after
+    assert after["execution_count"] - before["execution_count"] == 1, after

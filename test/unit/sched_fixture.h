@@ -192,7 +192,9 @@ static ifd_model_ops_t test_ops;
 
 static char root[64];
 
-static void write_model(const char *name, const char *extra) {
+/* A model of the fake backend with input IN (`in`: more fields of it). */
+static void write_model_in(const char *name, const char *in,
+                           const char *extra) {
   char path[512];
   FILE *f;
   snprintf(path, sizeof(path), "%s/%s", root, name);
@@ -204,10 +206,14 @@ static void write_model(const char *name, const char *extra) {
   assert_non_null(f);
   fprintf(f,
           "name: \"%s\" backend: \"fake\" "
-          "input [{ name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] }] "
+          "input [{ name: \"IN\" data_type: TYPE_FP32 dims: [ -1 ] %s }] "
           "output [{ name: \"OUT\" data_type: TYPE_FP32 dims: [ -1 ] }] %s",
-          name, extra);
+          name, in, extra);
   fclose(f);
+}
+
+static void write_model(const char *name, const char *extra) {
+  write_model_in(name, "", extra);
 }
 
 static int rm_one(const char *p, const struct stat *st, int fl, struct FTW *f) {

@@ -22,6 +22,9 @@
 
 static void write_models(void) {
   write_models_sched();
+  write_model_in("ragged", "allow_ragged_batch: true",
+                 "max_batch_size: 8 instance_group [{ count: 1 }] "
+                 "dynamic_batching { }");
 }
 
 /* ---- the default scheduler ------------------------------------------------
@@ -75,6 +78,24 @@ static void test_dynamic_batches(void **state) {
   assert_int_equal(n_answers, 5);
   assert_answer(0, "a0", 0, NULL);
   assert_answer(4, "a4", 0, NULL);
+}
+
+/* allow_ragged_batch: requests whose shapes differ batch together (the
+ * backend joins them); max_batch_size still bounds the rows. */
+static void test_dynamic_ragged(void **state) {
+  (void)state;
+  submit("ragged", "r0", 1, 4, 0, 0, NULL);
+  assert_int_equal(n_batches, 1);
+  submit("ragged", "r1", 1, 3, 0, 0, NULL);
+  submit("ragged", "r2", 1, 7, 0, 0, NULL);
+  submit("ragged", "r3", 6, 1, 0, 0, NULL);
+  submit("ragged", "r4", 1, 2, 0, 0, NULL); /* 1 + 1 + 6 + 1 > 8 */
+  complete(0);
+  BATCH(1, "r1", "r2", "r3");
+  complete(1);
+  BATCH(2, "r4");
+  complete(2);
+  assert_int_equal(n_answers, 5);
 }
 
 /* Preferred sizes: a batch is sent before the delay once it reaches the
@@ -403,6 +424,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_default, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dynamic_batches, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dynamic_ragged, setup, teardown),
       cmocka_unit_test_setup_teardown(test_preferred, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delay_timer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_priorities, setup, teardown),
