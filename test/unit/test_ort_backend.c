@@ -24,6 +24,7 @@
 #include "backend_api/backends/onnxruntime/ort_model.c"
 #include "backend_api/backends/onnxruntime/ort_settings.c"
 #include "backend_api/backends/onnxruntime/ort_util.c"
+#include "backend_api/backends/common/batch_io.c"
 
 const OrtApi *ifd_ort;
 const char *ifd_ort_version(void) {

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/batch_io.h"
 #include "ort_api.h"
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
@@ -79,24 +80,6 @@ typedef struct ort_out {
                            NULL for other outputs */
 } ort_out_t;
 
-/* A batch_input of the configuration: a tensor the backend makes for each
- * batch from the shapes of the requests' source input (ragged batching). */
-typedef enum ort_batch_kind {
-  ORT_BATCH_ELEMENT_COUNT,
-  ORT_BATCH_ACCUMULATED_ELEMENT_COUNT,
-  ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO,
-  ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE,
-  ORT_BATCH_ITEM_SHAPE,
-  ORT_BATCH_ITEM_SHAPE_FLATTEN,
-} ort_batch_kind_t;
-
-typedef struct ort_batch_input {
-  ort_batch_kind_t kind;
-  TRITONSERVER_DataType dtype; /* FP32, or INT32 for every other type */
-  char **targets;              /* owned: the model inputs it feeds */
-  size_t n_targets;
-  char *source; /* owned */
-} ort_batch_input_t;
 
 /* Session settings read from the configuration; applied to every
  * instance's session. */
@@ -130,7 +113,7 @@ typedef struct ort_model {
   ort_settings_t settings;
   ort_out_t *outs; /* owned */
   size_t n_outs;
-  ort_batch_input_t *batch_inputs; /* owned */
+  ifd_batch_input_t *batch_inputs; /* owned (backends/common/batch_io.h) */
   size_t n_batch_inputs;
   char **ragged; /* owned: inputs with allow_ragged_batch */
   size_t n_ragged;

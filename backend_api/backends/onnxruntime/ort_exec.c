@@ -116,7 +116,7 @@ static int64_t elements(const int64_t *d, size_t n) {
 }
 
 static TRITONSERVER_Error *bind_batch_input(exec_t *x,
-                                            const ort_batch_input_t *bi);
+                                            const ifd_batch_input_t *bi);
 
 /* The shape of request r's input `source` (a batch input's source, a
  * ragged input, a batch output's shape source). */
@@ -393,93 +393,35 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
   return e;
 }
 
-/* Appends value v to a batch input's buffer (FP32 or INT32). */
-static void put_value(char *buf, int fp32, int64_t count, size_t *at,
-                      int64_t v) {
-  if ((int64_t)*at < count) {
-    if (fp32)
-      ((float *)(void *)buf)[*at] = (float)v;
-    else
-      ((int32_t *)(void *)buf)[*at] = (int32_t)v;
-  }
-  (*at)++;
-}
-
-/* Makes one batch_input tensor (Triton's values and shapes for each kind)
- * and binds it to each of its targets. */
+/* Makes one batch_input tensor (Triton's values and shapes for each kind,
+ * backends/common/batch_io.h) and binds it to each of its targets. */
 static TRITONSERVER_Error *bind_batch_input(exec_t *x,
-                                            const ort_batch_input_t *bi) {
-  int64_t shape[2] = {0, 0}, count = 0, acc = 0;
-  size_t nd = 1, at = 0;
-  int fp32 = bi->dtype == TRITONSERVER_TYPE_FP32;
+                                            const ifd_batch_input_t *bi) {
+  int64_t shape[2], count;
+  size_t nd;
   char *buf;
+  ifd_shape_ref_t *src = calloc(x->n > 0 ? x->n : 1, sizeof(*src));
   TRITONSERVER_Error *e = NULL;
-  /* The tensor's shape first. */
+  /* keep_buf frees what it cannot keep. */
+  if (src == NULL || keep_buf(x, src) < 0)
+    return ifd_ort_errf(ERR_INTERNAL, "out of memory for batch input");
   for (uint32_t r = 0; r < x->n; r++) {
-    const int64_t *s = NULL;
-    uint32_t snd = 0;
-    e = source_shape(x, r, bi->source, &s, &snd);
+    e = source_shape(x, r, bi->source, &src[r].dims, &src[r].nd);
     if (e != NULL) return e;
-    switch (bi->kind) {
-      case ORT_BATCH_ELEMENT_COUNT:
-      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT:
-        shape[0] = x->n;
-        break;
-      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
-        shape[0] = x->n + 1;
-        break;
-      case ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE:
-        if (elements(s, snd) > shape[0]) shape[0] = elements(s, snd);
-        break;
-      case ORT_BATCH_ITEM_SHAPE:
-        nd = 2;
-        shape[0] += snd > 0 ? s[0] : 0;
-        shape[1] = snd > 0 ? (int64_t)snd - 1 : 0;
-        break;
-      case ORT_BATCH_ITEM_SHAPE_FLATTEN:
-        shape[0] += snd > 0 ? s[0] * ((int64_t)snd - 1) : 0;
-        break;
-    }
   }
-  count = elements(shape, nd);
+  nd = ifd_batch_input_shape(bi->kind, src, x->n, shape);
+  count = ifd_batch_elements(shape, nd);
   buf = calloc((size_t)(count > 0 ? count : 1), 4);
   if (buf == NULL || keep_buf(x, buf) < 0)
     return ifd_ort_errf(ERR_INTERNAL, "out of memory for batch input");
-  if (bi->kind == ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO)
-    put_value(buf, fp32, count, &at, 0);
-  /* BATCH_MAX_ELEMENT_COUNT_AS_SHAPE says it all with its shape. */
-  for (uint32_t r = 0;
-       r < x->n && bi->kind != ORT_BATCH_MAX_ELEMENT_COUNT_AS_SHAPE; r++) {
-    const int64_t *s = NULL;
-    uint32_t snd = 0;
-    e = source_shape(x, r, bi->source, &s, &snd);
-    if (e != NULL) return e;
-    switch (bi->kind) {
-      case ORT_BATCH_ELEMENT_COUNT:
-        put_value(buf, fp32, count, &at, elements(s, snd));
-        break;
-      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT:
-      case ORT_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO:
-        acc += elements(s, snd);
-        put_value(buf, fp32, count, &at, acc);
-        break;
-      case ORT_BATCH_ITEM_SHAPE:
-      case ORT_BATCH_ITEM_SHAPE_FLATTEN:
-        /* Each batch item's shape without its batch dim. */
-        for (int64_t item = 0; snd > 0 && item < s[0]; item++)
-          for (uint32_t d = 1; d < snd; d++)
-            put_value(buf, fp32, count, &at, s[d]);
-        break;
-      default:
-        break;
-    }
-  }
+  ifd_batch_input_fill(bi->kind, bi->dtype, src, x->n, buf, count);
   for (size_t t = 0; t < bi->n_targets; t++) {
     OrtValue *v = NULL;
     e = ifd_ort_err(ifd_ort->CreateTensorWithDataAsOrtValue(
         x->in->cpu_info, buf, (size_t)count * 4, shape, nd,
-        fp32 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
-             : ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
+        bi->dtype == TRITONSERVER_TYPE_FP32
+            ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+            : ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32,
         &v));
     if (e == NULL) e = keep_value(x, v);
     if (e == NULL)
@@ -699,12 +641,9 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
         answer_error(x, r, se);
         continue;
       }
-      rnd = 0;
-      if (x->m->max_batch_size > 0) shape[rnd++] = -1;
-      for (size_t d = 0; d < o->n_shape && rnd < 64; d++)
-        shape[rnd++] = o->shape[d];
-      for (size_t d = 0; d < rnd; d++)
-        if (shape[d] == -1) shape[d] = d < snd ? s[d] : 0;
+      const ifd_shape_ref_t sref = {s, snd};
+      rnd = ifd_batch_scatter_shape(x->m->max_batch_size > 0, o->shape,
+                                    o->n_shape, &sref, shape, 64);
       elems = (uint64_t)elements(shape, rnd);
     } else if (x->m->max_batch_size > 0 && nd > 0) {
       shape[0] = x->batch[r];

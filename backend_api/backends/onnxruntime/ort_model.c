@@ -279,55 +279,11 @@ static TRITONSERVER_Error *outs_read(ort_model_t *m) {
 
 /* batch_input and batch_output (Triton's ragged batching). */
 static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
-  static const char *const kinds[] = {
-      "BATCH_ELEMENT_COUNT",
-      "BATCH_ACCUMULATED_ELEMENT_COUNT",
-      "BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO",
-      "BATCH_MAX_ELEMENT_COUNT_AS_SHAPE",
-      "BATCH_ITEM_SHAPE",
-      "BATCH_ITEM_SHAPE_FLATTEN"};
-  const json_t *bis = json_object_get(m->config, "batch_input");
   const json_t *bos = json_object_get(m->config, "batch_output");
-  size_t n = ifd_ort_array_size(m->config, "batch_input");
-  if (n > 0) {
-    m->batch_inputs = calloc(n, sizeof(*m->batch_inputs));
-    if (m->batch_inputs == NULL)
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
-  }
-  for (size_t i = 0; i < n; i++) {
-    const json_t *bi = json_array_get(bis, i);
-    const json_t *targets = json_object_get(bi, "target_name");
-    const char *kind = ifd_ort_member_str(bi, "kind");
-    const char *source = ifd_ort_first_str(bi, "source_input");
-    ort_batch_input_t *b = &m->batch_inputs[i];
-    size_t k;
-    m->n_batch_inputs++;
-    for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-      if (kind != NULL && strcmp(kind, kinds[k]) == 0) break;
-    if (k == sizeof(kinds) / sizeof(kinds[0]))
-      return ifd_ort_errf(ERR_ARG, "unexpected batch input kind '%s'",
-                          kind != NULL ? kind : "");
-    if (source == NULL)
-      return ifd_ort_errf(ERR_ARG,
-                          "batch input %zu of model '%s' names no source_input",
-                          i, m->name);
-    b->kind = (ort_batch_kind_t)k;
-    b->dtype = ifd_ort_to_triton(ifd_ort_from_config(ifd_ort_member_str(
-                   bi, "data_type"))) == TRITONSERVER_TYPE_FP32
-                   ? TRITONSERVER_TYPE_FP32
-                   : TRITONSERVER_TYPE_INT32;
-    b->source = strdup(source);
-    b->n_targets = json_is_array(targets) ? json_array_size(targets) : 0;
-    b->targets = calloc(b->n_targets + 1, sizeof(char *));
-    if (b->source == NULL || b->targets == NULL)
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
-    for (size_t t = 0; t < b->n_targets; t++) {
-      const json_t *v = json_array_get(targets, t);
-      b->targets[t] = strdup(json_is_string(v) ? json_string_value(v) : "");
-      if (b->targets[t] == NULL)
-        return ifd_ort_errf(ERR_INTERNAL, "out of memory");
-    }
-  }
+  TRITONSERVER_Error *e = ifd_batch_inputs_read(m->config, m->name,
+                                                &m->batch_inputs,
+                                                &m->n_batch_inputs);
+  if (e != NULL) return e;
   for (size_t i = 0; i < ifd_ort_array_size(m->config, "batch_output"); i++) {
     const json_t *bo = json_array_get(bos, i);
     const char *kind = ifd_ort_member_str(bo, "kind");
@@ -428,13 +384,7 @@ void ifd_ort_model_free(ort_model_t *m) {
     free(m->outs[i].scatter_source);
     free(m->outs[i].dims);
   }
-  for (size_t i = 0; i < m->n_batch_inputs; i++) {
-    for (size_t t = 0; t < m->batch_inputs[i].n_targets; t++)
-      free(m->batch_inputs[i].targets[t]);
-    free(m->batch_inputs[i].targets);
-    free(m->batch_inputs[i].source);
-  }
-  free(m->batch_inputs);
+  ifd_batch_inputs_free(m->batch_inputs, m->n_batch_inputs);
   for (size_t i = 0; i < m->n_ragged; i++) free(m->ragged[i]);
   for (size_t i = 0; i < m->n_reshape; i++) {
     free(m->reshape[i].name);
