@@ -94,7 +94,8 @@ const char *ifd_log_file(void) {
 
 void ifd_log_write(ifd_log_level_t level, const char *file, int line,
                    const char *fmt, ...) {
-  static const char letters[] = "EWIV";
+  /* Triton writes verbose lines with the INFO letter. */
+  static const char letters[] = "EWII";
   char buf[4096];
   struct timeval tv;
   struct tm tm;
