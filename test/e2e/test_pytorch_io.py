@@ -129,6 +129,15 @@ def test_dictionary_result_by_output_name(srv, gc, proto):
     np.testing.assert_array_equal(out["diff"], d)
 
 
+def test_dictionary_result_logs_no_ordering_warning(srv):
+    # forward() is declared to return a Dict: outputs are read by name, so
+    # Triton's warning for output names that are no <name>__<index> does not
+    # apply (the 'ordered' model, with a tuple result, still gets it).
+    log = srv.log_tail(1 << 20)
+    assert "output 'plus' or previous output(s) of the model 'ordered' do not follow" in log
+    assert "of the model 'dict_out' do not follow" not in log
+
+
 def test_requested_output_only(srv, gc):
     a, b = _ab()
     out = pf.infer("binary", srv, "dict_out", [("INPUT__0", "FP32", a.shape, a), ("INPUT__1", "FP32", b.shape, b)],

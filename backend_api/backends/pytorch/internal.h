@@ -25,16 +25,10 @@
 #include "../common/batch_io.h"
 #include "triton/core/tritonbackend.h"
 
+#include "pt_names.h" /* pt_kind_t: where an input of forward() comes from */
+
 #define PT_ERR_ARG TRITONSERVER_ERROR_INVALID_ARG
 #define PT_ERR_INTERNAL TRITONSERVER_ERROR_INTERNAL
-
-/* Where an input of forward() comes from. */
-enum pt_kind_t {
-  PT_IO_INPUT,      /* the configuration's `input` */
-  PT_IO_CONTROL,    /* a sequence batcher control input */
-  PT_IO_STATE,      /* an implicit state's input_name */
-  PT_IO_BATCH_INPUT /* a target of a `batch_input` */
-};
 
 /* One input or output of the model. m->inputs holds the configuration's
  * inputs in order, then the control inputs, the states' inputs and the
@@ -93,8 +87,8 @@ struct pt_instance_t {
   std::shared_ptr<torch::jit::Module> module; /* owned (or shared) */
   bool dict_input = false;      /* forward(self, Dict[str, Tensor]) */
   size_t n_args = 0;            /* forward()'s arguments less self */
-  std::vector<size_t> in_index; /* per config input: its argument */
-  std::vector<int> out_index;   /* per config output: its position, or
+  std::vector<size_t> in_index; /* per model input: its argument */
+  std::vector<int> out_index;   /* per model output: its position, or
                                    -1 where looked up by name (a dict) */
 };
 

@@ -10,7 +10,8 @@
  * else the configuration's order (with Triton's warning); a forward() taking
  * one Dict[str, Tensor] gets every input under its configuration name.
  * Outputs are <name>__<index> or in the configuration's order; a dictionary
- * result is read by output name.
+ * result is read by output name. The naming rules themselves are pure logic
+ * in pt_names.c; what needs libtorch (forward()'s schema) stays here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +72,6 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
   return nullptr;
 }
 
-/* The index of a <name>__<index> name, or -1 when it is not one. */
-static long named_index(const std::string &name) {
-  size_t at = name.find("__");
-  if (at == std::string::npos || at + 2 >= name.size()) return -1;
-  for (size_t i = at + 2; i < name.size(); i++)
-    if (!isdigit((unsigned char)name[i])) return -1;
-  return strtol(name.c_str() + at + 2, nullptr, 10);
-}
-
 /* The sequence batcher's control inputs (START, END, READY, CORRID), which
  * reach forward() as more arguments: Triton binds them by their
  * <name>__<index> names only. */
@@ -102,7 +94,7 @@ static TRITONSERVER_Error *read_controls(pt_model_t *m) {
     else if (member_str(c, "data_type") != nullptr &&
              strcmp(member_str(c, "data_type"), "TYPE_INVALID") != 0)
       dt = member_str(c, "data_type"); /* CONTROL_SEQUENCE_CORRID */
-    if (named_index(x.name) < 0)
+    if (ifd_pt_named_index(x.name.c_str()) < 0)
       return ifd_pt_errf(PT_ERR_INTERNAL,
                          "input '%s' does not follow <name>__<index> naming "
                          "convention.",
@@ -396,72 +388,38 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
     names.push_back(args[i].name());
   }
   in->n_args = names.size();
-  if (in->n_args != m->inputs.size())
-    return ifd_pt_errf(PT_ERR_ARG,
-                       "unable to load model '%s', configuration expects %zu "
-                       "inputs, model provides %zu",
-                       m->name.c_str(), m->inputs.size(), in->n_args);
-
-  /* 1. every input is named after an argument of forward(); */
-  bool by_arg = true;
-  for (const auto &io : m->inputs)
-    if (io.kind == PT_IO_INPUT &&
-        std::find(names.begin(), names.end(), io.name) == names.end())
-      by_arg = false;
-  /* 2. else every input is <name>__<index>; 3. else the config's order.
-   * Control inputs are always bound by their index. */
-  bool by_index = !by_arg;
-  for (const auto &io : m->inputs)
-    if (!by_arg && io.kind == PT_IO_INPUT && named_index(io.name) < 0) {
-      ifd_pt_log(TRITONSERVER_LOG_WARN,
-                 "input '%s' or previous input(s) are neither an input "
-                 "argument to the model '%s' nor do they follow the "
-                 "<name>__<index> naming convention. Falling back to "
-                 "enforcing strict ordering from model configuration.",
-                 io.name.c_str(), m->name.c_str());
-      by_index = false;
-      break;
-    }
-  for (size_t i = 0; i < m->inputs.size(); i++) {
-    const pt_io_t &io = m->inputs[i];
-    size_t idx = by_arg && io.kind == PT_IO_INPUT
-                     ? (size_t)(std::find(names.begin(), names.end(), io.name) -
-                                names.begin())
-                 : by_index || io.kind != PT_IO_INPUT ? (size_t)named_index(io.name)
-                                          : i;
-    if (idx >= in->n_args)
-      return ifd_pt_errf(PT_ERR_ARG,
-                         "input '%s' of model '%s' refers to argument %zu of "
-                         "forward(), which takes %zu",
-                         m->inputs[i].name.c_str(), m->name.c_str(), idx,
-                         in->n_args);
-    if (std::find(in->in_index.begin(), in->in_index.end(), idx) !=
-        in->in_index.end())
-      return ifd_pt_errf(PT_ERR_ARG,
-                         "input '%s' of model '%s' refers to argument %zu of "
-                         "forward(), which another input already takes",
-                         m->inputs[i].name.c_str(), m->name.c_str(), idx);
-    in->in_index.push_back(idx);
-  }
-  return nullptr;
+  std::vector<pt_name_t> ins;
+  std::vector<const char *> args_c;
+  for (const auto &io : m->inputs) ins.push_back({io.name.c_str(), io.kind});
+  for (const auto &n : names) args_c.push_back(n.c_str());
+  in->in_index.resize(ins.size());
+  return ifd_pt_bind_input_names(
+      m->name.c_str(), ins.data(), ins.size(), args_c.data(), args_c.size(),
+      json_array_size(json_object_get(m->config, "batch_input")),
+      in->in_index.data());
 }
 
-static void bind_outputs(pt_instance_t *in) {
+/* Outputs by name when forward() is declared to return a Dict, else by
+ * <name>__<index> or in the configuration's order (pt_names.h). */
+static TRITONSERVER_Error *bind_outputs(pt_instance_t *in) {
   pt_model_t *m = in->model;
-  bool by_index = true;
-  for (const auto &io : m->outputs)
-    if (named_index(io.name) < 0) {
-      ifd_pt_log(TRITONSERVER_LOG_WARN,
-                 "output '%s' or previous output(s) of the model '%s' do not "
-                 "follow the <name>__<index> naming convention. Falling back "
-                 "to enforcing strict ordering from model configuration.",
-                 io.name.c_str(), m->name.c_str());
-      by_index = false;
-      break;
-    }
-  for (size_t i = 0; i < m->outputs.size(); i++)
-    in->out_index.push_back(by_index ? (int)named_index(m->outputs[i].name)
-                                     : (int)i);
+  const auto &rets =
+      in->module->get_method("forward").function().getSchema().returns();
+  bool returns_dict =
+      !rets.empty() && rets[0].type()->kind() == c10::TypeKind::DictType;
+  bool has_states = false;
+  std::vector<pt_name_t> outs;
+  for (const auto &io : m->inputs)
+    has_states = has_states || io.kind == PT_IO_STATE;
+  for (const auto &io : m->outputs) {
+    outs.push_back(
+        {io.name.c_str(), io.is_output ? PT_IO_OUTPUT : PT_IO_STATE});
+    has_states = has_states || io.is_state;
+  }
+  in->out_index.resize(outs.size());
+  return ifd_pt_bind_output_names(m->name.c_str(), outs.data(), outs.size(),
+                                  returns_dict, has_states,
+                                  in->out_index.data());
 }
 
 /* Loads the module from m->path; the text of libtorch's error on failure. */
@@ -540,7 +498,7 @@ TRITONSERVER_Error *ifd_pt_instance_new(pt_model_t *m,
       e = load(m, &in->module);
     }
     if (e == nullptr) e = bind_inputs(in);
-    if (e == nullptr) bind_outputs(in);
+    if (e == nullptr) e = bind_outputs(in);
   } catch (const std::exception &ex) {
     if (e == nullptr)
       e = ifd_pt_errf(PT_ERR_INTERNAL, "failed to load model '%s': %s",
