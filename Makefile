@@ -4,6 +4,9 @@
 #   make run        install missing Debian packages, build, serve examples/model_repository
 #   make test       build and run the unit (cmocka) and end-to-end (pytest) tests
 #   make test-asan  the same tests on an ASan/UBSan build (in build-asan/)
+#   make image      build the container image localhost/inferd (podman;
+#                   make image-full: localhost/inferd-full; make test-image
+#                   tests it) (docs/deploy.md)
 #   make fuzz       build the libFuzzer targets (clang, in build-fuzz/);
 #                   with FUZZ_SECONDS=N also run each for N seconds
 #                   (docs/fuzzing.md)
@@ -129,6 +132,8 @@ FUZZ_BIN := $(FUZZ_NAMES:%=$(BUILD)/test/fuzz/fuzz_%)
 PERF_SRC := $(wildcard bench/perf/*.c)
 PERF_OBJ := $(PERF_SRC:%.c=$(BUILD)/obj/%.o)
 PERF := $(BUILD)/inferd-perf
+# The container image's HEALTHCHECK (deploy/image/health_probe.c).
+PROBE := $(BUILD)/inferd-health-probe
 EMBED := $(BUILD)/examples/embed
 
 LIBTS := $(BUILD)/lib/libtritonserver.so
@@ -141,10 +146,10 @@ GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(if $(wildcard $(NVCC)),\
   $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so))
 
 .PHONY: all run test test-unit test-e2e test-gpu test-asan deps deps-check clean format-check bench \
-  fuzz fuzz-bins example
+  fuzz fuzz-bins example image image-full test-image deps-image
 .DEFAULT_GOAL := all
 
-all: $(INFERD) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(TEST_AGENT_SO) $(TEST_CACHE_SO) $(if $(PERF_SRC),$(PERF)) \
+all: $(INFERD) $(PROBE) $(LIBTS) $(BACKEND_SO) $(TEST_BACKEND_SO) $(TEST_AGENT_SO) $(TEST_CACHE_SO) $(if $(PERF_SRC),$(PERF)) \
   $(FAKE_NVML) $(GPU_TEST_BACKEND_SO) $(EMBED)
 
 # ---- generated protobuf code ----------------------------------------------
@@ -197,6 +202,11 @@ $(ABI_DYNLIST): $(ABI_MAP)
 $(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
 	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \
 	  $(EXE_DEPS)
+
+# The health probe links libc only (no core object): the image runs it
+# beside the server.
+$(PROBE): deploy/image/health_probe.c $(FLAGS_STAMP)
+	$(CC) -std=c11 -Wall -Wextra -Werror $(OPT) -o $@ $<
 
 # ---- the embedding example (examples/embed/README.md) --------------------------
 # An application of the in-process API, built as one outside the tree would
@@ -435,6 +445,29 @@ bench: deps-check
 
 deps:
 	bash third_party/install-deps.sh
+
+# ---- container images (deploy/image/, docs/deploy.md) --------------------------
+# Podman, runc and tini are installed when missing (third_party/image-packages.txt),
+# by these targets only: make run and make test do not need them.
+IMAGE ?= localhost/inferd:latest
+IMAGE_FULL ?= localhost/inferd-full:latest
+deps-image: deps-check
+	@bash third_party/install-deps.sh --check third_party/image-packages.txt || \
+	  bash third_party/install-deps.sh third_party/image-packages.txt
+
+image: deps-image
+	$(MAKE) all
+	BUILD=$(BUILD) bash deploy/image/build.sh inferd $(IMAGE)
+
+image-full: deps-image
+	$(MAKE) all
+	BUILD=$(BUILD) bash deploy/image/build.sh inferd-full $(IMAGE_FULL)
+
+# Builds its own image (IMAGE_TEST_FULL=1: the full one too), runs it,
+# removes it: test/image/test_image.py.
+test-image: deps-image
+	$(MAKE) all
+	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q -s -rs test/image
 
 deps-check:
 	@bash third_party/install-deps.sh --check || bash third_party/install-deps.sh
