@@ -465,9 +465,10 @@ image-full: deps-image
 
 # Builds its own image (IMAGE_TEST_FULL=1: the full one too), runs it,
 # removes it: test/image/test_image.py.
+IMAGE_TEST_FULL ?=
 test-image: deps-image
 	$(MAKE) all
-	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q -s -rs test/image
+	INFERD_BUILD=$(BUILD) IMAGE_TEST_FULL=$(IMAGE_TEST_FULL) $(PYTHON) -m pytest -q -s -rs test/image
 
 deps-check:
 	@bash third_party/install-deps.sh --check || bash third_party/install-deps.sh

@@ -3,7 +3,8 @@
 Builds the `inferd` image with deploy/image/build.sh under a tag of its own
 (build.sh keeps no intermediate images), checks what the image declares (user, ports,
 volume, entrypoint, HEALTHCHECK, OCI labels), then runs it with rootful
-podman and runc, a model repository mounted read-only at /models (the
+podman and runc, a read-only root file system, a model repository mounted
+read-only at /models (the
 example's digits_onnx, and `slow`, an identity model that sleeps
 SLOW_MS per execution), its three ports published on 127.0.0.1 only, and:
 
@@ -141,7 +142,9 @@ class Container:
         self.name = f"inferd-test-{RUN_ID}-{os.urandom(3).hex()}"
         self.http_port, self.grpc_port, self.metrics_port = h.free_ports(3)
         self.url = f"http://127.0.0.1:{self.http_port}"
-        podman("run", "-d", "--name", self.name, "--runtime", "runc", *ulimits(),
+        # --read-only as Kubernetes' readOnlyRootFilesystem (podman mounts a
+        # tmpfs on /tmp).
+        podman("run", "-d", "--name", self.name, "--runtime", "runc", *ulimits(), "--read-only",
                "-p", f"127.0.0.1:{self.http_port}:8000", "-p", f"127.0.0.1:{self.grpc_port}:8001",
                "-p", f"127.0.0.1:{self.metrics_port}:8002", "-v", f"{repo}:/models:ro",
                image, f"--exit-timeout-secs={EXIT_TIMEOUT_S}", *args)
@@ -321,8 +324,9 @@ def test_full_image(images, stubs, containers):
     assert {o["name"]: o for o in r.json()["outputs"]}["label"]["data"] == [LABEL]
     x = (np.asarray(PIXELS, dtype=np.float32) / 16).tolist()
     r = requests.post(f"{c.url}/v2/models/digits_torchscript/infer", timeout=20, json={"inputs": [
-        {"name": "pixels", "datatype": "FP32", "shape": [1, 64], "data": x}]})
+        {"name": "INPUT__0", "datatype": "FP32", "shape": [1, 64], "data": x}]})
     assert r.status_code == 200, r.text
+    assert int(np.argmax(r.json()["outputs"][0]["data"])) == LABEL, r.text
     for _ in range(3):
         r = requests.post(f"{c.url}/v2/models/orphan/infer", timeout=20, json={"inputs": [
             {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]}]})
