@@ -139,15 +139,18 @@ def make_repo(models, extra=None):
 
 class Container:
     def __init__(self, image, repo, args=()):
+        self.image, self.repo, self.args = image, repo, args
         self.name = f"inferd-test-{RUN_ID}-{os.urandom(3).hex()}"
         self.http_port, self.grpc_port, self.metrics_port = h.free_ports(3)
         self.url = f"http://127.0.0.1:{self.http_port}"
+
+    def run(self):
         # --read-only as Kubernetes' readOnlyRootFilesystem (podman mounts a
         # tmpfs on /tmp).
         podman("run", "-d", "--name", self.name, "--runtime", "runc", *ulimits(), "--read-only",
                "-p", f"127.0.0.1:{self.http_port}:8000", "-p", f"127.0.0.1:{self.grpc_port}:8001",
-               "-p", f"127.0.0.1:{self.metrics_port}:8002", "-v", f"{repo}:/models:ro",
-               image, f"--exit-timeout-secs={EXIT_TIMEOUT_S}", *args)
+               "-p", f"127.0.0.1:{self.metrics_port}:8002", "-v", f"{self.repo}:/models:ro",
+               self.image, f"--exit-timeout-secs={EXIT_TIMEOUT_S}", *self.args)
 
     def state(self):
         r = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", self.name,
@@ -174,6 +177,7 @@ class Container:
 
     def remove(self):
         podman("rm", "-f", "-t", "0", self.name, check=False)
+        shutil.rmtree(self.repo, ignore_errors=True)
 
 
 @pytest.fixture
@@ -181,8 +185,11 @@ def containers():
     made = []
 
     def start(image, repo, args=()):
+        """Runs `image` on `repo` (removed with the container, even when
+        `podman run` fails after creating it)."""
         c = Container(image, repo, args)
         made.append(c)
+        c.run()
         return c
 
     yield start
