@@ -85,17 +85,36 @@ def pod_spec(obj):
 
 
 def inferd_containers(obj):
-    """The containers of obj that run inferd (the image or the command)."""
+    """The containers of obj that run inferd's image."""
     spec = pod_spec(obj)
     return [c for c in spec.get("containers", []) + spec.get("initContainers", [])
-            if c.get("command", [""])[0] == "inferd" or
-            re.match(r"^(.*/)?inferd(-full)?(:|$)", c.get("image", ""))]
+            if re.match(r"^(.*/)?inferd(-full)?(:|$)", c.get("image", ""))]
+
+
+def entrypoint_flags():
+    """The flags the image's entrypoint gives inferd before the container's
+    args: from deploy/image/Containerfile's ENTRYPOINT where it exists, else
+    the image's documented `inferd --model-repository=/models`."""
+    cf = ROOT / "deploy" / "image" / "Containerfile"
+    if not cf.exists():
+        return ["--model-repository=/models"]
+    m = re.search(r"^ENTRYPOINT (\[.*?\])\s*$", cf.read_text().replace("\\\n", ""), re.M | re.S)
+    assert m, f"{cf}: no ENTRYPOINT"
+    argv = json.loads(m.group(1))
+    i = next(i for i, a in enumerate(argv) if a.rsplit("/", 1)[-1] == "inferd")
+    return argv[i + 1:]
+
+
+def command_line(container):
+    """inferd's flags in a container: the entrypoint's, then the args."""
+    return entrypoint_flags() + container.get("args", [])
 
 
 def flags(container):
-    """--name=value flags of a container's command line, as a dict."""
+    """--name=value flags of a container's command line, as a dict (a
+    repeated flag keeps its last value)."""
     out = {}
-    for a in container.get("command", [])[1:] + container.get("args", []):
+    for a in command_line(container):
         m = re.match(r"^--([a-z-]+)=(.*)$", a)
         assert m, f"flag {a!r}: spell inferd's flags as --name=value"
         out[m.group(1)] = m.group(2)
@@ -170,6 +189,8 @@ def check_workload(dep, objects):
                             f"{sleep} + --exit-timeout-secs {exit_timeout} + 2")
         if c.get("restartPolicy") != "Always" and sleep < 5:
             problems.append(f"{where}: no preStop sleep to leave the endpoints")
+        if "command" in c:
+            problems.append(f"{where}: sets command, which drops the entrypoint (tini)")
         # Security: the restricted profile, a writable /tmp.
         sc = c.get("securityContext", {})
         psc = spec.get("securityContext", {})
@@ -286,12 +307,13 @@ def check_kserve(runtime, isvc):
     if len(c) != 1 or c[0]["name"] != "kserve-container":
         return ["the runtime's inferd container must be kserve-container"]
     f = flags(c[0])
-    repo = f.get("model-repository", f.get("model-store"))
+    repos = [a.split("=", 1)[1] for a in c[0].get("args", [])
+             if a.split("=", 1)[0] in ("--model-repository", "--model-store")]
     # KServe's conventions, as in its kserve-tritonserver runtime.
     for k, v in (("http-port", "8080"), ("grpc-port", "9000")):
         if f.get(k) != v:
             problems.append(f"--{k} is not KServe's {v}")
-    if repo != "/mnt/models":
+    if repos != ["/mnt/models"]:
         problems.append("the model repository is not KServe's /mnt/models")
     if not {"v2", "grpc-v2"} <= set(runtime["spec"].get("protocolVersions", [])):
         problems.append("protocolVersions lacks v2 or grpc-v2")
@@ -547,6 +569,7 @@ def test_other_checks_fail_on_broken(base, rendered, kserve):
         runtime="kserve-tritonserver")))
     assert check_kserve(mutate(rt, lambda r: r["spec"]["containers"][0]["args"].__setitem__(
         0, "--model-repository=/models")), isvc)
+    assert check_workload(mutate(dep, lambda d: inferd_of(d).update(command=["inferd"])), base)
     side = one(rendered["sidecar"], "Deployment")
     assert check_sidecar(mutate(side, lambda d: d["spec"]["template"]["spec"]["containers"][0][
         "env"][0].update(value="http://localhost:8080")))
@@ -587,6 +610,8 @@ def run_inferd(args, timeout=15):
         fixed = []
         for a in args:
             name = a.split("=", 1)[0]
+            if name == "--backend-directory":
+                continue  # the image's; nothing here loads a backend
             if name in ("--model-repository", "--model-store"):
                 a = f"{name}={repo}"
             elif name in ("--http-port", "--grpc-port", "--metrics-port"):
@@ -620,8 +645,7 @@ def manifest_args(rendered):
         for o in objs:
             if o["kind"] in ("Deployment", "ClusterServingRuntime", "ServingRuntime"):
                 for c in inferd_containers(o):
-                    out[f"{name}/{o['metadata']['name']}/{c['name']}"] = \
-                        c.get("command", [])[1:] + c.get("args", [])
+                    out[f"{name}/{o['metadata']['name']}/{c['name']}"] = command_line(c)
     return out
 
 
