@@ -395,6 +395,22 @@ def _one_response(got):
         "BLS request got no response", TritonError.INTERNAL))
 
 
+def _model_name_str(name):
+    """A BLS model name as text. Triton's argument is a pybind11 string: a
+    str or a bytes object (numpy.str_ and numpy.bytes_ are subclasses), so
+    `as_numpy()[0]` of a BYTES tensor works as Triton's BLS example uses it."""
+    if name is None or isinstance(name, str):
+        return None if name is None else str(name)
+    if isinstance(name, (bytes, bytearray)):
+        try:
+            return bytes(name).decode("utf-8")
+        except UnicodeDecodeError:
+            raise TritonModelException(
+                "InferenceRequest model_name is not valid UTF-8") from None
+    raise TypeError("InferenceRequest model_name must be a str or bytes, got "
+                    + type(name).__name__)
+
+
 class InferenceRequest:
     """A request given to execute, or a BLS request the model builds:
     InferenceRequest(model_name=, inputs=, requested_output_names=, ...)
@@ -404,7 +420,7 @@ class InferenceRequest:
                  requested_output_names=None, request_id="",
                  correlation_id=0, model_version=-1, flags=0, timeout=0,
                  preferred_memory=None, trace=None, parameters=None):
-        self._model_name = model_name
+        self._model_name = _model_name_str(model_name)
         self._inputs = list(inputs) if inputs else []
         self._outputs = list(requested_output_names or [])
         self._request_id = request_id
@@ -537,6 +553,15 @@ def get_output_config_by_name(model_config, name):
         if c.get("name") == name:
             return c
     return None
+
+
+def using_decoupled_model_transaction_policy(model_config):
+    """Whether the configuration (a dict) makes the model decoupled: its
+    model_transaction_policy's `decoupled`, False without a policy (as in
+    Triton, a policy without `decoupled` raises KeyError)."""
+    if "model_transaction_policy" in model_config:
+        return model_config["model_transaction_policy"]["decoupled"]
+    return False
 
 
 # ---- Logger -------------------------------------------------------------------

@@ -1,0 +1,474 @@
+"""The Python backend against Triton's own python_backend examples and the
+rest of its pb_utils API (issue 28).
+
+The models are written here, at test time, the way Triton's examples
+(python_backend/examples: decoupled `square` and `repeat`, `bls`,
+`bls_decoupled`) write them: the same config, the same pb_utils calls, the
+same behaviour; not copies of their text.
+
+  * square_int32: Triton's decoupled square example: initialize checks
+    pb_utils.using_decoupled_model_transaction_policy(model_config); for IN
+    = [n] a thread sends n responses OUT = [n], then a flags-only FINAL;
+  * repeat_int32: Triton's decoupled repeat example (IN, DELAY, WAIT ->
+    one response per element of IN, OUT and IDX);
+  * add_sub / sub_add: Triton's add_sub example and its mirror;
+  * bls_sync: Triton's BLS example: the callee's name comes from a BYTES
+    input (`as_numpy()[0]`, a Python bytes object); NAME_KIND makes it a
+    str, bytes, numpy.bytes_ or numpy.str_ instead (Triton's pybind11
+    string argument takes all of them);
+  * bls_decoupled_sync: Triton's bls_decoupled example: the sum of the
+    responses of square_int32 through exec(decoupled=True);
+  * square_nested: a decoupled model that streams back each response of a
+    decoupled BLS call to square_int32 (issue 28: it stalled).
+
+Every wait is bounded; the one time bound (the nested stream) is generous:
+a stall takes minutes, a working server well under a second.
+"""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import e2e_helpers as h
+import grpc_helpers as gh
+import python_fixtures as pf
+from grpc_helpers import grpc_stubs  # noqa: F401  (fixture)
+
+# ---------------------------------------------------------------- models ---
+
+SQUARE_CONFIG = """
+name: "square_int32"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+SQUARE_MODEL = '''
+import json
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.model_config = model_config = json.loads(args["model_config"])
+        if not pb_utils.using_decoupled_model_transaction_policy(model_config):
+            raise pb_utils.TritonModelException(
+                "the model `{}` can generate any number of responses per "
+                "request, enable decoupled transaction policy in model "
+                "configuration to serve this model".format(args["model_name"]))
+        in_config = pb_utils.get_input_config_by_name(model_config, "IN")
+        if in_config["dims"] != [1] or in_config["data_type"] != "TYPE_INT32":
+            raise pb_utils.TritonModelException("IN must be INT32 [1]")
+        out_config = pb_utils.get_output_config_by_name(model_config, "OUT")
+        if out_config["dims"] != [1] or out_config["data_type"] != "TYPE_INT32":
+            raise pb_utils.TritonModelException("OUT must be INT32 [1]")
+        self.inflight = 0
+        self.lock = threading.Lock()
+
+    def execute(self, requests):
+        for request in requests:
+            thread = threading.Thread(
+                target=self.response_thread,
+                args=(request.get_response_sender(),
+                      pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()),
+                daemon=True)
+            with self.lock:
+                self.inflight += 1
+            thread.start()
+        return None
+
+    def response_thread(self, sender, in_input):
+        for _ in range(in_input[0]):
+            out = pb_utils.Tensor("OUT", np.array([in_input[0]], np.int32))
+            sender.send(pb_utils.InferenceResponse(output_tensors=[out]))
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        with self.lock:
+            self.inflight -= 1
+'''
+
+REPEAT_CONFIG = """
+name: "repeat_int32"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [
+  { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] },
+  { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] }
+]
+output [
+  { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] },
+  { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] }
+]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+REPEAT_MODEL = '''
+import json
+import threading
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.model_config = model_config = json.loads(args["model_config"])
+        if not pb_utils.using_decoupled_model_transaction_policy(model_config):
+            raise pb_utils.TritonModelException("repeat_int32 must be decoupled")
+        self.out_dtype = pb_utils.triton_string_to_numpy(
+            pb_utils.get_output_config_by_name(model_config, "OUT")["data_type"])
+        self.idx_dtype = pb_utils.triton_string_to_numpy(
+            pb_utils.get_output_config_by_name(model_config, "IDX")["data_type"])
+
+    def execute(self, requests):
+        for request in requests:
+            threading.Thread(target=self.response_thread, daemon=True, args=(
+                request.get_response_sender(),
+                pb_utils.get_input_tensor_by_name(request, "IN").as_numpy(),
+                pb_utils.get_input_tensor_by_name(request, "DELAY").as_numpy(),
+                pb_utils.get_input_tensor_by_name(request, "WAIT").as_numpy())).start()
+        return None
+
+    def response_thread(self, sender, in_input, delay_input, wait_input):
+        for idx in range(in_input.size):
+            time.sleep(delay_input[idx] / 1000)
+            sender.send(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("OUT", np.array([in_input[idx]], self.out_dtype)),
+                pb_utils.Tensor("IDX", np.array([idx], self.idx_dtype))]))
+        time.sleep(wait_input[0] / 1000)
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+'''
+
+ADD_SUB_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [
+  {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }},
+  {{ name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }}
+]
+output [
+  {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }},
+  {{ name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }}
+]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+ADD_SUB_MODEL = '''
+import json
+
+import triton_python_backend_utils as pb_utils
+
+SIGN = {sign}
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        # The server's JSON configuration carries the policy of a default
+        # model too (Triton's: {{"decoupled": false}}).
+        if pb_utils.using_decoupled_model_transaction_policy(config) is not False:
+            raise pb_utils.TritonModelException("add_sub is not decoupled")
+        self.dtype0 = pb_utils.triton_string_to_numpy(
+            pb_utils.get_output_config_by_name(config, "OUTPUT0")["data_type"])
+        self.dtype1 = pb_utils.triton_string_to_numpy(
+            pb_utils.get_output_config_by_name(config, "OUTPUT1")["data_type"])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            out_0 = pb_utils.Tensor("OUTPUT0", (in_0 + SIGN * in_1).astype(self.dtype0))
+            out_1 = pb_utils.Tensor("OUTPUT1", (in_0 - SIGN * in_1).astype(self.dtype1))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out_0, out_1]))
+        return responses
+'''
+
+BLS_SYNC_CONFIG = """
+name: "bls_sync"
+backend: "python"
+max_batch_size: 0
+input [
+  { name: "MODEL_NAME" data_type: TYPE_STRING dims: [ 1 ] },
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "NAME_KIND" data_type: TYPE_STRING dims: [ 1 ] optional: true }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+BLS_SYNC_MODEL = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def as_kind(name, kind):
+    """The model name as Triton's examples may hold it."""
+    if kind == b"str":
+        return name.decode()
+    if kind == b"bytes_":
+        return np.array([name], dtype=np.bytes_)[0]
+    if kind == b"str_":
+        return np.array([name.decode()], dtype=np.str_)[0]
+    return name  # as_numpy()[0] of a BYTES tensor: bytes
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.model_config = json.loads(args["model_config"])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            in_0 = pb_utils.get_input_tensor_by_name(request, "INPUT0")
+            in_1 = pb_utils.get_input_tensor_by_name(request, "INPUT1")
+            model_name = pb_utils.get_input_tensor_by_name(request, "MODEL_NAME")
+            model_name_string = model_name.as_numpy()[0]
+            kind = pb_utils.get_input_tensor_by_name(request, "NAME_KIND")
+            if kind is not None:
+                model_name_string = as_kind(model_name_string, kind.as_numpy()[0])
+            infer_request = pb_utils.InferenceRequest(
+                model_name=model_name_string,
+                requested_output_names=["OUTPUT0", "OUTPUT1"],
+                inputs=[in_0, in_1])
+            infer_response = infer_request.exec()
+            if infer_response.has_error():
+                raise pb_utils.TritonModelException(infer_response.error().message())
+            responses.append(pb_utils.InferenceResponse(
+                output_tensors=infer_response.output_tensors()))
+        return responses
+'''
+
+BLS_DECOUPLED_SYNC_CONFIG = """
+name: "bls_decoupled_sync"
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+BLS_DECOUPLED_SYNC_MODEL = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.model_config = json.loads(args["model_config"])
+
+    def execute(self, requests):
+        if len(requests) != 1:
+            raise pb_utils.TritonModelException("unsupported batch size " + str(len(requests)))
+        response_num = pb_utils.get_input_tensor_by_name(requests[0], "IN")
+        infer_request = pb_utils.InferenceRequest(
+            model_name="square_int32", inputs=[response_num],
+            requested_output_names=["OUT"])
+        response_sum = np.array([0], dtype=np.int32)
+        for infer_response in infer_request.exec(decoupled=True):
+            if infer_response.has_error():
+                raise pb_utils.TritonModelException(infer_response.error().message())
+            if len(infer_response.output_tensors()) == 0:
+                continue  # the empty final response
+            response_sum += pb_utils.get_output_tensor_by_name(infer_response, "OUT").as_numpy()
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("SUM", response_sum)])]
+'''
+
+NESTED_CONFIG = """
+name: "square_nested"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+NESTED_MODEL = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            bls = pb_utils.InferenceRequest(
+                model_name="square_int32",
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN")],
+                requested_output_names=["OUT"])
+            for resp in bls.exec(decoupled=True):
+                if resp.has_error():
+                    sender.send(resp)
+                    continue
+                if len(resp.output_tensors()) == 0:
+                    continue  # the empty final response
+                sender.send(pb_utils.InferenceResponse(output_tensors=resp.output_tensors()))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
+def write_model(repo, name, config, model):
+    d = repo / name
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(config)
+    (d / "1" / "model.py").write_text(model)
+
+
+def write_repo(repo):
+    write_model(repo, "square_int32", SQUARE_CONFIG, SQUARE_MODEL)
+    write_model(repo, "repeat_int32", REPEAT_CONFIG, REPEAT_MODEL)
+    write_model(repo, "add_sub", ADD_SUB_CONFIG.format(name="add_sub"), ADD_SUB_MODEL.format(sign=1))
+    write_model(repo, "sub_add", ADD_SUB_CONFIG.format(name="sub_add"), ADD_SUB_MODEL.format(sign=-1))
+    write_model(repo, "bls_sync", BLS_SYNC_CONFIG, BLS_SYNC_MODEL)
+    write_model(repo, "bls_decoupled_sync", BLS_DECOUPLED_SYNC_CONFIG, BLS_DECOUPLED_SYNC_MODEL)
+    write_model(repo, "square_nested", NESTED_CONFIG, NESTED_MODEL)
+
+
+MODELS = ("square_int32", "repeat_int32", "add_sub", "sub_add", "bls_sync", "bls_decoupled_sync",
+          "square_nested")
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    h.require_binary()
+    tmp = tmp_path_factory.mktemp("pyapi")
+    repo = tmp / "repo"
+    write_repo(repo)
+    s = h.start_server(tmp / "srv", [repo], wait_models=MODELS, timeout=120)
+    try:
+        yield s
+    finally:
+        s.stop(check=True)
+
+
+@pytest.fixture(scope="module")
+def gc(srv, grpc_stubs):  # noqa: F811
+    c = gh.connect(srv, grpc_stubs)
+    yield c
+    c.close()
+
+
+def stream(gc, reqs, timeout=pf.HANG_S):
+    """Sends reqs on one stream, half-closes; returns (messages, code)."""
+    call = gc.model_stream_infer(iter(list(reqs)), timeout=timeout)
+    out = list(call)
+    return out, call.code()
+
+
+def stream_outputs(msgs):
+    outs = []
+    for m in msgs:
+        assert m.error_message == "", m.error_message
+        outs.append(gh.outputs_of(m.infer_response))
+    return outs
+
+
+# ------------------------------------------- 1. Triton's decoupled examples ---
+
+def test_square_example_loads_and_streams(srv, gc):
+    """Triton's square example calls using_decoupled_model_transaction_policy
+    in initialize; it was missing, so the model failed to load."""
+    req = gh.infer_request(gc.pb, "square_int32", [("IN", "INT32", [1], np.array([4], np.int32))])
+    msgs, code = stream(gc, [req])
+    assert code.name == "OK", code
+    outs = stream_outputs(msgs)
+    assert [o["OUT"].tolist() for o in outs] == [[4]] * 4, outs
+
+
+def test_square_example_zero_responses(srv, gc):
+    req = gh.infer_request(gc.pb, "square_int32", [("IN", "INT32", [1], np.array([0], np.int32))])
+    msgs, code = stream(gc, [req])
+    assert code.name == "OK" and msgs == [], (code, msgs)
+
+
+def test_repeat_example(srv, gc):
+    req = gh.infer_request(gc.pb, "repeat_int32", [
+        ("IN", "INT32", [3], np.array([4, 2, 0], np.int32)),
+        ("DELAY", "UINT32", [3], np.array([1, 2, 3], np.uint32)),
+        ("WAIT", "UINT32", [1], np.array([5], np.uint32))])
+    msgs, code = stream(gc, [req])
+    assert code.name == "OK", code
+    outs = stream_outputs(msgs)
+    assert [(o["OUT"].tolist(), o["IDX"].tolist()) for o in outs] == \
+        [([4], [0]), ([2], [1]), ([0], [2])], outs
+
+
+def test_using_decoupled_model_transaction_policy_values(srv):
+    """The function itself, as Triton defines it: the policy's `decoupled`,
+    False without a policy."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "pbu_for_test", h.backend_dir() / "python" / "triton_python_backend_utils.py")
+    pbu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pbu)
+    f = pbu.using_decoupled_model_transaction_policy
+    assert f({"model_transaction_policy": {"decoupled": True}}) is True
+    assert f({"model_transaction_policy": {"decoupled": False}}) is False
+    assert f({"name": "m"}) is False
+
+
+def test_bls_decoupled_example(srv):
+    """Triton's bls_decoupled example: a default model summing the responses
+    of square_int32 (n responses of n: n * n)."""
+    out = pf.infer("http", srv, None, "bls_decoupled_sync", [("IN", "INT32", [1], [5])])
+    assert out["SUM"].tolist() == [25], out
+
+
+# ----------------------------------------- 2. BLS model_name from a tensor ---
+
+IN0 = np.array([1, 2, 3, 4], np.float32)
+IN1 = np.array([10, 20, 30, 40], np.float32)
+
+
+@pytest.mark.parametrize("kind", [None, "bytes", "str", "bytes_", "str_"])
+@pytest.mark.parametrize("callee", ["add_sub", "sub_add"])
+def test_bls_example_model_name_kinds(srv, callee, kind):
+    """Triton's BLS example passes model_name=as_numpy()[0] of a BYTES input
+    (bytes); str, numpy.bytes_ and numpy.str_ work too."""
+    inputs = [("MODEL_NAME", "BYTES", [1], [callee.encode()]),
+              ("INPUT0", "FP32", [4], IN0), ("INPUT1", "FP32", [4], IN1)]
+    if kind is not None:
+        inputs.append(("NAME_KIND", "BYTES", [1], [kind.encode()]))
+    outs = pf.infer("http", srv, None, "bls_sync", inputs)
+    sign = 1 if callee == "add_sub" else -1
+    assert outs["OUTPUT0"].tolist() == (IN0 + sign * IN1).tolist(), outs
+    assert outs["OUTPUT1"].tolist() == (IN0 - sign * IN1).tolist(), outs
+
+
+# ------------------------------------- 4. nested decoupled BLS, streaming ---
+
+def test_nested_decoupled_bls_streams_without_stalls(srv, gc):
+    """square_nested streams back each of square_int32's 200 responses as it
+    arrives. Each response crosses two stubs and the server twice; a stall
+    per response (a wake-up that waits for a timer) takes minutes. The bound
+    is 30 s; a working server needs well under one."""
+    n = 200
+    req = gh.infer_request(gc.pb, "square_nested", [("IN", "INT32", [1], np.array([n], np.int32))])
+    t0 = time.monotonic()
+    msgs, code = stream(gc, [req], timeout=120)
+    took = time.monotonic() - t0
+    assert code.name == "OK", code
+    outs = stream_outputs(msgs)
+    assert [o["OUT"].tolist() for o in outs] == [[n]] * n, len(outs)
+    print(f"nested: {n} responses in {took:.3f} s")
+    assert took < 30, f"{n} nested responses took {took:.1f} s"
