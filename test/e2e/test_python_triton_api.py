@@ -472,3 +472,164 @@ def test_nested_decoupled_bls_streams_without_stalls(srv, gc):
     assert [o["OUT"].tolist() for o in outs] == [[n]] * n, len(outs)
     print(f"nested: {n} responses in {took:.3f} s")
     assert took < 30, f"{n} nested responses took {took:.1f} s"
+
+
+# ------------------------------------------ 3. pb_utils model control (BLS) ---
+
+CONTROL_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [
+  {{ name: "OP" data_type: TYPE_STRING dims: [ 1 ] }},
+  {{ name: "NAME" data_type: TYPE_STRING dims: [ 1 ] }},
+  {{ name: "ARG" data_type: TYPE_STRING dims: [ 1 ] optional: true }}
+]
+output [ {{ name: "RESULT" data_type: TYPE_STRING dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+CONTROL_MODEL = '''
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def run(op, name, arg):
+    if op == "ready":
+        return str(pb_utils.is_model_ready(name, arg or ""))
+    if op == "ready_version":
+        return str(pb_utils.is_model_ready(model_name=name, model_version=arg))
+    if op == "load":
+        pb_utils.load_model(model_name=name)
+        return "ok"
+    if op == "load_files":
+        spec = json.loads(arg)
+        files = {k: v.encode() for k, v in spec["files"].items()}
+        pb_utils.load_model(name, config=json.dumps(spec["config"]), files=files)
+        return "ok"
+    if op == "load_bad_files":
+        pb_utils.load_model(name, files=["not", "a", "dict"])
+        return "ok"
+    if op == "unload":
+        pb_utils.unload_model(name)
+        return "ok"
+    if op == "unload_dependents":
+        pb_utils.unload_model(name, unload_dependents=True)
+        return "ok"
+    return "unknown op " + op
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        # Triton's BLS model loading: a model may load others in initialize.
+        if args["model_name"] == "control_init":
+            pb_utils.load_model("add_sub_init")
+            assert pb_utils.is_model_ready("add_sub_init")
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            op = pb_utils.get_input_tensor_by_name(request, "OP").as_numpy()[0].decode()
+            name = pb_utils.get_input_tensor_by_name(request, "NAME").as_numpy()[0]
+            arg = pb_utils.get_input_tensor_by_name(request, "ARG")
+            arg = arg.as_numpy()[0].decode() if arg is not None else None
+            try:
+                result = run(op, name, arg)
+            except pb_utils.TritonModelException as e:
+                result = "TritonModelException: " + e.message()
+            except Exception as e:  # noqa: BLE001
+                result = type(e).__name__ + ": " + str(e)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("RESULT", np.array([result.encode()], dtype=np.object_))]))
+        return responses
+'''
+
+
+@pytest.fixture(scope="module")
+def ctl(tmp_path_factory):
+    h.require_binary()
+    tmp = tmp_path_factory.mktemp("pyctl")
+    repo = tmp / "repo"
+    for name in ("add_sub", "add_sub_lazy", "add_sub_init", "add_sub_over"):
+        write_model(repo, name, ADD_SUB_CONFIG.format(name=name), ADD_SUB_MODEL.format(sign=1))
+    for name in ("control", "control_init"):
+        write_model(repo, name, CONTROL_CONFIG.format(name=name), CONTROL_MODEL)
+    s = h.start_server(tmp / "srv", [repo], wait_models=("control", "add_sub", "control_init"),
+                       timeout=120, extra=["--model-control-mode=explicit", "--load-model=control",
+                                           "--load-model=add_sub", "--load-model=control_init"])
+    try:
+        yield s
+    finally:
+        s.stop(check=True)
+
+
+def control(srv, op, name, arg=None):
+    inputs = [("OP", "BYTES", [1], [op.encode()]), ("NAME", "BYTES", [1], [name.encode()])]
+    if arg is not None:
+        inputs.append(("ARG", "BYTES", [1], [arg.encode()]))
+    return pf.infer("http", srv, None, "control", inputs)["RESULT"][0].decode()
+
+
+def add_sub_works(srv, name):
+    out = pf.infer("http", srv, None, name, [("INPUT0", "FP32", [4], IN0), ("INPUT1", "FP32", [4], IN1)])
+    return out["OUTPUT0"].tolist() == (IN0 + IN1).tolist()
+
+
+def test_is_model_ready(ctl):
+    assert control(ctl, "ready", "add_sub") == "True"
+    assert control(ctl, "ready", "add_sub_lazy") == "False"
+    assert control(ctl, "ready", "no_such_model") == "False"
+    assert control(ctl, "ready_version", "add_sub", "1") == "True"
+    assert control(ctl, "ready_version", "add_sub", "7") == "False"
+
+
+def test_is_model_ready_bad_version(ctl):
+    r = control(ctl, "ready_version", "add_sub", "one")
+    assert r.startswith("TritonModelException: Failed to check model readiness: "), r
+    assert "failed to get model version from specified version string 'one'" in r, r
+
+
+def test_load_and_unload_model(ctl):
+    assert ctl.get("/v2/models/add_sub_lazy/ready").status_code != 200
+    assert control(ctl, "load", "add_sub_lazy") == "ok"
+    assert ctl.get("/v2/models/add_sub_lazy/ready").status_code == 200
+    assert control(ctl, "ready", "add_sub_lazy") == "True"
+    assert add_sub_works(ctl, "add_sub_lazy")
+    assert control(ctl, "unload", "add_sub_lazy") == "ok"
+    deadline = time.monotonic() + pf.HANG_S
+    while control(ctl, "ready", "add_sub_lazy") != "False":
+        assert time.monotonic() < deadline, "add_sub_lazy still ready after unload_model"
+        time.sleep(0.05)
+
+
+def test_load_model_from_config_and_files(ctl):
+    """load_model(name, config=JSON, files={"file:1/model.py": bytes}): the
+    model loads from those files (here a model.py that subtracts where the
+    repository's adds), as the repository API's load with files does."""
+    config = {"name": "add_sub_over", "backend": "python", "max_batch_size": 0,
+              "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]}],
+              "output": [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+                         {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]}]}
+    spec = {"config": config, "files": {"file:1/model.py": ADD_SUB_MODEL.format(sign=-1)}}
+    assert control(ctl, "load_files", "add_sub_over", json.dumps(spec)) == "ok"
+    out = pf.infer("http", ctl, None, "add_sub_over", [("INPUT0", "FP32", [4], IN0), ("INPUT1", "FP32", [4], IN1)])
+    assert out["OUTPUT0"].tolist() == (IN0 - IN1).tolist(), out
+    assert control(ctl, "unload", "add_sub_over") == "ok"
+
+
+def test_load_model_errors(ctl):
+    r = control(ctl, "load", "no_such_model")
+    assert r.startswith("TritonModelException: Failed to load model: "), r
+    assert "no_such_model" in r, r
+    r = control(ctl, "load_bad_files", "add_sub_lazy")
+    assert r == ("TritonModelException: failed to load model 'add_sub_lazy', files should be a "
+                 "dictionary of file paths and file contents"), r
+
+
+def test_load_model_in_initialize(ctl):
+    """control_init loads add_sub_init from its initialize."""
+    assert ctl.get("/v2/models/add_sub_init/ready").status_code == 200
+    assert add_sub_works(ctl, "add_sub_init")

@@ -39,6 +39,7 @@ from triton_python_backend_utils import (  # noqa: F401  (one namespace)
     MSG_INIT_OK,
     MSG_METRIC,
     MSG_METRIC_ANSWER,
+    MSG_MODEL_CONTROL_ANSWER,
     MSG_RESPONSE,
     MSG_RESULT,
     ModelConfig,
@@ -271,7 +272,8 @@ class _Stub:
         (payload None): the socket reached its end."""
         if typ == MSG_BLS_RESPONSE:
             self._bls_response(mid, payload)
-        elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
+        elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER,
+                     MSG_MODEL_CONTROL_ANSWER):
             with self.calls_lock:
                 slot = self.calls.pop(mid, None)
             if slot is not None:

@@ -145,11 +145,15 @@ extern TRITONSERVER_ResponseAllocator *ifd__py_bls_alloc;
 
 /* ---- the cross-thread channel -------------------------------------------- */
 
-/* One BLS answer for the reader to write. */
+/* One answer for the reader to write: a BLS response (msg_type 0) or a
+ * ready-made message (msg_type != 0: a MODEL_CONTROL_ANSWER). */
 typedef struct ifd__py_item {
   struct ifd__py_item *next;
   uint32_t call_id, gen, flags;
   TRITONSERVER_InferenceResponse *resp; /* owned; NULL: a FINAL flag only */
+  uint32_t msg_type;                    /* 0: a BLS response */
+  char *msg;                            /* owned: msg_type's payload */
+  size_t msg_len;
 } ifd__py_item_t;
 
 /* What callbacks on other threads hand the reader: reference-counted, so a
@@ -164,6 +168,12 @@ typedef struct ifd__py_chan {
 
 /** Wakes the reader (eventfd). */
 void ifd__py_chan_wake(ifd__py_chan_t *c);
+/** Queues `it` for the reader (any thread) and wakes it on the queue's
+ * empty-to-non-empty transition. Returns 0, or -1 when the instance is
+ * gone (the item stays the caller's). */
+int ifd__py_chan_push(ifd__py_chan_t *c, ifd__py_item_t *it);
+/** Frees an item and what it owns. */
+void ifd__py_item_free(ifd__py_item_t *it);
 /** Drops a reference; the last one frees the channel and its queue. */
 void ifd__py_chan_put(ifd__py_chan_t *c);
 
@@ -368,6 +378,11 @@ void ifd__py_on_metric(ifd__py_instance_t *in, uint32_t id, const char *p,
                        size_t len);
 /** Deletes every metric and family the stub created (it died, or ends). */
 void ifd__py_metrics_clear(ifd__py_instance_t *in);
+/** MODEL_CONTROL (the reading thread): readiness is answered at once;
+ * a load or an unload, which may take long, runs on a thread of its own
+ * whose answer the reader writes. Takes payload (malloc'ed). */
+void ifd__py_on_model_control(ifd__py_instance_t *in, uint32_t id,
+                              char *payload, size_t len);
 
 /* ---- python.c --------------------------------------------------------------
  */

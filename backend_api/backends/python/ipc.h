@@ -53,6 +53,8 @@
  *                       The last one of a call has FINAL; a FINAL with
  *                       has_response 0 only ends a decoupled stream.
  *  CANCEL_ANSWER  id=q  u32 cancelled (0/1)
+ *  MODEL_CONTROL_ANSWER id=q  JSON {"ready": bool} (ready) | {} (load,
+ *                       unload done) | {"error": str, "code": u32}
  *  METRIC_ANSWER  id=q  JSON {"handle": u64} | {"value": double} | {} or
  *                       {"error": str, "code": u32}
  *
@@ -92,6 +94,15 @@
  *                       -> METRIC_ANSWER
  *  FREE           id=0  u64 offset x n (payload/8): DOWN blocks (the
  *                       `block` offsets of EXECUTE) the stub no longer uses.
+ *  MODEL_CONTROL  id=q  str JSON {"op": "load" | "unload" | "ready", name,
+ *                       version (str, "" latest: ready), config (str, JSON
+ *                       or ""), unload_dependents (bool), files: [[key,
+ *                       size]...] (load: "file:<version>/<name>" keys)},
+ *                       then the files' bytes one after another, in order
+ *                       (pb_utils.load_model / unload_model /
+ *                       is_model_ready) -> MODEL_CONTROL_ANSWER. A load
+ *                       answers once the model loaded (or failed); an
+ *                       unload once it began.
  *
  * RESP (one response):
  *   u32 has_response (0: none, nothing follows; RESPONSE/BLS_RESPONSE only;
@@ -145,6 +156,8 @@ enum {
   IFD_PY_MSG_FREE = 17,
   IFD_PY_MSG_AUTO_COMPLETE = 18,
   IFD_PY_MSG_AUTO_COMPLETE_OK = 19,
+  IFD_PY_MSG_MODEL_CONTROL = 20,
+  IFD_PY_MSG_MODEL_CONTROL_ANSWER = 21,
 };
 
 /* The header before every payload. */

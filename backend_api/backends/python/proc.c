@@ -85,16 +85,40 @@ void ifd__py_chan_wake(ifd__py_chan_t *c) {
   while (w < 0 && errno == EINTR);
 }
 
+void ifd__py_item_free(ifd__py_item_t *it) {
+  if (it == NULL) return;
+  if (it->resp != NULL)
+    ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(it->resp),
+                      "cannot delete a BLS response");
+  free(it->msg);
+  free(it);
+}
+
+int ifd__py_chan_push(ifd__py_chan_t *c, ifd__py_item_t *it) {
+  bool wake = false, ok = false;
+  it->next = NULL;
+  pthread_mutex_lock(&c->mu);
+  if (c->alive) {
+    wake = c->head == NULL;
+    if (c->tail != NULL)
+      c->tail->next = it;
+    else
+      c->head = it;
+    c->tail = it;
+    ok = true;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (wake) ifd__py_chan_wake(c);
+  return ok ? 0 : -1;
+}
+
 /* Deletes queued answers (nobody will write them). */
 static void chan_drop_queue(ifd__py_chan_t *c) {
   ifd__py_item_t *it = c->head;
   c->head = c->tail = NULL;
   while (it != NULL) {
     ifd__py_item_t *next = it->next;
-    if (it->resp != NULL)
-      ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(it->resp),
-                        "cannot delete a BLS response");
-    free(it);
+    ifd__py_item_free(it);
     it = next;
   }
 }
@@ -418,6 +442,9 @@ static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
     case IFD_PY_MSG_METRIC:
       ifd__py_on_metric(in, h->id, payload, len);
       break;
+    case IFD_PY_MSG_MODEL_CONTROL:
+      ifd__py_on_model_control(in, h->id, payload, len);
+      return;
     case IFD_PY_MSG_FREE:
       on_free(in, payload, len);
       break;

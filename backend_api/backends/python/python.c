@@ -112,6 +112,12 @@ static int ac_wait(ifd__py_instance_t *fake, int sock, uint32_t id,
     } else if (h->type == IFD_PY_MSG_METRIC) {
       ifd__py_send(sock, IFD_PY_MSG_METRIC_ANSWER, h->id, no_metric,
                    sizeof(no_metric) - 1);
+    } else if (h->type == IFD_PY_MSG_MODEL_CONTROL) {
+      static const char no_control[] =
+          "{\"error\":\"model control is not available in "
+          "auto_complete_config\",\"code\":5}";
+      ifd__py_send(sock, IFD_PY_MSG_MODEL_CONTROL_ANSWER, h->id, no_control,
+                   sizeof(no_control) - 1);
     } else if (h->type == IFD_PY_MSG_BLS_INFER) {
       static const char m[] = "BLS is not available in auto_complete_config";
       ifd__py_buf_t b = {0};

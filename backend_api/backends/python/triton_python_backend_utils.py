@@ -49,6 +49,8 @@ MSG_METRIC_ANSWER = 16
 MSG_FREE = 17
 MSG_AUTO_COMPLETE = 18
 MSG_AUTO_COMPLETE_OK = 19
+MSG_MODEL_CONTROL = 20
+MSG_MODEL_CONTROL_ANSWER = 21
 _FLAG_FINAL = 1
 _HDR = struct.Struct("<IIQ")
 _U32 = struct.Struct("<I")
@@ -562,6 +564,72 @@ def using_decoupled_model_transaction_policy(model_config):
     if "model_transaction_policy" in model_config:
         return model_config["model_transaction_policy"]["decoupled"]
     return False
+
+
+# ---- model control (BLS) ------------------------------------------------------
+
+def _model_control(what, doc, blobs=()):
+    if _STUB is None:
+        raise TritonModelException(what + "the model is not running in a stub")
+    w = _Writer()
+    w.str(json.dumps(doc))
+    for b in blobs:
+        w.add(b)
+    ans = json.loads(bytes(_STUB._query(MSG_MODEL_CONTROL, w.parts)))
+    if "error" in ans:
+        raise TritonModelException(what + ans["error"])
+    return ans
+
+
+def load_model(model_name, config="", files=None):
+    """Loads (or reloads) model_name through the server's model control,
+    as the repository API's load does: `config` a model configuration in
+    JSON (or ""), `files` {"file:<version>/<name>": bytes}. Returns once
+    the model loaded; raises TritonModelException when it did not."""
+    model_name = _model_name_str(model_name)
+    if config is None:
+        config = ""
+    if not isinstance(config, str):
+        raise TypeError("load_model config must be a str, got "
+                        + type(config).__name__)
+    keys, blobs = [], []
+    if files is not None:
+        if not isinstance(files, dict):
+            raise TritonModelException(
+                "failed to load model '" + model_name + "', files should be "
+                "a dictionary of file paths and file contents")
+        for k, v in files.items():
+            if not isinstance(k, str) or \
+                    not isinstance(v, (bytes, bytearray, memoryview)):
+                raise TritonModelException(
+                    "failed to load model '" + model_name + "', files should "
+                    "be a dictionary of file paths (str) and file contents "
+                    "(bytes)")
+            v = bytes(v)
+            keys.append([k, len(v)])
+            blobs.append(v)
+    _model_control("Failed to load model: ", {
+        "op": "load", "name": model_name, "config": config,
+        "files": keys}, blobs)
+
+
+def unload_model(model_name, unload_dependents=False):
+    """Starts unloading model_name (and, with unload_dependents, the models
+    that depend on it); returns once the unload began."""
+    _model_control("Failed to unload model: ", {
+        "op": "unload", "name": _model_name_str(model_name),
+        "unload_dependents": bool(unload_dependents)})
+
+
+def is_model_ready(model_name, model_version=""):
+    """Whether model_name (version model_version: a string, "" for the
+    latest) is ready."""
+    if not isinstance(model_version, str):
+        raise TypeError("is_model_ready model_version must be a str, got "
+                        + type(model_version).__name__)
+    return bool(_model_control("Failed to check model readiness: ", {
+        "op": "ready", "name": _model_name_str(model_name),
+        "version": model_version})["ready"])
 
 
 # ---- Logger -------------------------------------------------------------------
