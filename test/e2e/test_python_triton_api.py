@@ -327,6 +327,81 @@ class TritonPythonModel:
 '''
 
 
+API_CONFIG = """
+name: "py_api"
+backend: "python"
+max_batch_size: 0
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+output [ { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+API_MODEL = '''
+import json
+
+import c_python_backend_utils as c_utils
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+# Every name of Triton's pb_utils (its module and what its stub adds).
+TRITON_NAMES = [
+    "TritonError", "TritonModelException", "Tensor", "InferenceRequest",
+    "InferenceResponse", "Logger", "PreferredMemory", "TRITONSERVER_MEMORY_GPU",
+    "TRITONSERVER_MEMORY_CPU", "MetricFamily", "load_model", "unload_model",
+    "is_model_ready", "get_model_dir", "serialize_byte_tensor",
+    "deserialize_bytes_tensor", "get_input_tensor_by_name",
+    "get_output_tensor_by_name", "get_input_config_by_name",
+    "get_output_config_by_name", "using_decoupled_model_transaction_policy",
+    "triton_to_numpy_type", "numpy_to_triton_type", "triton_string_to_numpy",
+    "ModelConfig", "TRITON_STRING_TO_NUMPY",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL", "TRITONSERVER_REQUEST_RELEASE_ALL",
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE"]
+REQUEST_METHODS = [
+    "inputs", "request_id", "correlation_id", "flags", "set_flags", "timeout",
+    "parameters", "trace", "exec", "async_exec", "requested_output_names",
+    "get_response_sender", "is_cancelled", "set_release_flags"]
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            rep = {}
+            rep["missing"] = [n for n in TRITON_NAMES if not hasattr(pb_utils, n)]
+            rep["missing_request"] = [n for n in REQUEST_METHODS if not hasattr(request, n)]
+            rep["model_dir"] = pb_utils.get_model_dir()
+            rep["context"] = request.trace().get_context()
+            rep["free"] = c_utils.shared_memory.free_memory()
+            bls = pb_utils.InferenceRequest(
+                model_name="add_sub", requested_output_names=["OUTPUT0"],
+                inputs=request.inputs(), trace=request.trace(),
+                preferred_memory=pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_GPU, 0))
+            bls.set_flags(0)
+            rep["flags"] = bls.flags()
+            r = bls.exec()
+            out = pb_utils.get_output_tensor_by_name(r, "OUTPUT0")
+            rep["bls"] = [out.as_numpy().tolist(), out.is_cpu()]
+            cpu = pb_utils.PreferredMemory(pb_utils.TRITONSERVER_MEMORY_CPU)
+            r = pb_utils.InferenceRequest(model_name="add_sub", requested_output_names=["OUTPUT1"],
+                                          inputs=request.inputs(), preferred_memory=cpu).exec()
+            rep["bls_cpu"] = pb_utils.get_output_tensor_by_name(r, "OUTPUT1").as_numpy().tolist()
+            try:
+                pb_utils.InferenceRequest(model_name="add_sub", inputs=[],
+                                          requested_output_names=[], correlation_id=1.5)
+                rep["bad_corr"] = "accepted"
+            except pb_utils.TritonModelException as e:
+                rep["bad_corr"] = e.message()
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("REPORT", np.array([json.dumps(rep).encode()], dtype=np.object_))]))
+        return responses
+'''
+
+
 def write_model(repo, name, config, model):
     d = repo / name
     (d / "1").mkdir(parents=True)
@@ -342,10 +417,11 @@ def write_repo(repo):
     write_model(repo, "bls_sync", BLS_SYNC_CONFIG, BLS_SYNC_MODEL)
     write_model(repo, "bls_decoupled_sync", BLS_DECOUPLED_SYNC_CONFIG, BLS_DECOUPLED_SYNC_MODEL)
     write_model(repo, "square_nested", NESTED_CONFIG, NESTED_MODEL)
+    write_model(repo, "py_api", API_CONFIG, API_MODEL)
 
 
 MODELS = ("square_int32", "repeat_int32", "add_sub", "sub_add", "bls_sync", "bls_decoupled_sync",
-          "square_nested")
+          "square_nested", "py_api")
 
 
 @pytest.fixture(scope="module")
@@ -453,6 +529,27 @@ def test_bls_example_model_name_kinds(srv, callee, kind):
     sign = 1 if callee == "add_sub" else -1
     assert outs["OUTPUT0"].tolist() == (IN0 + sign * IN1).tolist(), outs
     assert outs["OUTPUT1"].tolist() == (IN0 - sign * IN1).tolist(), outs
+
+
+# ------------------------------------------ 3. the rest of pb_utils' names ---
+
+def test_pb_utils_surface(srv):
+    """Triton's pb_utils names all exist; PreferredMemory and InferenceTrace
+    go into a BLS request (outputs arrive in CPU memory, inferd's only
+    kind); set_flags; get_model_dir; c_python_backend_utils.shared_memory.
+    free_memory(); a correlation id that is neither int nor str is refused
+    with Triton's text."""
+    out = pf.infer("http", srv, None, "py_api", [("INPUT0", "FP32", [4], IN0), ("INPUT1", "FP32", [4], IN1)])
+    rep = json.loads(out["REPORT"][0])
+    assert rep["missing"] == [] and rep["missing_request"] == [], rep
+    assert rep["model_dir"].endswith("/py_api/1"), rep
+    assert rep["context"] is None, rep
+    seg_max = 16 << 30
+    assert isinstance(rep["free"], int) and 0 < rep["free"] <= seg_max - 32, rep
+    assert rep["flags"] == 0, rep
+    assert rep["bls"] == [(IN0 + IN1).tolist(), True], rep
+    assert rep["bls_cpu"] == (IN0 - IN1).tolist(), rep
+    assert rep["bad_corr"] == "Correlation ID must be integer or string", rep
 
 
 # ------------------------------------- 4. nested decoupled BLS, streaming ---

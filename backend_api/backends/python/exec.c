@@ -383,6 +383,18 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
   } else {
     ifd__py_buf_fmt(b, ",\"correlation_id\":%llu", (unsigned long long)corr);
   }
+  /* The trace context the request came with (OpenTelemetry's), for
+   * request.trace().get_context(). */
+  TRITONSERVER_InferenceTrace *trace = NULL;
+  const char *tctx = NULL;
+  err = TRITONBACKEND_RequestTrace(req, &trace);
+  if (err == NULL && trace != NULL)
+    err = TRITONSERVER_InferenceTraceContext(trace, &tctx);
+  if (err != NULL) goto out_free;
+  if (tctx != NULL && tctx[0] != '\0') {
+    ifd__py_buf_add(b, ",\"trace_context\":", 17);
+    ifd__py_buf_jcstr(b, tctx);
+  }
   ifd__py_buf_fmt(b, ",\"flags\":%u,\"outputs\":[", flags);
   for (uint32_t i = 0; i < nout; i++) {
     const char *name = NULL;

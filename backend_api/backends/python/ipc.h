@@ -34,8 +34,9 @@
  *  EXECUTE        id=n  JSON {decoupled: bool, requests: [{rid: u32,
  *                       block: [offset, size], id: str, correlation_id: int
  *                       or str, flags: u32, outputs: [str], parameters:
- *                       {k: v}, inputs: [{name, dtype ("FP32", "BYTES", ...),
- *                       shape: [int], offset, size}]}]}
+ *                       {k: v}, trace_context: str (only when the request's
+ *                       trace has one), inputs: [{name, dtype ("FP32",
+ *                       "BYTES", ...), shape: [int], offset, size}]}]}
  *                       `rid` names the request in RESPONSE and CANCEL_QUERY
  *                       until its FINAL response. `block` is the request's
  *                       one allocation in DOWN (every input of the request

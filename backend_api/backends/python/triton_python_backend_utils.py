@@ -338,6 +338,51 @@ class InferenceResponseSender:
             self._closed = True
 
 
+class MemoryType(int):
+    """Where a BLS call's outputs should go (Triton's PreferredMemory
+    MemoryType: GPU 0, CPU 1)."""
+
+    def __repr__(self):
+        return {0: "MemoryType.TRITONSERVER_MEMORY_GPU",
+                1: "MemoryType.TRITONSERVER_MEMORY_CPU"}.get(
+                    int(self), "MemoryType(%d)" % int(self))
+
+
+TRITONSERVER_MEMORY_GPU = MemoryType(0)
+TRITONSERVER_MEMORY_CPU = MemoryType(1)
+MemoryType.TRITONSERVER_MEMORY_GPU = TRITONSERVER_MEMORY_GPU
+MemoryType.TRITONSERVER_MEMORY_CPU = TRITONSERVER_MEMORY_CPU
+_MEMORY_DEFAULT = MemoryType(2)
+
+
+class PreferredMemory:
+    """PreferredMemory(preferred_memory_type, preferred_device_id=0): where
+    a BLS request would like its outputs (InferenceRequest's
+    preferred_memory). inferd's Python tensors live in CPU memory, so the
+    outputs arrive there whatever is preferred."""
+
+    def __init__(self, preferred_memory_type, preferred_device_id=0):
+        if preferred_memory_type is None or preferred_device_id is None:
+            raise TypeError("PreferredMemory arguments must not be None")
+        if int(preferred_memory_type) not in (0, 1, 2):
+            raise TypeError("PreferredMemory preferred_memory_type must be "
+                            "TRITONSERVER_MEMORY_GPU or TRITONSERVER_MEMORY_CPU")
+        self._type = MemoryType(int(preferred_memory_type))
+        self._device_id = int(preferred_device_id)
+
+
+class InferenceTrace:
+    """The trace of a request (request.trace()), or one given to a BLS
+    InferenceRequest(trace=...). get_context() is the trace context the
+    request came with (OpenTelemetry's, as a JSON string), or None."""
+
+    def __init__(self, context=None):
+        self._context = context or None
+
+    def get_context(self):
+        return self._context
+
+
 class _ResponseIterator:
     """The responses of a decoupled BLS call, as they arrive."""
 
@@ -356,6 +401,9 @@ class _ResponseIterator:
 
     def cancel(self):
         pass
+
+
+ResponseIterator = _ResponseIterator
 
 
 class _BlsCall:
@@ -423,6 +471,22 @@ class InferenceRequest:
                  correlation_id=0, model_version=-1, flags=0, timeout=0,
                  preferred_memory=None, trace=None, parameters=None):
         self._model_name = _model_name_str(model_name)
+        if preferred_memory is None:
+            preferred_memory = PreferredMemory(_MEMORY_DEFAULT, 0)
+        if not isinstance(preferred_memory, PreferredMemory):
+            raise TypeError("InferenceRequest preferred_memory must be a "
+                            "PreferredMemory, got "
+                            + type(preferred_memory).__name__)
+        self._preferred_memory = preferred_memory
+        if trace is None:
+            trace = InferenceTrace()
+        if not isinstance(trace, InferenceTrace):
+            raise TypeError("InferenceRequest trace must be an InferenceTrace, "
+                            "got " + type(trace).__name__)
+        self._trace = trace
+        if not isinstance(correlation_id, (int, str)):
+            raise TritonModelException(
+                "Correlation ID must be integer or string")
         self._inputs = list(inputs) if inputs else []
         self._outputs = list(requested_output_names or [])
         self._request_id = request_id
@@ -458,6 +522,7 @@ class InferenceRequest:
                   parameters=r.get("parameters", {}))
         req._model_name = _STUB.model_name
         req._model_version = _STUB.model_version
+        req._trace = InferenceTrace(r.get("trace_context"))
         req._rid = r["rid"]
         req._block = block
         req._sender = InferenceResponseSender(r["rid"], decoupled,
@@ -475,6 +540,14 @@ class InferenceRequest:
 
     def flags(self):
         return self._flags
+
+    def set_flags(self, flags):
+        """Sets the request's flags (TRITONSERVER_REQUEST_FLAG_SEQUENCE_*),
+        as a BLS request sends them."""
+        self._flags = int(flags)
+
+    def trace(self):
+        return self._trace
 
     def model_name(self):
         return self._model_name
@@ -527,6 +600,12 @@ class InferenceRequest:
         call = _BlsCall(decoupled, loop)
         _STUB.bls_infer(self, call)
         return call.fut
+
+
+def get_model_dir():
+    """The folder of the model's version (where model.py is), as Triton's
+    stub defines it."""
+    return _STUB.model_dir if _STUB is not None else ""
 
 
 def get_input_tensor_by_name(request, name):
@@ -1031,9 +1110,41 @@ def _parse_resp(buf, off):
     return InferenceResponse(outs), off
 
 
+class SharedMemory:
+    """The stub's shared memory, as Triton's c_python_backend_utils.
+    shared_memory shows it (not part of the public API; Triton's tests use
+    free_memory() to see that nothing leaks across a stub restart)."""
+
+    def __init__(self, C):
+        self._C = C
+
+    def free_memory(self):
+        """Bytes of the input segment not held by this stub's requests."""
+        return int(self._C.seg_max) - int(self._C.down_held())
+
+
+def _c_module(C):
+    """c_python_backend_utils: Triton's stub module, under its name, with
+    the same classes as pb_utils and `shared_memory`."""
+    import types
+    m = types.ModuleType("c_python_backend_utils")
+    for name in ("TritonError", "TritonModelException", "Tensor",
+                 "InferenceRequest", "InferenceResponse",
+                 "InferenceResponseSender", "ResponseIterator", "Logger",
+                 "LogLevel", "Metric", "MetricFamily", "PreferredMemory",
+                 "MemoryType", "TRITONSERVER_MEMORY_GPU",
+                 "TRITONSERVER_MEMORY_CPU", "InferenceTrace", "load_model",
+                 "unload_model", "is_model_ready"):
+        setattr(m, name, globals()[name])
+    m.SharedMemory = SharedMemory
+    m.shared_memory = SharedMemory(C)
+    return m
+
+
 def _stub_main():
     import _inferd_stub
     import _pb_stub
+    sys.modules["c_python_backend_utils"] = _c_module(_inferd_stub)
     # A model's print() shows up when printed, as in a terminal.
     for f in (sys.stdout, sys.stderr):
         try:

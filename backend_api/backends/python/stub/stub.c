@@ -53,6 +53,7 @@ static uint64_t up_size;   /* UP's file size as this process made it */
 static uint64_t *free_q; /* owned; grows by doubling */
 static size_t free_n, free_cap;
 static PyObject *free_notify; /* owned reference or NULL */
+static uint64_t down_held;    /* bytes of the live DownBlocks (GIL-guarded) */
 
 /* ---- DownBlock ----------------------------------------------------------- */
 
@@ -77,6 +78,7 @@ static int free_push(uint64_t off) {
 }
 
 static void down_block_dealloc(down_block_t *self) {
+  down_held -= self->size;
   /* Every block is an allocation, even of size 0 (ipc.h: FREE each). */
   if (free_push(self->offset) && free_notify != NULL) {
     /* A dealloc may run while an exception is set: keep it. */
@@ -131,6 +133,7 @@ static PyObject *stub_down_block(PyObject *mod, PyObject *args) {
   if (b == NULL) return NULL;
   b->offset = off;
   b->size = size;
+  down_held += size;
   return (PyObject *)b;
 }
 
@@ -142,6 +145,13 @@ static PyObject *stub_take_frees(PyObject *mod, PyObject *unused) {
       PyBytes_FromStringAndSize((const char *)free_q, (Py_ssize_t)(free_n * 8));
   if (b != NULL) free_n = 0;
   return b;
+}
+
+/* down_held() -> bytes of DOWN the stub's live blocks hold. */
+static PyObject *stub_down_held(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(down_held);
 }
 
 /* set_free_notify(callable or None): called (no arguments) when the FREE
@@ -451,6 +461,8 @@ static PyMethodDef stub_methods[] = {
     {"set_free_notify", stub_set_free_notify, METH_O,
      "set_free_notify(callable)"},
     {"up_view", stub_up_view, METH_O, "up_view(n) -> memoryview"},
+    {"down_held", stub_down_held, METH_NOARGS,
+     "down_held() -> bytes held by live DownBlocks"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef stub_module = {PyModuleDef_HEAD_INIT,
