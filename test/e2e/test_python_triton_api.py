@@ -26,7 +26,10 @@ a stall takes minutes, a working server well under a second.
 """
 
 import json
+import sys
+import tarfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -730,3 +733,109 @@ def test_load_model_in_initialize(ctl):
     """control_init loads add_sub_init from its initialize."""
     assert ctl.get("/v2/models/add_sub_init/ready").status_code == 200
     assert add_sub_works(ctl, "add_sub_init")
+
+
+# --------------------------------------- 3. EXECUTION_ENV_PATH (conda-pack) ---
+
+PYLIB = f"lib/python{sys.version_info.major}.{sys.version_info.minor}"
+
+ENV_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+parameters: {{ key: "EXECUTION_ENV_PATH" value: {{ string_value: "{env}" }} }}
+"""
+
+ENV_MODEL = '''
+import json
+import os
+import sys
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+import inferd_env_probe
+import inferd_env_extra
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        rep = {"value": inferd_env_probe.VALUE, "extra": inferd_env_extra.VALUE,
+               "probe_file": inferd_env_probe.__file__,
+               "activated": os.environ.get("INFERD_ENV_ACTIVATED"),
+               "ld_library_path": os.environ.get("LD_LIBRARY_PATH"),
+               "exec_env_var": os.environ.get("INFERD_PYTHON_EXECUTION_ENV")}
+        out = pb_utils.Tensor("REPORT", np.array([json.dumps(rep).encode()], dtype=np.object_))
+        return [pb_utils.InferenceResponse(output_tensors=[out]) for _ in requests]
+'''
+
+
+def make_env(root, activate=True, pylib=PYLIB, value=42):
+    """A conda-pack style environment: bin/activate (sourced by the stub's
+    launch) and a site-packages holding a module and a .pth file."""
+    sp = root / pylib / "site-packages"
+    (sp / "extra_dir").mkdir(parents=True)
+    (sp / "inferd_env_probe.py").write_text(f"VALUE = {value}\n")
+    (sp / "extra.pth").write_text("extra_dir\n")
+    (sp / "extra_dir" / "inferd_env_extra.py").write_text("VALUE = 'from .pth'\n")
+    if activate:
+        (root / "bin").mkdir()
+        (root / "bin" / "activate").write_text("export INFERD_ENV_ACTIVATED=yes\n")
+
+
+def pack(src, dst):
+    with tarfile.open(dst, "w:gz") as t:
+        for p in sorted(src.iterdir()):
+            t.add(p, arcname=p.name)
+
+
+def test_execution_env_path(tmp_path):
+    h.require_binary()
+    repo = tmp_path / "repo"
+    # A packed environment inside the model's folder ($$TRITON_MODEL_DIRECTORY).
+    write_model(repo, "env_packed", ENV_CONFIG.format(name="env_packed",
+                                                      env="$$TRITON_MODEL_DIRECTORY/env.tar.gz"), ENV_MODEL)
+    make_env(tmp_path / "packed_src")
+    pack(tmp_path / "packed_src", repo / "env_packed" / "env.tar.gz")
+    # An unpacked one, named by its absolute path.
+    make_env(tmp_path / "unpacked", value=7)
+    write_model(repo, "env_dir", ENV_CONFIG.format(name="env_dir", env=tmp_path / "unpacked"), ENV_MODEL)
+    # No bin/activate; another Python version's packages: both fail to load.
+    make_env(tmp_path / "noact_src", activate=False)
+    write_model(repo, "env_noact", ENV_CONFIG.format(name="env_noact",
+                                                     env="$$TRITON_MODEL_DIRECTORY/env.tar.gz"), ENV_MODEL)
+    pack(tmp_path / "noact_src", repo / "env_noact" / "env.tar.gz")
+    make_env(tmp_path / "oldpy", pylib="lib/python3.2")
+    write_model(repo, "env_oldpy", ENV_CONFIG.format(name="env_oldpy", env=tmp_path / "oldpy"), ENV_MODEL)
+
+    srv = h.start_server(tmp_path / "srv", [repo], wait_models=("env_packed", "env_dir"), timeout=120)
+    try:
+        srv.wait_loading_finished()
+        rep = json.loads(pf.infer("http", srv, None, "env_packed", [("IN", "INT32", [1], [1])])["REPORT"][0])
+        assert rep["value"] == 42 and rep["extra"] == "from .pth", rep
+        assert rep["activated"] == "yes", rep
+        assert rep["exec_env_var"] is None, rep
+        probe = Path(rep["probe_file"])
+        # Extracted into the backend's cache, not next to the archive.
+        assert repo not in probe.parents and probe.is_file(), rep
+        env_root = probe.parents[3]
+        assert not (rep["ld_library_path"] or "").startswith(str(env_root / "lib")), rep
+
+        rep = json.loads(pf.infer("http", srv, None, "env_dir", [("IN", "INT32", [1], [1])])["REPORT"][0])
+        assert rep["value"] == 7 and rep["activated"] == "yes", rep
+        assert Path(rep["probe_file"]).parents[3] == tmp_path / "unpacked", rep
+
+        r = srv.get("/v2/models/env_noact/ready")
+        assert r.status_code == 400, r.text
+        log = srv.log_path.read_text(errors="replace")
+        assert "/bin/activate does not exist. The Python environment should contain an 'activate' script." \
+            in log, srv.log_tail()
+        assert srv.get("/v2/models/env_oldpy/ready").status_code == 400
+        assert "holds Python 3.2" in log, srv.log_tail()
+    finally:
+        srv.stop(check=True)
+    # The backend removes what it extracted when it ends.
+    assert not probe.exists(), probe

@@ -137,7 +137,22 @@ void ifd__py_down_free_gen(ifd__py_down_t *d, uint32_t gen);
 
 typedef struct ifd__py_model {
   TRITONSERVER_Server *server; /* borrowed: outlives the model */
+  char *env_dir; /* owned: the execution environment's folder; NULL: none */
 } ifd__py_model_t;
+
+/* ---- env.c: EXECUTION_ENV_PATH -------------------------------------------
+ */
+
+/**
+ * The execution environment of a model whose configuration (JSON) has
+ * EXECUTION_ENV_PATH: *env_dir (malloc'ed) is its folder, the archive
+ * extracted first when it is one; NULL when the configuration has none.
+ * Returns NULL, or the error (Triton's texts) that fails the model's load.
+ */
+TRITONSERVER_Error *ifd__py_env_prepare(const char *config, size_t len,
+                                        const char *model_dir, char **env_dir);
+/** Removes the extracted environments (backend finalize). */
+void ifd__py_env_cleanup(void);
 
 /* The response allocator of BLS calls (CPU, malloc): lives as long as the
  * backend. */
@@ -278,12 +293,15 @@ typedef struct ifd__py_instance {
  */
 
 /**
- * Starts a stub process with the descriptors of ipc.h. Returns 0 with *pid
- * and *sock (our end, owned by the caller), or -1 with the reason in msg.
+ * Starts a stub process with the descriptors of ipc.h; with env_dir (an
+ * execution environment, env.c) through bash, which sources its
+ * bin/activate first. Returns 0 with *pid and *sock (our end, owned by the
+ * caller), or -1 with the reason in msg.
  */
 int ifd__py_spawn(const char *stub_path, const char *backend_dir,
-                  const char *model, const char *inst, int down_fd, int up_fd,
-                  pid_t *pid, int *sock, char *msg, size_t msg_len);
+                  const char *model, const char *inst, const char *env_dir,
+                  int down_fd, int up_fd, pid_t *pid, int *sock, char *msg,
+                  size_t msg_len);
 /** Reaps pid, waiting up to wait_ms for it to exit on its own before
  * SIGKILL; how it ended goes in `how`. */
 void ifd__py_reap(pid_t pid, int wait_ms, char *how, size_t n);

@@ -143,9 +143,18 @@ static int high_fd(int fd) {
   return fcntl(fd, F_DUPFD_CLOEXEC, 10);
 }
 
+/* The launch through an execution environment's bin/activate, as Triton's
+ * ("source <env>/bin/activate && exec env LD_LIBRARY_PATH=<env>/lib:...");
+ * the paths travel as arguments, never inside the script's text. */
+static const char env_script[] =
+    ". \"$1/bin/activate\" && "
+    "export LD_LIBRARY_PATH=\"$1/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" "
+    "INFERD_PYTHON_EXECUTION_ENV=\"$1\" && shift && exec \"$@\"";
+
 int ifd__py_spawn(const char *stub_path, const char *backend_dir,
-                  const char *model, const char *inst, int down_fd, int up_fd,
-                  pid_t *pid, int *sock, char *msg, size_t msg_len) {
+                  const char *model, const char *inst, const char *env_dir,
+                  int down_fd, int up_fd, pid_t *pid, int *sock, char *msg,
+                  size_t msg_len) {
   int sv[2] = {-1, -1}, down = -1, up = -1, child = -1, rc;
   posix_spawn_file_actions_t fa;
   msg[0] = '\0';
@@ -167,7 +176,20 @@ int ifd__py_spawn(const char *stub_path, const char *backend_dir,
   /* The model and instance names only name the process (ps, tests). */
   char *argv[] = {(char *)stub_path, (char *)backend_dir, (char *)model,
                   (char *)inst, NULL};
-  rc = posix_spawn(pid, stub_path, &fa, NULL, argv, environ);
+  char *env_argv[] = {"bash",
+                      "-c",
+                      (char *)env_script,
+                      "triton_python_backend_stub",
+                      (char *)env_dir,
+                      (char *)stub_path,
+                      (char *)backend_dir,
+                      (char *)model,
+                      (char *)inst,
+                      NULL};
+  if (env_dir != NULL)
+    rc = posix_spawnp(pid, "bash", &fa, NULL, env_argv, environ);
+  else
+    rc = posix_spawn(pid, stub_path, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     snprintf(msg, msg_len, "cannot start %s: %s", stub_path, strerror(rc));
@@ -191,8 +213,8 @@ static int spawn(ifd__py_instance_t *in) {
   pid_t pid = 0;
   int sock = -1;
   if (ifd__py_spawn(in->stub_path, in->backend_dir, in->model_name,
-                    in->inst_name, in->down_fd, in->up_fd, &pid, &sock, msg,
-                    sizeof(msg)) != 0) {
+                    in->inst_name, in->model->env_dir, in->down_fd, in->up_fd,
+                    &pid, &sock, msg, sizeof(msg)) != 0) {
     pthread_mutex_lock(&in->mu);
     snprintf(in->fail_msg, sizeof(in->fail_msg), "%s", msg);
     pthread_mutex_unlock(&in->mu);
