@@ -405,6 +405,48 @@ class TritonPythonModel:
 '''
 
 
+RESCHED_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+{policy}
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+output [ {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+# Triton's rescheduling examples (python_backend README): IN = [0]
+# reschedules and returns None (default) / sends nothing (decoupled); IN =
+# [1] reschedules and wrongly returns a response; anything else answers.
+RESCHED_MODEL = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        import json
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(
+            json.loads(args["model_config"]))
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            v = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+            out = pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("OUT", np.array([v], np.int32))])
+            if v in (0, 1):
+                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+            if self.decoupled:
+                if v != 0:
+                    request.get_response_sender().send(
+                        out, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                continue
+            responses.append(None if v == 0 else out)
+        return None if self.decoupled else responses
+'''
+
+
 def write_model(repo, name, config, model):
     d = repo / name
     (d / "1").mkdir(parents=True)
@@ -421,10 +463,13 @@ def write_repo(repo):
     write_model(repo, "bls_decoupled_sync", BLS_DECOUPLED_SYNC_CONFIG, BLS_DECOUPLED_SYNC_MODEL)
     write_model(repo, "square_nested", NESTED_CONFIG, NESTED_MODEL)
     write_model(repo, "py_api", API_CONFIG, API_MODEL)
+    write_model(repo, "resched", RESCHED_CONFIG.format(name="resched", policy=""), RESCHED_MODEL)
+    write_model(repo, "resched_decoupled", RESCHED_CONFIG.format(
+        name="resched_decoupled", policy="model_transaction_policy { decoupled: true }"), RESCHED_MODEL)
 
 
 MODELS = ("square_int32", "repeat_int32", "add_sub", "sub_add", "bls_sync", "bls_decoupled_sync",
-          "square_nested", "py_api")
+          "square_nested", "py_api", "resched", "resched_decoupled")
 
 
 @pytest.fixture(scope="module")
@@ -553,6 +598,38 @@ def test_pb_utils_surface(srv):
     assert rep["bls"] == [(IN0 + IN1).tolist(), True], rep
     assert rep["bls_cpu"] == (IN0 - IN1).tolist(), rep
     assert rep["bad_corr"] == "Correlation ID must be integer or string", rep
+
+
+# --------------------------------------------- 3. request rescheduling ---
+
+# What inferd's core answers a release with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+# (backend_api/tb_request.c): the scheduler side of Triton's rescheduling
+# (sequence_batching.iterative_sequence) is not there yet. The Python backend
+# hands the flag to the core as Triton's does; this text changes when the core
+# reschedules.
+NO_RESCHEDULE = "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not supported by inferd yet"
+
+
+def test_reschedule_reaches_the_core(srv, gc):
+    """set_release_flags(RESCHEDULE) with None in execute's list (Triton's
+    README example): the request is released with the flag; inferd's core
+    refuses it, so the request fails with the core's reason."""
+    with pytest.raises(pf.Failed) as e:
+        pf.infer("http", srv, None, "resched", [("IN", "INT32", [1], [0])])
+    assert NO_RESCHEDULE in e.value.message, e.value.message
+    assert pf.infer("http", srv, None, "resched", [("IN", "INT32", [1], [5])])["OUT"].tolist() == [5]
+    req = gh.infer_request(gc.pb, "resched_decoupled", [("IN", "INT32", [1], np.array([0], np.int32))])
+    msgs, code = stream(gc, [req])
+    assert code.name == "OK" and len(msgs) == 1, (code, msgs)
+    assert NO_RESCHEDULE in msgs[0].error_message, msgs[0]
+
+
+def test_reschedule_with_a_response_is_refused(srv):
+    """Triton: a rescheduled request's place in the list must be None."""
+    with pytest.raises(pf.Failed) as e:
+        pf.infer("http", srv, None, "resched", [("IN", "INT32", [1], [1])])
+    assert ("Expected a None object in the execute function return list for reschduled request, "
+            "found type 'InferenceResponse'.") in e.value.message, e.value.message
 
 
 # ------------------------------------- 4. nested decoupled BLS, streaming ---

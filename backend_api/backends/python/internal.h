@@ -355,6 +355,10 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
                      uint32_t count);
 /** RESPONSE (reader thread). */
 void ifd__py_on_response(ifd__py_instance_t *in, const char *p, size_t len);
+/** RELEASE (the reading thread): releases an open request with the
+ * stub's flags (rescheduling); one the server refuses fails with its
+ * reason. */
+void ifd__py_on_release(ifd__py_instance_t *in, const char *p, size_t len);
 /** Removes and returns (under mu, which the caller holds) every open
  * request; batch 0: all, else those of that EXECUTE. *n set. Returns a
  * malloc'ed array (NULL when none or out of memory: then failed in place). */

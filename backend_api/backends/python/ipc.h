@@ -95,6 +95,12 @@
  *                       -> METRIC_ANSWER
  *  FREE           id=0  u64 offset x n (payload/8): DOWN blocks (the
  *                       `block` offsets of EXECUTE) the stub no longer uses.
+ *  RELEASE        id=0  u32 rid, u32 flags (TRITONSERVER_REQUEST_RELEASE_*):
+ *                       request.set_release_flags(RESCHEDULE); sent before
+ *                       the EXECUTE's answer: the server releases the open
+ *                       request with those flags (back to its scheduler),
+ *                       and it gets no response from this EXECUTE (its RESP
+ *                       in RESULT has has_response 0). No answer.
  *  MODEL_CONTROL  id=q  str JSON {"op": "load" | "unload" | "ready", name,
  *                       version (str, "" latest: ready), config (str, JSON
  *                       or ""), unload_dependents (bool), files: [[key,
@@ -159,6 +165,7 @@ enum {
   IFD_PY_MSG_AUTO_COMPLETE_OK = 19,
   IFD_PY_MSG_MODEL_CONTROL = 20,
   IFD_PY_MSG_MODEL_CONTROL_ANSWER = 21,
+  IFD_PY_MSG_RELEASE = 22,
 };
 
 /* The header before every payload. */

@@ -464,6 +464,9 @@ static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
     case IFD_PY_MSG_METRIC:
       ifd__py_on_metric(in, h->id, payload, len);
       break;
+    case IFD_PY_MSG_RELEASE:
+      ifd__py_on_release(in, payload, len);
+      break;
     case IFD_PY_MSG_MODEL_CONTROL:
       ifd__py_on_model_control(in, h->id, payload, len);
       return;

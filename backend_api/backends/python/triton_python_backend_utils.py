@@ -51,6 +51,7 @@ MSG_AUTO_COMPLETE = 18
 MSG_AUTO_COMPLETE_OK = 19
 MSG_MODEL_CONTROL = 20
 MSG_MODEL_CONTROL_ANSWER = 21
+MSG_RELEASE = 22
 _FLAG_FINAL = 1
 _HDR = struct.Struct("<IIQ")
 _U32 = struct.Struct("<I")
@@ -509,6 +510,7 @@ class InferenceRequest:
                 raise TritonModelException(
                     "Expected keys of type str and values of type str, int, "
                     "bool or float in the request parameters")
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._rid = None     # a request given to execute: its rid
         self._block = None   # and its DOWN block (kept alive by the request)
         self._sender = None
@@ -565,9 +567,14 @@ class InferenceRequest:
         return json.dumps(self._params)
 
     def set_release_flags(self, flags):
-        if flags != TRITONSERVER_REQUEST_RELEASE_ALL:
-            raise TritonModelException(
-                "Request rescheduling is not supported by inferd")
+        """How the server releases this request when execute returns:
+        TRITONSERVER_REQUEST_RELEASE_RESCHEDULE puts it back for a later
+        execute (Triton's request rescheduling; the model's scheduler must
+        allow it, else the request fails with the server's error). A
+        rescheduled request of a default model has None in execute's
+        returned list; a decoupled model reschedules before execute
+        returns."""
+        self._release_flags = int(flags)
 
     def is_cancelled(self):
         if self._rid is None:
