@@ -447,6 +447,41 @@ class TritonPythonModel:
 '''
 
 
+ASYNC_NESTED_CONFIG = """
+name: "repeat_async_nested"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [
+  { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+  { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] }
+]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+ASYNC_NESTED_MODEL = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            bls = pb_utils.InferenceRequest(
+                model_name="repeat_int32", requested_output_names=["OUT"],
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN"),
+                        pb_utils.get_input_tensor_by_name(request, "DELAY"),
+                        pb_utils.Tensor("WAIT", np.array([0], np.uint32))])
+            for resp in await bls.async_exec(decoupled=True):
+                if resp.has_error() or len(resp.output_tensors()) > 0:
+                    sender.send(resp)
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+'''
+
+
 def write_model(repo, name, config, model):
     d = repo / name
     (d / "1").mkdir(parents=True)
@@ -463,13 +498,14 @@ def write_repo(repo):
     write_model(repo, "bls_decoupled_sync", BLS_DECOUPLED_SYNC_CONFIG, BLS_DECOUPLED_SYNC_MODEL)
     write_model(repo, "square_nested", NESTED_CONFIG, NESTED_MODEL)
     write_model(repo, "py_api", API_CONFIG, API_MODEL)
+    write_model(repo, "repeat_async_nested", ASYNC_NESTED_CONFIG, ASYNC_NESTED_MODEL)
     write_model(repo, "resched", RESCHED_CONFIG.format(name="resched", policy=""), RESCHED_MODEL)
     write_model(repo, "resched_decoupled", RESCHED_CONFIG.format(
         name="resched_decoupled", policy="model_transaction_policy { decoupled: true }"), RESCHED_MODEL)
 
 
 MODELS = ("square_int32", "repeat_int32", "add_sub", "sub_add", "bls_sync", "bls_decoupled_sync",
-          "square_nested", "py_api", "resched", "resched_decoupled")
+          "square_nested", "py_api", "resched", "resched_decoupled", "repeat_async_nested")
 
 
 @pytest.fixture(scope="module")
@@ -916,3 +952,21 @@ def test_execution_env_path(tmp_path):
         srv.stop(check=True)
     # The backend removes what it extracted when it ends.
     assert not probe.exists(), probe
+
+
+def test_async_exec_decoupled_streams(srv, gc):
+    """async_exec(decoupled=True) hands back its iterator once the first
+    response came, as Triton's does: the callee's first response reaches
+    the client while the callee still works on the second (1.5 s later).
+    It used to wait for the callee's end."""
+    req = gh.infer_request(gc.pb, "repeat_async_nested", [
+        ("IN", "INT32", [2], np.array([3, 4], np.int32)),
+        ("DELAY", "UINT32", [2], np.array([0, 1500], np.uint32))])
+    call = gc.model_stream_infer(iter([req]), timeout=pf.HANG_S)
+    t0 = time.monotonic()
+    arrivals = []
+    for m in call:
+        assert m.error_message == "", m.error_message
+        arrivals.append((time.monotonic() - t0, gh.outputs_of(m.infer_response)["OUT"].tolist()))
+    assert [a[1] for a in arrivals] == [[3], [4]], arrivals
+    assert arrivals[1][0] - arrivals[0][0] > 0.5, arrivals

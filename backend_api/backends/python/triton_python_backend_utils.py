@@ -408,32 +408,39 @@ ResponseIterator = _ResponseIterator
 
 
 class _BlsCall:
+    """One BLS call in flight. exec: the caller waits on q. async_exec: fut
+    completes with the response (default) or, for decoupled=True, with an
+    iterator as soon as the first response (or the end) came, the rest
+    arriving in q as they come (Triton's async_exec(decoupled=True) also
+    returns before the callee ends)."""
+
     def __init__(self, decoupled, loop=None):
         self.decoupled = decoupled
         self.q = queue.SimpleQueue()  # InferenceResponse..., then None
         self.loop = loop              # async_exec: completes self.fut
         self.fut = loop.create_future() if loop is not None else None
         self.got = []
+        self.scheduled = False        # _complete is on its way (reader)
 
     def deliver(self, resp, final):
-        if resp is not None:
-            if self.fut is not None:
+        if self.fut is not None and not self.decoupled:
+            if resp is not None:
                 self.got.append(resp)
-            else:
-                self.q.put(resp)
-        if final:
-            if self.fut is not None:
+            if final:
                 self.loop.call_soon_threadsafe(self._complete)
-            else:
-                self.q.put(None)
+            return
+        if resp is not None:
+            self.q.put(resp)
+        if final:
+            self.q.put(None)
+        if self.fut is not None and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon_threadsafe(self._complete)
 
     def _complete(self):
         if self.fut.done():
             return
         if self.decoupled:
-            for r in self.got:
-                self.q.put(r)
-            self.q.put(None)
             self.fut.set_result(_ResponseIterator(self))
         else:
             self.fut.set_result(_one_response(self.got))
