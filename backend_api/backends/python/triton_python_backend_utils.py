@@ -4,21 +4,24 @@
 # of inferd's Python backend: Triton's documented model.py API (Tensor,
 # InferenceRequest with BLS exec/async_exec, InferenceResponse, the response
 # sender of decoupled models, Logger, MetricFamily/Metric, ModelConfig for
-# auto_complete_config, TritonError, ...) and the stub's side of protocol v2
+# auto_complete_config, TritonError, model control, PreferredMemory,
+# InferenceTrace, ...) and the stub's side of protocol v2
 # (ipc.h), _stub_main() (the loop itself is _pb_stub.py):
 #   - a reader thread (C, in the stub: it waits without the GIL) owns the
 #     socket's reading and dispatches every message: INIT/EXECUTE/FINALIZE/
 #     AUTO_COMPLETE go to the main thread's queue (execute runs there, like
 #     Triton's one execute thread), which the main thread waits on, or
 #     drains from an asyncio loop while an `async def execute` (a task on
-#     it) runs; BLS_RESPONSE, CANCEL_ANSWER and METRIC_ANSWER complete the
+#     it) runs; BLS_RESPONSE, CANCEL_ANSWER, METRIC_ANSWER and
+#     MODEL_CONTROL_ANSWER complete the
 #     call that waits for them (_Stub._answer, under the GIL);
 #   - any thread sends, under one lock (a response sender's thread, Logger,
 #     a BLS call); the queued FREEs of DOWN blocks go first in the same write;
 #   - inputs are numpy arrays over the request's DOWN block (_inferd_stub.
 #     DownBlock: no copy; the block is freed when nothing uses it), execute's
 #     outputs are written once into UP; RESPONSE and BLS tensors travel inline.
-# Not here: GPU tensors (everything is CPU), BLS tracing, request rescheduling.
+# Not here: GPU tensors (everything is CPU), child traces for BLS, cancelling
+# a BLS call (docs/backends.md lists what differs from Triton and why).
 
 import asyncio
 import json
