@@ -50,16 +50,16 @@ typedef struct env_entry {
 } env_entry_t;
 
 static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *cache_dir;       /* owned, guarded by env_mu: NULL until used */
-static env_entry_t *entries;  /* owned, guarded by env_mu */
+static char *cache_dir;      /* owned, guarded by env_mu: NULL until used */
+static env_entry_t *entries; /* owned, guarded by env_mu */
 static size_t n_entries, cap_entries, n_made;
 
 /* The parameter's value with $$TRITON_MODEL_DIRECTORY replaced; NULL when
  * the configuration has none. */
 static char *env_param(const char *config, size_t len, const char *model_dir) {
   json_t *j = json_loadb(config, len, 0, NULL);
-  json_t *p = json_object_get(json_object_get(j, "parameters"),
-                              "EXECUTION_ENV_PATH");
+  json_t *p =
+      json_object_get(json_object_get(j, "parameters"), "EXECUTION_ENV_PATH");
   const char *v = json_string_value(json_object_get(p, "string_value"));
   char *out = NULL;
   if (v != NULL && v[0] != '\0') {
@@ -90,8 +90,9 @@ static void rm_tree(const char *dir) {
 
 /* Runs tar to extract `archive` into `dir` (which exists). */
 static TRITONSERVER_Error *untar(const char *archive, const char *dir) {
-  char *argv[] = {"tar",          "-xf",  (char *)archive, "-C", (char *)dir,
-                  "--no-same-owner", NULL};
+  char *argv[] = {"tar", "-xf",       (char *)archive,
+                  "-C",  (char *)dir, "--no-same-owner",
+                  NULL};
   pid_t pid;
   int st = 0, rc = posix_spawnp(&pid, "tar", NULL, NULL, argv, environ);
   if (rc != 0)

@@ -7,9 +7,10 @@
  * TRITONSERVER_Server* model control API).
  *
  * All run on the reading thread, except loads and unloads, which run on a
- * thread each and hand their answer to the reader through the channel. The stub names metrics and families by
- * handles from a table kept here (never pointers it could forge); when the
- * stub dies or ends, whatever it created is deleted, metrics first.
+ * thread each and hand their answer to the reader through the channel. The stub
+ * names metrics and families by handles from a table kept here (never pointers
+ * it could forge); when the stub dies or ends, whatever it created is deleted,
+ * metrics first.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -303,8 +304,8 @@ static TRITONSERVER_Error *control_load(control_job_t *job, const char *name) {
   if (params == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   if (config != NULL && config[0] != '\0')
-    params[n++] =
-        TRITONSERVER_ParameterNew("config", TRITONSERVER_PARAMETER_STRING, config);
+    params[n++] = TRITONSERVER_ParameterNew(
+        "config", TRITONSERVER_PARAMETER_STRING, config);
   for (size_t i = 0; i < nfiles && err == NULL; i++) {
     json_t *f = json_array_get(files, i);
     const char *key = json_string_value(json_array_get(f, 0));

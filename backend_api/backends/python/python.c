@@ -184,8 +184,8 @@ static TRITONSERVER_Error *auto_complete(TRITONBACKEND_Model *model,
                          strerror(errno));
     goto out;
   }
-  if (ifd__py_spawn(stub, dir, name, "auto_complete_config", env_dir, down,
-                    up, &pid, &sock, msg, sizeof(msg)) != 0) {
+  if (ifd__py_spawn(stub, dir, name, "auto_complete_config", env_dir, down, up,
+                    &pid, &sock, msg, sizeof(msg)) != 0) {
     err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, msg);
     goto out;
   }
@@ -248,7 +248,8 @@ static TRITONSERVER_Error *model_env(TRITONBACKEND_Model *model,
   size_t len = 0;
   TRITONBACKEND_ArtifactType at;
   TRITONSERVER_Error *err = TRITONBACKEND_ModelConfig(model, 1, &config);
-  if (err == NULL) err = TRITONSERVER_MessageSerializeToJson(config, &json, &len);
+  if (err == NULL)
+    err = TRITONSERVER_MessageSerializeToJson(config, &json, &len);
   if (err == NULL) err = TRITONBACKEND_ModelRepository(model, &at, &repo);
   if (err == NULL) err = ifd__py_env_prepare(json, len, repo, env_dir);
   if (config != NULL)

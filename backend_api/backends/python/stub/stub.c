@@ -518,7 +518,8 @@ out_mod:
 /* ---- the execution environment (EXECUTION_ENV_PATH; env.c) -------------- */
 
 /* Where the environment's Python would keep the stub's Python version. */
-#define PY_LIBDIR "lib/python" Py_STRINGIFY(PY_MAJOR_VERSION) "." Py_STRINGIFY(PY_MINOR_VERSION)
+#define PY_LIBDIR \
+  "lib/python" Py_STRINGIFY(PY_MAJOR_VERSION) "." Py_STRINGIFY(PY_MINOR_VERSION)
 
 /* Takes <env>/lib, which the launch put first for the stub itself, out of
  * LD_LIBRARY_PATH again, so programs the model starts do not get it (as
@@ -529,8 +530,10 @@ static void env_fix_ld_path(const char *env) {
   if (ld == NULL || strncmp(ld, env, n) != 0 || strncmp(ld + n, "/lib", 4) != 0)
     return;
   const char *rest = ld + n + 4;
-  if (*rest == ':') rest++;
-  else if (*rest != '\0') return;
+  if (*rest == ':')
+    rest++;
+  else if (*rest != '\0')
+    return;
   if (*rest == '\0')
     unsetenv("LD_LIBRARY_PATH");
   else
