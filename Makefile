@@ -2,7 +2,10 @@
 #
 #   make            build build/inferd, build/lib/libtritonserver.so, the shipped backends
 #   make run        install missing Debian packages, build, serve examples/model_repository
-#   make test       build and run the unit (cmocka) and end-to-end (pytest) tests
+#   make test       build and run the unit (cmocka) and end-to-end (pytest) tests,
+#                   and test-deploy
+#   make test-deploy  render and validate the Kubernetes/KServe manifests of
+#                   deploy/ (docs/deploy.md; needs kubectl, no cluster)
 #   make test-asan  the same tests on an ASan/UBSan build (in build-asan/)
 #   make image      build the container image localhost/inferd (podman;
 #                   make image-full: localhost/inferd-full; make test-image
@@ -145,7 +148,7 @@ FAKE_NVML := $(BUILD)/test/libfake_nvml.so
 GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(if $(wildcard $(NVCC)),\
   $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so))
 
-.PHONY: all run test test-unit test-e2e test-gpu test-asan deps deps-check clean format-check bench \
+.PHONY: all run test test-unit test-e2e test-deploy test-gpu test-asan deps deps-check clean format-check bench \
   fuzz fuzz-bins example image image-full test-image deps-image
 .DEFAULT_GOAL := all
 
@@ -430,9 +433,16 @@ endif
 test-e2e: all
 	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q test/e2e
 
+# deploy/'s manifests: rendered with `kubectl kustomize`, validated against
+# the Kubernetes and KServe schemas (third_party/install-kubernetes-models.sh),
+# cross-checked, their inferd flags run through $(INFERD) (docs/deploy.md).
+test-deploy: $(INFERD)
+	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q test/deploy
+
 test: deps-check
 	$(MAKE) all test-unit
 	$(MAKE) test-e2e
+	$(MAKE) test-deploy
 
 # LeakSanitizer skips what test/lsan.supp names (leaks inside prebuilt,
 # uninstrumented libraries such as ONNX Runtime's).

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages listed in debian-packages.txt that are missing,
-# then ONNX Runtime's library (install-onnxruntime.sh, outside the tree).
+# then ONNX Runtime's library (install-onnxruntime.sh) and the manifest
+# validators of test/deploy (install-kubernetes-models.sh), both outside the
+# tree.
 # Idempotent: with everything present it changes nothing and says so.
 #   install-deps.sh [LIST]           install what is missing (apt-get update first)
 #   install-deps.sh --check [LIST]   exit 1 (listing them) when some are missing
@@ -29,11 +31,13 @@ if [ "$check" = 1 ]; then
     rc=1
   fi
   "$here/install-onnxruntime.sh" --check || rc=1
+  "$here/install-kubernetes-models.sh" --check || rc=1
   exit $rc
 fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} Debian packages present"
-  exec "$here/install-onnxruntime.sh"
+  "$here/install-onnxruntime.sh"
+  exec "$here/install-kubernetes-models.sh"
 fi
 
 sudo=
@@ -43,3 +47,4 @@ echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 "$here/install-onnxruntime.sh"
+"$here/install-kubernetes-models.sh"

@@ -39,6 +39,9 @@ from triton_python_backend_utils import (  # noqa: F401  (one namespace)
     MSG_INIT_OK,
     MSG_METRIC,
     MSG_METRIC_ANSWER,
+    MSG_MODEL_CONTROL_ANSWER,
+    MSG_RELEASE,
+    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
     MSG_RESPONSE,
     MSG_RESULT,
     ModelConfig,
@@ -271,7 +274,8 @@ class _Stub:
         (payload None): the socket reached its end."""
         if typ == MSG_BLS_RESPONSE:
             self._bls_response(mid, payload)
-        elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER):
+        elif typ in (MSG_CANCEL_ANSWER, MSG_METRIC_ANSWER,
+                     MSG_MODEL_CONTROL_ANSWER):
             with self.calls_lock:
                 slot = self.calls.pop(mid, None)
             if slot is not None:
@@ -525,12 +529,14 @@ class _Stub:
                         "Python model '" + self.model_name + "' is using the "
                         "decoupled mode and the execute function must return "
                         "None.")
+                self._send_releases(requests)
                 self.send(MSG_EXECUTE_DONE, mid)
                 return
             if res is None:
                 # The response senders answer (Triton: a non-decoupled model
                 # may send its one response + FINAL with the sender, from
                 # execute or later from another thread).
+                self._send_releases(requests)
                 self.send(MSG_EXECUTE_DONE, mid)
                 return
             used = any(r._sender._used() for r in requests)
@@ -548,7 +554,14 @@ class _Stub:
                     "of InferenceRequest objects. InferenceRequest(s) size "
                     "is:%d, and InferenceResponse(s) size is:%d"
                     % (len(requests), len(res)))
-            for bad in res:
+            for r, bad in zip(requests, res):
+                if bad is None:
+                    continue  # rescheduled, or answered through its sender
+                if r._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                    raise TritonModelException(
+                        "Expected a None object in the execute function "
+                        "return list for reschduled request, found type "
+                        "'%s'." % type(bad).__name__)
                 if not isinstance(bad, InferenceResponse):
                     raise TritonModelException(
                         "Expected an 'InferenceResponse' object in the execute "
@@ -559,19 +572,34 @@ class _Stub:
         except Exception as e:  # noqa: BLE001
             self._execute_failed(mid, requests, e)
             return
-        for r in requests:
-            r._sender._close()
+        self._send_releases(requests)
+        for r, resp in zip(requests, res):
+            if resp is not None:
+                r._sender._close()
         # Drop the requests (and with them, most often, their DOWN blocks)
         # before sending, so their FREE goes in the same write.
         requests = res = r = None
         self.send(MSG_RESULT, mid, parts)
 
+    def _send_releases(self, requests):
+        """RELEASE for each request execute rescheduled, before execute's
+        answer (a rescheduled request gets no response from this execute)."""
+        for r in requests:
+            if r._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+                r._sender._close()
+                self.send(MSG_RELEASE, 0, [struct.pack(
+                    "<II", r._rid, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)])
+
     def _pack_result(self, responses, wanted):
-        """RESULT's payload; tensor data are written into UP."""
+        """RESULT's payload; tensor data are written into UP. A None
+        response is a RESP without a response (its request stays open)."""
         m = bytearray(_U32.pack(len(responses)))
         copies = []  # (UP offset, array or bytes)
         pos = 0
         for k, resp in enumerate(responses):
+            if resp is None:
+                m += _U32.pack(0)
+                continue
             err = resp.error()
             if err is not None:
                 msg = str(err.message()).encode("utf-8", "replace")

@@ -50,27 +50,16 @@ static void call_put(bls_call_t *c) {
 static void on_response(TRITONSERVER_InferenceResponse *resp, uint32_t flags,
                         void *userp) {
   bls_call_t *c = userp;
-  ifd__py_chan_t *ch = c->chan;
   ifd__py_item_t *it = calloc(1, sizeof(*it));
-  bool wake = false;
-  pthread_mutex_lock(&ch->mu);
-  if (it != NULL && ch->alive) {
+  if (it != NULL) {
     it->call_id = c->id;
     it->gen = c->gen;
     it->flags = flags;
     it->resp = resp;
-    wake = ch->head == NULL;
-    if (ch->tail != NULL)
-      ch->tail->next = it;
-    else
-      ch->head = it;
-    ch->tail = it;
-    it = NULL;
     resp = NULL;
+    if (ifd__py_chan_push(c->chan, it) == 0) it = NULL;
   }
-  pthread_mutex_unlock(&ch->mu);
-  if (wake) ifd__py_chan_wake(ch);
-  free(it);
+  ifd__py_item_free(it); /* the instance is gone: nobody waits */
   if (resp != NULL)
     ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(resp),
                       "cannot delete a BLS response");
@@ -180,7 +169,9 @@ void ifd__py_bls_drain(ifd__py_instance_t *in) {
   ifd__py_buf_t b = {0};
   while (it != NULL) {
     ifd__py_item_t *next = it->next;
-    if (it->gen == gen) {
+    if (it->gen == gen && it->msg_type != 0) {
+      ifd__py_send_now(in, it->msg_type, it->call_id, it->msg, it->msg_len);
+    } else if (it->gen == gen) {
       b.len = 0;
       b.oom = 0;
       ifd__py_buf_u32(&b, it->flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL
@@ -195,10 +186,7 @@ void ifd__py_bls_drain(ifd__py_instance_t *in) {
       else
         ifd__py_send_now(in, IFD_PY_MSG_BLS_RESPONSE, it->call_id, b.p, b.len);
     }
-    if (it->resp != NULL)
-      ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(it->resp),
-                        "cannot delete a BLS response");
-    free(it);
+    ifd__py_item_free(it);
     it = next;
   }
   free(b.p);

@@ -299,6 +299,38 @@ void ifd__py_on_response(ifd__py_instance_t *in, const char *p, size_t len) {
   finish(in, &o, ok);
 }
 
+/* ---- RELEASE (reading thread) -------------------------------------------- */
+
+void ifd__py_on_release(ifd__py_instance_t *in, const char *p, size_t len) {
+  uint32_t rid = 0, flags = 0;
+  if (len < 8) {
+    IFD_PY_LOG(TRITONSERVER_LOG_ERROR, "python model '%s': malformed RELEASE",
+               in->model_name);
+    return;
+  }
+  memcpy(&rid, p, 4);
+  memcpy(&flags, p + 4, 4);
+  pthread_mutex_lock(&in->mu);
+  ifd__py_open_t *slot = find_open(in, rid), o;
+  if (slot != NULL) {
+    o = *slot;
+    *slot = in->open[--in->n_open];
+  }
+  pthread_mutex_unlock(&in->mu);
+  if (slot == NULL) return; /* it ended meanwhile (the stub died) */
+  if (o.factory != NULL)
+    ifd__py_log_error(TRITONBACKEND_ResponseFactoryDelete(o.factory),
+                      "cannot delete a response factory");
+  o.factory = NULL;
+  /* The request goes back to its scheduler for a later execute; one the
+   * server cannot reschedule fails with its reason. */
+  TRITONSERVER_Error *err = TRITONBACKEND_RequestRelease(o.req, flags);
+  if (err == NULL) return;
+  ifd__py_fail_claimed(in, &o, 1, TRITONSERVER_ErrorCode(err),
+                       TRITONSERVER_ErrorMessage(err));
+  TRITONSERVER_ErrorDelete(err);
+}
+
 /* ---- EXECUTE ------------------------------------------------------------- */
 
 static TRITONSERVER_Error *write_params(ifd__py_buf_t *b,
@@ -382,6 +414,18 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
     ifd__py_buf_jcstr(b, cs != NULL ? cs : "");
   } else {
     ifd__py_buf_fmt(b, ",\"correlation_id\":%llu", (unsigned long long)corr);
+  }
+  /* The trace context the request came with (OpenTelemetry's), for
+   * request.trace().get_context(). */
+  TRITONSERVER_InferenceTrace *trace = NULL;
+  const char *tctx = NULL;
+  err = TRITONBACKEND_RequestTrace(req, &trace);
+  if (err == NULL && trace != NULL)
+    err = TRITONSERVER_InferenceTraceContext(trace, &tctx);
+  if (err != NULL) goto out_free;
+  if (tctx != NULL && tctx[0] != '\0') {
+    ifd__py_buf_add(b, ",\"trace_context\":", 17);
+    ifd__py_buf_jcstr(b, tctx);
   }
   ifd__py_buf_fmt(b, ",\"flags\":%u,\"outputs\":[", flags);
   for (uint32_t i = 0; i < nout; i++) {

@@ -137,7 +137,22 @@ void ifd__py_down_free_gen(ifd__py_down_t *d, uint32_t gen);
 
 typedef struct ifd__py_model {
   TRITONSERVER_Server *server; /* borrowed: outlives the model */
+  char *env_dir; /* owned: the execution environment's folder; NULL: none */
 } ifd__py_model_t;
+
+/* ---- env.c: EXECUTION_ENV_PATH -------------------------------------------
+ */
+
+/**
+ * The execution environment of a model whose configuration (JSON) has
+ * EXECUTION_ENV_PATH: *env_dir (malloc'ed) is its folder, the archive
+ * extracted first when it is one; NULL when the configuration has none.
+ * Returns NULL, or the error (Triton's texts) that fails the model's load.
+ */
+TRITONSERVER_Error *ifd__py_env_prepare(const char *config, size_t len,
+                                        const char *model_dir, char **env_dir);
+/** Removes the extracted environments (backend finalize). */
+void ifd__py_env_cleanup(void);
 
 /* The response allocator of BLS calls (CPU, malloc): lives as long as the
  * backend. */
@@ -145,11 +160,15 @@ extern TRITONSERVER_ResponseAllocator *ifd__py_bls_alloc;
 
 /* ---- the cross-thread channel -------------------------------------------- */
 
-/* One BLS answer for the reader to write. */
+/* One answer for the reader to write: a BLS response (msg_type 0) or a
+ * ready-made message (msg_type != 0: a MODEL_CONTROL_ANSWER). */
 typedef struct ifd__py_item {
   struct ifd__py_item *next;
   uint32_t call_id, gen, flags;
   TRITONSERVER_InferenceResponse *resp; /* owned; NULL: a FINAL flag only */
+  uint32_t msg_type;                    /* 0: a BLS response */
+  char *msg;                            /* owned: msg_type's payload */
+  size_t msg_len;
 } ifd__py_item_t;
 
 /* What callbacks on other threads hand the reader: reference-counted, so a
@@ -164,6 +183,12 @@ typedef struct ifd__py_chan {
 
 /** Wakes the reader (eventfd). */
 void ifd__py_chan_wake(ifd__py_chan_t *c);
+/** Queues `it` for the reader (any thread) and wakes it on the queue's
+ * empty-to-non-empty transition. Returns 0, or -1 when the instance is
+ * gone (the item stays the caller's). */
+int ifd__py_chan_push(ifd__py_chan_t *c, ifd__py_item_t *it);
+/** Frees an item and what it owns. */
+void ifd__py_item_free(ifd__py_item_t *it);
 /** Drops a reference; the last one frees the channel and its queue. */
 void ifd__py_chan_put(ifd__py_chan_t *c);
 
@@ -268,12 +293,15 @@ typedef struct ifd__py_instance {
  */
 
 /**
- * Starts a stub process with the descriptors of ipc.h. Returns 0 with *pid
- * and *sock (our end, owned by the caller), or -1 with the reason in msg.
+ * Starts a stub process with the descriptors of ipc.h; with env_dir (an
+ * execution environment, env.c) through bash, which sources its
+ * bin/activate first. Returns 0 with *pid and *sock (our end, owned by the
+ * caller), or -1 with the reason in msg.
  */
 int ifd__py_spawn(const char *stub_path, const char *backend_dir,
-                  const char *model, const char *inst, int down_fd, int up_fd,
-                  pid_t *pid, int *sock, char *msg, size_t msg_len);
+                  const char *model, const char *inst, const char *env_dir,
+                  int down_fd, int up_fd, pid_t *pid, int *sock, char *msg,
+                  size_t msg_len);
 /** Reaps pid, waiting up to wait_ms for it to exit on its own before
  * SIGKILL; how it ended goes in `how`. */
 void ifd__py_reap(pid_t pid, int wait_ms, char *how, size_t n);
@@ -327,6 +355,10 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
                      uint32_t count);
 /** RESPONSE (reader thread). */
 void ifd__py_on_response(ifd__py_instance_t *in, const char *p, size_t len);
+/** RELEASE (the reading thread): releases an open request with the
+ * stub's flags (rescheduling); one the server refuses fails with its
+ * reason. */
+void ifd__py_on_release(ifd__py_instance_t *in, const char *p, size_t len);
 /** Removes and returns (under mu, which the caller holds) every open
  * request; batch 0: all, else those of that EXECUTE. *n set. Returns a
  * malloc'ed array (NULL when none or out of memory: then failed in place). */
@@ -368,6 +400,11 @@ void ifd__py_on_metric(ifd__py_instance_t *in, uint32_t id, const char *p,
                        size_t len);
 /** Deletes every metric and family the stub created (it died, or ends). */
 void ifd__py_metrics_clear(ifd__py_instance_t *in);
+/** MODEL_CONTROL (the reading thread): readiness is answered at once;
+ * a load or an unload, which may take long, runs on a thread of its own
+ * whose answer the reader writes. Takes payload (malloc'ed). */
+void ifd__py_on_model_control(ifd__py_instance_t *in, uint32_t id,
+                              char *payload, size_t len);
 
 /* ---- python.c --------------------------------------------------------------
  */

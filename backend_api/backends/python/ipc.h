@@ -34,8 +34,9 @@
  *  EXECUTE        id=n  JSON {decoupled: bool, requests: [{rid: u32,
  *                       block: [offset, size], id: str, correlation_id: int
  *                       or str, flags: u32, outputs: [str], parameters:
- *                       {k: v}, inputs: [{name, dtype ("FP32", "BYTES", ...),
- *                       shape: [int], offset, size}]}]}
+ *                       {k: v}, trace_context: str (only when the request's
+ *                       trace has one), inputs: [{name, dtype ("FP32",
+ *                       "BYTES", ...), shape: [int], offset, size}]}]}
  *                       `rid` names the request in RESPONSE and CANCEL_QUERY
  *                       until its FINAL response. `block` is the request's
  *                       one allocation in DOWN (every input of the request
@@ -53,6 +54,8 @@
  *                       The last one of a call has FINAL; a FINAL with
  *                       has_response 0 only ends a decoupled stream.
  *  CANCEL_ANSWER  id=q  u32 cancelled (0/1)
+ *  MODEL_CONTROL_ANSWER id=q  JSON {"ready": bool} (ready) | {} (load,
+ *                       unload done) | {"error": str, "code": u32}
  *  METRIC_ANSWER  id=q  JSON {"handle": u64} | {"value": double} | {} or
  *                       {"error": str, "code": u32}
  *
@@ -92,6 +95,21 @@
  *                       -> METRIC_ANSWER
  *  FREE           id=0  u64 offset x n (payload/8): DOWN blocks (the
  *                       `block` offsets of EXECUTE) the stub no longer uses.
+ *  RELEASE        id=0  u32 rid, u32 flags (TRITONSERVER_REQUEST_RELEASE_*):
+ *                       request.set_release_flags(RESCHEDULE); sent before
+ *                       the EXECUTE's answer: the server releases the open
+ *                       request with those flags (back to its scheduler),
+ *                       and it gets no response from this EXECUTE (its RESP
+ *                       in RESULT has has_response 0). No answer.
+ *  MODEL_CONTROL  id=q  str JSON {"op": "load" | "unload" | "ready", name,
+ *                       version (str, "" latest: ready), config (str, JSON
+ *                       or ""), unload_dependents (bool), files: [[key,
+ *                       size]...] (load: "file:<version>/<name>" keys)},
+ *                       then the files' bytes one after another, in order
+ *                       (pb_utils.load_model / unload_model /
+ *                       is_model_ready) -> MODEL_CONTROL_ANSWER. A load
+ *                       answers once the model loaded (or failed); an
+ *                       unload once it began.
  *
  * RESP (one response):
  *   u32 has_response (0: none, nothing follows; RESPONSE/BLS_RESPONSE only;
@@ -145,6 +163,9 @@ enum {
   IFD_PY_MSG_FREE = 17,
   IFD_PY_MSG_AUTO_COMPLETE = 18,
   IFD_PY_MSG_AUTO_COMPLETE_OK = 19,
+  IFD_PY_MSG_MODEL_CONTROL = 20,
+  IFD_PY_MSG_MODEL_CONTROL_ANSWER = 21,
+  IFD_PY_MSG_RELEASE = 22,
 };
 
 /* The header before every payload. */

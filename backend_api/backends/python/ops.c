@@ -1,12 +1,16 @@
 /*
  * backend_api/backends/python/ops.c - the stub's small requests: LOG
  * (pb_utils.Logger, through TRITONSERVER_LogMessage with the model's file
- * and line), CANCEL_QUERY (InferenceRequest.is_cancelled) and METRIC
- * (pb_utils.MetricFamily and Metric on the TRITONSERVER_Metric* API).
+ * and line), CANCEL_QUERY (InferenceRequest.is_cancelled), METRIC
+ * (pb_utils.MetricFamily and Metric on the TRITONSERVER_Metric* API) and
+ * MODEL_CONTROL (pb_utils.load_model, unload_model, is_model_ready on the
+ * TRITONSERVER_Server* model control API).
  *
- * All run on the reader thread. The stub names metrics and families by
- * handles from a table kept here (never pointers it could forge); when the
- * stub dies or ends, whatever it created is deleted, metrics first.
+ * All run on the reading thread, except loads and unloads, which run on a
+ * thread each and hand their answer to the reader through the channel. The stub
+ * names metrics and families by handles from a table kept here (never pointers
+ * it could forge); when the stub dies or ends, whatever it created is deleted,
+ * metrics first.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -258,4 +262,196 @@ void ifd__py_on_metric(ifd__py_instance_t *in, uint32_t id, const char *p,
   }
   if (!b.oom) ifd__py_send_now(in, IFD_PY_MSG_METRIC_ANSWER, id, b.p, b.len);
   free(b.p);
+}
+
+/* ---- MODEL_CONTROL ------------------------------------------------------- */
+
+/* A load or an unload on its own thread: it may take as long as the model
+ * takes to load, and neither reader may wait that long. */
+typedef struct control_job {
+  TRITONSERVER_Server *server; /* borrowed: outlives every model */
+  ifd__py_chan_t *chan;        /* a reference: where the answer goes */
+  uint32_t id, gen;
+  json_t *j;     /* owned: the request */
+  char *payload; /* owned: the file bytes point into it */
+  const char *files;
+  size_t files_len;
+} control_job_t;
+
+/* The answer's JSON text for err (NULL: `ok`); malloc'ed, *len set. */
+static char *control_answer(TRITONSERVER_Error *err, const char *ok,
+                            size_t *len) {
+  char *s;
+  if (err == NULL) {
+    s = strdup(ok);
+  } else {
+    json_t *a = json_pack("{s:s, s:i}", "error", TRITONSERVER_ErrorMessage(err),
+                          "code", (int)TRITONSERVER_ErrorCode(err));
+    s = a != NULL ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+  }
+  *len = s != NULL ? strlen(s) : 0;
+  return s;
+}
+
+static TRITONSERVER_Error *control_load(control_job_t *job, const char *name) {
+  TRITONSERVER_Error *err = NULL;
+  const char *config = json_string_value(json_object_get(job->j, "config"));
+  json_t *files = json_object_get(job->j, "files");
+  size_t nfiles = json_is_array(files) ? json_array_size(files) : 0;
+  const TRITONSERVER_Parameter **params = calloc(nfiles + 1, sizeof(*params));
+  size_t n = 0, off = 0;
+  if (params == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  if (config != NULL && config[0] != '\0')
+    params[n++] = TRITONSERVER_ParameterNew(
+        "config", TRITONSERVER_PARAMETER_STRING, config);
+  for (size_t i = 0; i < nfiles && err == NULL; i++) {
+    json_t *f = json_array_get(files, i);
+    const char *key = json_string_value(json_array_get(f, 0));
+    json_int_t size = json_integer_value(json_array_get(f, 1));
+    if (key == NULL || size < 0 || (uint64_t)size > job->files_len - off) {
+      err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                  "malformed MODEL_CONTROL from the stub");
+      break;
+    }
+    params[n++] =
+        TRITONSERVER_ParameterBytesNew(key, job->files + off, (uint64_t)size);
+    off += (size_t)size;
+  }
+  for (size_t i = 0; i < n && err == NULL; i++)
+    if (params[i] == NULL)
+      err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  if (err == NULL)
+    err = TRITONSERVER_ServerLoadModelWithParameters(job->server, name, params,
+                                                     n);
+  for (size_t i = 0; i < n; i++)
+    if (params[i] != NULL)
+      TRITONSERVER_ParameterDelete((TRITONSERVER_Parameter *)params[i]);
+  free(params);
+  return err;
+}
+
+static void *control_main(void *arg) {
+  control_job_t *job = arg;
+  const char *op = json_string_value(json_object_get(job->j, "op"));
+  const char *name = json_string_value(json_object_get(job->j, "name"));
+  TRITONSERVER_Error *err;
+  if (name == NULL || op == NULL)
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                "malformed MODEL_CONTROL from the stub");
+  else if (strcmp(op, "load") == 0)
+    err = control_load(job, name);
+  else if (json_is_true(json_object_get(job->j, "unload_dependents")))
+    err = TRITONSERVER_ServerUnloadModelAndDependents(job->server, name);
+  else
+    err = TRITONSERVER_ServerUnloadModel(job->server, name);
+  ifd__py_item_t *it = calloc(1, sizeof(*it));
+  if (it != NULL) {
+    it->call_id = job->id;
+    it->gen = job->gen;
+    it->msg_type = IFD_PY_MSG_MODEL_CONTROL_ANSWER;
+    it->msg = control_answer(err, "{}", &it->msg_len);
+    if (it->msg == NULL || ifd__py_chan_push(job->chan, it) != 0) {
+      ifd__py_item_free(it); /* the stub then never hears: it died too */
+    }
+  }
+  TRITONSERVER_ErrorDelete(err);
+  ifd__py_chan_put(job->chan);
+  json_decref(job->j);
+  free(job->payload);
+  free(job);
+  return NULL;
+}
+
+/* Readiness, at once (the reading thread waits for the loop's answer,
+ * which never waits on a backend). */
+static TRITONSERVER_Error *control_ready(ifd__py_instance_t *in, json_t *j,
+                                         bool *ready) {
+  const char *name = json_string_value(json_object_get(j, "name"));
+  const char *ver = json_string_value(json_object_get(j, "version"));
+  int64_t version = -1;
+  if (name == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "malformed MODEL_CONTROL from the stub");
+  if (ver != NULL && ver[0] != '\0') {
+    char *end = NULL;
+    long long v = strtoll(ver, &end, 10);
+    if (end == ver || *end != '\0' || v < 0)
+      return ifd__py_errorf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "failed to get model version from specified version string '%s', "
+          "version should be an integral value > 0",
+          ver);
+    version = (int64_t)v;
+  }
+  return TRITONSERVER_ServerModelIsReady(in->model->server, name, version,
+                                         ready);
+}
+
+void ifd__py_on_model_control(ifd__py_instance_t *in, uint32_t id,
+                              char *payload, size_t len) {
+  ifd__py_rd_t r = {payload, payload, payload + len};
+  const char *js = NULL;
+  uint32_t jlen = 0;
+  json_t *j = NULL;
+  TRITONSERVER_Error *err = NULL;
+  char *ans = NULL;
+  size_t alen = 0;
+  if (ifd__py_rd_str(&r, &js, &jlen) != 0 ||
+      (j = json_loadb(js, jlen, 0, NULL)) == NULL || !json_is_object(j)) {
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                "malformed MODEL_CONTROL from the stub");
+    goto out_answer;
+  }
+  const char *op = json_string_value(json_object_get(j, "op"));
+  if (op != NULL && strcmp(op, "ready") == 0) {
+    bool ready = false;
+    err = control_ready(in, j, &ready);
+    if (err == NULL) {
+      ans = strdup(ready ? "{\"ready\":true}" : "{\"ready\":false}");
+      alen = ans != NULL ? strlen(ans) : 0;
+    }
+    goto out_answer;
+  }
+  control_job_t *job = calloc(1, sizeof(*job));
+  if (job == NULL) {
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    goto out_answer;
+  }
+  job->server = in->model->server;
+  job->id = id;
+  pthread_mutex_lock(&in->mu);
+  job->gen = in->gen;
+  pthread_mutex_unlock(&in->mu);
+  job->j = j;
+  job->files = r.p;
+  job->files_len = (size_t)(r.end - r.p);
+  job->payload = payload;
+  pthread_mutex_lock(&in->chan->mu);
+  in->chan->refs++;
+  pthread_mutex_unlock(&in->chan->mu);
+  job->chan = in->chan;
+  pthread_attr_t attr;
+  pthread_t t;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &attr, control_main, job);
+  pthread_attr_destroy(&attr);
+  if (rc == 0) return;
+  ifd__py_chan_put(job->chan);
+  free(job);
+  err = ifd__py_errorf(TRITONSERVER_ERROR_INTERNAL, "pthread_create: %s",
+                       strerror(rc));
+out_answer:
+  if (err != NULL) {
+    free(ans);
+    ans = control_answer(err, "{}", &alen);
+    TRITONSERVER_ErrorDelete(err);
+  }
+  if (ans != NULL)
+    ifd__py_send_now(in, IFD_PY_MSG_MODEL_CONTROL_ANSWER, id, ans, alen);
+  free(ans);
+  json_decref(j);
+  free(payload);
 }

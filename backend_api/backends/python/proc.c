@@ -85,16 +85,40 @@ void ifd__py_chan_wake(ifd__py_chan_t *c) {
   while (w < 0 && errno == EINTR);
 }
 
+void ifd__py_item_free(ifd__py_item_t *it) {
+  if (it == NULL) return;
+  if (it->resp != NULL)
+    ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(it->resp),
+                      "cannot delete a BLS response");
+  free(it->msg);
+  free(it);
+}
+
+int ifd__py_chan_push(ifd__py_chan_t *c, ifd__py_item_t *it) {
+  bool wake = false, ok = false;
+  it->next = NULL;
+  pthread_mutex_lock(&c->mu);
+  if (c->alive) {
+    wake = c->head == NULL;
+    if (c->tail != NULL)
+      c->tail->next = it;
+    else
+      c->head = it;
+    c->tail = it;
+    ok = true;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (wake) ifd__py_chan_wake(c);
+  return ok ? 0 : -1;
+}
+
 /* Deletes queued answers (nobody will write them). */
 static void chan_drop_queue(ifd__py_chan_t *c) {
   ifd__py_item_t *it = c->head;
   c->head = c->tail = NULL;
   while (it != NULL) {
     ifd__py_item_t *next = it->next;
-    if (it->resp != NULL)
-      ifd__py_log_error(TRITONSERVER_InferenceResponseDelete(it->resp),
-                        "cannot delete a BLS response");
-    free(it);
+    ifd__py_item_free(it);
     it = next;
   }
 }
@@ -119,9 +143,18 @@ static int high_fd(int fd) {
   return fcntl(fd, F_DUPFD_CLOEXEC, 10);
 }
 
+/* The launch through an execution environment's bin/activate, as Triton's
+ * ("source <env>/bin/activate && exec env LD_LIBRARY_PATH=<env>/lib:...");
+ * the paths travel as arguments, never inside the script's text. */
+static const char env_script[] =
+    ". \"$1/bin/activate\" && "
+    "export LD_LIBRARY_PATH=\"$1/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" "
+    "INFERD_PYTHON_EXECUTION_ENV=\"$1\" && shift && exec \"$@\"";
+
 int ifd__py_spawn(const char *stub_path, const char *backend_dir,
-                  const char *model, const char *inst, int down_fd, int up_fd,
-                  pid_t *pid, int *sock, char *msg, size_t msg_len) {
+                  const char *model, const char *inst, const char *env_dir,
+                  int down_fd, int up_fd, pid_t *pid, int *sock, char *msg,
+                  size_t msg_len) {
   int sv[2] = {-1, -1}, down = -1, up = -1, child = -1, rc;
   posix_spawn_file_actions_t fa;
   msg[0] = '\0';
@@ -143,7 +176,20 @@ int ifd__py_spawn(const char *stub_path, const char *backend_dir,
   /* The model and instance names only name the process (ps, tests). */
   char *argv[] = {(char *)stub_path, (char *)backend_dir, (char *)model,
                   (char *)inst, NULL};
-  rc = posix_spawn(pid, stub_path, &fa, NULL, argv, environ);
+  char *env_argv[] = {"bash",
+                      "-c",
+                      (char *)env_script,
+                      "triton_python_backend_stub",
+                      (char *)env_dir,
+                      (char *)stub_path,
+                      (char *)backend_dir,
+                      (char *)model,
+                      (char *)inst,
+                      NULL};
+  if (env_dir != NULL)
+    rc = posix_spawnp(pid, "bash", &fa, NULL, env_argv, environ);
+  else
+    rc = posix_spawn(pid, stub_path, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     snprintf(msg, msg_len, "cannot start %s: %s", stub_path, strerror(rc));
@@ -167,8 +213,8 @@ static int spawn(ifd__py_instance_t *in) {
   pid_t pid = 0;
   int sock = -1;
   if (ifd__py_spawn(in->stub_path, in->backend_dir, in->model_name,
-                    in->inst_name, in->down_fd, in->up_fd, &pid, &sock, msg,
-                    sizeof(msg)) != 0) {
+                    in->inst_name, in->model->env_dir, in->down_fd, in->up_fd,
+                    &pid, &sock, msg, sizeof(msg)) != 0) {
     pthread_mutex_lock(&in->mu);
     snprintf(in->fail_msg, sizeof(in->fail_msg), "%s", msg);
     pthread_mutex_unlock(&in->mu);
@@ -418,6 +464,12 @@ static void dispatch(ifd__py_instance_t *in, ifd_py_hdr_t *h, char *payload) {
     case IFD_PY_MSG_METRIC:
       ifd__py_on_metric(in, h->id, payload, len);
       break;
+    case IFD_PY_MSG_RELEASE:
+      ifd__py_on_release(in, payload, len);
+      break;
+    case IFD_PY_MSG_MODEL_CONTROL:
+      ifd__py_on_model_control(in, h->id, payload, len);
+      return;
     case IFD_PY_MSG_FREE:
       on_free(in, payload, len);
       break;

@@ -16,7 +16,8 @@
  * place by the stub; execute outputs are written once by the stub into UP
  * and copied once into the output buffers. RESPONSE (decoupled models, the
  * response sender) and BLS tensors travel inline in the message.
- * Not supported: EXECUTION_ENV_PATH, GPU tensors (DLPack is CPU only).
+ * EXECUTION_ENV_PATH: env.c. Not supported: GPU tensors (DLPack is CPU
+ * only).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -83,6 +84,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
 
 TRITONSERVER_Error *TRITONBACKEND_Finalize(TRITONBACKEND_Backend *backend) {
   (void)backend;
+  ifd__py_env_cleanup();
   ifd__py_bls_fini();
   return NULL;
 }
@@ -112,6 +114,12 @@ static int ac_wait(ifd__py_instance_t *fake, int sock, uint32_t id,
     } else if (h->type == IFD_PY_MSG_METRIC) {
       ifd__py_send(sock, IFD_PY_MSG_METRIC_ANSWER, h->id, no_metric,
                    sizeof(no_metric) - 1);
+    } else if (h->type == IFD_PY_MSG_MODEL_CONTROL) {
+      static const char no_control[] =
+          "{\"error\":\"model control is not available in "
+          "auto_complete_config\",\"code\":5}";
+      ifd__py_send(sock, IFD_PY_MSG_MODEL_CONTROL_ANSWER, h->id, no_control,
+                   sizeof(no_control) - 1);
     } else if (h->type == IFD_PY_MSG_BLS_INFER) {
       static const char m[] = "BLS is not available in auto_complete_config";
       ifd__py_buf_t b = {0};
@@ -131,7 +139,8 @@ static int ac_wait(ifd__py_instance_t *fake, int sock, uint32_t id,
 
 /* Runs the model's auto_complete_config in a short-lived stub and sets the
  * model's configuration to what it returns. */
-static TRITONSERVER_Error *auto_complete(TRITONBACKEND_Model *model) {
+static TRITONSERVER_Error *auto_complete(TRITONBACKEND_Model *model,
+                                         const char *env_dir) {
   const char *name = NULL, *repo = NULL, *json = NULL;
   TRITONBACKEND_ArtifactType at;
   uint64_t version = 0;
@@ -175,8 +184,8 @@ static TRITONSERVER_Error *auto_complete(TRITONBACKEND_Model *model) {
                          strerror(errno));
     goto out;
   }
-  if (ifd__py_spawn(stub, dir, name, "auto_complete_config", down, up, &pid,
-                    &sock, msg, sizeof(msg)) != 0) {
+  if (ifd__py_spawn(stub, dir, name, "auto_complete_config", env_dir, down, up,
+                    &pid, &sock, msg, sizeof(msg)) != 0) {
     err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, msg);
     goto out;
   }
@@ -229,23 +238,48 @@ out:
 /* ---- the model --------------------------------------------------------------
  */
 
+/* The model's execution environment (EXECUTION_ENV_PATH), from the
+ * configuration as the repository gives it (before auto-completion, which
+ * runs in that environment too). */
+static TRITONSERVER_Error *model_env(TRITONBACKEND_Model *model,
+                                     char **env_dir) {
+  TRITONSERVER_Message *config = NULL;
+  const char *json = NULL, *repo = NULL;
+  size_t len = 0;
+  TRITONBACKEND_ArtifactType at;
+  TRITONSERVER_Error *err = TRITONBACKEND_ModelConfig(model, 1, &config);
+  if (err == NULL)
+    err = TRITONSERVER_MessageSerializeToJson(config, &json, &len);
+  if (err == NULL) err = TRITONBACKEND_ModelRepository(model, &at, &repo);
+  if (err == NULL) err = ifd__py_env_prepare(json, len, repo, env_dir);
+  if (config != NULL)
+    TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(config));
+  return err;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
   bool ac = false;
   ifd__py_model_t *st = calloc(1, sizeof(*st));
   if (st == NULL)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   TRITONSERVER_Error *err = TRITONBACKEND_ModelServer(model, &st->server);
+  if (err == NULL) err = model_env(model, &st->env_dir);
   if (err == NULL) err = TRITONBACKEND_ModelAutoCompleteConfig(model, &ac);
-  if (err == NULL && ac) err = auto_complete(model);
+  if (err == NULL && ac) err = auto_complete(model, st->env_dir);
   if (err == NULL) err = TRITONBACKEND_ModelSetState(model, st);
-  if (err != NULL) free(st);
+  if (err != NULL) {
+    free(st->env_dir);
+    free(st);
+  }
   return err;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
-  void *st = NULL;
-  TRITONSERVER_Error *err = TRITONBACKEND_ModelState(model, &st);
+  void *v = NULL;
+  TRITONSERVER_Error *err = TRITONBACKEND_ModelState(model, &v);
   if (err != NULL) return err;
+  ifd__py_model_t *st = v;
+  if (st != NULL) free(st->env_dir);
   free(st);
   return NULL;
 }

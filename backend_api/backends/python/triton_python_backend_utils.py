@@ -4,21 +4,24 @@
 # of inferd's Python backend: Triton's documented model.py API (Tensor,
 # InferenceRequest with BLS exec/async_exec, InferenceResponse, the response
 # sender of decoupled models, Logger, MetricFamily/Metric, ModelConfig for
-# auto_complete_config, TritonError, ...) and the stub's side of protocol v2
+# auto_complete_config, TritonError, model control, PreferredMemory,
+# InferenceTrace, ...) and the stub's side of protocol v2
 # (ipc.h), _stub_main() (the loop itself is _pb_stub.py):
 #   - a reader thread (C, in the stub: it waits without the GIL) owns the
 #     socket's reading and dispatches every message: INIT/EXECUTE/FINALIZE/
 #     AUTO_COMPLETE go to the main thread's queue (execute runs there, like
 #     Triton's one execute thread), which the main thread waits on, or
 #     drains from an asyncio loop while an `async def execute` (a task on
-#     it) runs; BLS_RESPONSE, CANCEL_ANSWER and METRIC_ANSWER complete the
+#     it) runs; BLS_RESPONSE, CANCEL_ANSWER, METRIC_ANSWER and
+#     MODEL_CONTROL_ANSWER complete the
 #     call that waits for them (_Stub._answer, under the GIL);
 #   - any thread sends, under one lock (a response sender's thread, Logger,
 #     a BLS call); the queued FREEs of DOWN blocks go first in the same write;
 #   - inputs are numpy arrays over the request's DOWN block (_inferd_stub.
 #     DownBlock: no copy; the block is freed when nothing uses it), execute's
 #     outputs are written once into UP; RESPONSE and BLS tensors travel inline.
-# Not here: GPU tensors (everything is CPU), BLS tracing, request rescheduling.
+# Not here: GPU tensors (everything is CPU), child traces for BLS, cancelling
+# a BLS call (docs/backends.md lists what differs from Triton and why).
 
 import asyncio
 import json
@@ -49,6 +52,9 @@ MSG_METRIC_ANSWER = 16
 MSG_FREE = 17
 MSG_AUTO_COMPLETE = 18
 MSG_AUTO_COMPLETE_OK = 19
+MSG_MODEL_CONTROL = 20
+MSG_MODEL_CONTROL_ANSWER = 21
+MSG_RELEASE = 22
 _FLAG_FINAL = 1
 _HDR = struct.Struct("<IIQ")
 _U32 = struct.Struct("<I")
@@ -336,6 +342,51 @@ class InferenceResponseSender:
             self._closed = True
 
 
+class MemoryType(int):
+    """Where a BLS call's outputs should go (Triton's PreferredMemory
+    MemoryType: GPU 0, CPU 1)."""
+
+    def __repr__(self):
+        return {0: "MemoryType.TRITONSERVER_MEMORY_GPU",
+                1: "MemoryType.TRITONSERVER_MEMORY_CPU"}.get(
+                    int(self), "MemoryType(%d)" % int(self))
+
+
+TRITONSERVER_MEMORY_GPU = MemoryType(0)
+TRITONSERVER_MEMORY_CPU = MemoryType(1)
+MemoryType.TRITONSERVER_MEMORY_GPU = TRITONSERVER_MEMORY_GPU
+MemoryType.TRITONSERVER_MEMORY_CPU = TRITONSERVER_MEMORY_CPU
+_MEMORY_DEFAULT = MemoryType(2)
+
+
+class PreferredMemory:
+    """PreferredMemory(preferred_memory_type, preferred_device_id=0): where
+    a BLS request would like its outputs (InferenceRequest's
+    preferred_memory). inferd's Python tensors live in CPU memory, so the
+    outputs arrive there whatever is preferred."""
+
+    def __init__(self, preferred_memory_type, preferred_device_id=0):
+        if preferred_memory_type is None or preferred_device_id is None:
+            raise TypeError("PreferredMemory arguments must not be None")
+        if int(preferred_memory_type) not in (0, 1, 2):
+            raise TypeError("PreferredMemory preferred_memory_type must be "
+                            "TRITONSERVER_MEMORY_GPU or TRITONSERVER_MEMORY_CPU")
+        self._type = MemoryType(int(preferred_memory_type))
+        self._device_id = int(preferred_device_id)
+
+
+class InferenceTrace:
+    """The trace of a request (request.trace()), or one given to a BLS
+    InferenceRequest(trace=...). get_context() is the trace context the
+    request came with (OpenTelemetry's, as a JSON string), or None."""
+
+    def __init__(self, context=None):
+        self._context = context or None
+
+    def get_context(self):
+        return self._context
+
+
 class _ResponseIterator:
     """The responses of a decoupled BLS call, as they arrive."""
 
@@ -356,33 +407,43 @@ class _ResponseIterator:
         pass
 
 
+ResponseIterator = _ResponseIterator
+
+
 class _BlsCall:
+    """One BLS call in flight. exec: the caller waits on q. async_exec: fut
+    completes with the response (default) or, for decoupled=True, with an
+    iterator as soon as the first response (or the end) came, the rest
+    arriving in q as they come (Triton's async_exec(decoupled=True) also
+    returns before the callee ends)."""
+
     def __init__(self, decoupled, loop=None):
         self.decoupled = decoupled
         self.q = queue.SimpleQueue()  # InferenceResponse..., then None
         self.loop = loop              # async_exec: completes self.fut
         self.fut = loop.create_future() if loop is not None else None
         self.got = []
+        self.scheduled = False        # _complete is on its way (reader)
 
     def deliver(self, resp, final):
-        if resp is not None:
-            if self.fut is not None:
+        if self.fut is not None and not self.decoupled:
+            if resp is not None:
                 self.got.append(resp)
-            else:
-                self.q.put(resp)
-        if final:
-            if self.fut is not None:
+            if final:
                 self.loop.call_soon_threadsafe(self._complete)
-            else:
-                self.q.put(None)
+            return
+        if resp is not None:
+            self.q.put(resp)
+        if final:
+            self.q.put(None)
+        if self.fut is not None and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon_threadsafe(self._complete)
 
     def _complete(self):
         if self.fut.done():
             return
         if self.decoupled:
-            for r in self.got:
-                self.q.put(r)
-            self.q.put(None)
             self.fut.set_result(_ResponseIterator(self))
         else:
             self.fut.set_result(_one_response(self.got))
@@ -395,6 +456,22 @@ def _one_response(got):
         "BLS request got no response", TritonError.INTERNAL))
 
 
+def _model_name_str(name):
+    """A BLS model name as text. Triton's argument is a pybind11 string: a
+    str or a bytes object (numpy.str_ and numpy.bytes_ are subclasses), so
+    `as_numpy()[0]` of a BYTES tensor works as Triton's BLS example uses it."""
+    if name is None or isinstance(name, str):
+        return None if name is None else str(name)
+    if isinstance(name, (bytes, bytearray)):
+        try:
+            return bytes(name).decode("utf-8")
+        except UnicodeDecodeError:
+            raise TritonModelException(
+                "InferenceRequest model_name is not valid UTF-8") from None
+    raise TypeError("InferenceRequest model_name must be a str or bytes, got "
+                    + type(name).__name__)
+
+
 class InferenceRequest:
     """A request given to execute, or a BLS request the model builds:
     InferenceRequest(model_name=, inputs=, requested_output_names=, ...)
@@ -404,7 +481,23 @@ class InferenceRequest:
                  requested_output_names=None, request_id="",
                  correlation_id=0, model_version=-1, flags=0, timeout=0,
                  preferred_memory=None, trace=None, parameters=None):
-        self._model_name = model_name
+        self._model_name = _model_name_str(model_name)
+        if preferred_memory is None:
+            preferred_memory = PreferredMemory(_MEMORY_DEFAULT, 0)
+        if not isinstance(preferred_memory, PreferredMemory):
+            raise TypeError("InferenceRequest preferred_memory must be a "
+                            "PreferredMemory, got "
+                            + type(preferred_memory).__name__)
+        self._preferred_memory = preferred_memory
+        if trace is None:
+            trace = InferenceTrace()
+        if not isinstance(trace, InferenceTrace):
+            raise TypeError("InferenceRequest trace must be an InferenceTrace, "
+                            "got " + type(trace).__name__)
+        self._trace = trace
+        if not isinstance(correlation_id, (int, str)):
+            raise TritonModelException(
+                "Correlation ID must be integer or string")
         self._inputs = list(inputs) if inputs else []
         self._outputs = list(requested_output_names or [])
         self._request_id = request_id
@@ -427,6 +520,7 @@ class InferenceRequest:
                 raise TritonModelException(
                     "Expected keys of type str and values of type str, int, "
                     "bool or float in the request parameters")
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._rid = None     # a request given to execute: its rid
         self._block = None   # and its DOWN block (kept alive by the request)
         self._sender = None
@@ -440,6 +534,7 @@ class InferenceRequest:
                   parameters=r.get("parameters", {}))
         req._model_name = _STUB.model_name
         req._model_version = _STUB.model_version
+        req._trace = InferenceTrace(r.get("trace_context"))
         req._rid = r["rid"]
         req._block = block
         req._sender = InferenceResponseSender(r["rid"], decoupled,
@@ -458,6 +553,14 @@ class InferenceRequest:
     def flags(self):
         return self._flags
 
+    def set_flags(self, flags):
+        """Sets the request's flags (TRITONSERVER_REQUEST_FLAG_SEQUENCE_*),
+        as a BLS request sends them."""
+        self._flags = int(flags)
+
+    def trace(self):
+        return self._trace
+
     def model_name(self):
         return self._model_name
 
@@ -474,9 +577,14 @@ class InferenceRequest:
         return json.dumps(self._params)
 
     def set_release_flags(self, flags):
-        if flags != TRITONSERVER_REQUEST_RELEASE_ALL:
-            raise TritonModelException(
-                "Request rescheduling is not supported by inferd")
+        """How the server releases this request when execute returns:
+        TRITONSERVER_REQUEST_RELEASE_RESCHEDULE puts it back for a later
+        execute (Triton's request rescheduling; the model's scheduler must
+        allow it, else the request fails with the server's error). A
+        rescheduled request of a default model has None in execute's
+        returned list; a decoupled model reschedules before execute
+        returns."""
+        self._release_flags = int(flags)
 
     def is_cancelled(self):
         if self._rid is None:
@@ -511,6 +619,12 @@ class InferenceRequest:
         return call.fut
 
 
+def get_model_dir():
+    """The folder of the model's version (where model.py is), as Triton's
+    stub defines it."""
+    return _STUB.model_dir if _STUB is not None else ""
+
+
 def get_input_tensor_by_name(request, name):
     for t in request.inputs():
         if t.name() == name:
@@ -537,6 +651,81 @@ def get_output_config_by_name(model_config, name):
         if c.get("name") == name:
             return c
     return None
+
+
+def using_decoupled_model_transaction_policy(model_config):
+    """Whether the configuration (a dict) makes the model decoupled: its
+    model_transaction_policy's `decoupled`, False without a policy (as in
+    Triton, a policy without `decoupled` raises KeyError)."""
+    if "model_transaction_policy" in model_config:
+        return model_config["model_transaction_policy"]["decoupled"]
+    return False
+
+
+# ---- model control (BLS) ------------------------------------------------------
+
+def _model_control(what, doc, blobs=()):
+    if _STUB is None:
+        raise TritonModelException(what + "the model is not running in a stub")
+    w = _Writer()
+    w.str(json.dumps(doc))
+    for b in blobs:
+        w.add(b)
+    ans = json.loads(bytes(_STUB._query(MSG_MODEL_CONTROL, w.parts)))
+    if "error" in ans:
+        raise TritonModelException(what + ans["error"])
+    return ans
+
+
+def load_model(model_name, config="", files=None):
+    """Loads (or reloads) model_name through the server's model control,
+    as the repository API's load does: `config` a model configuration in
+    JSON (or ""), `files` {"file:<version>/<name>": bytes}. Returns once
+    the model loaded; raises TritonModelException when it did not."""
+    model_name = _model_name_str(model_name)
+    if config is None:
+        config = ""
+    if not isinstance(config, str):
+        raise TypeError("load_model config must be a str, got "
+                        + type(config).__name__)
+    keys, blobs = [], []
+    if files is not None:
+        if not isinstance(files, dict):
+            raise TritonModelException(
+                "failed to load model '" + model_name + "', files should be "
+                "a dictionary of file paths and file contents")
+        for k, v in files.items():
+            if not isinstance(k, str) or \
+                    not isinstance(v, (bytes, bytearray, memoryview)):
+                raise TritonModelException(
+                    "failed to load model '" + model_name + "', files should "
+                    "be a dictionary of file paths (str) and file contents "
+                    "(bytes)")
+            v = bytes(v)
+            keys.append([k, len(v)])
+            blobs.append(v)
+    _model_control("Failed to load model: ", {
+        "op": "load", "name": model_name, "config": config,
+        "files": keys}, blobs)
+
+
+def unload_model(model_name, unload_dependents=False):
+    """Starts unloading model_name (and, with unload_dependents, the models
+    that depend on it); returns once the unload began."""
+    _model_control("Failed to unload model: ", {
+        "op": "unload", "name": _model_name_str(model_name),
+        "unload_dependents": bool(unload_dependents)})
+
+
+def is_model_ready(model_name, model_version=""):
+    """Whether model_name (version model_version: a string, "" for the
+    latest) is ready."""
+    if not isinstance(model_version, str):
+        raise TypeError("is_model_ready model_version must be a str, got "
+                        + type(model_version).__name__)
+    return bool(_model_control("Failed to check model readiness: ", {
+        "op": "ready", "name": _model_name_str(model_name),
+        "version": model_version})["ready"])
 
 
 # ---- Logger -------------------------------------------------------------------
@@ -938,9 +1127,41 @@ def _parse_resp(buf, off):
     return InferenceResponse(outs), off
 
 
+class SharedMemory:
+    """The stub's shared memory, as Triton's c_python_backend_utils.
+    shared_memory shows it (not part of the public API; Triton's tests use
+    free_memory() to see that nothing leaks across a stub restart)."""
+
+    def __init__(self, C):
+        self._C = C
+
+    def free_memory(self):
+        """Bytes of the input segment not held by this stub's requests."""
+        return int(self._C.seg_max) - int(self._C.down_held())
+
+
+def _c_module(C):
+    """c_python_backend_utils: Triton's stub module, under its name, with
+    the same classes as pb_utils and `shared_memory`."""
+    import types
+    m = types.ModuleType("c_python_backend_utils")
+    for name in ("TritonError", "TritonModelException", "Tensor",
+                 "InferenceRequest", "InferenceResponse",
+                 "InferenceResponseSender", "ResponseIterator", "Logger",
+                 "LogLevel", "Metric", "MetricFamily", "PreferredMemory",
+                 "MemoryType", "TRITONSERVER_MEMORY_GPU",
+                 "TRITONSERVER_MEMORY_CPU", "InferenceTrace", "load_model",
+                 "unload_model", "is_model_ready"):
+        setattr(m, name, globals()[name])
+    m.SharedMemory = SharedMemory
+    m.shared_memory = SharedMemory(C)
+    return m
+
+
 def _stub_main():
     import _inferd_stub
     import _pb_stub
+    sys.modules["c_python_backend_utils"] = _c_module(_inferd_stub)
     # A model's print() shows up when printed, as in a terminal.
     for f in (sys.stdout, sys.stderr):
         try:

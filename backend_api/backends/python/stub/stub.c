@@ -31,7 +31,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -53,6 +55,7 @@ static uint64_t up_size;   /* UP's file size as this process made it */
 static uint64_t *free_q; /* owned; grows by doubling */
 static size_t free_n, free_cap;
 static PyObject *free_notify; /* owned reference or NULL */
+static uint64_t down_held;    /* bytes of the live DownBlocks (GIL-guarded) */
 
 /* ---- DownBlock ----------------------------------------------------------- */
 
@@ -77,6 +80,7 @@ static int free_push(uint64_t off) {
 }
 
 static void down_block_dealloc(down_block_t *self) {
+  down_held -= self->size;
   /* Every block is an allocation, even of size 0 (ipc.h: FREE each). */
   if (free_push(self->offset) && free_notify != NULL) {
     /* A dealloc may run while an exception is set: keep it. */
@@ -131,6 +135,7 @@ static PyObject *stub_down_block(PyObject *mod, PyObject *args) {
   if (b == NULL) return NULL;
   b->offset = off;
   b->size = size;
+  down_held += size;
   return (PyObject *)b;
 }
 
@@ -142,6 +147,13 @@ static PyObject *stub_take_frees(PyObject *mod, PyObject *unused) {
       PyBytes_FromStringAndSize((const char *)free_q, (Py_ssize_t)(free_n * 8));
   if (b != NULL) free_n = 0;
   return b;
+}
+
+/* down_held() -> bytes of DOWN the stub's live blocks hold. */
+static PyObject *stub_down_held(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(down_held);
 }
 
 /* set_free_notify(callable or None): called (no arguments) when the FREE
@@ -451,6 +463,8 @@ static PyMethodDef stub_methods[] = {
     {"set_free_notify", stub_set_free_notify, METH_O,
      "set_free_notify(callable)"},
     {"up_view", stub_up_view, METH_O, "up_view(n) -> memoryview"},
+    {"down_held", stub_down_held, METH_NOARGS,
+     "down_held() -> bytes held by live DownBlocks"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef stub_module = {PyModuleDef_HEAD_INIT,
@@ -501,6 +515,92 @@ out_mod:
   return NULL;
 }
 
+/* ---- the execution environment (EXECUTION_ENV_PATH; env.c) -------------- */
+
+/* Where the environment's Python would keep the stub's Python version. */
+#define PY_LIBDIR \
+  "lib/python" Py_STRINGIFY(PY_MAJOR_VERSION) "." Py_STRINGIFY(PY_MINOR_VERSION)
+
+/* Takes <env>/lib, which the launch put first for the stub itself, out of
+ * LD_LIBRARY_PATH again, so programs the model starts do not get it (as
+ * Triton's stub does). */
+static void env_fix_ld_path(const char *env) {
+  const char *ld = getenv("LD_LIBRARY_PATH");
+  size_t n = strlen(env);
+  if (ld == NULL || strncmp(ld, env, n) != 0 || strncmp(ld + n, "/lib", 4) != 0)
+    return;
+  const char *rest = ld + n + 4;
+  if (*rest == ':')
+    rest++;
+  else if (*rest != '\0')
+    return;
+  if (*rest == '\0')
+    unsetenv("LD_LIBRARY_PATH");
+  else
+    setenv("LD_LIBRARY_PATH", rest, 1);
+}
+
+/* Whether `path` exists. */
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Checks the environment's Python version: 0, 1 when it holds the stub's
+ * whole standard library (the stub then runs as that environment's
+ * Python), or -1 (a message went to stderr). */
+static int env_check(const char *env) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof(p), "%s/" PY_LIBDIR "/os.py", env);
+  if (exists(p)) return 1;
+  snprintf(p, sizeof(p), "%s/" PY_LIBDIR, env);
+  if (exists(p)) return 0;
+  /* Another Python version's folder only: its packages would not load. */
+  char lib[PATH_MAX];
+  snprintf(lib, sizeof(lib), "%s/lib", env);
+  DIR *d = opendir(lib);
+  struct dirent *de;
+  int other = 0;
+  while (d != NULL && (de = readdir(d)) != NULL)
+    if (strncmp(de->d_name, "python3.", 8) == 0) {
+      fprintf(stderr,
+              "triton_python_backend_stub: the execution environment %s holds "
+              "Python %s; this stub runs Python %d.%d\n",
+              env, de->d_name + 6, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+      other = 1;
+      break;
+    }
+  if (d != NULL) closedir(d);
+  return other ? -1 : 0;
+}
+
+/* Puts <env>/PY_LIBDIR/site-packages (with its .pth files) ahead of the
+ * system's packages. 0 or -1 (a Python error is set). */
+static int env_add_site(const char *env) {
+  char sp[PATH_MAX];
+  snprintf(sp, sizeof(sp), "%s/" PY_LIBDIR "/site-packages", env);
+  if (!exists(sp)) return 0;
+  PyObject *g = PyDict_New();
+  PyObject *v = PyUnicode_DecodeFSDefault(sp);
+  int rc = -1;
+  if (g != NULL && v != NULL && PyDict_SetItemString(g, "sp", v) == 0 &&
+      PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins()) == 0) {
+    PyObject *r = PyRun_String(
+        "import site, sys\n"
+        "n = len(sys.path)\n"
+        "site.addsitedir(sp)\n"
+        "added = sys.path[n:]\n"
+        "del sys.path[n:]\n"
+        "sys.path[0:0] = added\n",
+        Py_file_input, g, g);
+    if (r != NULL) rc = 0;
+    Py_XDECREF(r);
+  }
+  Py_XDECREF(v);
+  Py_XDECREF(g);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s BACKEND_DIR [MODEL INSTANCE]\n", argv[0]);
@@ -520,10 +620,37 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (PyImport_AppendInittab("_inferd_stub", stub_module_init) < 0) return 1;
-  Py_InitializeEx(0);
+  /* A custom execution environment (env.c launched us through its
+   * bin/activate): its whole Python when it has the stub's version's
+   * standard library, else its site-packages. */
+  char *env = getenv("INFERD_PYTHON_EXECUTION_ENV");
+  env = env != NULL && env[0] != '\0' ? strdup(env) : NULL;
+  int env_home = 0;
+  unsetenv("INFERD_PYTHON_EXECUTION_ENV");
+  if (env != NULL) {
+    env_fix_ld_path(env);
+    env_home = env_check(env);
+    if (env_home < 0) return 1;
+  }
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;
+  config.parse_argv = 0;
+  PyStatus st = PyStatus_Ok();
+  if (env_home) st = PyConfig_SetBytesString(&config, &config.home, env);
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st)) {
+    fprintf(stderr, "triton_python_backend_stub: cannot start Python%s%s: %s\n",
+            env != NULL ? " in the execution environment " : "",
+            env != NULL ? env : "", st.err_msg != NULL ? st.err_msg : "");
+    return 1;
+  }
   int rc = 1;
+  PyObject *dir = NULL;
+  if (env != NULL && !env_home && env_add_site(env) < 0) goto out;
   PyObject *sys_path = PySys_GetObject("path"); /* borrowed */
-  PyObject *dir = PyUnicode_DecodeFSDefault(argv[1]);
+  dir = PyUnicode_DecodeFSDefault(argv[1]);
   if (sys_path == NULL || dir == NULL || PyList_Insert(sys_path, 0, dir) < 0)
     goto out;
   PyObject *mod = PyImport_ImportModule("triton_python_backend_utils");
@@ -535,6 +662,7 @@ int main(int argc, char **argv) {
   rc = 0;
 out:
   if (PyErr_Occurred()) PyErr_Print();
+  free(env);
   Py_XDECREF(dir);
   if (Py_FinalizeEx() < 0) rc = 1;
   return rc;
