@@ -12,9 +12,10 @@
 #            ld.so.cache made by `ldconfig -r`, empty /models and /tmp.
 # OUT/full/  with `full`, what the `inferd-full` target adds on top: the
 #            python backend with Debian's python3.11 standard library and
-#            numpy, the pytorch backend with Debian's libtorch, and their
-#            libraries (those already in base/ are not copied twice); without
-#            `full`, an empty folder.
+#            numpy (and bash, tar and gzip for EXECUTION_ENV_PATH), the
+#            pytorch backend with Debian's libtorch, and their libraries
+#            (those already in base/ are not copied twice); without `full`,
+#            an empty folder.
 #
 # Layout, as Triton's image: /opt/tritonserver/bin/inferd (and tritonserver,
 # a link to it), /opt/tritonserver/backends/<name>/, /opt/tritonserver/lib/.
@@ -156,10 +157,15 @@ tar -C /usr/lib -cf - --exclude="$pyver/test" --exclude="$pyver/idlelib" \
 mkdir -p "$f/etc/$pyver"
 cp -L "/etc/$pyver/sitecustomize.py" "$f/etc/$pyver/" 2>/dev/null || true
 cp -r /usr/lib/python3/dist-packages/numpy "$f/usr/lib/python3/dist-packages/"
+# A model's EXECUTION_ENV_PATH (a conda-pack archive) is extracted with tar
+# (and gzip), and its stub starts through bash, which sources bin/activate.
+mkdir -p "$f/usr/bin"
+cp /usr/bin/bash /usr/bin/tar /usr/bin/gzip "$f/usr/bin/"
 mapfile -t elfs < <(find "$f/usr/lib/$pyver" "$f/usr/lib/python3/dist-packages" -name '*.so' -type f)
 libs "$f" "$b" "$build/backends/python/libtriton_python.so" \
   "$build/backends/python/triton_python_backend_stub" \
-  "$build/backends/pytorch/libtriton_pytorch.so" "${elfs[@]}"
+  "$build/backends/pytorch/libtriton_pytorch.so" /usr/bin/bash /usr/bin/tar /usr/bin/gzip \
+  "${elfs[@]}"
 # One ld.so.cache for both roots, made on their union (hard links): the full
 # target's replaces the base's.
 rm -rf "$out/all"

@@ -20,8 +20,9 @@ SLOW_MS per execution), its three ports published on 127.0.0.1 only, and:
 
 Every container and image it makes is removed at the end, even on failure.
 With IMAGE_TEST_FULL=1 the same runs on the `inferd-full` image too, with
-the digits ensemble (its python step) and digits_torchscript, and checks that
-PID 1 reaps an orphaned grandchild of a python stub.
+the digits ensemble (its python step), digits_torchscript and a python model
+in a packed EXECUTION_ENV_PATH environment, and checks that PID 1 reaps an
+orphaned grandchild of a python stub.
 """
 
 import json
@@ -29,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -319,9 +321,27 @@ def test_full_image(images, stubs, containers):
     config = ('name: "orphan"\nbackend: "python"\nmax_batch_size: 0\n'
               'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
               'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n')
+    # A python model in a conda-pack style environment (EXECUTION_ENV_PATH):
+    # the image's tar and gzip extract it, its bash sources bin/activate.
+    env_model = (
+        "import json, os\nimport numpy as np\nimport triton_python_backend_utils as pb_utils\n"
+        "import inferd_env_probe\n\n"
+        "class TritonPythonModel:\n"
+        "    def execute(self, requests):\n"
+        "        rep = json.dumps([inferd_env_probe.VALUE, os.environ.get('INFERD_ENV_ACTIVATED')])\n"
+        "        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('REPORT',\n"
+        "            np.array([rep.encode()], dtype=np.object_))]) for r in requests]\n")
+    env_config = ('name: "env_packed"\nbackend: "python"\nmax_batch_size: 0\n'
+                  'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+                  'output [ { name: "REPORT" data_type: TYPE_STRING dims: [ 1 ] } ]\n'
+                  'parameters: { key: "EXECUTION_ENV_PATH" value: '
+                  '{ string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\n')
     repo = make_repo(["digits", "digits_preprocess", "digits_onnx", "digits_postprocess",
                       "digits_torchscript"],
-                     extra={"orphan/config.pbtxt": config, "orphan/1/model.py": orphan})
+                     extra={"orphan/config.pbtxt": config, "orphan/1/model.py": orphan,
+                            "env_packed/config.pbtxt": env_config, "env_packed/1/model.py": env_model})
+    pack_env(repo / "env_packed" / "env.tar.gz")
+    (repo / "env_packed" / "env.tar.gz").chmod(0o644)
     c = containers(images("inferd-full"), repo)
     c.wait_ready()
     http_digits(c)
@@ -338,11 +358,30 @@ def test_full_image(images, stubs, containers):
         r = requests.post(f"{c.url}/v2/models/orphan/infer", timeout=20, json={"inputs": [
             {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]}]})
         assert r.status_code == 200, r.text
+    r = requests.post(f"{c.url}/v2/models/env_packed/infer", timeout=20, json={"inputs": [
+        {"name": "IN", "datatype": "INT32", "shape": [1], "data": [1]}]})
+    assert r.status_code == 200, r.text
+    assert json.loads(r.json()["outputs"][0]["data"][0]) == [42, "yes"], r.text
     time.sleep(0.5)
     pid1 = podman("inspect", "--format", "{{.State.Pid}}", c.name).stdout.strip()
     zombies = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and zombie_child(p, pid1)]
     assert not zombies, f"zombie children of PID 1 (host pid {pid1}): {zombies}"
     drain_on_sigterm(c)
+
+
+def pack_env(dst):
+    """A conda-pack style archive: bin/activate and a module in site-packages
+    for the image's Python (3.11)."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        sp = root / "lib" / "python3.11" / "site-packages"
+        sp.mkdir(parents=True)
+        (sp / "inferd_env_probe.py").write_text("VALUE = 42\n")
+        (root / "bin").mkdir()
+        (root / "bin" / "activate").write_text("export INFERD_ENV_ACTIVATED=yes\n")
+        with tarfile.open(dst, "w:gz") as t:
+            for p in sorted(root.iterdir()):
+                t.add(p, arcname=p.name)
 
 
 def zombie_child(proc, ppid):
