@@ -316,10 +316,10 @@ def test_id_names_the_server(repo, tmp_path, grpc_stubs):  # noqa: F811
         srv.stop()
 
 
-def test_default_name_is_inferd(repo, tmp_path):
+def test_default_name_is_triton(repo, tmp_path):
     srv = h.start_server(tmp_path, [repo])
     try:
-        assert srv.get("/v2").json()["name"] == "inferd"
+        assert srv.get("/v2").json()["name"] == "triton"
     finally:
         srv.stop()
 
@@ -677,7 +677,7 @@ def test_grpc_infer_response_compression(repo, tmp_path, grpc_stubs, level, acce
         with g.connect(srv, grpc_stubs) as c:
             req = g.infer_request(c.pb, MODEL, [("INPUT0", "FP32", [8, 16], x)])
             assert (g.outputs_of(c.model_infer(req))["OUTPUT0"] == x).all()
-            assert c.server_metadata().name == "inferd"
+            assert c.server_metadata().name == "triton"
     finally:
         srv.stop()
 
