@@ -66,6 +66,16 @@ static int check_missing(const ifd_model_t *m, const ifd_request_t *req,
   for (j = 0; j < req->n_inputs; j++)
     ng += (size_t)snprintf(got + ng, ng < sizeof(got) ? sizeof(got) - ng : 0,
                            "%s'%s'", ng ? "," : "", req->inputs[j].name);
+  /* Triton words the count as a range when the model has optional
+   * inputs, else as the exact count. */
+  if (required != c->n_input)
+    return ifd_errf(err, IFD_EINVAL,
+                    "[request id: %s] expected number of inputs between %zu "
+                    "and %zu but got %u inputs for model '%s'. Got input(s) "
+                    "[%s], but missing required input(s) [%s]. Please provide "
+                    "all required input(s).",
+                    req_id(req), required, c->n_input, req->n_inputs, m->name,
+                    got, missing);
   return ifd_errf(err, IFD_EINVAL,
                   "[request id: %s] expected %zu inputs but got %u inputs for "
                   "model '%s'. Got input(s) [%s], but missing required "

@@ -717,7 +717,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         ifd_errclear(&e);
         if (ifd_restrict_add((ifd_restrict_t *)((char *)o + f->off), value,
                              grpc ? "triton-grpc-protocol-" : "",
-                             grpc ? "protocol" : "API", &e) != 0)
+                             grpc ? "protocol" : "api", &e) != 0)
           return ifd__net_options_bad(f->name, value, e.text);
         break;
       }
