@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/dtype.h"
 #include "core/infer.h"
 #include "net/internal.h"
@@ -928,5 +929,77 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   if (outputs != NULL &&
       (rc = decode_outputs(req, outputs, end, info, err)) != 0)
     return rc;
+  return 0;
+}
+
+int ifd__http_infer_raw(ifd_request_t *req, const ifd_model_config_t *c,
+                        const char *model_name, const char *body,
+                        size_t body_len, ifd_http_infer_info_t *info,
+                        ifd_errmsg_t *err) {
+  const Inference__ModelInput *ci;
+  ifd_input_t *in;
+  int64_t elems = 1;
+  size_t k, nd, wild = SIZE_MAX;
+
+  memset(info, 0, sizeof(*info));
+  info->binary_all = 1; /* Triton answers raw requests in binary */
+  req->id = "";
+  if (c->n_input != 1)
+    return ifd_errf(err, IFD_EINVAL,
+                    "[request id: <id_unknown>] Raw request must only have 1 "
+                    "input (found 1) to be deduced but got %zu inputs in '%s' "
+                    "model configuration",
+                    c->n_input, model_name);
+  ci = c->input[0];
+  nd = ci->n_dims + (c->max_batch_size != 0 ? 1 : 0);
+  req->inputs = ifd_pool_calloc(&req->pool, 1, sizeof(ifd_input_t));
+  in = req->inputs;
+  if (in == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->shape = ifd_pool_calloc(&req->pool, nd != 0 ? nd : 1, sizeof(int64_t));
+  if (in->shape == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->ndims = 0;
+  if (c->max_batch_size != 0) in->shape[in->ndims++] = 1;
+  for (k = 0; k < ci->n_dims; k++) {
+    if (ci->dims[k] == -1) {
+      if (wild != SIZE_MAX)
+        return ifd_errf(err, IFD_EINVAL,
+                        "[request id: <id_unknown>] The shape of the raw input "
+                        "'%s' can not be deduced because there are more than "
+                        "one variable-sized dimension",
+                        ci->name);
+      wild = in->ndims;
+    } else {
+      elems *= ci->dims[k];
+    }
+    in->shape[in->ndims++] = ci->dims[k];
+  }
+  in->name = ifd_pool_strndup(&req->pool, ci->name, strlen(ci->name));
+  if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->dtype = (ifd_dtype_t)ci->data_type;
+  if (in->dtype == IFD_TYPE_BYTES) {
+    unsigned char *d;
+    uint32_t len = (uint32_t)body_len;
+    if (wild != SIZE_MAX || elems != 1 || body_len > UINT32_MAX)
+      return ifd_errf(err, IFD_EINVAL,
+                      "[request id: <id_unknown>] For BYTE datatype raw input "
+                      "'%s', the model must have input shape [1]",
+                      ci->name);
+    /* Triton's convention for one BYTES element: its length first. */
+    d = ifd_pool_alloc(&req->pool, body_len + 4);
+    if (d == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    memcpy(d, &len, 4);
+    if (body_len != 0) memcpy(d + 4, body, body_len);
+    in->data = d;
+    in->byte_size = body_len + 4;
+  } else {
+    size_t esize = ifd_dtype_size(in->dtype);
+    if (wild != SIZE_MAX)
+      in->shape[wild] = elems > 0 && esize > 0
+                            ? (int64_t)(body_len / (uint64_t)elems / esize)
+                            : 0;
+    in->data = body_len != 0 ? body : "";
+    in->byte_size = body_len;
+  }
+  req->n_inputs = 1;
   return 0;
 }

@@ -517,6 +517,22 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
                            ifd_http_infer_info_t *info, ifd_errmsg_t *err);
 
 /**
+ * Triton's raw binary request (Inference-Header-Content-Length: 0): the
+ * whole `body` (body_len bytes) is the data of the only input of model
+ * config `c` (the model named `model_name`), named, typed and shaped from
+ * the config: a leading 1 when the model batches, its one -1 dim set from
+ * the byte count; a BYTES input must be of shape [1] and gets the 4-byte
+ * length prepended (a copy in req->pool). The data is used in place
+ * otherwise (body must live as long as req). Every output is binary
+ * (info->binary_all). Returns 0, or IFD_EINVAL with Triton's text (several
+ * inputs, several -1 dims, BYTES not [1]), IFD_ENOMEM.
+ */
+int ifd__http_infer_raw(ifd_request_t *req, const ifd_model_config_t *c,
+                        const char *model_name, const char *body,
+                        size_t body_len, ifd_http_infer_info_t *info,
+                        ifd_errmsg_t *err);
+
+/**
  * Loop thread, after a successful decode: points every input and output
  * that `info` places in shared memory at its region (ifd_shm_use: the
  * request then holds the region until it is freed). Returns 0, or
