@@ -95,11 +95,11 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
 
 /* The extensions inferd serves, in tritonserver's order (its core lists
  * "trace" between "statistics" and "logging" when built with tracing, as
- * the release images are). Not listed until it lands: classification.
- * cuda_shared_memory is listed
+ * the release images are). cuda_shared_memory is listed
  * on a machine without a GPU too, as tritonserver does (its register then
  * answers "GPUs not supported"). */
-static const char *const extensions[] = {"sequence",
+static const char *const extensions[] = {"classification",
+                                         "sequence",
                                          "model_repository",
                                          "model_repository(unload_dependents)",
                                          "schedule_policy",

@@ -177,8 +177,10 @@ static int get_uint(ifd_http_slot_t *s, const reg_body_t *b, const char *key,
     ifd__http_slot_error(s, 400, text);
     return -1;
   }
-  if (*v == '-' || (*v >= '0' && *v <= '9')) ifd__json_number(v, b->end, &num);
-  else num.is_uint = 0;
+  if (*v == '-' || (*v >= '0' && *v <= '9'))
+    ifd__json_number(v, b->end, &num);
+  else
+    num.is_uint = 0;
   if (!num.is_uint) {
     snprintf(text, sizeof(text),
              "Unable to parse '%s': expected a non-negative integer", key);

@@ -243,8 +243,8 @@ static const unsigned char *vnumber(const char *s, const unsigned char *p,
     size_t max = neg ? 19 : 20;
     if (nint > max ||
         (nint == max &&
-         memcmp(ip, neg ? "9223372036854775808" : "18446744073709551615",
-                max) > 0)) {
+         memcmp(ip, neg ? "9223372036854775808" : "18446744073709551615", max) >
+             0)) {
       fail(e, s, start, neg ? "too big negative integer" : "too big integer");
       return NULL;
     }

@@ -47,7 +47,7 @@ def test_server_metadata_is_tritons(server):
     body = server.get("/v2").json()
     assert body["name"] == "triton", body
     assert body["extensions"] == [
-        "sequence", "model_repository", "model_repository(unload_dependents)",
+        "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
         "schedule_policy", "model_configuration", "system_shared_memory",
         "cuda_shared_memory", "binary_tensor_data", "parameters", "statistics",
         "trace", "logging"], body

@@ -185,7 +185,8 @@ static void test_server_info(void **state) {
   ifd__json_server_info(&b, ifd_server_metadata(NULL));
   assert_same(text_of(&b),
               strdup("{\"name\":\"triton\",\"version\":\"" IFD_SERVER_VERSION
-                     "\",\"extensions\":[\"sequence\",\"model_repository\","
+                     "\",\"extensions\":[\"classification\",\"sequence\","
+                     "\"model_repository\","
                      "\"model_repository(unload_dependents)\","
                      "\"schedule_policy\",\"model_configuration\","
                      "\"system_shared_memory\",\"cuda_shared_memory\","

@@ -609,8 +609,10 @@ static size_t hide_big_uints(char *s, size_t n) {
   while (i < n) {
     char c = s[i];
     if (in_str) {
-      if (c == '\\') i++;
-      else if (c == '"') in_str = 0;
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = 0;
       i++;
       continue;
     }
@@ -625,12 +627,12 @@ static size_t hide_big_uints(char *s, size_t n) {
       while (j < n && s[j] >= '0' && s[j] <= '9') j++;
       len = j - i;
       if (prev != '-' && prev != '.' && prev != 'e' && prev != 'E' &&
-          prev != '+' && !(j < n && (s[j] == '.' || s[j] == 'e' ||
-                                     s[j] == 'E')) &&
+          prev != '+' &&
+          !(j < n && (s[j] == '.' || s[j] == 'e' || s[j] == 'E')) &&
           s[i] != '0' &&
-          (len == 20 ? memcmp(s + i, "18446744073709551615", 20) <= 0
-                     : len == 19 &&
-                           memcmp(s + i, "9223372036854775807", 19) > 0)) {
+          (len == 20
+               ? memcmp(s + i, "18446744073709551615", 20) <= 0
+               : len == 19 && memcmp(s + i, "9223372036854775807", 19) > 0)) {
         s[i] = '0';
         memset(s + i + 1, ' ', len - 1);
         hits++;
@@ -1410,10 +1412,9 @@ static void test_decode_uint64(void **state) {
   (void)state;
 
   ifd_errclear(&err);
-  assert_int_equal(
-      ifd__http_infer_decode(req, u64, sizeof(u64) - 1, sizeof(u64) - 1,
-                             &info, &err),
-      0);
+  assert_int_equal(ifd__http_infer_decode(req, u64, sizeof(u64) - 1,
+                                          sizeof(u64) - 1, &info, &err),
+                   0);
   assert_int_equal(req->n_inputs, 1);
   assert_int_equal(req->inputs[0].byte_size, sizeof(want));
   assert_memory_equal(req->inputs[0].data, want, sizeof(want));
@@ -1423,10 +1424,10 @@ static void test_decode_uint64(void **state) {
     memset(&info, 0, sizeof(info));
     req = req_new();
     ifd_errclear(&err);
-    assert_int_equal(ifd__http_infer_decode(req, refused[i][0],
-                                            strlen(refused[i][0]),
-                                            strlen(refused[i][0]), &info, &err),
-                     IFD_EINVAL);
+    assert_int_equal(
+        ifd__http_infer_decode(req, refused[i][0], strlen(refused[i][0]),
+                               strlen(refused[i][0]), &info, &err),
+        IFD_EINVAL);
     if (strncmp(err.text, refused[i][1], strlen(refused[i][1])) != 0)
       fail_msg("'%s' does not start with '%s'", err.text, refused[i][1]);
     req_free(req);
