@@ -124,6 +124,7 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
 void ifd__server_model_released(ifd_model_t *m) {
   ifd_server_t *s = m->server;
   ifd_stats_free(&m->stats);
+  ifd__model_free_labels(m);
   ifd_config_free(m->config);
   if (m->src != NULL) src_unref(s, m->src);
   free(m->name);
@@ -776,6 +777,11 @@ static void prepare_after(uv_work_t *w, int status) {
 static void load_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   unsigned retries = j->server->opts.model_load_retry_count, k;
+  /* The outputs' label files first: one that cannot be read fails the load
+   * (as in Triton, whose model reads them when it is created). */
+  ifd_errclear(&j->err);
+  j->rc = ifd__model_load_labels(j->model, &j->err);
+  if (j->rc != 0) return;
   /* --model-load-retry-count: a failed load leaves nothing behind (the
    * scheduler and the backend undo what they made), so it starts over. */
   for (k = 0;; k++) {
