@@ -449,24 +449,3 @@ TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutputByName(
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_NOT_FOUND,
                                "response has no output of that name");
 }
-
-/* ---- statistics ---------------------------------------------------------- */
-
-/* Accepted and dropped, like the other TRITONBACKEND_*Report* functions in
- * tb_request.c until statistics land: a decoupled backend reports after
- * every response, and an error here would only fill its log. The caller
- * keeps ownership of `error`. */
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
-    TRITONBACKEND_ModelInstance *instance,
-    TRITONBACKEND_ResponseFactory *response_factory,
-    const uint64_t response_start, const uint64_t compute_output_start,
-    const uint64_t response_end, const uint32_t send_flags,
-    TRITONSERVER_Error *error) {
-  ARG_CHECK(instance != NULL && response_factory != NULL);
-  (void)response_start;
-  (void)compute_output_start;
-  (void)response_end;
-  (void)send_flags;
-  (void)error;
-  return NULL;
-}
