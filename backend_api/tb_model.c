@@ -125,7 +125,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(
     TRITONBACKEND_Model *model, const uint32_t config_version,
     TRITONSERVER_Message *model_config) {
   ifd_model_config_t *cfg = NULL;
-  ifd_config_opts_t copts;
+  ifd_config_opts_t copts = {0};
   ifd_errmsg_t err;
   const char *base;
   size_t len;
@@ -144,6 +144,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(
   ifd_errclear(&err);
   copts.strict = model->strict;
   copts.gpu_count = ifd_server_opts(model->model->server)->gpu_count;
+  copts.gpu_skip = ifd_server_opts(model->model->server)->gpu_skip;
   rc = ifd_config_from_json(j, &cfg, &err);
   json_decref(j);
   if (rc == 0) rc = ifd_config_normalize(cfg, &copts, &err);

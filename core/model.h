@@ -30,6 +30,9 @@ struct ifd_model {
   char *path;                 /* owned: "<repo>/<name>" */
   char *repo;                 /* owned: the repository path */
   ifd_model_config_t *config; /* owned; immutable once loaded */
+  /* The instance-group fields its config left to the defaults: a backend's
+   * preferred groups apply there when the version loads. */
+  ifd_group_defaults_t group_defaults;
   ifd_model_state_t state;    /* loop thread only */
   char *reason;               /* owned: why UNAVAILABLE; NULL otherwise */
   int refs;                   /* loop thread only */
