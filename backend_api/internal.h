@@ -208,6 +208,9 @@ struct TRITONBACKEND_Model {
   /* model_warmup: the samples every instance runs before it reports its
    * initialization (warmup.c); built and freed by ifd__instances_start. */
   struct ifd__warmup *warmup; /* owned; NULL: none */
+  /* TRITONBACKEND_ModelReportMemoryUsage's latest report, by statistics
+   * slot (core/stats.h); guarded by tb_model.c's memory lock. */
+  uint64_t mem_reported[IFD_STATS_MEM_SLOTS];
   /* --rate-limit=execution_count: the server's limiter (borrowed: outlives
    * the model), NULL when off. Instances with in->rl take the run queue's
    * batches only once it grants their resources (instance.c). */
@@ -259,6 +262,9 @@ struct TRITONBACKEND_ModelInstance {
   ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
   uint32_t n_reports, cap_reports;
   atomic_int not_ready; /* any thread: INFERD_ModelInstanceSetReady(false) */
+  /* TRITONBACKEND_ModelInstanceReportMemoryUsage's latest report, by
+   * statistics slot; guarded by tb_model.c's memory lock. */
+  uint64_t mem_reported[IFD_STATS_MEM_SLOTS];
   /* Model warmup (warmup.c). */
   int warmup_failed; /* init_err is warmup's: reported without prefix */
   struct ifd__warm_sink *warm; /* owned: the sink of its warmup requests */

@@ -152,6 +152,23 @@ void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
   if (k >= 0) __atomic_fetch_add(&st->memory_usage[k], bytes, __ATOMIC_RELAXED);
 }
 
+int ifd_stats_memory_slot(int32_t type, int64_t id) {
+  return mem_slot(type, id);
+}
+
+void ifd_stats_memory_replace(ifd_model_stats_t *st,
+                              uint64_t old[IFD_STATS_MEM_SLOTS],
+                              const uint64_t now[IFD_STATS_MEM_SLOTS]) {
+  for (int k = 0; k < IFD_STATS_MEM_SLOTS; k++) {
+    /* Unsigned arithmetic: adding now - old modulo 2^64 subtracts when the
+     * usage shrank. */
+    if (now[k] != old[k])
+      __atomic_fetch_add(&st->memory_usage[k], now[k] - old[k],
+                         __ATOMIC_RELAXED);
+    old[k] = now[k];
+  }
+}
+
 size_t ifd_stats_memory_usage(const ifd_model_stats_t *st, ifd_mem_usage_t *out,
                               size_t max) {
   size_t n = 0;

@@ -172,6 +172,19 @@ int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
 void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
                           uint64_t bytes);
 
+/** The memory_usage slot of (type, id), or -1 when it has none. */
+int ifd_stats_memory_slot(int32_t type, int64_t id);
+
+/**
+ * Replaces one reporter's share of the model's memory usage (a model's or
+ * an instance's latest report, as Triton keeps them): `old` (its previous
+ * report, by slot) becomes `now`, and the model's slots move by the
+ * difference. The caller serializes reports of one reporter. Any thread.
+ */
+void ifd_stats_memory_replace(ifd_model_stats_t *st,
+                              uint64_t old[IFD_STATS_MEM_SLOTS],
+                              const uint64_t now[IFD_STATS_MEM_SLOTS]);
+
 /** Writes up to `max` rows of the model's memory usage (slots with bytes,
  *  CPU first, then pinned, then GPUs by id) into `out`; returns how many
  *  rows there are. Any thread. */
