@@ -514,8 +514,8 @@ static int instance_wait_init(TRITONBACKEND_ModelInstance *in, int rc,
       ifd_errf(err, rc, "%s", TRITONSERVER_ErrorMessage(in->init_err));
       TRITONSERVER_ErrorDelete(in->init_err);
     } else {
-      rc = ifd__take_error(
-          in->init_err, "TRITONBACKEND_ModelInstanceInitialize failed", err);
+      rc = ifd__take_error(in->init_err,
+                           "TRITONBACKEND_ModelInstanceInitialize failed", err);
     }
     in->init_err = NULL;
   }

@@ -235,9 +235,10 @@ static void backend_attributes(TRITONBACKEND_Backend *b) {
   if (fn == NULL) return;
   e = fn(b, &a);
   if (e != NULL) {
-    IFD_WARN("backend '%s': TRITONBACKEND_GetBackendAttribute failed, its "
-             "attributes are ignored: %s",
-             b->name, TRITONSERVER_ErrorMessage(e));
+    IFD_WARN(
+        "backend '%s': TRITONBACKEND_GetBackendAttribute failed, its "
+        "attributes are ignored: %s",
+        b->name, TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
     ifd__pref_groups_free(a.groups, a.n_groups);
     return;
@@ -686,9 +687,12 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
   /* As Triton, before ModelInitialize: instance groups the config left to
    * the defaults follow the backend's preferences. */
   if (bm->backend->n_pref_groups > 0) {
-    ifd_config_opts_t copts = {o->strict_config,          o->gpu_count,
-                               o->model_config_name,      o->gpu_skip,
-                               o->min_compute_capability, 0,
+    ifd_config_opts_t copts = {o->strict_config,
+                               o->gpu_count,
+                               o->model_config_name,
+                               o->gpu_skip,
+                               o->min_compute_capability,
+                               0,
                                NULL};
     rc = ifd_config_prefer_groups(m->config, &copts, &m->group_defaults,
                                   bm->backend->pref_groups,

@@ -781,7 +781,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsDelete(
   return NULL;
 }
 
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
     TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
     TRITONBACKEND_ModelInstance *model_instance) {
   ARG_CHECK(response_statistics != NULL);
@@ -798,7 +799,8 @@ TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory(
   return NULL;
 }
 
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(
     TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
     uint64_t response_start) {
   ARG_CHECK(response_statistics != NULL);
@@ -836,8 +838,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsSetError(
  * backend hears of bad ones; the counting itself happens on the loop. */
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
     TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics) {
-  const TRITONBACKEND_ModelInstanceResponseStatistics *rs =
-      response_statistics;
+  const TRITONBACKEND_ModelInstanceResponseStatistics *rs = response_statistics;
   response_report_t *r;
   ifd_request_t *req;
   const char *msg = NULL;
@@ -852,7 +853,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
   failed = rs->error != NULL;
   rc = ifd_stats_response_classify(
       rs->response_start, rs->compute_output_start, rs->response_end, failed,
-      failed && TRITONSERVER_ErrorCode(rs->error) == TRITONSERVER_ERROR_CANCELLED,
+      failed &&
+          TRITONSERVER_ErrorCode(rs->error) == TRITONSERVER_ERROR_CANCELLED,
       &delta, &msg);
   if (rc < 0) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
   req = rs->factory->req;
@@ -863,8 +865,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "out of memory recording response statistics");
   r->req = req;
-  r->index = atomic_fetch_add_explicit(&req->resp_stat_next, 1,
-                                       memory_order_relaxed);
+  r->index =
+      atomic_fetch_add_explicit(&req->resp_stat_next, 1, memory_order_relaxed);
   r->delta = delta;
   r->ev.fn = on_response_report;
   ifd_request_hold(req);

@@ -51,8 +51,8 @@ typedef struct ifd_group_defaults {
  *  config's terms. */
 typedef struct ifd_pref_group {
   Inference__ModelInstanceGroup__Kind kind;
-  int32_t count;  /* 0: Triton's default */
-  int32_t *gpus;  /* owned by whoever holds the list; NULL: every GPU */
+  int32_t count; /* 0: Triton's default */
+  int32_t *gpus; /* owned by whoever holds the list; NULL: every GPU */
   size_t n_gpus;
 } ifd_pref_group_t;
 

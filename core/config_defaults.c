@@ -127,8 +127,9 @@ int ifd_config_prefer_groups(ifd_model_config_t *cfg,
                              ifd_errmsg_t *err) {
   const int usable = ifd_config_gpus_usable(opts) > 0;
 
-  if (n == 0 || cfg->scheduling_choice_case ==
-                    INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING)
+  if (n == 0 ||
+      cfg->scheduling_choice_case ==
+          INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING)
     return 0;
   /* Undo what the defaults filled in, then redo it in Triton's order with
    * the backend's preferences first. */
@@ -156,8 +157,7 @@ int ifd_config_prefer_groups(ifd_model_config_t *cfg,
       } else if (pg[p].kind ==
                  INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO) {
         for (size_t k = 0; k < pg[p].n_gpus; k++)
-          if (push_i32(&g->gpus, &g->n_gpus, pg[p].gpus[k]) < 0)
-            goto out_nomem;
+          if (push_i32(&g->gpus, &g->n_gpus, pg[p].gpus[k]) < 0) goto out_nomem;
       }
       break;
     }

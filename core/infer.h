@@ -331,7 +331,7 @@ struct ifd_request {
   /* Responses (and response factories) created but not yet delivered or
    * deleted: a request released while some are open is not failed. */
   atomic_int open_responses;
-  int release_pending;    /* loop thread: released while responses open */
+  int release_pending; /* loop thread: released while responses open */
   /* The next response index of TRITONBACKEND_ModelInstanceReport-
    * ResponseStatistics through any of the request's factories (any
    * thread). */

@@ -33,9 +33,9 @@ struct ifd_model {
   /* The instance-group fields its config left to the defaults: a backend's
    * preferred groups apply there when the version loads. */
   ifd_group_defaults_t group_defaults;
-  ifd_model_state_t state;    /* loop thread only */
-  char *reason;               /* owned: why UNAVAILABLE; NULL otherwise */
-  int refs;                   /* loop thread only */
+  ifd_model_state_t state; /* loop thread only */
+  char *reason;            /* owned: why UNAVAILABLE; NULL otherwise */
+  int refs;                /* loop thread only */
 
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
   void *backend_model; /* backend_api: its model object */

@@ -554,8 +554,9 @@ static void test_prefer_groups(void **state) {
   assert_int_equal(cfg->instance_group[0]->gpus[0], 1);
   ifd_config_free(cfg);
   /* A group's own count stays; one without takes its kind's preference. */
-  cfg = parse_ok(BASE "instance_group [ { kind: KIND_CPU count: 2 }, "
-                      "{ kind: KIND_CPU } ]",
+  cfg = parse_ok(BASE
+                 "instance_group [ { kind: KIND_CPU count: 2 }, "
+                 "{ kind: KIND_CPU } ]",
                  "m");
   assert_int_equal(ifd_config_normalize(cfg, &cpu, &err), 0);
   assert_false(d.added);
@@ -569,7 +570,8 @@ static void test_prefer_groups(void **state) {
 /* GPUs below --min-supported-compute-capability are ignored, as if
  * absent: not picked for KIND_GPU or KIND_AUTO, refused when named. */
 static void test_normalize_gpu_below_min_cc(void **state) {
-  ifd_config_opts_t o = {0, 3, NULL, 1u << 1, 7.5, 0, NULL}; /* GPU 1 is too old */
+  ifd_config_opts_t o = {0,   3, NULL, 1u << 1,
+                         7.5, 0, NULL}; /* GPU 1 is too old */
   ifd_config_opts_t only_old = {0, 1, NULL, 1u << 0, 0, 0, NULL};
   ifd_errmsg_t err;
   (void)state;

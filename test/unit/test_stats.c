@@ -104,7 +104,8 @@ static void test_response_stats(void **state) {
   (void)state;
   memset(&st, 0, sizeof(st));
   /* A success: infer until the outputs, output after. */
-  assert_int_equal(ifd_stats_response_classify(100, 400, 500, 0, 0, &d, &msg), 0);
+  assert_int_equal(ifd_stats_response_classify(100, 400, 500, 0, 0, &d, &msg),
+                   0);
   assert_int_equal(d.compute_infer.count, 1);
   assert_int_equal(d.compute_infer.ns, 300);
   assert_int_equal(d.compute_output.ns, 100);
@@ -123,7 +124,8 @@ static void test_response_stats(void **state) {
   assert_int_equal(ifd_stats_response_classify(100, 0, 300, 1, 0, &d, &msg), 0);
   assert_int_equal(d.fail.count, 1);
   assert_int_equal(d.compute_infer.ns, 200);
-  assert_int_equal(ifd_stats_response_classify(100, 300, 300, 1, 0, &d, &msg), 0);
+  assert_int_equal(ifd_stats_response_classify(100, 300, 300, 1, 0, &d, &msg),
+                   0);
   assert_int_equal(d.compute_output.count, 0);
   assert_int_equal(ifd_stats_response(&st, 0, &d), 0);
   /* A cancellation counts only its span. */
@@ -134,10 +136,12 @@ static void test_response_stats(void **state) {
   /* Out of order: Triton's texts. */
   assert_int_equal(ifd_stats_response_classify(500, 400, 600, 0, 0, &d, &msg),
                    IFD_EINVAL);
-  assert_string_equal(msg, "Response start cannot happen after compute output start");
+  assert_string_equal(
+      msg, "Response start cannot happen after compute output start");
   assert_int_equal(ifd_stats_response_classify(100, 400, 300, 0, 0, &d, &msg),
                    IFD_EINVAL);
-  assert_string_equal(msg, "Compute output start cannot happen after response end");
+  assert_string_equal(msg,
+                      "Compute output start cannot happen after response end");
   assert_int_equal(ifd_stats_response_classify(300, 0, 100, 0, 0, &d, &msg),
                    IFD_EINVAL);
   assert_string_equal(msg, "Response start cannot happen after response end");

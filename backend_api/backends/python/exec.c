@@ -552,9 +552,11 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
     const int64_t *shape = NULL;
     uint32_t nd = 0;
     TRITONSERVER_Error *e =
-        in->batching ? TRITONBACKEND_RequestInputByIndex(reqs[k], 0, &i0) : NULL;
+        in->batching ? TRITONBACKEND_RequestInputByIndex(reqs[k], 0, &i0)
+                     : NULL;
     if (e == NULL && i0 != NULL)
-      e = TRITONBACKEND_InputProperties(i0, NULL, NULL, &shape, &nd, NULL, NULL);
+      e = TRITONBACKEND_InputProperties(i0, NULL, NULL, &shape, &nd, NULL,
+                                        NULL);
     batch += e == NULL && nd > 0 && shape[0] > 0 ? (uint64_t)shape[0] : 1;
     TRITONSERVER_ErrorDelete(e);
   }

@@ -62,10 +62,10 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
   const char *json = NULL;
   size_t len = 0;
   params_t *p = calloc(1, sizeof(*p));
-  TRITONSERVER_Error *err = p == NULL ? TRITONSERVER_ErrorNew(
-                                            TRITONSERVER_ERROR_INTERNAL,
-                                            "square: out of memory")
-                                      : TRITONBACKEND_ModelConfig(model, 1, &msg);
+  TRITONSERVER_Error *err =
+      p == NULL ? TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                        "square: out of memory")
+                : TRITONBACKEND_ModelConfig(model, 1, &msg);
   if (err == NULL) err = TRITONSERVER_MessageSerializeToJson(msg, &json, &len);
   if (err == NULL) {
     p->infer_delay_ns = param_of(json, "CUSTOM_INFER_DELAY_NS");
@@ -97,7 +97,8 @@ static TRITONSERVER_Error *report(TRITONBACKEND_ModelInstance *instance,
                                   uint64_t start, uint64_t output_start,
                                   uint64_t end, TRITONSERVER_Error *error) {
   TRITONBACKEND_ModelInstanceResponseStatistics *rs = NULL;
-  TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceResponseStatisticsNew(&rs);
+  TRITONSERVER_Error *err =
+      TRITONBACKEND_ModelInstanceResponseStatisticsNew(&rs);
   if (err == NULL)
     err = TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
         rs, instance);
@@ -106,7 +107,7 @@ static TRITONSERVER_Error *report(TRITONBACKEND_ModelInstance *instance,
         rs, factory);
   if (err == NULL)
     err = TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(rs,
-                                                                       start);
+                                                                        start);
   if (err == NULL)
     err = TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart(
         rs, output_start);
@@ -114,12 +115,15 @@ static TRITONSERVER_Error *report(TRITONBACKEND_ModelInstance *instance,
     err = TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd(rs, end);
   if (err == NULL)
     err = TRITONBACKEND_ModelInstanceResponseStatisticsSetError(rs, error);
-  if (err == NULL) err = TRITONBACKEND_ModelInstanceReportResponseStatistics(rs);
+  if (err == NULL)
+    err = TRITONBACKEND_ModelInstanceReportResponseStatistics(rs);
   if (rs != NULL) {
     TRITONSERVER_Error *e2 =
         TRITONBACKEND_ModelInstanceResponseStatisticsDelete(rs);
-    if (err == NULL) err = e2;
-    else TRITONSERVER_ErrorDelete(e2);
+    if (err == NULL)
+      err = e2;
+    else
+      TRITONSERVER_ErrorDelete(e2);
   }
   return err;
 }
