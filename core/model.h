@@ -30,9 +30,12 @@ struct ifd_model {
   char *path;                 /* owned: "<repo>/<name>" */
   char *repo;                 /* owned: the repository path */
   ifd_model_config_t *config; /* owned; immutable once loaded */
-  ifd_model_state_t state;    /* loop thread only */
-  char *reason;               /* owned: why UNAVAILABLE; NULL otherwise */
-  int refs;                   /* loop thread only */
+  /* The instance-group fields its config left to the defaults: a backend's
+   * preferred groups apply there when the version loads. */
+  ifd_group_defaults_t group_defaults;
+  ifd_model_state_t state; /* loop thread only */
+  char *reason;            /* owned: why UNAVAILABLE; NULL otherwise */
+  int refs;                /* loop thread only */
 
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
   void *backend_model; /* backend_api: its model object */

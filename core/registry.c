@@ -538,9 +538,13 @@ static void prepare_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   reg_op_t *op = j->op;
   ifd_server_t *s = j->server;
-  ifd_config_opts_t copts = {s->opts.strict_config,          s->opts.gpu_count,
-                             s->opts.model_config_name,      s->opts.gpu_skip,
-                             s->opts.min_compute_capability, j->mapped};
+  ifd_config_opts_t copts = {s->opts.strict_config,
+                             s->opts.gpu_count,
+                             s->opts.model_config_name,
+                             s->opts.gpu_skip,
+                             s->opts.min_compute_capability,
+                             j->mapped,
+                             &op->group_defaults};
   const char *dir;
   char *tmp = NULL;
 
@@ -856,6 +860,7 @@ static void op_continue(reg_op_t *op) {
     if (m == NULL) continue;
     list_insert(&op->staged, m);
     m->config = i + 1 == op->n_versions ? op->cfg : config_clone(op->cfg);
+    m->group_defaults = op->group_defaults;
     if (m->config == op->cfg) op->cfg = NULL;
     if (op->src != NULL) {
       m->src = op->src;
