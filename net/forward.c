@@ -16,8 +16,7 @@
 #define MATCH_LIMIT 100000u
 #define DEPTH_LIMIT 10000u
 
-int ifd__fwd_compile(ifd_fwd_re_t *re, const char *pattern,
-                     ifd_errmsg_t *err) {
+int ifd__fwd_compile(ifd_fwd_re_t *re, const char *pattern, ifd_errmsg_t *err) {
   /* RE2's defaults: UTF-8 text (invalid bytes simply do not match), `$`
    * only at the end; and tritonserver's "(?i)". */
   const uint32_t opts = PCRE2_CASELESS | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |

@@ -420,8 +420,7 @@ static int h2_options(ifd_grpc_t *g) {
 
   if (nghttp2_option_new(&g->h2opt) != 0) return IFD_ENOMEM;
   nghttp2_option_set_max_continuations(g->h2opt, MAX_CONTINUATIONS);
-  nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(g->h2opt,
-                                                                   1);
+  nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(g->h2opt, 1);
   if (r == 0)
     nghttp2_option_set_stream_reset_rate_limit(g->h2opt, UINT64_MAX / 2,
                                                UINT64_MAX / 2);

@@ -58,12 +58,13 @@ static void test_re2_syntax(void **state) {
   re = compile("\\Qa.b\\E|\\p{Greek}");
   assert_true(ifd__fwd_match(&re, "xa.by"));
   assert_false(ifd__fwd_match(&re, "axb"));
-  assert_true(ifd__fwd_match(&re, "x-\xce\xb1"));   /* alpha, in UTF-8 */
-  assert_false(ifd__fwd_match(&re, "x-\xce"));      /* invalid UTF-8 */
+  assert_true(ifd__fwd_match(&re, "x-\xce\xb1")); /* alpha, in UTF-8 */
+  assert_false(ifd__fwd_match(&re, "x-\xce"));    /* invalid UTF-8 */
   ifd__fwd_re_free(&re);
   /* Catastrophic backtracking is cut off (no match), not run for long. */
   re = compile("^(a+)+$");
-  assert_false(ifd__fwd_match(&re, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"));
+  assert_false(
+      ifd__fwd_match(&re, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"));
   ifd__fwd_re_free(&re);
 }
 
