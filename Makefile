@@ -67,8 +67,10 @@ $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || ech
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
 # TLS (net/tls.c): OpenSSL from Debian's libssl-dev.
 # gRPC response compression (net/grpc_stream.c): zlib from zlib1g-dev.
+# Header-forward patterns (net/forward.c): PCRE2 from libpcre2-dev.
 TLS_LIBS := -lssl -lcrypto
-EXE_DEPS := -lnghttp2 $(TLS_LIBS) -lz $(LIB_DEPS)
+NET_LIBS := -lnghttp2 -lpcre2-8 $(TLS_LIBS) -lz
+EXE_DEPS := $(NET_LIBS) $(LIB_DEPS)
 
 # ---- sources -------------------------------------------------------------
 # Core reads model configurations, so model_config.proto's code is part of the
@@ -367,7 +369,7 @@ $(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
 $(BUILD)/test/unit/%: test/unit/%.c $(TESTLIB) $(ABI_DYNLIST)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -I$(BUILD)/test/unit $(CFLAGS) -o $@ $< $(TESTLIB) $(LDFLAGS) $(EXPORT_ABI) \
-	  $(TEST_LDFLAGS) $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz -lcmocka
+	  $(TEST_LDFLAGS) $(LIB_DEPS) $(NET_LIBS) -lcmocka
 
 # The in-process API's tests (test/unit/test_capi_*.c) are embedding
 # applications: they use tritonserver.h only and link the built
@@ -380,7 +382,7 @@ $(BUILD)/test/unit/test_capi_%: test/unit/test_capi_%.c $(LIBTS) $(BACKEND_SO) $
 $(BUILD)/test/fuzz/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< test/fuzz/replay.c $(TESTLIB) $(LDFLAGS) \
-	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz
+	  $(LIB_DEPS) $(NET_LIBS)
 $(REPLAY_BIN): | $(PROTO_H)
 
 $(BUILD)/test/unit/test_cuda: $(FAKE_NVML)
@@ -407,7 +409,7 @@ FUZZ_FLAGS ?= -max_len=65536 -timeout=20 -rss_limit_mb=4096
 $(BUILD)/test/fuzz/fuzz_%: test/fuzz/fuzz_%.c $(wildcard test/fuzz/*.h) $(TESTLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(TESTLIB) $(LDFLAGS) \
-	  $(LIB_DEPS) -lnghttp2 $(TLS_LIBS) -lz
+	  $(LIB_DEPS) $(NET_LIBS)
 $(FUZZ_BIN): | $(PROTO_H)
 
 fuzz-bins: $(FUZZ_BIN)

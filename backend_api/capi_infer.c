@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/classify.h"
 #include "core/infer.h"
 #include "core/log.h"
 #include "core/model.h"
@@ -789,15 +790,30 @@ TRITONSERVER_Error *TRITONSERVER_InferenceResponseOutput(
   return NULL;
 }
 
-/* Labels come from a model's label files, which the classification
- * extension reads; inferd's classification runs in the protocols (top-N
- * over HTTP and gRPC), so an in-process response has no labels. */
+/* The label of class `class_index` of output `index`: line class_index of
+ * the output's label_filename, as Triton's label provider gives it; NULL
+ * when the output has none, the line is past the file's end or empty. */
 TRITONSERVER_Error *TRITONSERVER_InferenceResponseOutputClassificationLabel(
     TRITONSERVER_InferenceResponse *inference_response, const uint32_t index,
     const size_t class_index, const char **label) {
+  const ifd_response_t *resp = RESP(inference_response);
+  const ifd_model_t *m;
+  size_t k;
   ARG_CHECK(inference_response != NULL && label != NULL);
-  (void)index;
-  (void)class_index;
   *label = NULL;
+  if (index >= resp->n_outputs)
+    return ifd__errorf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "out of bounds index %u: response has %u outputs", index,
+                       resp->n_outputs);
+  m = resp->req != NULL ? resp->req->model : NULL;
+  if (m == NULL || m->labels == NULL) return NULL;
+  for (k = 0; k < m->config->n_output; k++) {
+    const ifd_labels_t *l = &m->labels[k];
+    if (strcmp(m->config->output[k]->name, resp->outputs[index].name) != 0)
+      continue;
+    if (class_index < l->n && l->line[class_index][0] != '\0')
+      *label = l->line[class_index];
+    break;
+  }
   return NULL;
 }

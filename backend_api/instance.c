@@ -501,7 +501,33 @@ void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in) {
   } while (n > 0);
 }
 
+/* Waits for instance `in` to finish initializing (and warming up); the
+ * first failure becomes `rc` (Triton's text as it is). Returns rc. */
+static int instance_wait_init(TRITONBACKEND_ModelInstance *in, int rc,
+                              ifd_errmsg_t *err) {
+  pthread_mutex_lock(&in->mu);
+  while (in->init_state == 0) pthread_cond_wait(&in->cv, &in->mu);
+  if (in->init_state < 0 && rc == 0) {
+    if (in->warmup_failed) {
+      /* Triton's text as it is: "failed to run warmup sample ...". */
+      rc = ifd__code_from_class(TRITONSERVER_ErrorCode(in->init_err));
+      ifd_errf(err, rc, "%s", TRITONSERVER_ErrorMessage(in->init_err));
+      TRITONSERVER_ErrorDelete(in->init_err);
+    } else {
+      rc = ifd__take_error(in->init_err,
+                           "TRITONBACKEND_ModelInstanceInitialize failed", err);
+    }
+    in->init_err = NULL;
+  }
+  pthread_mutex_unlock(&in->mu);
+  return rc;
+}
+
 int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
+  /* As Triton: instances initialize one after the other unless the backend
+   * said, through TRITONBACKEND_BackendAttributeSetParallelModelInstance-
+   * Loading, that it can initialize them concurrently. */
+  int parallel = bm->backend != NULL && bm->backend->parallel_instances;
   uint32_t i;
   int rc;
 
@@ -509,7 +535,7 @@ int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
    * instances run them before they report their initialization. */
   rc = ifd__warmup_prepare(bm, err);
   if (rc < 0) return rc;
-  for (i = 0; i < bm->n_instances; i++) {
+  for (i = 0; i < bm->n_instances && rc == 0; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
     if (ifd__instances_inline) {
       in->inline_run = 1;
@@ -523,26 +549,13 @@ int ifd__instances_start(TRITONBACKEND_Model *bm, ifd_errmsg_t *err) {
       break;
     }
     in->started = 1;
+    if (!parallel) rc = instance_wait_init(in, rc, err);
   }
-  /* Initialize instances in parallel, then collect every result. */
+  /* Collect every result (in parallel, the initializations overlap). */
   for (i = 0; i < bm->n_instances; i++) {
     TRITONBACKEND_ModelInstance *in = &bm->instances[i];
     if (!in->started && !in->inline_run) continue;
-    pthread_mutex_lock(&in->mu);
-    while (in->init_state == 0) pthread_cond_wait(&in->cv, &in->mu);
-    if (in->init_state < 0 && rc == 0) {
-      if (in->warmup_failed) {
-        /* Triton's text as it is: "failed to run warmup sample ...". */
-        rc = ifd__code_from_class(TRITONSERVER_ErrorCode(in->init_err));
-        ifd_errf(err, rc, "%s", TRITONSERVER_ErrorMessage(in->init_err));
-        TRITONSERVER_ErrorDelete(in->init_err);
-      } else {
-        rc = ifd__take_error(
-            in->init_err, "TRITONBACKEND_ModelInstanceInitialize failed", err);
-      }
-      in->init_err = NULL;
-    }
-    pthread_mutex_unlock(&in->mu);
+    rc = instance_wait_init(in, rc, err);
   }
   /* Every instance is past its warmup: its statistics count (as in
    * Triton), and the samples go. */

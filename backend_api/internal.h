@@ -92,6 +92,7 @@ TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
 #include <stdatomic.h>
 
 #include "backend_api/backend_api.h"
+#include "core/config.h"
 #include "core/event.h"
 #include "core/model.h"
 #include "core/ratelimit.h"
@@ -121,7 +122,25 @@ struct TRITONBACKEND_Backend {
   TRITONBACKEND_ExecutionPolicy policy;
   TRITONSERVER_Message *config; /* owned: {"cmdline":{...}} */
   TRITONBACKEND_Backend *next;  /* registry list, under the lock */
+  /* TRITONBACKEND_GetBackendAttribute's answer, asked once right after
+   * TRITONBACKEND_Initialize (immutable afterwards): its preferred
+   * instance groups, most preferred first, and whether instances of a
+   * model may initialize concurrently (else one after the other). */
+  ifd_pref_group_t *pref_groups; /* owned, each gpus owned */
+  size_t n_pref_groups;
+  int parallel_instances;
 };
+
+/* What a backend fills in TRITONBACKEND_GetBackendAttribute: taken over by
+ * its TRITONBACKEND_Backend when the call succeeds. */
+struct TRITONBACKEND_BackendAttribute {
+  ifd_pref_group_t *groups; /* owned, each gpus owned */
+  size_t n_groups;
+  int parallel;
+};
+
+/** Frees a list of preferred groups (their gpus too). */
+void ifd__pref_groups_free(ifd_pref_group_t *g, size_t n);
 
 /* A queue of batches: the first request of each batch, linked by job_next.
  * Guarded by the model's feed mutex. */
@@ -189,6 +208,9 @@ struct TRITONBACKEND_Model {
   /* model_warmup: the samples every instance runs before it reports its
    * initialization (warmup.c); built and freed by ifd__instances_start. */
   struct ifd__warmup *warmup; /* owned; NULL: none */
+  /* TRITONBACKEND_ModelReportMemoryUsage's latest report, by statistics
+   * slot (core/stats.h); guarded by tb_model.c's memory lock. */
+  uint64_t mem_reported[IFD_STATS_MEM_SLOTS];
   /* --rate-limit=execution_count: the server's limiter (borrowed: outlives
    * the model), NULL when off. Instances with in->rl take the run queue's
    * batches only once it grants their resources (instance.c). */
@@ -240,6 +262,9 @@ struct TRITONBACKEND_ModelInstance {
   ifd__batch_report_t *reports; /* guarded by mu: batch statistics */
   uint32_t n_reports, cap_reports;
   atomic_int not_ready; /* any thread: INFERD_ModelInstanceSetReady(false) */
+  /* TRITONBACKEND_ModelInstanceReportMemoryUsage's latest report, by
+   * statistics slot; guarded by tb_model.c's memory lock. */
+  uint64_t mem_reported[IFD_STATS_MEM_SLOTS];
   /* Model warmup (warmup.c). */
   int warmup_failed; /* init_err is warmup's: reported without prefix */
   struct ifd__warm_sink *warm; /* owned: the sink of its warmup requests */
@@ -371,7 +396,9 @@ int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
 /** Moves pending batch reports into the model's statistics (loop). */
 void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in);
 
-/** Converts a backend's error into an ifd code and message (frees err). */
+/** Converts a backend's error into an ifd code and its message, Triton's
+ *  text unchanged; `what` (the entry point that failed) only goes to the
+ *  verbose log. Frees e. */
 int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
 /** Makes a TRITONSERVER_Error from a negative IFD code and message. */
 TRITONSERVER_Error *ifd__error_from(int code, const char *msg);

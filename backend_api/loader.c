@@ -49,7 +49,10 @@ int ifd__code_from_class(int cls) {
 int ifd__take_error(TRITONSERVER_Error *e, const char *what,
                     ifd_errmsg_t *err) {
   int rc = ifd__code_from_class(TRITONSERVER_ErrorCode(e));
-  ifd_errf(err, rc, "%s: %s", what, TRITONSERVER_ErrorMessage(e));
+  /* The client and the repository index get the backend's text as it is,
+   * as Triton passes it on; which entry point failed goes to the log. */
+  IFD_VERBOSE("%s: %s", what, TRITONSERVER_ErrorMessage(e));
+  ifd_errf(err, rc, "%s", TRITONSERVER_ErrorMessage(e));
   TRITONSERVER_ErrorDelete(e);
   return rc;
 }
@@ -137,7 +140,13 @@ static int find_library(const ifd_model_t *m, const char *backend,
                   backend, searched);
 }
 
+void ifd__pref_groups_free(ifd_pref_group_t *g, size_t n) {
+  for (size_t i = 0; i < n; i++) free(g[i].gpus);
+  free(g);
+}
+
 static void backend_free(TRITONBACKEND_Backend *b) {
+  ifd__pref_groups_free(b->pref_groups, b->n_pref_groups);
   if (b->dl != NULL) dlclose(b->dl);
   if (b->config != NULL) TRITONSERVER_MessageDelete(b->config);
   free(b->name);
@@ -148,6 +157,95 @@ static void backend_free(TRITONBACKEND_Backend *b) {
 
 static void *sym(void *dl, const char *name) {
   return dlsym(dl, name);
+}
+
+/* ---- backend attributes ---------------------------------------------------
+ */
+
+/* The config's kind for a TRITONSERVER_InstanceGroupKind; -1 when unknown. */
+static int config_kind(TRITONSERVER_InstanceGroupKind k) {
+  switch (k) {
+    case TRITONSERVER_INSTANCEGROUPKIND_AUTO:
+      return INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO;
+    case TRITONSERVER_INSTANCEGROUPKIND_CPU:
+      return INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU;
+    case TRITONSERVER_INSTANCEGROUPKIND_GPU:
+      return INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU;
+    case TRITONSERVER_INSTANCEGROUPKIND_MODEL:
+      return INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_MODEL;
+    default:
+      return -1;
+  }
+}
+
+TRITONSERVER_Error *TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
+    TRITONBACKEND_BackendAttribute *backend_attributes,
+    const TRITONSERVER_InstanceGroupKind kind, const uint64_t count,
+    const uint64_t *device_ids, const uint64_t id_count) {
+  TRITONBACKEND_BackendAttribute *a = backend_attributes;
+  ifd_pref_group_t *g;
+  int ck = config_kind(kind);
+  ARG_CHECK(a != NULL && (device_ids != NULL || id_count == 0));
+  if (ck < 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "unknown instance group kind");
+  if (count > INT32_MAX || id_count > 1024)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                                 "instance group count or device list too "
+                                 "large");
+  g = realloc(a->groups, (a->n_groups + 1) * sizeof(*g));
+  if (g == NULL) goto out_nomem;
+  a->groups = g;
+  g = &a->groups[a->n_groups];
+  memset(g, 0, sizeof(*g));
+  g->kind = (Inference__ModelInstanceGroup__Kind)ck;
+  g->count = (int32_t)count;
+  if (id_count > 0) {
+    g->gpus = malloc(id_count * sizeof(*g->gpus));
+    if (g->gpus == NULL) goto out_nomem;
+    for (uint64_t k = 0; k < id_count; k++)
+      g->gpus[k] = device_ids[k] > INT32_MAX ? -1 : (int32_t)device_ids[k];
+    g->n_gpus = id_count;
+  }
+  a->n_groups++;
+  return NULL;
+out_nomem:
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(
+    TRITONBACKEND_BackendAttribute *backend_attributes, bool enabled) {
+  ARG_CHECK(backend_attributes != NULL);
+  backend_attributes->parallel = enabled;
+  return NULL;
+}
+
+/* Asks the backend for its attributes (TRITONBACKEND_GetBackendAttribute,
+ * optional), as Triton does once it initialized: preferred instance groups
+ * and parallel instance loading. On an error the call's attributes are
+ * ignored, as Triton's header says, and the defaults stay (no preference,
+ * instances initialized one at a time). */
+static void backend_attributes(TRITONBACKEND_Backend *b) {
+  typedef TRITONSERVER_Error *(*attr_fn)(TRITONBACKEND_Backend *,
+                                         TRITONBACKEND_BackendAttribute *);
+  attr_fn fn = (attr_fn)sym(b->dl, "TRITONBACKEND_GetBackendAttribute");
+  TRITONBACKEND_BackendAttribute a = {NULL, 0, 0};
+  TRITONSERVER_Error *e;
+  if (fn == NULL) return;
+  e = fn(b, &a);
+  if (e != NULL) {
+    IFD_WARN(
+        "backend '%s': TRITONBACKEND_GetBackendAttribute failed, its "
+        "attributes are ignored: %s",
+        b->name, TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+    ifd__pref_groups_free(a.groups, a.n_groups);
+    return;
+  }
+  b->pref_groups = a.groups;
+  b->n_pref_groups = a.n_groups;
+  b->parallel_instances = a.parallel;
 }
 
 /* Opens and initializes a backend library. Called with registry_mu held. */
@@ -249,6 +347,7 @@ static int backend_open(const char *name, const char *path,
       goto out_free;
     }
   }
+  backend_attributes(b);
   IFD_INFO("loaded backend '%s' from %s", name, path);
   *out = b;
   return 0;
@@ -584,6 +683,22 @@ int ifd_backend_model_load(ifd_model_t *m, ifd_instance_idle_cb idle,
 
   rc = ifd__backend_acquire(backend, path, o, &bm->backend, err);
   if (rc < 0) goto out_free;
+
+  /* As Triton, before ModelInitialize: instance groups the config left to
+   * the defaults follow the backend's preferences. */
+  if (bm->backend->n_pref_groups > 0) {
+    ifd_config_opts_t copts = {o->strict_config,
+                               o->gpu_count,
+                               o->model_config_name,
+                               o->gpu_skip,
+                               o->min_compute_capability,
+                               0,
+                               NULL};
+    rc = ifd_config_prefer_groups(m->config, &copts, &m->group_defaults,
+                                  bm->backend->pref_groups,
+                                  bm->backend->n_pref_groups, err);
+    if (rc < 0) goto out_release;
+  }
 
   if (bm->backend->model_init != NULL) {
     TRITONSERVER_Error *e = bm->backend->model_init(bm);

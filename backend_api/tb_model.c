@@ -125,7 +125,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(
     TRITONBACKEND_Model *model, const uint32_t config_version,
     TRITONSERVER_Message *model_config) {
   ifd_model_config_t *cfg = NULL;
-  ifd_config_opts_t copts;
+  ifd_config_opts_t copts = {0};
   ifd_errmsg_t err;
   const char *base;
   size_t len;
@@ -144,6 +144,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(
   ifd_errclear(&err);
   copts.strict = model->strict;
   copts.gpu_count = ifd_server_opts(model->model->server)->gpu_count;
+  copts.gpu_skip = ifd_server_opts(model->model->server)->gpu_skip;
   rc = ifd_config_from_json(j, &cfg, &err);
   json_decref(j);
   if (rc == 0) rc = ifd_config_normalize(cfg, &copts, &err);
@@ -191,18 +192,27 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetState(TRITONBACKEND_Model *model,
   return NULL;
 }
 
-/* Adds what a backend reports about the memory its model or instances hold
- * to the model's memory_usage (statistics extension), by memory type and
- * device, as Triton sums the reports of a model and its instances. */
+/* Serializes memory reports (rare: at load, and when a backend updates
+ * them), so each reporter's latest report is replaced whole. */
+static pthread_mutex_t memory_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* What a backend reports about the memory its model or one instance holds:
+ * the reporter's latest report replaces its previous one (Triton keeps the
+ * latest of each), and the model's memory_usage (statistics extension) sums
+ * the model's and its instances' by memory type and device. `reported` is
+ * the reporter's previous report, by slot. */
 static TRITONSERVER_Error *report_memory(ifd_model_stats_t *st,
+                                         uint64_t *reported,
                                          TRITONSERVER_BufferAttributes **usage,
                                          uint32_t n) {
+  uint64_t now[IFD_STATS_MEM_SLOTS] = {0};
   uint32_t i;
   for (i = 0; i < n; i++) {
     TRITONSERVER_MemoryType type;
     int64_t id;
     size_t bytes;
     TRITONSERVER_Error *e;
+    int k;
     if (usage[i] == NULL)
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                    "memory usage entry is NULL");
@@ -212,8 +222,12 @@ static TRITONSERVER_Error *report_memory(ifd_model_stats_t *st,
             NULL ||
         (e = TRITONSERVER_BufferAttributesByteSize(usage[i], &bytes)) != NULL)
       return e;
-    ifd_stats_memory_add(st, (int32_t)type, id, (uint64_t)bytes);
+    k = ifd_stats_memory_slot((int32_t)type, id);
+    if (k >= 0) now[k] += (uint64_t)bytes;
   }
+  pthread_mutex_lock(&memory_mu);
+  ifd_stats_memory_replace(st, reported, now);
+  pthread_mutex_unlock(&memory_mu);
   return NULL;
 }
 
@@ -221,7 +235,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelReportMemoryUsage(
     TRITONBACKEND_Model *model, TRITONSERVER_BufferAttributes **usage,
     uint32_t usage_size) {
   ARG_CHECK(model != NULL && (usage != NULL || usage_size == 0));
-  return report_memory(&model->model->stats, usage, usage_size);
+  return report_memory(&model->model->stats, model->mem_reported, usage,
+                       usage_size);
 }
 
 /* ---- model instance ---------------------------------------------------------
@@ -331,5 +346,6 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportMemoryUsage(
     TRITONBACKEND_ModelInstance *instance,
     TRITONSERVER_BufferAttributes **usage, uint32_t usage_size) {
   ARG_CHECK(instance != NULL && (usage != NULL || usage_size == 0));
-  return report_memory(&instance->model->model->stats, usage, usage_size);
+  return report_memory(&instance->model->model->stats, instance->mem_reported,
+                       usage, usage_size);
 }

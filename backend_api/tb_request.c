@@ -17,6 +17,8 @@
 #include "core/log.h"
 #include "core/model.h"
 #include "core/server.h"
+#include "core/stats.h"
+#include "core/util.h"
 
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))
@@ -729,5 +731,145 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(
   if (ifd__instance_report_batch(instance, &r) < 0)
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "out of memory recording batch statistics");
+  return NULL;
+}
+
+/* ---- decoupled response statistics ----------------------------------------
+ */
+
+struct TRITONBACKEND_ModelInstanceResponseStatistics {
+  TRITONBACKEND_ModelInstance *instance; /* borrowed */
+  factory_t *factory;                    /* borrowed */
+  uint64_t response_start, compute_output_start, response_end;
+  TRITONSERVER_Error *error; /* borrowed: the caller's */
+};
+
+/* One report on its way to the loop, which owns the statistics. It holds
+ * the request open (and so its model) until the loop has counted it. */
+typedef struct response_report {
+  ifd_event_t ev; /* embedded: first */
+  ifd_request_t *req;
+  uint64_t index;
+  ifd_response_stats_t delta;
+} response_report_t;
+
+static void on_response_report(ifd_event_t *ev) {
+  response_report_t *r = ifd_container_of(ev, response_report_t, ev);
+  ifd_request_t *req = r->req;
+  if (ifd_stats_response(&req->model->stats, r->index, &r->delta) < 0)
+    IFD_WARN("model '%s': response %" PRIu64 " not counted in response_stats",
+             req->model->name, r->index);
+  free(r);
+  ifd_request_unhold(req);
+}
+
+#define RSTATS(p) ((TRITONBACKEND_ModelInstanceResponseStatistics *)(p))
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsNew(
+    TRITONBACKEND_ModelInstanceResponseStatistics **response_statistics) {
+  ARG_CHECK(response_statistics != NULL);
+  *response_statistics = calloc(1, sizeof(**response_statistics));
+  if (*response_statistics == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsDelete(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics) {
+  ARG_CHECK(response_statistics != NULL);
+  free(response_statistics);
+  return NULL;
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    TRITONBACKEND_ModelInstance *model_instance) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->instance = model_instance;
+  return NULL;
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    TRITONBACKEND_ResponseFactory *response_factory) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->factory = (factory_t *)response_factory;
+  return NULL;
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    uint64_t response_start) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->response_start = response_start;
+  return NULL;
+}
+
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    uint64_t compute_output_start) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->compute_output_start = compute_output_start;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    uint64_t response_end) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->response_end = response_end;
+  return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceResponseStatisticsSetError(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics,
+    TRITONSERVER_Error *error) {
+  ARG_CHECK(response_statistics != NULL);
+  response_statistics->error = error;
+  return NULL;
+}
+
+/* As Triton's: the key is the count of earlier reports through the
+ * request's factories, taken now; the timestamps are checked here, so the
+ * backend hears of bad ones; the counting itself happens on the loop. */
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
+    TRITONBACKEND_ModelInstanceResponseStatistics *response_statistics) {
+  const TRITONBACKEND_ModelInstanceResponseStatistics *rs = response_statistics;
+  response_report_t *r;
+  ifd_request_t *req;
+  const char *msg = NULL;
+  ifd_response_stats_t delta;
+  int failed, rc;
+
+  ARG_CHECK(rs != NULL);
+  if (rs->instance == NULL || rs->factory == NULL)
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "Model instance and response factory cannot be null");
+  failed = rs->error != NULL;
+  rc = ifd_stats_response_classify(
+      rs->response_start, rs->compute_output_start, rs->response_end, failed,
+      failed &&
+          TRITONSERVER_ErrorCode(rs->error) == TRITONSERVER_ERROR_CANCELLED,
+      &delta, &msg);
+  if (rc < 0) return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, msg);
+  req = rs->factory->req;
+  /* A warmup request has no loop to count on (nor a client to read it). */
+  if (req->sink != NULL) return NULL;
+  r = malloc(sizeof(*r));
+  if (r == NULL)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                 "out of memory recording response statistics");
+  r->req = req;
+  r->index =
+      atomic_fetch_add_explicit(&req->resp_stat_next, 1, memory_order_relaxed);
+  r->delta = delta;
+  r->ev.fn = on_response_report;
+  ifd_request_hold(req);
+  ifd_evq_push(ifd_server_evq(req->server), &r->ev);
   return NULL;
 }

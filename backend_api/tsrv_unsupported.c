@@ -5,11 +5,11 @@
  *
  * A backend built for Triton is opened with RTLD_NOW, so it loads only if
  * every symbol it references exists, even the ones it calls on paths inferd
- * never takes. Most functions here therefore only exist: they return an
- * UNSUPPORTED error naming themselves, which the backend reports the way it
- * reports any failure. Where the real thing is small and safe it is done for
- * real instead: CPU buffer attributes, the CPU memory manager, the names of
- * trace levels and activities, and reading a response's outputs back.
+ * rarely takes. What is left here is done for real: buffer attributes, the
+ * memory manager, the names of trace levels and activities, and reading a
+ * response's outputs back. (A function whose feature inferd lacks answers
+ * TRITONSERVER_ERROR_UNSUPPORTED naming itself, where it lives, never a
+ * silent success.)
  *
  * Errors returned here are new objects the caller owns, as everywhere in the
  * API. The in-process API itself lives in capi_*.c.
@@ -24,14 +24,6 @@
 #include "core/infer.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
-
-/* The error every unsupported function returns: a new object the caller
- * owns, whose message names the function. */
-static TRITONSERVER_Error *unsupported(const char *fn) {
-  char msg[192];
-  snprintf(msg, sizeof(msg), "%s is not supported by inferd yet", fn);
-  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED, msg);
-}
 
 /* ---- tracing ------------------------------------------------------------- */
 
@@ -376,32 +368,6 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerFree(
   }
 }
 
-/* ---- backend attributes -------------------------------------------------- */
-
-/* These fill the object the server passes to TRITONBACKEND_GetBackendAttribute,
- * which inferd never calls (instance groups come from the model config
- * alone), so no valid attributes object ever reaches them. */
-
-TRITONSERVER_Error *TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup(
-    TRITONBACKEND_BackendAttribute *backend_attributes,
-    const TRITONSERVER_InstanceGroupKind kind, const uint64_t count,
-    const uint64_t *device_ids, const uint64_t id_count) {
-  (void)backend_attributes;
-  (void)kind;
-  (void)count;
-  (void)device_ids;
-  (void)id_count;
-  return unsupported(__func__);
-}
-
-TRITONSERVER_Error *
-TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(
-    TRITONBACKEND_BackendAttribute *backend_attributes, bool enabled) {
-  (void)backend_attributes;
-  (void)enabled;
-  return unsupported(__func__);
-}
-
 /* ---- reading a response back --------------------------------------------- */
 
 /*
@@ -448,25 +414,4 @@ TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutputByName(
   }
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_NOT_FOUND,
                                "response has no output of that name");
-}
-
-/* ---- statistics ---------------------------------------------------------- */
-
-/* Accepted and dropped, like the other TRITONBACKEND_*Report* functions in
- * tb_request.c until statistics land: a decoupled backend reports after
- * every response, and an error here would only fill its log. The caller
- * keeps ownership of `error`. */
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
-    TRITONBACKEND_ModelInstance *instance,
-    TRITONBACKEND_ResponseFactory *response_factory,
-    const uint64_t response_start, const uint64_t compute_output_start,
-    const uint64_t response_end, const uint32_t send_flags,
-    TRITONSERVER_Error *error) {
-  ARG_CHECK(instance != NULL && response_factory != NULL);
-  (void)response_start;
-  (void)compute_output_start;
-  (void)response_end;
-  (void)send_flags;
-  (void)error;
-  return NULL;
 }

@@ -33,7 +33,28 @@ typedef struct ifd_config_opts {
   /* The folder is served under a mapped name (a repository registered with
    * name mappings): the config's name becomes the model's, unchecked. */
   int rename;
+  /* OUT (optional): what ifd_config_normalize filled into the instance
+   * groups, so that a backend's preferred groups can still apply to it
+   * (ifd_config_prefer_groups). NULL: not wanted. */
+  struct ifd_group_defaults *defaults_out;
 } ifd_config_opts_t;
+
+/** The instance-group fields a config left to the defaults. */
+typedef struct ifd_group_defaults {
+  int added;            /* there was no instance_group: one was added */
+  uint64_t count_unset; /* bit i: group i had no count (groups 0..63) */
+  uint64_t gpus_unset;  /* bit i: group i, KIND_GPU, listed no gpus */
+} ifd_group_defaults_t;
+
+/** A backend's preferred instance group
+ *  (TRITONBACKEND_BackendAttributeAddPreferredInstanceGroup) in the
+ *  config's terms. */
+typedef struct ifd_pref_group {
+  Inference__ModelInstanceGroup__Kind kind;
+  int32_t count; /* 0: Triton's default */
+  int32_t *gpus; /* owned by whoever holds the list; NULL: every GPU */
+  size_t n_gpus;
+} ifd_pref_group_t;
 
 /** Whether GPU `d` exists and is not below the minimum compute
  *  capability: a GPU a model may run on. */
@@ -143,6 +164,24 @@ const char *ifd_config_backend_name(const ifd_model_config_t *cfg);
  */
 int ifd_config_normalize(ifd_model_config_t *cfg, const ifd_config_opts_t *opts,
                          ifd_errmsg_t *err);
+
+/**
+ * Applies a backend's preferred instance groups (most preferred first) to a
+ * normalized config, as Triton's NormalizeInstanceGroup does when it
+ * creates the model: where `d` says the config left them to the defaults,
+ * a config without instance_group takes the kind and count of the first
+ * preferred group it can use (a KIND_GPU one only when GPUs exist; its gpus
+ * those of the listed that exist), and every group takes the count (and,
+ * KIND_GPU, the gpus) of a preferred group of its kind, then Triton's
+ * defaults. Nothing changes for an ensemble or an empty list. Then
+ * validates the config again. Returns 0, IFD_ENOMEM, or the validation's
+ * error.
+ */
+int ifd_config_prefer_groups(ifd_model_config_t *cfg,
+                             const ifd_config_opts_t *opts,
+                             const ifd_group_defaults_t *d,
+                             const ifd_pref_group_t *pg, size_t n,
+                             ifd_errmsg_t *err);
 
 /**
  * Validates a normalized config with Triton's rules (ValidateModelConfig,

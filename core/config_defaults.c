@@ -40,11 +40,33 @@ static int pinned_default(
   return 0;
 }
 
+/* Triton's default instance count (SetDefaultInstanceCount): two CPU
+ * instances for TensorFlow and ONNX Runtime, one otherwise. */
+static int32_t default_count(const ifd_model_config_t *cfg, const group_t *g) {
+  if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU &&
+      (streq(cfg->backend, TF_BACKEND) || streq(cfg->backend, ORT_BACKEND)))
+    return 2;
+  return 1;
+}
+
+/* KIND_AUTO runs on GPU only when GPUs exist and every listed one does. */
+static void resolve_auto(group_t *g, const ifd_config_opts_t *opts) {
+  if (g->kind != INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO) return;
+  int gpu = ifd_config_gpus_usable(opts) > 0;
+  for (size_t k = 0; gpu && k < g->n_gpus; k++)
+    if (!ifd_config_gpu_ok(opts, g->gpus[k])) gpu = 0;
+  g->kind = gpu ? INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU
+                : INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU;
+}
+
 static int normalize_groups(ifd_model_config_t *cfg,
                             const ifd_config_opts_t *opts) {
+  ifd_group_defaults_t *d = opts->defaults_out;
   int rc;
 
+  if (d != NULL) memset(d, 0, sizeof(*d));
   if (cfg->n_instance_group == 0) {
+    if (d != NULL) d->added = 1;
     group_t **arr = malloc(sizeof(*arr));
     group_t *g = new_msg(&inference__model_instance_group__descriptor);
     if (arr == NULL || g == NULL) {
@@ -68,25 +90,17 @@ static int normalize_groups(ifd_model_config_t *cfg,
       if ((rc = ifd__config_set_str(&g->name, name)) < 0) return rc;
     }
 
-    /* KIND_AUTO runs on GPU only when GPUs exist and every listed one does. */
-    if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO) {
-      int gpu = ifd_config_gpus_usable(opts) > 0;
-      for (size_t k = 0; gpu && k < g->n_gpus; k++)
-        if (!ifd_config_gpu_ok(opts, g->gpus[k])) gpu = 0;
-      g->kind = gpu ? INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU
-                    : INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU;
-    }
+    resolve_auto(g, opts);
 
     /* Triton starts two CPU instances for TensorFlow and ONNX Runtime. */
     if (g->count < 1) {
-      g->count = 1;
-      if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU &&
-          (streq(cfg->backend, TF_BACKEND) || streq(cfg->backend, ORT_BACKEND)))
-        g->count = 2;
+      if (d != NULL && i < 64) d->count_unset |= (uint64_t)1 << i;
+      g->count = default_count(cfg, g);
     }
 
     if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU &&
         g->n_gpus == 0) {
+      if (d != NULL && i < 64) d->gpus_unset |= (uint64_t)1 << i;
       for (int d = 0; d < opts->gpu_count; d++)
         if (ifd_config_gpu_ok(opts, d) &&
             (rc = push_i32(&g->gpus, &g->n_gpus, d)) < 0)
@@ -94,6 +108,83 @@ static int normalize_groups(ifd_model_config_t *cfg,
     }
   }
   return 0;
+}
+
+/* Adds to `g` the GPUs of `pg` that a model may run on. */
+static int add_usable_gpus(group_t *g, const ifd_pref_group_t *pg,
+                           const ifd_config_opts_t *opts) {
+  for (size_t k = 0; k < pg->n_gpus; k++)
+    if (ifd_config_gpu_ok(opts, pg->gpus[k]) &&
+        push_i32(&g->gpus, &g->n_gpus, pg->gpus[k]) < 0)
+      return IFD_ENOMEM;
+  return 0;
+}
+
+int ifd_config_prefer_groups(ifd_model_config_t *cfg,
+                             const ifd_config_opts_t *opts,
+                             const ifd_group_defaults_t *d,
+                             const ifd_pref_group_t *pg, size_t n,
+                             ifd_errmsg_t *err) {
+  const int usable = ifd_config_gpus_usable(opts) > 0;
+
+  if (n == 0 ||
+      cfg->scheduling_choice_case ==
+          INFERENCE__MODEL_CONFIG__SCHEDULING_CHOICE_ENSEMBLE_SCHEDULING)
+    return 0;
+  /* Undo what the defaults filled in, then redo it in Triton's order with
+   * the backend's preferences first. */
+  for (size_t i = 0; i < cfg->n_instance_group && i < 64; i++) {
+    group_t *g = cfg->instance_group[i];
+    int added = d->added && i == 0;
+    if (added || ((d->count_unset >> i) & 1)) g->count = 0;
+    if (added || ((d->gpus_unset >> i) & 1)) {
+      free(g->gpus);
+      g->gpus = NULL;
+      g->n_gpus = 0;
+    }
+    if (added) g->kind = INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO;
+  }
+  if (d->added && cfg->n_instance_group > 0) {
+    /* The most preferred group this machine can run (Triton skips a
+     * KIND_GPU one without GPUs, keeping its kind and count meanwhile). */
+    group_t *g = cfg->instance_group[0];
+    for (size_t p = 0; p < n; p++) {
+      g->kind = pg[p].kind;
+      g->count = pg[p].count;
+      if (pg[p].kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU) {
+        if (!usable) continue;
+        if (add_usable_gpus(g, &pg[p], opts) < 0) goto out_nomem;
+      } else if (pg[p].kind ==
+                 INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_AUTO) {
+        for (size_t k = 0; k < pg[p].n_gpus; k++)
+          if (push_i32(&g->gpus, &g->n_gpus, pg[p].gpus[k]) < 0) goto out_nomem;
+      }
+      break;
+    }
+  }
+  for (size_t i = 0; i < cfg->n_instance_group; i++) {
+    group_t *g = cfg->instance_group[i];
+    resolve_auto(g, opts);
+    for (size_t p = 0; p < n; p++) {
+      if (g->kind != pg[p].kind) continue;
+      if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU &&
+          g->n_gpus == 0 && pg[p].n_gpus > 0) {
+        if (add_usable_gpus(g, &pg[p], opts) < 0) goto out_nomem;
+        if (g->n_gpus == 0) continue;
+      }
+      if (g->count < 1 && pg[p].count > 0) g->count = pg[p].count;
+    }
+    if (g->count < 1) g->count = default_count(cfg, g);
+    if (g->kind == INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU &&
+        g->n_gpus == 0)
+      for (int dv = 0; dv < opts->gpu_count; dv++)
+        if (ifd_config_gpu_ok(opts, dv) &&
+            push_i32(&g->gpus, &g->n_gpus, dv) < 0)
+          goto out_nomem;
+  }
+  return ifd_config_validate(cfg, opts, err);
+out_nomem:
+  return ifd_errf(err, IFD_ENOMEM, "out of memory");
 }
 
 int ifd_config_normalize(ifd_model_config_t *cfg, const ifd_config_opts_t *opts,

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "core/cache.h"
+#include "core/classify.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/model.h"
@@ -342,6 +343,66 @@ static void place_outputs(ifd_response_t *resp) {
   }
 }
 
+/* The classification extension: each output the client asked for with a
+ * class count is replaced by its top-N BYTES tensor (core/classify.h),
+ * built in the response's pool. The original buffer goes back now, as
+ * ifd_response_free would give it back; one the keeper owns stays its.
+ * An output Triton cannot classify fails the response, with its text. */
+static void classify_outputs(ifd_response_t *resp) {
+  const ifd_request_t *req = resp->req;
+  const ifd_model_t *m = req->model;
+  uint32_t i, k;
+  if (resp->error != 0 || resp->spare || req->n_outputs == 0 || m == NULL)
+    return;
+  for (i = 0; i < resp->n_outputs; i++) {
+    ifd_output_t *o = &resp->outputs[i];
+    const struct ifd_labels *labels = NULL;
+    uint32_t count = 0;
+    ifd_class_result_t r;
+    ifd_errmsg_t err;
+    int64_t *shape;
+    for (k = 0; k < req->n_outputs && count == 0; k++)
+      if (strcmp(req->outputs[k].name, o->name) == 0)
+        count = req->outputs[k].class_count;
+    if (count == 0) continue;
+    if (o->mem_type == IFD_MEM_GPU) {
+      set_error(resp, IFD_EUNSUPPORTED,
+                "classification of an output in GPU memory is not supported");
+      return;
+    }
+    for (k = 0; m->labels != NULL && k < m->config->n_output; k++)
+      if (strcmp(m->config->output[k]->name, o->name) == 0)
+        labels = &m->labels[k];
+    ifd_errclear(&err);
+    if (ifd_classify(o->buffer, o->byte_size, o->dtype, o->shape, o->ndims,
+                     m->config->max_batch_size > 0, count, labels, &resp->pool,
+                     &r, &err) != 0 ||
+        (shape = ifd_pool_alloc(&resp->pool, sizeof(r.shape))) == NULL) {
+      set_error(resp, err.code != 0 ? err.code : IFD_ENOMEM,
+                err.code != 0 ? err.text : "out of memory");
+      return;
+    }
+    memcpy(shape, r.shape, sizeof(r.shape));
+    if (resp->keep == NULL || o->alloc != NULL) {
+      if (o->alloc != NULL)
+        o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
+                          o->mem_type, o->mem_id);
+      else if (!o->buffer_in_pool && !o->buffer_external)
+        ifd_cuda_host_free(o->buffer);
+    }
+    o->alloc = NULL;
+    o->buffer = r.data;
+    o->byte_size = r.byte_size;
+    o->buffer_in_pool = 1;
+    o->buffer_external = 0;
+    o->mem_type = IFD_MEM_CPU;
+    o->mem_id = 0;
+    o->dtype = IFD_TYPE_BYTES;
+    o->shape = shape;
+    o->ndims = r.ndims;
+  }
+}
+
 static void deliver_now(ifd_response_t *resp) {
   ifd_request_t *req = resp->req;
   int counted = resp->counted;
@@ -363,6 +424,9 @@ static void deliver_now(ifd_response_t *resp) {
     if (req->cache_state == IFD_CACHE_MISS &&
         (resp->flags & IFD_RESPONSE_FINAL))
       ifd__cache_finish(req, resp);
+    /* After the cache took the plain tensors: a later request may want
+     * them. */
+    classify_outputs(resp);
     if (resp->flags & IFD_RESPONSE_FINAL) {
       req->final_delivered = 1;
       req->final_error = resp->error;

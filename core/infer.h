@@ -331,7 +331,11 @@ struct ifd_request {
   /* Responses (and response factories) created but not yet delivered or
    * deleted: a request released while some are open is not failed. */
   atomic_int open_responses;
-  int release_pending;    /* loop thread: released while responses open */
+  int release_pending; /* loop thread: released while responses open */
+  /* The next response index of TRITONBACKEND_ModelInstanceReport-
+   * ResponseStatistics through any of the request's factories (any
+   * thread). */
+  atomic_uint resp_stat_next;
   int spare_used;         /* loop thread: `spare` was handed out */
   ifd_event_t release_ev; /* pushed by TRITONBACKEND_RequestRelease */
   /* The request's trace (core/trace.h), NULL when it is not traced (almost

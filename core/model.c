@@ -9,7 +9,10 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/classify.h"
 
 #include "core/log.h"
 
@@ -66,6 +69,16 @@ static int check_missing(const ifd_model_t *m, const ifd_request_t *req,
   for (j = 0; j < req->n_inputs; j++)
     ng += (size_t)snprintf(got + ng, ng < sizeof(got) ? sizeof(got) - ng : 0,
                            "%s'%s'", ng ? "," : "", req->inputs[j].name);
+  /* Triton words the count as a range when the model has optional
+   * inputs, else as the exact count. */
+  if (required != c->n_input)
+    return ifd_errf(err, IFD_EINVAL,
+                    "[request id: %s] expected number of inputs between %zu "
+                    "and %zu but got %u inputs for model '%s'. Got input(s) "
+                    "[%s], but missing required input(s) [%s]. Please provide "
+                    "all required input(s).",
+                    req_id(req), required, c->n_input, req->n_inputs, m->name,
+                    got, missing);
   return ifd_errf(err, IFD_EINVAL,
                   "[request id: %s] expected %zu inputs but got %u inputs for "
                   "model '%s'. Got input(s) [%s], but missing required "
@@ -199,15 +212,48 @@ int ifd_model_validate_request(const ifd_model_t *m, ifd_request_t *req,
                         "[request id: %s] output '%s' requested more than once "
                         "for model '%s'",
                         req_id(req), req->outputs[i].name, m->name);
-    /* Refused rather than answered with the plain tensor, which a client
-     * asking for top-N classes would misread. */
-    if (req->outputs[i].class_count > 0)
-      return ifd_errf(err, IFD_EUNSUPPORTED,
-                      "[request id: %s] the classification extension "
-                      "(output '%s' of model '%s') is not supported by inferd "
-                      "yet",
-                      req_id(req), req->outputs[i].name, m->name);
   }
   req->batch_size = c->max_batch_size > 0 && batch > 0 ? (uint64_t)batch : 0;
   return 0;
+}
+
+/* ---- classification labels ------------------------------------------------
+ */
+
+int ifd__model_load_labels(ifd_model_t *m, ifd_errmsg_t *err) {
+  const ifd_model_config_t *c = m->config;
+  size_t i;
+  int rc;
+
+  for (i = 0; i < c->n_output; i++) {
+    const char *f = c->output[i]->label_filename;
+    char *path;
+    if (f == NULL || f[0] == '\0') continue;
+    if (m->labels == NULL &&
+        (m->labels = calloc(c->n_output, sizeof(*m->labels))) == NULL)
+      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    path = malloc(strlen(m->path) + strlen(f) + 2);
+    if (path == NULL) {
+      ifd__model_free_labels(m);
+      return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    }
+    sprintf(path, "%s/%s", m->path, f);
+    rc = ifd_labels_load(&m->labels[i], path, err);
+    free(path);
+    if (rc != 0) {
+      ifd__model_free_labels(m);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+void ifd__model_free_labels(ifd_model_t *m) {
+  size_t i;
+
+  if (m->labels == NULL) return;
+  for (i = 0; m->config != NULL && i < m->config->n_output; i++)
+    ifd_labels_free(&m->labels[i]);
+  free(m->labels);
+  m->labels = NULL;
 }

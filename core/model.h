@@ -30,9 +30,12 @@ struct ifd_model {
   char *path;                 /* owned: "<repo>/<name>" */
   char *repo;                 /* owned: the repository path */
   ifd_model_config_t *config; /* owned; immutable once loaded */
-  ifd_model_state_t state;    /* loop thread only */
-  char *reason;               /* owned: why UNAVAILABLE; NULL otherwise */
-  int refs;                   /* loop thread only */
+  /* The instance-group fields its config left to the defaults: a backend's
+   * preferred groups apply there when the version loads. */
+  ifd_group_defaults_t group_defaults;
+  ifd_model_state_t state; /* loop thread only */
+  char *reason;            /* owned: why UNAVAILABLE; NULL otherwise */
+  int refs;                /* loop thread only */
 
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
   void *backend_model; /* backend_api: its model object */
@@ -62,7 +65,22 @@ struct ifd_model {
    * unload; NULL when its config names none. */
   struct ifd_model_agents *agents;
   ifd_model_t *next_version; /* registry link, loop thread only */
+  /* The classification labels of each config output (config->n_output
+   * entries, zeroed for an output without a label_filename); NULL when no
+   * output has one. Read on the thread pool before the load, then
+   * immutable. */
+  struct ifd_labels *labels; /* owned */
 };
+
+/**
+ * Thread pool, before the backend loads `m`: reads the label_filename of
+ * each output of its config (a path in the model's folder) into m->labels.
+ * Returns 0, or the error of a file that cannot be read (Triton fails the
+ * load too).
+ */
+int ifd__model_load_labels(ifd_model_t *m, ifd_errmsg_t *err);
+/** Frees m->labels. */
+void ifd__model_free_labels(ifd_model_t *m);
 
 /** Takes a reference (loop thread). */
 void ifd_model_ref(ifd_model_t *m);

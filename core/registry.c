@@ -124,6 +124,7 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
 void ifd__server_model_released(ifd_model_t *m) {
   ifd_server_t *s = m->server;
   ifd_stats_free(&m->stats);
+  ifd__model_free_labels(m);
   ifd_config_free(m->config);
   if (m->src != NULL) src_unref(s, m->src);
   free(m->name);
@@ -537,9 +538,13 @@ static void prepare_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   reg_op_t *op = j->op;
   ifd_server_t *s = j->server;
-  ifd_config_opts_t copts = {s->opts.strict_config,          s->opts.gpu_count,
-                             s->opts.model_config_name,      s->opts.gpu_skip,
-                             s->opts.min_compute_capability, j->mapped};
+  ifd_config_opts_t copts = {s->opts.strict_config,
+                             s->opts.gpu_count,
+                             s->opts.model_config_name,
+                             s->opts.gpu_skip,
+                             s->opts.min_compute_capability,
+                             j->mapped,
+                             &op->group_defaults};
   const char *dir;
   char *tmp = NULL;
 
@@ -776,6 +781,11 @@ static void prepare_after(uv_work_t *w, int status) {
 static void load_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   unsigned retries = j->server->opts.model_load_retry_count, k;
+  /* The outputs' label files first: one that cannot be read fails the load
+   * (as in Triton, whose model reads them when it is created). */
+  ifd_errclear(&j->err);
+  j->rc = ifd__model_load_labels(j->model, &j->err);
+  if (j->rc != 0) return;
   /* --model-load-retry-count: a failed load leaves nothing behind (the
    * scheduler and the backend undo what they made), so it starts over. */
   for (k = 0;; k++) {
@@ -850,6 +860,7 @@ static void op_continue(reg_op_t *op) {
     if (m == NULL) continue;
     list_insert(&op->staged, m);
     m->config = i + 1 == op->n_versions ? op->cfg : config_clone(op->cfg);
+    m->group_defaults = op->group_defaults;
     if (m->config == op->cfg) op->cfg = NULL;
     if (op->src != NULL) {
       m->src = op->src;

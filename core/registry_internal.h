@@ -39,6 +39,7 @@ struct reg_op {
   unsigned deps; /* dependency loads this op waits for */
   /* What prepare found (owned until handed on). */
   ifd_model_config_t *cfg;
+  ifd_group_defaults_t group_defaults; /* what normalizing cfg filled in */
   int64_t *versions;
   size_t n_versions;
   ifd_model_src_t *src; /* counted: the temporary folder, or NULL */

@@ -230,6 +230,46 @@ static void put_duration(jbuf_t *b, const char *key, const ifd_duration_t *d) {
           d->ns);
 }
 
+/* Orders response indexes as their keys are ordered in Triton's map of
+ * strings: "0", "1", "10", "11", ..., "2". */
+static int key_order(const void *pa, const void *pb) {
+  char a[24], b[24];
+  snprintf(a, sizeof(a), "%zu", *(const size_t *)pa);
+  snprintf(b, sizeof(b), "%zu", *(const size_t *)pb);
+  return strcmp(a, b);
+}
+
+/* "<index>":{"compute_infer":..,"compute_output":..,"success":..,"fail":..,
+ * "empty_response":..,"cancel":..} for each response index reported. */
+static void put_response_stats(jbuf_t *b, const ifd_model_stats_t *st) {
+  size_t i, n = st->n_responses, *order;
+  if (n == 0) return;
+  order = malloc(n * sizeof(*order));
+  if (order == NULL) {
+    b->oom = 1;
+    return;
+  }
+  for (i = 0; i < n; i++) order[i] = i;
+  qsort(order, n, sizeof(*order), key_order);
+  for (i = 0; i < n; i++) {
+    const ifd_response_stats_t *r = &st->responses[order[i]];
+    printf_(b, "%s\"%zu\":{", i > 0 ? "," : "", order[i]);
+    put_duration(b, "compute_infer", &r->compute_infer);
+    put(b, ",", 1);
+    put_duration(b, "compute_output", &r->compute_output);
+    put(b, ",", 1);
+    put_duration(b, "success", &r->success);
+    put(b, ",", 1);
+    put_duration(b, "fail", &r->fail);
+    put(b, ",", 1);
+    put_duration(b, "empty_response", &r->empty_response);
+    put(b, ",", 1);
+    put_duration(b, "cancel", &r->cancel);
+    put(b, "}", 1);
+  }
+  free(order);
+}
+
 static void put_model_stats(jbuf_t *b, const ifd_stats_entry_t *e) {
   const ifd_model_stats_t *st = e->stats;
   ifd_mem_usage_t mu[IFD_STATS_MEM_SLOTS];
@@ -258,9 +298,9 @@ static void put_model_stats(jbuf_t *b, const ifd_stats_entry_t *e) {
   put_duration(b, "cache_hit", &st->cache_hit);
   put(b, ",", 1);
   put_duration(b, "cache_miss", &st->cache_miss);
-  /* Decoupled response statistics are not collected yet: present and empty,
-   * as tritonserver writes them for such models. */
-  puts_(b, "},\"response_stats\":{},\"batch_stats\":[");
+  puts_(b, "},\"response_stats\":{");
+  put_response_stats(b, st);
+  puts_(b, "},\"batch_stats\":[");
   for (i = 0; i < st->n_batches; i++) {
     const ifd_batch_stats_t *bs = &st->batches[i];
     printf_(b, "%s{\"batch_size\":%" PRIu64 ",", i > 0 ? "," : "",

@@ -22,7 +22,8 @@
 #include "core/stats.h"
 #include "core/trace.h"
 
-#define IFD_SERVER_NAME "inferd"
+#define IFD_SERVER_NAME \
+  "triton" /* tritonserver's default --id: clients check it */
 #define IFD_SERVER_VERSION "0.1.0"
 
 /**

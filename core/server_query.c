@@ -93,11 +93,13 @@ int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
   return atomic_load_explicit(&m->unready_instances, memory_order_relaxed) == 0;
 }
 
-/* The extensions inferd serves, in tritonserver's order. Not listed until
- * they land: classification, trace. cuda_shared_memory is listed
+/* The extensions inferd serves, in tritonserver's order (its core lists
+ * "trace" between "statistics" and "logging" when built with tracing, as
+ * the release images are). cuda_shared_memory is listed
  * on a machine without a GPU too, as tritonserver does (its register then
  * answers "GPUs not supported"). */
-static const char *const extensions[] = {"sequence",
+static const char *const extensions[] = {"classification",
+                                         "sequence",
                                          "model_repository",
                                          "model_repository(unload_dependents)",
                                          "schedule_policy",
@@ -107,6 +109,7 @@ static const char *const extensions[] = {"sequence",
                                          "binary_tensor_data",
                                          "parameters",
                                          "statistics",
+                                         "trace",
                                          "logging"};
 
 static const ifd_server_info_t server_info = {

@@ -524,8 +524,12 @@ int ifd_shm_use(ifd_request_t *req, const char *name, size_t name_len,
     return ifd_errf(err, IFD_ENOTFOUND,
                     "Unable to find shared memory region: '%.*s'",
                     (int)(name_len > 256 ? 256 : name_len), name);
-  if (byte_size == 0 || offset > r->byte_size ||
-      byte_size > r->byte_size - offset)
+  /* Triton's two checks: the offset must fall inside the region, then the
+   * tensor's last byte (none when byte_size is 0) too. */
+  if (offset >= r->byte_size)
+    return ifd_errf(err, IFD_EINVAL,
+                    "Invalid offset for shared memory region: '%s'", r->name);
+  if (byte_size == 0 || byte_size > r->byte_size - offset)
     return ifd_errf(err, IFD_EINVAL,
                     "Invalid offset + byte size for shared memory region: "
                     "'%s'",

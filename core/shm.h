@@ -145,9 +145,10 @@ typedef struct ifd_shm_ref {
 /**
  * Loop thread, while a protocol builds `req`: looks up the region named
  * `name` (`name_len` bytes, not NUL-terminated necessarily) in the server's
- * table, checks that [offset, offset + byte_size) lies in it with
- * byte_size > 0 (else IFD_EINVAL "Invalid offset + byte size for shared
- * memory region: '<n>'"), and makes the request hold a reference to the
+ * table, checks that offset lies in it (else IFD_EINVAL "Invalid offset
+ * for shared memory region: '<n>'") and [offset, offset + byte_size) too,
+ * with byte_size > 0 (else IFD_EINVAL "Invalid offset + byte size for
+ * shared memory region: '<n>'"), and makes the request hold a reference to the
  * region until it is freed. IFD_ENOTFOUND "Unable to find shared memory
  * region: '<n>'" when no region has that name.
  */

@@ -152,6 +152,23 @@ void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
   if (k >= 0) __atomic_fetch_add(&st->memory_usage[k], bytes, __ATOMIC_RELAXED);
 }
 
+int ifd_stats_memory_slot(int32_t type, int64_t id) {
+  return mem_slot(type, id);
+}
+
+void ifd_stats_memory_replace(ifd_model_stats_t *st,
+                              uint64_t old[IFD_STATS_MEM_SLOTS],
+                              const uint64_t now[IFD_STATS_MEM_SLOTS]) {
+  for (int k = 0; k < IFD_STATS_MEM_SLOTS; k++) {
+    /* Unsigned arithmetic: adding now - old modulo 2^64 subtracts when the
+     * usage shrank. */
+    if (now[k] != old[k])
+      __atomic_fetch_add(&st->memory_usage[k], now[k] - old[k],
+                         __ATOMIC_RELAXED);
+    old[k] = now[k];
+  }
+}
+
 size_t ifd_stats_memory_usage(const ifd_model_stats_t *st, ifd_mem_usage_t *out,
                               size_t max) {
   size_t n = 0;
@@ -169,9 +186,74 @@ size_t ifd_stats_memory_usage(const ifd_model_stats_t *st, ifd_mem_usage_t *out,
   return n;
 }
 
+int ifd_stats_response(ifd_model_stats_t *st, uint64_t index,
+                       const ifd_response_stats_t *delta) {
+  ifd_response_stats_t *r;
+  ifd_duration_t *to;
+  const ifd_duration_t *from;
+  size_t k;
+
+  if (index >= IFD_STATS_MAX_RESPONSES) return IFD_EINVAL;
+  if (index >= st->cap_responses) {
+    size_t n = st->cap_responses ? st->cap_responses : 4;
+    while (n <= index) n *= 2;
+    if (n > IFD_STATS_MAX_RESPONSES) n = IFD_STATS_MAX_RESPONSES;
+    r = realloc(st->responses, n * sizeof(*r));
+    if (r == NULL) return IFD_ENOMEM;
+    memset(r + st->cap_responses, 0, (n - st->cap_responses) * sizeof(*r));
+    st->responses = r;
+    st->cap_responses = n;
+  }
+  /* Every index below a reported one was reported before it (a request's
+   * reports count up from 0), so the first n_responses are the keys. */
+  if (index >= st->n_responses) st->n_responses = index + 1;
+  /* The struct is six durations in a row: add them pairwise. */
+  to = &st->responses[index].compute_infer;
+  from = &delta->compute_infer;
+  for (k = 0; k < sizeof(*delta) / sizeof(*from); k++) {
+    to[k].count += from[k].count;
+    to[k].ns += from[k].ns;
+  }
+  return 0;
+}
+
+int ifd_stats_response_classify(uint64_t start, uint64_t compute_output_start,
+                                uint64_t end, int failed, int cancelled,
+                                ifd_response_stats_t *out, const char **msg) {
+  memset(out, 0, sizeof(*out));
+  if (failed && cancelled) {
+    if (start > end) goto out_start_end;
+    add(&out->cancel, end - start);
+    return 0;
+  }
+  if (compute_output_start > 0) {
+    if (start > compute_output_start) {
+      *msg = "Response start cannot happen after compute output start";
+      return IFD_EINVAL;
+    }
+    if (compute_output_start > end) {
+      *msg = "Compute output start cannot happen after response end";
+      return IFD_EINVAL;
+    }
+    add(&out->compute_infer, compute_output_start - start);
+    if (!failed || end > compute_output_start)
+      add(&out->compute_output, end - compute_output_start);
+    add(failed ? &out->fail : &out->success, end - start);
+    return 0;
+  }
+  if (start > end) goto out_start_end;
+  add(&out->compute_infer, end - start);
+  add(failed ? &out->fail : &out->empty_response, end - start);
+  return 0;
+out_start_end:
+  *msg = "Response start cannot happen after response end";
+  return IFD_EINVAL;
+}
+
 void ifd_stats_free(ifd_model_stats_t *st) {
   free(st->first_response.counts);
   free(st->batches);
+  free(st->responses);
   if (st->summary != NULL) {
     ifd_summary_free(&st->summary->request);
     ifd_summary_free(&st->summary->queue);

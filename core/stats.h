@@ -38,6 +38,16 @@ typedef struct ifd_histogram {
   double sum;
 } ifd_histogram_t;
 
+/** The statistics of the n-th response of a decoupled model's requests
+ *  (Triton's InferResponseStatistics), or one response's share of them. */
+typedef struct ifd_response_stats {
+  ifd_duration_t compute_infer, compute_output, success, fail, empty_response,
+      cancel;
+} ifd_response_stats_t;
+
+/* The most response indexes counted (a response past them is not). */
+#define IFD_STATS_MAX_RESPONSES (1u << 20)
+
 /* Slots of memory_usage: CPU, CPU_PINNED, then GPUs 0..IFD_STATS_MEM_GPUS-1
  * (a report about a GPU past them is not counted). */
 #define IFD_STATS_MEM_GPUS 16
@@ -64,6 +74,11 @@ typedef struct ifd_model_stats {
       compute_output, cache_hit, cache_miss;
   ifd_batch_stats_t *batches; /* owned; ascending batch_size */
   size_t n_batches, cap_batches;
+  /* response_stats: by response index, what backends reported through
+   * TRITONBACKEND_ModelInstanceReportResponseStatistics. */
+  ifd_response_stats_t *responses; /* owned: cap_responses entries, the
+                                      first n_responses reported */
+  size_t n_responses, cap_responses;
   /* nv_inference_first_response_histogram_ms (decoupled models, with
    * --metrics-config histogram_latencies=true): whole milliseconds from a
    * request's arrival to its first response. */
@@ -125,6 +140,28 @@ int ifd_stats_batch(ifd_model_stats_t *st, uint64_t batch_size,
                     uint64_t exec_start, uint64_t compute_start,
                     uint64_t compute_end, uint64_t exec_end);
 
+/**
+ * Adds `delta` (one reported response) to the statistics of response index
+ * `index`. Returns 0, or IFD_ENOMEM / IFD_EINVAL (an index past
+ * IFD_STATS_MAX_RESPONSES): nothing is counted then.
+ */
+int ifd_stats_response(ifd_model_stats_t *st, uint64_t index,
+                       const ifd_response_stats_t *delta);
+
+/**
+ * Classifies one reported response as Triton's statistics aggregator does
+ * and fills `out` with its share: no error and compute_output_start > 0 a
+ * success (compute_infer from start to compute_output_start, compute_output
+ * from there to end), no error and compute_output_start 0 an empty response
+ * (compute_infer from start to end), `cancelled` a cancellation (its span
+ * only), any other error a failure (compute_infer, and compute_output when
+ * its span is not 0). Returns 0, or IFD_EINVAL with `msg` (static, Triton's
+ * text) when the timestamps are out of order.
+ */
+int ifd_stats_response_classify(uint64_t start, uint64_t compute_output_start,
+                                uint64_t end, int failed, int cancelled,
+                                ifd_response_stats_t *out, const char **msg);
+
 /** Adds `v` to `h`, whose bounds are the `n` ascending `bounds`. Returns 0,
  *  or IFD_ENOMEM on the first observation (then nothing is counted). */
 int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
@@ -134,6 +171,19 @@ int ifd_histogram_observe(ifd_histogram_t *h, const double *bounds, size_t n,
  *  device `id` to the model's memory usage. Any thread. */
 void ifd_stats_memory_add(ifd_model_stats_t *st, int32_t type, int64_t id,
                           uint64_t bytes);
+
+/** The memory_usage slot of (type, id), or -1 when it has none. */
+int ifd_stats_memory_slot(int32_t type, int64_t id);
+
+/**
+ * Replaces one reporter's share of the model's memory usage (a model's or
+ * an instance's latest report, as Triton keeps them): `old` (its previous
+ * report, by slot) becomes `now`, and the model's slots move by the
+ * difference. The caller serializes reports of one reporter. Any thread.
+ */
+void ifd_stats_memory_replace(ifd_model_stats_t *st,
+                              uint64_t old[IFD_STATS_MEM_SLOTS],
+                              const uint64_t now[IFD_STATS_MEM_SLOTS]);
 
 /** Writes up to `max` rows of the model's memory usage (slots with bytes,
  *  CPU first, then pinned, then GPUs by id) into `out`; returns how many

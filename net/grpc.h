@@ -6,13 +6,14 @@
 #ifndef IFD_NET_GRPC_H
 #define IFD_NET_GRPC_H
 
-#include <regex.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "core/error.h"
 #include "core/server.h"
 #include "net/tls.h"
+
+struct ifd_fwd_re; /* net/forward.h */
 
 typedef struct ifd_grpc ifd_grpc_t;
 
@@ -24,7 +25,7 @@ typedef struct ifd_grpc_opts {
   int reuse_port;            /* set SO_REUSEPORT before binding */
   /* --grpc-header-forward-pattern (borrowed: outlives the front end; NULL:
    * none): matching request metadata become parameters of infer requests. */
-  const regex_t *forward_headers;
+  const struct ifd_fwd_re *forward_headers; /* net/forward.h */
   /* Most response bytes one call may have queued but not yet written (a
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */

@@ -65,7 +65,8 @@ struct ifd_grpc {
   ifd_grpc_opts_t lim;   /* the HTTP/2 limits and keepalive, defaults filled */
   nghttp2_option *h2opt; /* owned */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
-  const regex_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or NULL */
+  const ifd_fwd_re_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or
+                                NULL */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */

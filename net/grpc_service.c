@@ -425,8 +425,34 @@ static int model_stats(arena_t *a, const ifd_stats_entry_t *e,
         &s->compute_infer, &s->compute_output, &s->cache_hit, &s->cache_miss};
     if (durations(a, to, from, 8) != 0) return IFD_ENOMEM;
   }
-  /* Response statistics (decoupled models) are not collected yet: empty,
-   * as in the HTTP JSON. Memory usage is what the backend reported. */
+  /* Response statistics: one map entry per response index reported. */
+  if (s->n_responses > 0) {
+    size_t k, nr = s->n_responses;
+    m->response_stats = (void *)struct_array(
+        a, nr, sizeof(Inference__ModelStatistics__ResponseStatsEntry));
+    Inference__InferResponseStatistics *v = arena_alloc(a, nr * sizeof(*v));
+    char *keys = arena_alloc(a, nr * 24);
+    if (m->response_stats == NULL || v == NULL || keys == NULL)
+      return IFD_ENOMEM;
+    m->n_response_stats = nr;
+    for (k = 0; k < nr; k++) {
+      Inference__ModelStatistics__ResponseStatsEntry *en = m->response_stats[k];
+      const ifd_response_stats_t *rs = &s->responses[k];
+      Inference__StatisticDuration **const to[6] = {
+          &v[k].compute_infer, &v[k].compute_output, &v[k].success,
+          &v[k].fail,          &v[k].empty_response, &v[k].cancel};
+      const ifd_duration_t *const from[6] = {
+          &rs->compute_infer, &rs->compute_output, &rs->success,
+          &rs->fail,          &rs->empty_response, &rs->cancel};
+      inference__model_statistics__response_stats_entry__init(en);
+      inference__infer_response_statistics__init(&v[k]);
+      snprintf(keys + 24 * k, 24, "%zu", k);
+      en->key = keys + 24 * k;
+      en->value = &v[k];
+      if (durations(a, to, from, 6) != 0) return IFD_ENOMEM;
+    }
+  }
+  /* Memory usage is what the backend reported. */
   {
     ifd_mem_usage_t mu[IFD_STATS_MEM_SLOTS];
     size_t k, nmu = ifd_stats_memory_usage(s, mu, IFD_STATS_MEM_SLOTS);

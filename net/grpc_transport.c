@@ -411,12 +411,16 @@ void ifd_grpc_opts_defaults(ifd_grpc_opts_t *o) {
 
 /* nghttp2's own guards, set from the limits: its RST_STREAM rate limit is
  * kept looser than ours (which logs and says why), and CONTINUATION frames
- * are bounded. */
+ * are bounded. Header values with leading or trailing whitespace are let
+ * through (RFC 9113 forbids them, nghttp2 resets such a stream with
+ * PROTOCOL_ERROR): tritonserver's gRPC stack serves them, and clients send
+ * them. */
 static int h2_options(ifd_grpc_t *g) {
   uint64_t r = g->lim.max_resets_per_second;
 
   if (nghttp2_option_new(&g->h2opt) != 0) return IFD_ENOMEM;
   nghttp2_option_set_max_continuations(g->h2opt, MAX_CONTINUATIONS);
+  nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(g->h2opt, 1);
   if (r == 0)
     nghttp2_option_set_stream_reset_rate_limit(g->h2opt, UINT64_MAX / 2,
                                                UINT64_MAX / 2);

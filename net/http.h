@@ -9,13 +9,14 @@
 #ifndef IFD_NET_HTTP_H
 #define IFD_NET_HTTP_H
 
-#include <regex.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "core/error.h"
 #include "core/server.h"
 #include "net/tls.h"
+
+struct ifd_fwd_re; /* net/forward.h */
 
 typedef struct ifd_http ifd_http_t;
 
@@ -27,7 +28,7 @@ typedef struct ifd_http_opts {
   int reuse_port;           /* set SO_REUSEPORT before binding */
   /* --http-header-forward-pattern (borrowed: outlives the front end; NULL:
    * none): matching request headers become parameters of infer requests. */
-  const regex_t *forward_headers;
+  const struct ifd_fwd_re *forward_headers; /* net/forward.h */
   /* Metrics listener: serves only GET /metrics from `metrics` (borrowed:
    * outlives the front end). */
   int metrics_only;

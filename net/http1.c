@@ -95,8 +95,8 @@ struct ifd_http {
   const struct ifd_metrics *metrics;  /* borrowed: outlives the front end */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end;
                                          NULL when nothing is restricted */
-  const regex_t *fwd_re;         /* borrowed: --http-header-forward-pattern, or
-                                    NULL */
+  const ifd_fwd_re_t *fwd_re;    /* borrowed: --http-header-forward-pattern, or
+                               NULL */
   const ifd_http_cloud_t *cloud; /* borrowed: a cloud endpoint, or NULL */
   struct ifd_mme *mme;           /* owned (a reference): SageMaker's multi-model
                                     endpoint (net/http_mme.c); NULL until used */

@@ -256,6 +256,56 @@ static const ifd_tensor_info_t *find_input(const ifd_tensor_info_t *inputs,
   return NULL;
 }
 
+/* Triton adds each input member to the request as it reads the body, so a
+ * second member naming the same input is the core's error; jansson would
+ * keep the last one silently. Walks the top-level members of the validated
+ * object at p in text order and answers the first input seen twice.
+ * Parameters (other keys) may repeat. */
+static int check_duplicate_inputs(const char *p, const char *end,
+                                  const ifd_tensor_info_t *inputs,
+                                  size_t n_inputs, ifd_errmsg_t *err) {
+  unsigned char stack[64], *seen = stack;
+  int rc = 0;
+
+  if (n_inputs == 0) return 0;
+  if (n_inputs > sizeof(stack) && (seen = calloc(n_inputs, 1)) == NULL)
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (seen == stack) memset(stack, 0, sizeof(stack));
+  p = ifd__json_ws(p, end) + 1; /* past '{' */
+  for (;;) {
+    const char *k;
+    char *name;
+    size_t n, i;
+    int esc;
+    p = ifd__json_ws(p, end);
+    if (p >= end || *p != '"') break; /* the closing '}' */
+    k = p;
+    n = ifd__json_strlen(k, end, &esc);
+    name = malloc(n + 1);
+    if (name == NULL) {
+      rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
+      break;
+    }
+    ifd__json_strcpy(k, end, name);
+    name[n] = '\0';
+    for (i = 0; i < n_inputs; i++)
+      if (strlen(inputs[i].name) == n && memcmp(inputs[i].name, name, n) == 0)
+        break;
+    free(name);
+    if (i < n_inputs && seen[i]) {
+      rc = ifd_errf(err, IFD_EINVAL, "input '%s' already exists in request",
+                    inputs[i].name);
+      break;
+    }
+    if (i < n_inputs) seen[i] = 1;
+    p = ifd__json_ws(ifd__json_skip(k, end), end) + 1; /* past ':' */
+    p = ifd__json_ws(ifd__json_skip(ifd__json_ws(p, end), end), end);
+    if (p < end && *p == ',') p++;
+  }
+  if (seen != stack) free(seen);
+  return rc;
+}
+
 int ifd__http_generate_decode(ifd_request_t *req, const char *body, size_t len,
                               const ifd_tensor_info_t *inputs, size_t n_inputs,
                               ifd_errmsg_t *err) {
@@ -277,14 +327,23 @@ int ifd__http_generate_decode(ifd_request_t *req, const char *body, size_t len,
                     parse_reason(e.text, e.pos, len), e.pos);
   }
   root = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
-  if (root == NULL) /* the validator accepted it: memory ran out */
+  if (root == NULL) {
+    /* The validator accepted it: an integer above INT64_MAX (the validator
+     * takes uint64, jansson does not), or memory ran out. */
+    if (strncmp(jerr.text, "too big integer", 15) == 0)
+      return ifd_errf(err, IFD_EINVAL,
+                      "failed to parse the request JSON buffer: %s at %d",
+                      jerr.text, jerr.position);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
   if (!json_is_object(root)) {
     rc = ifd_errf(err, IFD_EINVAL,
                   "failed to parse the request JSON buffer: the generate "
                   "request must be a JSON object");
     goto out_free;
   }
+  rc = check_duplicate_inputs(body, body + len, inputs, n_inputs, err);
+  if (rc != 0) goto out_free;
   req->id = "";
   json_object_foreach(root, key, v) {
     info = find_input(inputs, n_inputs, key);

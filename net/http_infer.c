@@ -378,6 +378,23 @@ void ifd__http_infer_start(ifd_http_slot_t *s, ifd_request_t *req,
 
   if (refuse_decoupled(s, req)) return;
   ifd_errclear(&err);
+  if (json_len == 0) {
+    /* Triton's raw binary request: no JSON (Inference-Header-Content-Length
+     * 0, or an empty body without it), the body is the only input's data.
+     * An unknown model is left to submit, which answers it. */
+    ifd_model_t *m;
+    if (ifd_server_find_model(req->server, req->model_name,
+                              strlen(req->model_name), req->model_version, &m,
+                              NULL) != 0) {
+      memset(&info, 0, sizeof(info));
+      rc = 0;
+    } else {
+      rc = ifd__http_infer_raw(req, m->config, m->name, req->body, body_len,
+                               &info, &err);
+    }
+    submit(s, req, rc, &err, &info);
+    return;
+  }
   if (json_len >= s->json_offload && json_len <= body_len &&
       (j = calloc(1, sizeof(*j))) != NULL) {
     j->slot = s;

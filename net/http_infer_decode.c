@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/dtype.h"
 #include "core/infer.h"
 #include "net/internal.h"
@@ -40,13 +41,24 @@ static int is_arr(const char *v, const char *end) {
   return v != NULL && v < end && *v == '[';
 }
 
-/* Whether v is an integer (no '.', 'e', 'E'); its value in *x. */
+/* Whether v is an integer (no '.', 'e', 'E') that fits int64_t; its value
+ * in *x. */
 static int get_int(const char *v, const char *end, int64_t *x) {
   ifd_jnum_t n;
   if (!is_num(v, end)) return 0;
   ifd__json_number(v, end, &n);
   *x = n.i;
   return n.is_int;
+}
+
+/* Whether v is a non-negative integer (up to UINT64_MAX, as Triton's
+ * AsUInt reads unsigned fields); its value in *x. */
+static int get_uint(const char *v, const char *end, uint64_t *x) {
+  ifd_jnum_t n;
+  if (!is_num(v, end)) return 0;
+  ifd__json_number(v, end, &n);
+  *x = n.u;
+  return n.is_uint;
 }
 
 /* An object key: q at its opening quote, n raw bytes before the closing
@@ -157,6 +169,18 @@ static int put_int(walk_t *w, const char **pp, int64_t lo, int64_t hi,
 
   if (!is_num(*pp, w->end)) return elem_error(w, "an integer");
   *pp = ifd__json_number(*pp, w->end, &n);
+  if (n.is_uint && !n.is_int) {
+    /* Above INT64_MAX: only UINT64 holds it. */
+    if (w->dtype == IFD_TYPE_UINT64) {
+      memcpy(w->out, &n.u, 8);
+      w->out += 8;
+      return 0;
+    }
+    return ifd_errf(w->err, IFD_EINVAL,
+                    "Unable to parse 'data' of input '%s': element %" PRId64
+                    " (%" PRIu64 ") is out of range for %s",
+                    w->name, w->count, n.u, ifd_dtype_name(w->dtype));
+  }
   if (!n.is_int) return elem_error(w, "an integer");
   x = n.i;
   if (x < lo || x > hi) {
@@ -189,8 +213,7 @@ static int put_elem(walk_t *w, const char **pp) {
       return put_int(w, pp, 0, UINT16_MAX, 2);
     case IFD_TYPE_UINT32:
       return put_int(w, pp, 0, UINT32_MAX, 4);
-    /* JSON integers are read as int64_t (as jansson did): UINT64 above
-     * INT64_MAX cannot be sent as JSON (binary data can). */
+    /* Up to INT64_MAX here; put_int takes the larger ones itself. */
     case IFD_TYPE_UINT64:
       return put_int(w, pp, 0, INT64_MAX, 8);
     case IFD_TYPE_INT8:
@@ -407,19 +430,19 @@ static int decode_shm(ifd_request_t *req, const char *what, const char *name,
                       const char *size, const char *end,
                       ifd_http_infer_info_t *info, ifd_errmsg_t *err) {
   ifd_http_shm_place_t *pl;
-  int64_t o = 0, n = 0;
+  uint64_t o = 0, n = 0;
 
   if (!is_str(shm, end))
     return ifd_errf(err, IFD_EINVAL,
                     "Unable to parse 'shared_memory_region' of %s '%s': "
                     "expected a string",
                     what, name);
-  if (off != NULL && (!get_int(off, end, &o) || o < 0))
+  if (off != NULL && !get_uint(off, end, &o))
     return ifd_errf(err, IFD_EINVAL,
                     "Unable to parse 'shared_memory_offset' of %s '%s': "
                     "expected a non-negative integer",
                     what, name);
-  if (size != NULL && (!get_int(size, end, &n) || n < 0))
+  if (size != NULL && !get_uint(size, end, &n))
     return ifd_errf(err, IFD_EINVAL,
                     "Unable to parse 'shared_memory_byte_size' of %s '%s': "
                     "expected a non-negative integer",
@@ -428,8 +451,8 @@ static int decode_shm(ifd_request_t *req, const char *what, const char *name,
   if (pl == NULL) return IFD_ENOMEM;
   pl->region = pool_str(req, shm, end, &pl->region_len);
   if (pl->region == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  pl->offset = (uint64_t)o;
-  pl->byte_size = (uint64_t)n;
+  pl->offset = o;
+  pl->byte_size = n;
   pl->index = index;
   pl->output = what[0] == 'o';
   return 0;
@@ -547,22 +570,21 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
                       shm_size, end, info, err);
   }
   if (bds != NULL) {
-    int64_t s;
-    if (!get_int(bds, end, &s)) s = -1;
-    if (s < 0)
+    uint64_t s;
+    if (!get_uint(bds, end, &s))
       return ifd_errf(err, IFD_EINVAL,
                       "Unable to parse 'binary_data_size' of input '%s': "
                       "expected a non-negative integer",
                       in->name);
-    if ((uint64_t)s > bin_len - *off) {
-      return ifd_errf(
-          err, IFD_EINVAL,
-          "unexpected size for input '%s': binary_data_size is %lld "
-          "but only %zu bytes of binary data are left in the body",
-          in->name, (long long)s, bin_len - *off);
+    if (s > bin_len - *off) {
+      return ifd_errf(err, IFD_EINVAL,
+                      "unexpected size for input '%s': binary_data_size is "
+                      "%" PRIu64
+                      " but only %zu bytes of binary data are left in the body",
+                      in->name, s, bin_len - *off);
     }
     in->data = bin + *off;
-    in->byte_size = (uint64_t)s;
+    in->byte_size = s;
     *off += (size_t)s;
     return 0;
   }
@@ -650,12 +672,12 @@ static int decode_params(ifd_request_t *req, const char *params,
   for (i = 0; i < n; i++) {
     const char *key = m[i].key;
     ifd_param_t *p;
-    int64_t x;
     v = m[i].v;
     if (m[i].dup) continue;
     if (strcmp(key, "sequence_id") == 0) {
-      if (get_int(v, end, &x) && x >= 0) {
-        req->correlation_id = (uint64_t)x;
+      uint64_t id;
+      if (get_uint(v, end, &id)) {
+        req->correlation_id = id;
         req->correlation_id_str = NULL;
       } else if (is_str(v, end)) {
         req->correlation_id = 0;
@@ -686,15 +708,15 @@ static int decode_params(ifd_request_t *req, const char *params,
       continue;
     }
     if (strcmp(key, "priority") == 0 || strcmp(key, "timeout") == 0) {
-      if (!get_int(v, end, &x)) x = -1;
-      if (x < 0 || (key[0] == 'p' && x > UINT32_MAX))
+      uint64_t u;
+      if (!get_uint(v, end, &u) || (key[0] == 'p' && u > UINT32_MAX))
         return ifd_errf(err, IFD_EINVAL,
                         "Unable to parse '%s': expected a non-negative integer",
                         key);
       if (key[0] == 'p')
-        req->priority = (uint32_t)x;
+        req->priority = (uint32_t)u;
       else
-        req->timeout_us = (uint64_t)x;
+        req->timeout_us = u;
       continue;
     }
     p = &req->params[req->n_params];
@@ -810,9 +832,8 @@ static int decode_outputs(ifd_request_t *req, const char *outs, const char *end,
         binary = 0;
       }
       if (cls != NULL) {
-        int64_t c;
-        if (!get_int(cls, end, &c)) c = -1;
-        if (c < 0 || c > UINT32_MAX)
+        uint64_t c;
+        if (!get_uint(cls, end, &c) || c > UINT32_MAX)
           return ifd_errf(err, IFD_EINVAL,
                           "Unable to parse 'classification' of output '%s': "
                           "expected a non-negative integer",
@@ -908,5 +929,77 @@ int ifd__http_infer_decode(ifd_request_t *req, const char *body,
   if (outputs != NULL &&
       (rc = decode_outputs(req, outputs, end, info, err)) != 0)
     return rc;
+  return 0;
+}
+
+int ifd__http_infer_raw(ifd_request_t *req, const ifd_model_config_t *c,
+                        const char *model_name, const char *body,
+                        size_t body_len, ifd_http_infer_info_t *info,
+                        ifd_errmsg_t *err) {
+  const Inference__ModelInput *ci;
+  ifd_input_t *in;
+  int64_t elems = 1;
+  size_t k, nd, wild = SIZE_MAX;
+
+  memset(info, 0, sizeof(*info));
+  info->binary_all = 1; /* Triton answers raw requests in binary */
+  req->id = "";
+  if (c->n_input != 1)
+    return ifd_errf(err, IFD_EINVAL,
+                    "[request id: <id_unknown>] Raw request must only have 1 "
+                    "input (found 1) to be deduced but got %zu inputs in '%s' "
+                    "model configuration",
+                    c->n_input, model_name);
+  ci = c->input[0];
+  nd = ci->n_dims + (c->max_batch_size != 0 ? 1 : 0);
+  req->inputs = ifd_pool_calloc(&req->pool, 1, sizeof(ifd_input_t));
+  in = req->inputs;
+  if (in == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->shape = ifd_pool_calloc(&req->pool, nd != 0 ? nd : 1, sizeof(int64_t));
+  if (in->shape == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->ndims = 0;
+  if (c->max_batch_size != 0) in->shape[in->ndims++] = 1;
+  for (k = 0; k < ci->n_dims; k++) {
+    if (ci->dims[k] == -1) {
+      if (wild != SIZE_MAX)
+        return ifd_errf(err, IFD_EINVAL,
+                        "[request id: <id_unknown>] The shape of the raw input "
+                        "'%s' can not be deduced because there are more than "
+                        "one variable-sized dimension",
+                        ci->name);
+      wild = in->ndims;
+    } else {
+      elems *= ci->dims[k];
+    }
+    in->shape[in->ndims++] = ci->dims[k];
+  }
+  in->name = ifd_pool_strndup(&req->pool, ci->name, strlen(ci->name));
+  if (in->name == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  in->dtype = (ifd_dtype_t)ci->data_type;
+  if (in->dtype == IFD_TYPE_BYTES) {
+    unsigned char *d;
+    uint32_t len = (uint32_t)body_len;
+    if (wild != SIZE_MAX || elems != 1 || body_len > UINT32_MAX)
+      return ifd_errf(err, IFD_EINVAL,
+                      "[request id: <id_unknown>] For BYTE datatype raw input "
+                      "'%s', the model must have input shape [1]",
+                      ci->name);
+    /* Triton's convention for one BYTES element: its length first. */
+    d = ifd_pool_alloc(&req->pool, body_len + 4);
+    if (d == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+    memcpy(d, &len, 4);
+    if (body_len != 0) memcpy(d + 4, body, body_len);
+    in->data = d;
+    in->byte_size = body_len + 4;
+  } else {
+    size_t esize = ifd_dtype_size(in->dtype);
+    if (wild != SIZE_MAX)
+      in->shape[wild] = elems > 0 && esize > 0
+                            ? (int64_t)(body_len / (uint64_t)elems / esize)
+                            : 0;
+    in->data = body_len != 0 ? body : "";
+    in->byte_size = body_len;
+  }
+  req->n_inputs = 1;
   return 0;
 }

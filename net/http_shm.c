@@ -20,7 +20,6 @@
  * answers 400, where Triton answers 500 (a client's mistake).
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,35 +113,61 @@ static void route_status(ifd_server_t *srv, ifd_http_slot_t *s,
 /* ---- register -------------------------------------------------------------
  */
 
-/* The register body as a JSON object, or NULL after answering 400. */
-static json_t *load_body(ifd_http_slot_t *s, const ifd_http_msg_t *msg) {
-  json_error_t jerr;
-  json_t *root;
+/* The register body, read without a tree: its integers may go up to
+ * UINT64_MAX (Triton reads them as uint64), beyond jansson's int64. */
+typedef struct reg_body {
+  const char *p, *end; /* borrowed: the message body */
+} reg_body_t;
+
+/* Checks the body is one JSON object. Returns 0, or -1 after answering
+ * 400. */
+static int load_body(ifd_http_slot_t *s, const ifd_http_msg_t *msg,
+                     reg_body_t *b) {
+  ifd_jerr_t jerr;
   char text[300];
 
-  root =
-      json_loadb(msg->body != NULL ? msg->body : "", msg->body_len, 0, &jerr);
-  if (root == NULL) {
+  b->p = msg->body != NULL ? msg->body : "";
+  b->end = b->p + msg->body_len;
+  if (ifd__json_validate(b->p, msg->body_len, &jerr) != 0) {
     snprintf(text, sizeof(text),
-             "failed to parse the request JSON buffer: %.200s at %d", jerr.text,
-             jerr.position);
+             "failed to parse the request JSON buffer: %.200s at %zu",
+             jerr.text, jerr.pos);
     ifd__http_slot_error(s, 400, text);
-    return NULL;
+    return -1;
   }
-  if (!json_is_object(root)) {
-    json_decref(root);
+  b->p = ifd__json_ws(b->p, b->end);
+  if (*b->p != '{') {
     ifd__http_slot_error(
         s, 400, "failed to parse the request JSON buffer: expected an object");
-    return NULL;
+    return -1;
   }
-  return root;
+  return 0;
 }
 
-/* A non-negative integer member `key` of `o` into *out (left alone when
- * absent and optional). Returns 0, or -1 after answering 400. */
-static int get_uint(ifd_http_slot_t *s, const json_t *o, const char *key,
+/* A string member `key` of `obj` as a malloc'd NUL-terminated copy in *out
+ * (its length in *len). Returns 0, 1 when absent, or -1 when it is not a
+ * string or memory ran out (nothing answered). */
+static int get_str(const char *obj, const char *end, const char *key,
+                   char **out, size_t *len) {
+  const char *v = ifd__json_find(obj, end, key);
+  int esc;
+
+  if (v == NULL) return 1;
+  if (*v != '"') return -1;
+  *len = ifd__json_strlen(v, end, &esc);
+  *out = malloc(*len + 1);
+  if (*out == NULL) return -1;
+  ifd__json_strcpy(v, end, *out);
+  (*out)[*len] = '\0';
+  return 0;
+}
+
+/* A non-negative integer member `key` of the body into *out (left alone
+ * when absent and optional). Returns 0, or -1 after answering 400. */
+static int get_uint(ifd_http_slot_t *s, const reg_body_t *b, const char *key,
                     int required, uint64_t *out) {
-  const json_t *v = json_object_get(o, key);
+  const char *v = ifd__json_find(b->p, b->end, key);
+  ifd_jnum_t num;
   char text[128];
 
   if (v == NULL && !required) return 0;
@@ -152,86 +177,90 @@ static int get_uint(ifd_http_slot_t *s, const json_t *o, const char *key,
     ifd__http_slot_error(s, 400, text);
     return -1;
   }
-  if (!json_is_integer(v) || json_integer_value(v) < 0) {
+  if (*v == '-' || (*v >= '0' && *v <= '9'))
+    ifd__json_number(v, b->end, &num);
+  else
+    num.is_uint = 0;
+  if (!num.is_uint) {
     snprintf(text, sizeof(text),
              "Unable to parse '%s': expected a non-negative integer", key);
     ifd__http_slot_error(s, 400, text);
     return -1;
   }
-  *out = (uint64_t)json_integer_value(v);
+  *out = num.u;
   return 0;
 }
 
 static void register_system(ifd_server_t *srv, ifd_http_slot_t *s,
                             const char *name, const ifd_http_msg_t *msg) {
   uint64_t offset = 0, byte_size = 0;
-  const json_t *key;
+  char *key = NULL;
+  size_t key_len;
   ifd_errmsg_t err;
-  json_t *root = load_body(s, msg);
+  reg_body_t b;
   int rc;
 
-  if (root == NULL) return;
-  key = json_object_get(root, "key");
-  if (key == NULL) {
+  if (load_body(s, msg, &b) != 0) return;
+  rc = get_str(b.p, b.end, "key", &key, &key_len);
+  if (rc == 1) {
     ifd__http_slot_error(s, 400,
                          "Shared memory register request has no 'key' field");
-    goto out_free_root;
+    return;
   }
-  if (!json_is_string(key)) {
+  if (rc != 0) {
     ifd__http_slot_error(s, 400, "Unable to parse 'key': expected a string");
-    goto out_free_root;
+    goto out_free_key;
   }
-  if (get_uint(s, root, "offset", 0, &offset) != 0 ||
-      get_uint(s, root, "byte_size", 1, &byte_size) != 0)
-    goto out_free_root;
+  if (get_uint(s, &b, "offset", 0, &offset) != 0 ||
+      get_uint(s, &b, "byte_size", 1, &byte_size) != 0)
+    goto out_free_key;
   ifd_errclear(&err);
   /* The table copies name and key: the body may go right after. */
-  rc =
-      ifd_shm_register_system(ifd_server_shm(srv), name, json_string_value(key),
-                              offset, byte_size, on_shm_done, s, &s->shm, &err);
+  rc = ifd_shm_register_system(ifd_server_shm(srv), name, key, offset,
+                               byte_size, on_shm_done, s, &s->shm, &err);
   if (rc != 0) {
     s->shm = NULL;
     reply_code(s, rc, err.text);
   }
 
-out_free_root:
-  json_decref(root);
+out_free_key:
+  free(key);
 }
 
 static void register_cuda(ifd_server_t *srv, ifd_http_slot_t *s,
                           const char *name, const ifd_http_msg_t *msg) {
   uint64_t byte_size = 0, device_id = 0;
-  const json_t *raw, *b64;
+  const char *raw;
+  char *b64 = NULL;
+  size_t b64_len = 0;
   uint8_t *handle = NULL;
   ifd_errmsg_t err;
-  json_t *root = load_body(s, msg);
+  reg_body_t b;
   long n;
   int rc;
 
-  if (root == NULL) return;
-  raw = json_object_get(root, "raw_handle");
+  if (load_body(s, msg, &b) != 0) return;
+  raw = ifd__json_find(b.p, b.end, "raw_handle");
   if (raw == NULL) {
     ifd__http_slot_error(
         s, 400, "Shared memory register request has no 'raw_handle' field");
-    goto out_free_root;
+    return;
   }
-  b64 = json_object_get(raw, "b64");
-  if (!json_is_string(b64)) {
+  if (get_str(raw, b.end, "b64", &b64, &b64_len) != 0) {
     ifd__http_slot_error(s, 400,
                          "Unable to parse 'raw_handle': expected an object "
                          "with a string 'b64'");
-    goto out_free_root;
+    goto out_free_b64;
   }
-  if (get_uint(s, root, "byte_size", 1, &byte_size) != 0 ||
-      get_uint(s, root, "device_id", 1, &device_id) != 0)
-    goto out_free_root;
-  handle = malloc(json_string_length(b64) / 4 * 3 + 3);
+  if (get_uint(s, &b, "byte_size", 1, &byte_size) != 0 ||
+      get_uint(s, &b, "device_id", 1, &device_id) != 0)
+    goto out_free_b64;
+  handle = malloc(b64_len / 4 * 3 + 3);
   if (handle == NULL) {
     ifd__http_slot_error(s, 500, "out of memory");
-    goto out_free_root;
+    goto out_free_b64;
   }
-  n = ifd__base64_decode(json_string_value(b64), json_string_length(b64),
-                         handle);
+  n = ifd__base64_decode(b64, b64_len, handle);
   if (n != IFD_CUDA_IPC_HANDLE_BYTES || device_id > INT64_MAX) {
     ifd__http_slot_error(
         s, 400,
@@ -251,8 +280,8 @@ static void register_cuda(ifd_server_t *srv, ifd_http_slot_t *s,
 
 out_free_handle:
   free(handle);
-out_free_root:
-  json_decref(root);
+out_free_b64:
+  free(b64);
 }
 
 /* ---- dispatch -------------------------------------------------------------

@@ -99,14 +99,20 @@ typedef struct ifd_jerr {
 
 /** A number in validated JSON text. */
 typedef struct ifd_jnum {
-  int is_int; /* no '.', 'e' or 'E': i holds it (it fits int64_t) */
+  int is_int;  /* no '.', 'e' or 'E' and it fits int64_t: i holds it */
+  int is_uint; /* no '.', 'e' or 'E' and not negative: u holds it (up to
+                  UINT64_MAX, so is_int may be 0) */
   int64_t i;
-  double d; /* the value as jansson's json_number_value() gave it */
+  uint64_t u;
+  double d; /* the value as jansson's json_number_value() gave it (an
+               integer above INT64_MAX: rounded to a double) */
 } ifd_jnum_t;
 
 /**
  * Checks that `s` (n bytes) is one JSON text as jansson's json_loadb() with
- * JSON_ALLOW_NUL accepts it (top-level object or array). Returns 0, or -1
+ * JSON_ALLOW_NUL accepts it (top-level object or array), save that
+ * non-negative integers go up to UINT64_MAX (jansson's stop at INT64_MAX).
+ * Returns 0, or -1
  * with *e set. Allocates nothing (save one copy for a real number within a
  * decade of overflow) and never recurses.
  */
@@ -132,6 +138,10 @@ const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num);
  *  tensors round through the double, as Triton's do), mostly without
  *  strtod(); returns the byte after it. */
 const char *ifd__json_number_f32(const char *p, const char *end, float *out);
+/** p at an object (after whitespace): the first byte of the value of its
+ *  first member named `key` (at most 64 bytes), as rapidjson's FindMember
+ *  finds it; NULL when p is not at an object or no member has that name. */
+const char *ifd__json_find(const char *p, const char *end, const char *key);
 
 /* ---- metadata JSON (http_meta.c) --------------------------------------- */
 
@@ -505,6 +515,22 @@ typedef struct ifd_http_infer_info {
 int ifd__http_infer_decode(ifd_request_t *req, const char *body,
                            size_t body_len, size_t json_len,
                            ifd_http_infer_info_t *info, ifd_errmsg_t *err);
+
+/**
+ * Triton's raw binary request (Inference-Header-Content-Length: 0): the
+ * whole `body` (body_len bytes) is the data of the only input of model
+ * config `c` (the model named `model_name`), named, typed and shaped from
+ * the config: a leading 1 when the model batches, its one -1 dim set from
+ * the byte count; a BYTES input must be of shape [1] and gets the 4-byte
+ * length prepended (a copy in req->pool). The data is used in place
+ * otherwise (body must live as long as req). Every output is binary
+ * (info->binary_all). Returns 0, or IFD_EINVAL with Triton's text (several
+ * inputs, several -1 dims, BYTES not [1]), IFD_ENOMEM.
+ */
+int ifd__http_infer_raw(ifd_request_t *req, const ifd_model_config_t *c,
+                        const char *model_name, const char *body,
+                        size_t body_len, ifd_http_infer_info_t *info,
+                        ifd_errmsg_t *err);
 
 /**
  * Loop thread, after a successful decode: points every input and output

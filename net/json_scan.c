@@ -2,14 +2,16 @@
  * net/json_scan.c - a JSON validator and cursor helpers for the infer
  * request decoder, with no tree and no allocation.
  *
- * ifd__json_validate() accepts exactly what jansson's json_loadb() with
+ * ifd__json_validate() accepts what jansson's json_loadb() with
  * JSON_ALLOW_NUL accepted before it replaced it: a top-level object or
- * array, strict number grammar, integers that fit int64_t, reals that do not
- * overflow a double, strict UTF-8, strings without raw control characters,
+ * array, strict number grammar, reals that do not overflow a double, strict
+ * UTF-8, strings without raw control characters,
  * paired \u surrogates, no NUL in object keys, values nested at most
  * IFD_JSON_MAX_DEPTH deep (counting scalars, as jansson does), and nothing
  * but whitespace after the top-level value. It is iterative, so no input can
- * exhaust the stack.
+ * exhaust the stack. One difference: integers may be any int64_t or, when
+ * not negative, any uint64_t (jansson stops at INT64_MAX; Triton's reader
+ * takes unsigned fields and UINT64 data up to 2^64-1).
  *
  * Every other function here walks text that ifd__json_validate() accepted:
  * it trusts the grammar (a string is closed, a '[' is matched) but still
@@ -236,9 +238,12 @@ static const unsigned char *vnumber(const char *s, const unsigned char *p,
     while (is_digit(p, end)) p++;
   }
   if (!real) {
-    if (nint > 19 ||
-        (nint == 19 &&
-         memcmp(ip, neg ? "9223372036854775808" : "9223372036854775807", 19) >
+    /* Negative integers fit int64_t, others uint64_t (Triton reads
+     * unsigned fields and UINT64 data with rapidjson's GetUint64). */
+    size_t max = neg ? 19 : 20;
+    if (nint > max ||
+        (nint == max &&
+         memcmp(ip, neg ? "9223372036854775808" : "18446744073709551615", max) >
              0)) {
       fail(e, s, start, neg ? "too big negative integer" : "too big integer");
       return NULL;
@@ -660,20 +665,54 @@ const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num) {
     neg = 1;
     p++;
   }
-  /* Validated integers fit int64_t: at most 19 digits, no overflow of u. */
+  /* Validated integers fit int64_t (negative) or uint64_t: u does not
+   * overflow. */
   for (; p < end && *p - (unsigned)'0' < 10; p++)
     u = u * 10 + (uint64_t)(*p - '0');
   if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) {
     while (p < end && (*p - (unsigned)'0' < 10 || *p == '.' || *p == 'e' ||
                        *p == 'E' || *p == '+' || *p == '-'))
       p++;
-    num->is_int = 0;
+    num->is_int = num->is_uint = 0;
     num->i = 0;
+    num->u = 0;
     num->d = real_value(start, p);
     return p;
   }
-  num->is_int = 1;
-  num->i = neg ? (int64_t)(0 - u) : (int64_t)u;
-  num->d = (double)num->i;
+  num->is_uint = !neg;
+  num->u = neg ? 0 : u;
+  num->is_int = neg || u <= (uint64_t)INT64_MAX;
+  num->i = !num->is_int ? 0 : neg ? (int64_t)(0 - u) : (int64_t)u;
+  num->d = num->is_int ? (double)num->i : (double)u;
   return p;
+}
+
+const char *ifd__json_find(const char *p, const char *end, const char *key) {
+  size_t n = strlen(key);
+
+  p = ifd__json_ws(p, end);
+  if (p >= end || *p != '{') return NULL;
+  for (p++;;) {
+    const char *k;
+    int esc, match = 0;
+    p = ifd__json_ws(p, end);
+    if (p >= end || *p != '"') return NULL; /* the closing '}' */
+    k = p;
+    if (ifd__json_strlen(k, end, &esc) == n) {
+      if (!esc) {
+        match = memcmp(k + 1, key, n) == 0;
+      } else {
+        char buf[64];
+        if (n <= sizeof(buf)) {
+          ifd__json_strcpy(k, end, buf);
+          match = memcmp(buf, key, n) == 0;
+        }
+      }
+    }
+    p = ifd__json_ws(ifd__json_skip(k, end), end); /* at ':' */
+    p = p < end ? ifd__json_ws(p + 1, end) : end;
+    if (match) return p;
+    p = ifd__json_ws(ifd__json_skip(p, end), end);
+    if (p < end && *p == ',') p++;
+  }
 }

@@ -717,7 +717,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         ifd_errclear(&e);
         if (ifd_restrict_add((ifd_restrict_t *)((char *)o + f->off), value,
                              grpc ? "triton-grpc-protocol-" : "",
-                             grpc ? "protocol" : "API", &e) != 0)
+                             grpc ? "protocol" : "api", &e) != 0)
           return ifd__net_options_bad(f->name, value, e.text);
         break;
       }
@@ -792,7 +792,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
             (struct ifd_net_fwd_pattern *)((char *)o + f->off);
         ifd_errmsg_t e;
         ifd_errclear(&e);
-        if (fp->set) regfree(&fp->re); /* the last one given wins */
+        if (fp->set) ifd__fwd_re_free(&fp->re); /* the last one given wins */
         fp->set = 0;
         if (ifd__fwd_compile(&fp->re, value, &e) != 0)
           return ifd__net_options_bad(f->name, value, e.text);
@@ -985,8 +985,8 @@ void ifd__net_options_init(ifd_net_options_t *o) {
 }
 
 void ifd__net_options_free(ifd_net_options_t *o) {
-  if (o->http_fwd.set) regfree(&o->http_fwd.re);
-  if (o->grpc_fwd.set) regfree(&o->grpc_fwd.re);
+  if (o->http_fwd.set) ifd__fwd_re_free(&o->http_fwd.re);
+  if (o->grpc_fwd.set) ifd__fwd_re_free(&o->grpc_fwd.re);
   ifd_restrict_free(&o->http_restrict);
   ifd_restrict_free(&o->grpc_restrict);
   for (size_t k = 0; k < o->n_backend_cfg; k++) free(o->backend_cfg_text[k]);

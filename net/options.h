@@ -7,12 +7,12 @@
 #define IFD_NET_OPTIONS_H
 
 #include <limits.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
+#include "net/forward.h"
 #include "net/grpc.h"
 #include "net/restrict.h"
 
@@ -98,9 +98,9 @@ typedef struct ifd_net_options {
   uint64_t gpu_limit_set; /* --model-load-gpu-limit: bit d for GPU d */
   double gpu_limit[64];   /* its fraction, by device */
   /* --http-header-forward-pattern, --grpc-header-forward-pattern: compiled
-   * when `set` (owned: regfree'd by ifd__net_options_free). */
+   * when `set` (owned: freed by ifd__net_options_free). */
   struct ifd_net_fwd_pattern {
-    regex_t re;
+    ifd_fwd_re_t re;
     int set;
   } http_fwd, grpc_fwd;
   /* Flags checked once every flag is read (refused when their feature

@@ -33,6 +33,12 @@
 # Triton's own core implements anyway (its header marks them ISPEC by
 # mistake); they are listed in SERVER_IMPLEMENTED_ISPEC and are allowed.
 #
+# Every name of test/abi/triton_api.txt (the server-side functions of
+# Triton's current headers) must be declared for the server in inferd's
+# headers: a function Triton's library offers and inferd's headers leave out
+# would be exported by neither check above, and a backend calling it would
+# fail to load ("NOT DECLARED").
+#
 # Prints one line per missing or wrongly exported name (and a wrong soname),
 # then "check_exports: N passed, M failed". Exits 0 when M is 0, 1 otherwise,
 # 2 on a usage or tool error.
@@ -46,6 +52,7 @@ HEADERS=("$ROOT/backend_api/include/triton/core/tritonserver.h"
          "$ROOT/backend_api/include/inferd/inferd_backend.h"
          "$ROOT/backend_api/include/triton/core/tritonrepoagent.h"
          "$ROOT/backend_api/include/triton/core/tritoncache.h")
+TRITON_API="$ROOT/test/abi/triton_api.txt"
 
 # ISPEC in the header, defined by Triton's core (src/backend_model.cc).
 SERVER_IMPLEMENTED_ISPEC=" TRITONBACKEND_InferenceResponseOutputByName "
@@ -137,6 +144,22 @@ while read -r name; do
   echo "EXPORTED BUT NOT IN THE ABI: $name"
   failed=$((failed + 1))
 done < <(comm -23 <(printf '%s\n' "$exports") <(sort -u <<<"$declared"))
+
+# Triton's functions, each declared for the server here.
+if [ ! -f "$TRITON_API" ]; then
+  echo "check_exports: no such list: $TRITON_API" >&2
+  exit 2
+fi
+declared_server=$(awk '$1 == "DECL" { print $2 }' <<<"$decls" | sort -u)
+while read -r name; do
+  [ -n "$name" ] || continue
+  if grep -qxF -- "$name" <<<"$declared_server"; then
+    passed=$((passed + 1))
+  else
+    echo "NOT DECLARED: $name (Triton's library implements it)"
+    failed=$((failed + 1))
+  fi
+done < <(grep -v '^#' "$TRITON_API")
 
 if [ "$soname" = libtritonserver.so ]; then
   passed=$((passed + 1))

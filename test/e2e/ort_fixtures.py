@@ -177,6 +177,14 @@ def _binary_outputs(r):
     return values
 
 
+def model_stats(srv, name):
+    """The model's one entry of /v2/models/<name>/stats."""
+    r = srv.get(f"/v2/models/{name}/stats")
+    assert r.status_code == 200, r.text
+    (st,) = r.json()["model_stats"]
+    return st
+
+
 def grpc_client(srv, stubs):
     return gh.connect(srv, stubs)
 

@@ -15,6 +15,7 @@ infer = of.infer
 load_error = of.load_error
 concurrently = of.concurrently
 grpc_client = of.grpc_client
+model_stats = of.model_stats
 
 LOAD_TIMEOUT_S = 180
 

@@ -278,3 +278,25 @@ def test_queue_policies_leave_the_server_healthy(bsrv):
     r = bsrv.get("/v2/health/ready")
     assert r.status_code == 200
     assert bsrv.alive()
+
+
+# ------------------------------------------------------- input counts ---
+
+def test_missing_required_input_with_optional_ones_says_the_range(bsrv):
+    """A model with optional inputs: Triton words the count as a range
+    (required..all); without optional inputs the exact count (test_decoupled,
+    test_generate)."""
+    base = bsrv.base
+    fail = {"name": "FAIL", "datatype": "BOOL", "shape": [1, 1], "data": [False]}
+    r = requests.post(f"{base}/v2/models/plain/infer", json={"inputs": [fail]}, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == (
+        "[request id: <id_unknown>] expected number of inputs between 1 and 2 but got 1 "
+        "inputs for model 'plain'. Got input(s) ['FAIL'], but missing required input(s) "
+        "['INPUT0']. Please provide all required input(s).")
+    r = requests.post(f"{base}/v2/models/plain/infer", json={"id": "7", "inputs": []}, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == (
+        "[request id: 7] expected number of inputs between 1 and 2 but got 0 inputs for "
+        "model 'plain'. Got input(s) [], but missing required input(s) ['INPUT0']. "
+        "Please provide all required input(s).")

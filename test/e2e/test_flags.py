@@ -316,10 +316,10 @@ def test_id_names_the_server(repo, tmp_path, grpc_stubs):  # noqa: F811
         srv.stop()
 
 
-def test_default_name_is_inferd(repo, tmp_path):
+def test_default_name_is_triton(repo, tmp_path):
     srv = h.start_server(tmp_path, [repo])
     try:
-        assert srv.get("/v2").json()["name"] == "inferd"
+        assert srv.get("/v2").json()["name"] == "triton"
     finally:
         srv.stop()
 
@@ -514,6 +514,39 @@ def test_header_forward_patterns(tmp_path, grpc_stubs):  # noqa: F811
         srv.stop()
 
 
+def test_header_forward_patterns_take_re2_syntax(tmp_path, grpc_stubs):  # noqa: F811
+    """tritonserver compiles the patterns with RE2, case-insensitive ("(?i)"
+    before the pattern): "(?-i)" turns that off, and \\d, (?P<name>...) and
+    \\z are RE2 syntax that POSIX regcomp does not take."""
+    r = _params_repo(tmp_path / "repo")
+    srv = h.start_server(tmp_path, [r], wait_models=("params",),
+                         extra=[r"--http-header-forward-pattern=(?-i)^X-Id-\d+\z",
+                                r"--grpc-header-forward-pattern=^(?P<p>x-g)\d|^x-(?-i:Case)"])
+    try:
+        got = _http_params(srv, {"X-Id-12": "a", "x-id-13": "b", "X-Id-1x": "c"})
+        assert got.get("X-Id-12") == "a", got
+        assert "x-id-13" not in got and "X-Id-1x" not in got, got
+        assert got.get("n_params") == 1, got
+        # gRPC keys come lowercase: "x-Case" can never match the
+        # case-sensitive group.
+        got = _grpc_params(srv, grpc_stubs, [("x-g1", "v1"), ("x-ga", "no"), ("x-case", "no")])
+        assert got.get("x-g1") == "v1", got
+        assert got.get("n_params") == 1, got
+        # A value with trailing whitespace is forwarded as sent (the HTTP/2
+        # layer no longer refuses it).
+        got = _grpc_params(srv, grpc_stubs, [("x-g2", "v ")])
+        assert got.get("x-g2") == "v ", got
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("flag", ["--http-header-forward-pattern", "--grpc-header-forward-pattern"])
+def test_header_forward_pattern_errors_name_the_position(repo, flag):
+    rc, out, err = h.run_to_exit(_args([repo], [f"{flag}=x-(?<"]))
+    assert rc != 0
+    assert flag[2:] in out + err and "at offset" in out + err, out + err
+
+
 def test_no_forward_pattern_forwards_nothing(tmp_path, grpc_stubs):  # noqa: F811
     r = _params_repo(tmp_path / "repo")
     srv = h.start_server(tmp_path, [r], wait_models=("params",))
@@ -677,7 +710,7 @@ def test_grpc_infer_response_compression(repo, tmp_path, grpc_stubs, level, acce
         with g.connect(srv, grpc_stubs) as c:
             req = g.infer_request(c.pb, MODEL, [("INPUT0", "FP32", [8, 16], x)])
             assert (g.outputs_of(c.model_infer(req))["OUTPUT0"] == x).all()
-            assert c.server_metadata().name == "inferd"
+            assert c.server_metadata().name == "triton"
     finally:
         srv.stop()
 

@@ -138,6 +138,31 @@ def test_generate_body_not_json(dserver):
     check_json(post(dserver, "/v2/models/square_int32/generate", "{not json"), 400, {"error": msg})
 
 
+@pytest.mark.parametrize("route", ["generate", "generate_stream"])
+@pytest.mark.parametrize("body,dup", [
+    ('{"IN": [5], "DELAY": [0], "WAIT": 0, "IN": [6]}', "IN"),
+    ('{"IN": [5], "DELAY": [0], "WAIT": 0, "WAIT": 1}', "WAIT"),
+    # Several: the first repeated in the text, as Triton adds inputs in order.
+    ('{"IN": [5], "DELAY": [0], "WAIT": 0, "WAIT": 1, "IN": [6]}', "WAIT"),
+    ('{"IN": [5], "DELAY": [0], "IN": [6], "WAIT": 0, "WAIT": 1}', "IN"),
+    # A key escaped differently is the same key.
+    ('{"IN": [5], "DELAY": [0], "WAIT": 0, "\\u0049N": [6]}', "IN"),
+])
+def test_generate_duplicate_input_is_refused(dserver, route, body, dup):
+    """Triton adds each input member as it reads it: a second one of a name is
+    the core's "input 'X' already exists in request" (400), not the last value
+    silently (jansson's way)."""
+    r = post(dserver, f"/v2/models/repeat_int32/{route}", body)
+    check_json(r, 400, {"error": f"input '{dup}' already exists in request"})
+
+
+def test_generate_duplicate_parameter_is_accepted(dserver):
+    """Keys that are not inputs become parameters, which may repeat (Triton's
+    request keeps a list of them)."""
+    r = post(dserver, "/v2/models/square_int32/generate", '{"IN": 1, "color": "a", "color": "b"}')
+    check_json(r, 200, {"OUT": 1, "model_name": "square_int32", "model_version": "1"})
+
+
 def test_generate_parameter_beside_the_input(dserver):
     r = post(dserver, "/v2/models/square_int32/generate", {"IN": 1, "color": "blue"})
     check_json(r, 200, {"OUT": 1, "model_name": "square_int32", "model_version": "1"})

@@ -76,6 +76,23 @@ def test_raw_control_valid_call(server, grpc_client):
         assert _grpc_status(res) == 0, res
 
 
+@pytest.mark.parametrize("value", [b"v ", b"v\t", b" v", b"a b "])
+def test_raw_metadata_value_with_surrounding_whitespace(server, grpc_client, value):
+    """A metadata value with leading or trailing whitespace is served, as
+    tritonserver's gRPC stack serves it (nghttp2 resets such a stream with
+    PROTOCOL_ERROR unless told not to check RFC 9113's rule)."""
+    req, x = _fp32_request(grpc_client.pb, 6)
+    with _h2(server) as c:
+        c.send_headers(1, INFER_PATH, extra=[(b"x-custom", value)])
+        c.send_data(1, g.grpc_message(req.SerializeToString()), end_stream=True)
+        res = c.collect(1)
+    assert res.ended and res.rst is None, res
+    msgs = res.grpc_messages()
+    assert len(msgs) == 1, res
+    resp = grpc_client.pb.ModelInferResponse.FromString(msgs[0])
+    np.testing.assert_array_equal(g.outputs_of(resp)["OUTPUT0"], x)
+
+
 def test_raw_message_split_across_frames(server, grpc_client):
     """One gRPC message cut into 1-byte and odd-sized DATA frames is reassembled."""
     req, x = _fp32_request(grpc_client.pb, 6)

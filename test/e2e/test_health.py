@@ -40,6 +40,19 @@ def test_server_metadata(server):
         assert ext in body["extensions"], body
 
 
+def test_server_metadata_is_tritons(server):
+    """tritonserver's default id (clients check the name) and its extension
+    list, in its order (its core lists "trace" between "statistics" and
+    "logging" when built with tracing)."""
+    body = server.get("/v2").json()
+    assert body["name"] == "triton", body
+    assert body["extensions"] == [
+        "classification", "sequence", "model_repository", "model_repository(unload_dependents)",
+        "schedule_policy", "model_configuration", "system_shared_memory",
+        "cuda_shared_memory", "binary_tensor_data", "parameters", "statistics",
+        "trace", "logging"], body
+
+
 def test_post_live_is_405(server):
     r = server.post("/v2/health/live", data=b"")
     assert r.status_code == 405, r.text

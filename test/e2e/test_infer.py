@@ -366,22 +366,21 @@ def test_conformance_infer(server, ex):
 
 # --------------------------------------------------- classification ---
 
-def test_classification_refused_not_ignored(server, grpc_client):  # noqa: F811
-    """The classification extension is not built yet: a request for top-N
-    classes is refused (501 / UNIMPLEMENTED) rather than answered with the
-    plain tensor, which the client would misread."""
+def test_classification_answers_top_n(server, grpc_client):  # noqa: F811
+    """The classification extension (test_classification.py has the rest):
+    the top-N BYTES tensor, not the plain one, over HTTP and gRPC."""
     body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
                         "data": list(range(16))}],
             "outputs": [{"name": "OUTPUT0", "parameters": {"classification": 2}}]}
     r = server.post("/v2/models/identity_fp32/infer", json=body)
-    assert r.status_code == 501, r.text
-    assert "classification" in r.json()["error"], r.text
+    assert r.status_code == 200, r.text
+    assert r.json()["outputs"] == [{"name": "OUTPUT0", "datatype": "BYTES", "shape": [1, 2],
+                                    "data": ["15.000000:15", "14.000000:14"]}], r.text
     pb = grpc_client.pb
     req = pb.ModelInferRequest(model_name="identity_fp32")
     t = req.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 16])
     t.contents.fp32_contents.extend(float(i) for i in range(16))
     o = req.outputs.add(name="OUTPUT0")
     o.parameters["classification"].int64_param = 2
-    e = g.rpc_error(grpc_client.model_infer, req)
-    assert e.code() == grpc.StatusCode.UNIMPLEMENTED, g.describe(e)
-    assert "classification" in e.details(), g.describe(e)
+    resp = grpc_client.model_infer(req)
+    assert g.outputs_of(resp)["OUTPUT0"] == [b"15.000000:15", b"14.000000:14"]

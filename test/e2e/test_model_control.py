@@ -319,7 +319,7 @@ def test_load_answers_in_order_on_one_connection(start):
         first = c.read_response()
         second = c.read_response()
     assert first.status == 200 and first.body == b"", first
-    assert second.status == 200 and second.json()["name"] == "inferd", second
+    assert second.status == 200 and second.json()["name"] == "triton", second
     assert srv.get("/v2/models/identity_int32/ready").status_code == 200
 
 

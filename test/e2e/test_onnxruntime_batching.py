@@ -97,13 +97,6 @@ def _inputs(tag, rows, width=W):
 
 
 
-def _stats(srv, name):
-    r = srv.get(f"/v2/models/{name}/stats")
-    assert r.status_code == 200, r.text
-    (st,) = r.json()["model_stats"]
-    return st
-
-
 def _request(srv, gc, proto, model, tag, rows, width=W):
     a, b = _inputs(tag, rows, width)
 
@@ -122,13 +115,13 @@ def _check(results):
 
 
 def test_mixed_batch_sizes_get_their_own_rows(srv, gc):
-    before = _stats(srv, "batched")
+    before = of.model_stats(srv, "batched")
     sizes = [1, 3, 2, 2]  # adds up to the preferred batch size, 8
     protos = ["binary", "json", "grpc", "binary"]
     results = of.concurrently([_request(srv, gc, p, "batched", i + 1, n)
                                  for i, (p, n) in enumerate(zip(protos, sizes))])
     _check(results)
-    after = _stats(srv, "batched")
+    after = of.model_stats(srv, "batched")
     done = after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"]
     assert done == len(sizes), after
     runs = after["execution_count"] - before["execution_count"]
@@ -164,7 +157,7 @@ def test_several_instances_under_concurrent_load(srv, gc, model):
     """Three instances, each with its own session ('instances') or sharing
     one (share_session_between_instances: 'shared'), answer eight clients."""
     threads, per_thread = 8, 15
-    before = _stats(srv, model)
+    before = of.model_stats(srv, model)
 
     def worker(t):
         def fn():
@@ -179,7 +172,7 @@ def test_several_instances_under_concurrent_load(srv, gc, model):
     results = of.concurrently([worker(t) for t in range(threads)])
     for outs in results:
         _check(outs)
-    after = _stats(srv, model)
+    after = of.model_stats(srv, model)
     assert after["inference_stats"]["success"]["count"] - before["inference_stats"]["success"]["count"] \
         == threads * per_thread
     assert after["inference_stats"]["fail"]["count"] == before["inference_stats"]["fail"]["count"]
@@ -192,7 +185,7 @@ def test_instances_listed_in_config(srv):
 
 
 def test_statistics_after_inferences(srv, gc):
-    st0 = _stats(srv, "stats")
+    st0 = of.model_stats(srv, "stats")
     assert st0["inference_stats"]["success"]["count"] == 0, st0
     # Sequentially: each request is its own execution (batch of its size).
     for i, rows in enumerate([1, 2, 2, 3]):
@@ -201,7 +194,7 @@ def test_statistics_after_inferences(srv, gc):
     a, b = _inputs(0, 1, W + 1)
     with pytest.raises(of.Failed):
         of.infer("binary", srv, "stats", [("INPUT0", "FP32", [1, W + 1], a), ("INPUT1", "FP32", [1, W + 1], b)])
-    st = _stats(srv, "stats")
+    st = of.model_stats(srv, "stats")
     inf = st["inference_stats"]
     assert inf["success"]["count"] == 4, st
     assert st["inference_count"] == 8 and st["execution_count"] == 4, st
@@ -215,7 +208,7 @@ def test_statistics_after_inferences(srv, gc):
 
 
 def test_memory_usage_is_well_formed(srv):
-    st = _stats(srv, "stats")
+    st = of.model_stats(srv, "stats")
     usage = st.get("memory_usage", [])
     assert isinstance(usage, list), st
     for u in usage:
@@ -252,13 +245,13 @@ def test_ragged_batch_with_element_count_batch_input(srv, gc):
         x = (np.arange(n, dtype=np.float32) - 10.0 * tag).reshape(1, n)
         return lambda: (of.infer(proto, srv, "ragged_count", [("INPUT0", "FP32", [1, n], x)], gc=gc), x, n)
 
-    before = _stats(srv, "ragged_count")
+    before = of.model_stats(srv, "ragged_count")
     for out, x, n in of.concurrently([req(1, 3, "binary"), req(2, 5, "grpc"), req(3, 1, "json"),
                                         req(4, 7, "binary")]):
         np.testing.assert_array_equal(out["OUTPUT0"], x * 2.0)
         np.testing.assert_array_equal(np.asarray(out["OUT_COUNT"]).reshape(-1), [n])
     # Different lengths, one run (preferred batch size 4): the dynamic
     # batcher joins requests whose ragged inputs differ in shape.
-    after = _stats(srv, "ragged_count")
+    after = of.model_stats(srv, "ragged_count")
     assert after["inference_count"] - before["inference_count"] == 4, after
     assert after["execution_count"] - before["execution_count"] == 1, after

@@ -92,7 +92,7 @@ def _values(datatype, proto):
     if dt.kind in "iu":
         info = np.iinfo(dt)
         if datatype == "UINT64" and proto == "json":
-            # Above INT64_MAX in JSON is test_json_uint64_above_int64_max's.
+            # Above INT64_MAX in JSON: test_json_uint64_above_int64_max.
             info = np.iinfo(np.int64)
         lo = 0 if dt.kind == "u" else int(info.min)
         base = [lo, info.max, 0, 1, info.max - 1, lo + 1 if lo else 2, 7, 42,
@@ -266,8 +266,6 @@ def test_metadata_lists_types_and_shapes(srv):
         ("OUTPUT0", "INT8", (-1, 16)), ("OUTPUT1", "INT8", (-1, 16))}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28: inferd's JSON reader takes integers up to "
-                   "INT64_MAX only ('too big integer'); Triton reads the uint64 range")
 def test_json_uint64_above_int64_max(srv):
     """JSON numbers up to 2^64-1 are valid UINT64 data (Triton parses them
     as uint64); they must come back exactly."""

@@ -69,17 +69,10 @@ def gc(srv, grpc_stubs):  # noqa: F811
     c.close()
 
 
-def _stats(srv, name):
-    r = srv.get(f"/v2/models/{name}/stats")
-    assert r.status_code == 200, r.text
-    (st,) = r.json()["model_stats"]
-    return st
-
-
 @pytest.mark.parametrize("model", sorted(NAMES))
 def test_ragged_batch_each_gets_its_own_share(srv, gc, model):
     n = NAMES[model]
-    before = _stats(srv, model)
+    before = pf.model_stats(srv, model)
 
     def req(tag, length, proto):
         x = (np.arange(length, dtype=np.float32) + 10.0 * tag).reshape(1, length)
@@ -92,7 +85,7 @@ def test_ragged_batch_each_gets_its_own_share(srv, gc, model):
         np.testing.assert_array_equal(out[n["out"]], x * 2.0)
         np.testing.assert_allclose(np.asarray(out[n["sums"]]).reshape(-1), [x.sum()], rtol=1e-6)
         np.testing.assert_array_equal(np.asarray(out[n["counts"]]).reshape(-1), [x.size])
-    after = _stats(srv, model)
+    after = pf.model_stats(srv, model)
     # The four requests ran as one forward() (preferred batch size 4).
     assert after["inference_count"] - before["inference_count"] == 4, after
     assert after["execution_count"] - before["execution_count"] == 1, after

@@ -81,13 +81,6 @@ def gc(srv, grpc_stubs):  # noqa: F811
     c.close()
 
 
-def _stats(srv, name):
-    r = srv.get(f"/v2/models/{name}/stats")
-    assert r.status_code == 200, r.text
-    (st,) = r.json()["model_stats"]
-    return st
-
-
 def _step(srv, gc, proto, model, seq, value, start=False, end=False, outputs=None):
     x = np.asarray(value, dtype=np.int32).reshape(1, WIDTH)
     params = {"sequence_id": seq}
@@ -125,7 +118,7 @@ def test_concurrent_sequences_keep_their_own_state(srv, gc):
     batched together, each with its own state row. (A third would wait in
     the backlog until one of them ends.)"""
     ids = [301, 302]
-    before = _stats(srv, "acc_pair")
+    before = pf.model_stats(srv, "acc_pair")
     totals = {s: np.zeros(WIDTH, dtype=np.int32) for s in ids}
     for step in range(4):
         def req(k, s):
@@ -138,7 +131,7 @@ def test_concurrent_sequences_keep_their_own_state(srv, gc):
         for out, want, s in pf.concurrently([req(k, s) for k, s in enumerate(ids)]):
             np.testing.assert_array_equal(out["OUTPUT__0"].reshape(WIDTH), want,
                                           err_msg=f"seq {s} step {step}")
-    after = _stats(srv, "acc_pair")
+    after = pf.model_stats(srv, "acc_pair")
     assert after["inference_count"] - before["inference_count"] == 8, after
     assert after["execution_count"] - before["execution_count"] == 4, after
 

@@ -203,11 +203,13 @@ def test_grpc_inference_and_health_check(srv_all, grpc_stubs):
 # --------------------------------------------------------- the flags ---
 
 @pytest.mark.parametrize("flags,message", [
+    # tritonserver's words: "api" for HTTP, "protocol" for gRPC.
     (["--http-restricted-api=health:a=b", "--http-restricted-api=health,metadata:c=d"],
-     "restricted API 'health' can not be specified in multiple config groups"),
+     "restricted api 'health' can not be specified in multiple config groups"),
     (["--grpc-restricted-protocol=inference:a=b", "--grpc-restricted-protocol=inference:a=b"],
      "restricted protocol 'inference' can not be specified in multiple config groups"),
-    (["--http-restricted-api=nope:a=b"], "unknown restricted API 'nope'"),
+    (["--http-restricted-api=nope:a=b"], "unknown restricted api 'nope'"),
+    (["--grpc-restricted-protocol=health,nope:a=b"], "unknown restricted protocol 'nope'"),
     (["--http-restricted-api=health"], "is not <api-list>:<key>=<value>"),
     (["--http-restricted-api=health:a"], "is not <api-list>:<key>=<value>"),
     (["--grpc-restricted-protocol=health:=b"], "must not be empty"),

@@ -401,7 +401,12 @@ def test_inference_errors(gc, regions):
         (shm_request(pb, in_region=ri, out_region=ro, out_size=128), SC.INVALID_ARGUMENT,
          f"Invalid offset + byte size for shared memory region: '{ro}'"),
         (shm_request(pb, in_region=ri, in_size=-16), SC.INVALID_ARGUMENT, bad),
-        (shm_request(pb, in_region=ri, in_offset=-8), SC.INVALID_ARGUMENT, bad),
+        # A negative offset is a huge one as uint64 (as in Triton): past the
+        # region's end, Triton's "Invalid offset" text.
+        (shm_request(pb, in_region=ri, in_offset=-8), SC.INVALID_ARGUMENT,
+         f"Invalid offset for shared memory region: '{ri}'"),
+        (shm_request(pb, in_region=ri, in_offset=64), SC.INVALID_ARGUMENT,
+         f"Invalid offset for shared memory region: '{ri}'"),
         # byte size not matching the shape (core's check)
         (shm_request(pb, in_region=ri, in_size=12), SC.INVALID_ARGUMENT,
          "[request id: <id_unknown>] input byte size mismatch for input 'INPUT0' for model "

@@ -297,6 +297,48 @@ def test_section5_inference(srv, shms):
     assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [7, 8]
 
 
+def test_offsets_in_the_uint64_range(srv, shms):
+    """Offsets are read as uint64, as Triton reads them (jansson stopped at
+    INT64_MAX with "too big integer"): one at or past the region's end gets
+    Triton's "Invalid offset" text, checked before the byte size."""
+    s = srv
+    a, b = shms(), shms()
+    ok_empty(register(s, "input_region", a.key, 64, 0))
+    ok_empty(register(s, "output_region", b.key, 64, 0))
+    a.write(0, int32s(1, 2, 3, 4))
+    x = [shm_input("INPUT0", "INT32", [1, 4], "input_region", 16)]
+    for off in (64, 2 ** 63, 2 ** 64 - 32, 2 ** 64 - 1):
+        err(infer(s, "identity_int32",
+                  [shm_input("INPUT0", "INT32", [1, 4], "input_region", 16, off)]),
+            400, "Invalid offset for shared memory region: 'input_region'")
+        err(infer(s, "identity_int32", x, [shm_output("OUTPUT0", "output_region", 16, off)]),
+            400, "Invalid offset for shared memory region: 'output_region'")
+    # In range, but the byte size runs past the end: the other text.
+    err(infer(s, "identity_int32",
+              [shm_input("INPUT0", "INT32", [1, 4], "input_region", 2 ** 64 - 1, 8)]),
+        400, "Invalid offset + byte size for shared memory region: 'input_region'")
+    # Beyond uint64: still a parse error.
+    r = s.post("/v2/models/identity_int32/infer",
+               data=json.dumps({"inputs": x}).replace("16}", "18446744073709551616}"))
+    assert r.status_code == 400, r.text
+    assert h.error_of(r).startswith("failed to parse the request JSON buffer"), r.text
+    # Registration reads its integers as uint64 too: the table refuses the
+    # offset, the parser does not.
+    r = register(s, "huge_region", a.key, 64, 2 ** 64 - 1)
+    assert r.status_code == 400, r.text
+    assert h.error_of(r).startswith(
+        "failed to register shared memory region 'huge_region'"), r.text
+    r = register(s, "huge_region", a.key, 2 ** 64 - 1, 0)
+    assert r.status_code == 400, r.text
+    assert h.error_of(r).startswith(
+        "failed to register shared memory region 'huge_region'"), r.text
+    # The first of two members of one name counts, as in Triton's reader.
+    r = s.post("/v2/systemsharedmemory/region/dup_region/register",
+               data=('{"key": "%s", "byte_size": 64, "byte_size": -1}' % a.key))
+    ok_empty(r)
+    assert status(s, "dup_region").json()[0]["byte_size"] == 64
+
+
 def test_mixed_json_binary_shm(srv, shms):
     """JSON, binary and shared-memory tensors in one request, answered in the
     binary form (a binary output beside a placed one) and as JSON."""

@@ -101,7 +101,7 @@ def test_redirect(vx):
     assert r.status_code == 200 and r.json()["outputs"][0]["data"] == DATA, r.text
     assert post("v2/health/ready").status_code == 200
     assert post("v2/health/live").status_code == 200
-    assert post("v2").json()["name"] == "inferd"
+    assert post("v2").json()["name"] == "triton"
     assert post(f"v2/models/{MODEL}").json()["name"] == MODEL
     assert post(f"v2/models/{MODEL}/ready").status_code == 200
     assert post(f"v2/models/{MODEL}/config").json()["name"] == MODEL

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ifd_model_config_t *cfg = NULL;
   ifd_config_opts_t o = {
-      (int)(size & 1), (int)(size >> 1 & 1) * 2, NULL, 0, 0, 0};
+      (int)(size & 1), (int)(size >> 1 & 1) * 2, NULL, 0, 0, 0, NULL};
   ifd_errmsg_t err;
   char *text;
   int rc;

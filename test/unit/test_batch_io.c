@@ -35,18 +35,17 @@ static void check_kind(ifd_batch_kind_t kind, size_t want_nd,
   assert_int_equal(ints[want_n], 0x7f7f7f7f); /* nothing past count */
   ifd_batch_input_fill(kind, TRITONSERVER_TYPE_FP32, three, 3, floats,
                        (int64_t)want_n);
-  for (size_t i = 0; i < want_n; i++)
-    assert_true(floats[i] == (float)want[i]);
+  for (size_t i = 0; i < want_n; i++) assert_true(floats[i] == (float)want[i]);
 }
 
 static void test_element_counts(void **state) {
   (void)state;
-  check_kind(IFD_BATCH_ELEMENT_COUNT, 1, (int64_t[]){3},
-             (int32_t[]){6, 4, 4}, 3);
+  check_kind(IFD_BATCH_ELEMENT_COUNT, 1, (int64_t[]){3}, (int32_t[]){6, 4, 4},
+             3);
   check_kind(IFD_BATCH_ACCUMULATED_ELEMENT_COUNT, 1, (int64_t[]){3},
              (int32_t[]){6, 10, 14}, 3);
-  check_kind(IFD_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO, 1,
-             (int64_t[]){4}, (int32_t[]){0, 6, 10, 14}, 4);
+  check_kind(IFD_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO, 1, (int64_t[]){4},
+             (int32_t[]){0, 6, 10, 14}, 4);
 }
 
 static void test_max_element_count_as_shape(void **state) {
@@ -71,21 +70,19 @@ static void test_one_request_and_scalars(void **state) {
   const ifd_shape_ref_t scalar[] = {{NULL, 0}};
   (void)state;
   /* A scalar source has one element and no items. */
-  assert_int_equal(ifd_batch_input_shape(IFD_BATCH_ELEMENT_COUNT, scalar, 1,
-                                         shape),
-                   1);
+  assert_int_equal(
+      ifd_batch_input_shape(IFD_BATCH_ELEMENT_COUNT, scalar, 1, shape), 1);
   assert_int_equal(shape[0], 1);
-  ifd_batch_input_fill(IFD_BATCH_ELEMENT_COUNT, TRITONSERVER_TYPE_INT32,
-                       scalar, 1, v, 1);
+  ifd_batch_input_fill(IFD_BATCH_ELEMENT_COUNT, TRITONSERVER_TYPE_INT32, scalar,
+                       1, v, 1);
   assert_int_equal(v[0], 1);
-  assert_int_equal(ifd_batch_input_shape(IFD_BATCH_ITEM_SHAPE_FLATTEN, scalar,
-                                         1, shape),
-                   1);
+  assert_int_equal(
+      ifd_batch_input_shape(IFD_BATCH_ITEM_SHAPE_FLATTEN, scalar, 1, shape), 1);
   assert_int_equal(shape[0], 0);
-  assert_int_equal(ifd_batch_input_shape(
-                       IFD_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO, NULL, 0,
-                       shape),
-                   1);
+  assert_int_equal(
+      ifd_batch_input_shape(IFD_BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO, NULL,
+                            0, shape),
+      1);
   assert_int_equal(shape[0], 1);
 }
 
@@ -141,14 +138,16 @@ static void expect_err(const char *config, const char *want) {
 
 static void test_read_errors(void **state) {
   (void)state;
-  expect_err("{\"batch_input\": [{\"kind\": \"BATCH_NOPE\", "
-             "\"source_input\": [\"x\"]}]}",
-             "unexpected batch input kind 'BATCH_NOPE'");
+  expect_err(
+      "{\"batch_input\": [{\"kind\": \"BATCH_NOPE\", "
+      "\"source_input\": [\"x\"]}]}",
+      "unexpected batch input kind 'BATCH_NOPE'");
   /* The second entry fails: the first one's strings are freed (ASan). */
-  expect_err("{\"batch_input\": [{\"kind\": \"BATCH_ELEMENT_COUNT\", "
-             "\"source_input\": [\"x\"], \"target_name\": [\"t\"]}, "
-             "{\"kind\": \"BATCH_ELEMENT_COUNT\", \"source_input\": []}]}",
-             "batch input 1 of model 'm' names no source_input");
+  expect_err(
+      "{\"batch_input\": [{\"kind\": \"BATCH_ELEMENT_COUNT\", "
+      "\"source_input\": [\"x\"], \"target_name\": [\"t\"]}, "
+      "{\"kind\": \"BATCH_ELEMENT_COUNT\", \"source_input\": []}]}",
+      "batch input 1 of model 'm' names no source_input");
 }
 
 static void test_scatter_shape(void **state) {

@@ -306,7 +306,7 @@ static void test_metadata(void **state) {
 
   ok(TRITONSERVER_ServerMetadata(s, &m));
   j = json_of(m);
-  assert_string_equal(json_string_value(json_object_get(j, "name")), "inferd");
+  assert_string_equal(json_string_value(json_object_get(j, "name")), "triton");
   assert_true(json_is_string(json_object_get(j, "version")));
   assert_true(json_array_size(json_object_get(j, "extensions")) > 0);
   json_decref(j);

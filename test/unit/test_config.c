@@ -30,7 +30,7 @@
 
 /* ---- helpers ---- */
 
-static const ifd_config_opts_t cpu_opts = {0, 0, NULL, 0, 0, 0};
+static const ifd_config_opts_t cpu_opts = {0, 0, NULL, 0, 0, 0, NULL};
 
 static ifd_model_config_t *parse_ok(const char *text, const char *name) {
   ifd_model_config_t *cfg = NULL;
@@ -217,7 +217,7 @@ static void test_name_mismatch(void **state) {
 static int prepare(const char *root, const char *dir, const char *text,
                    int strict, ifd_errmsg_t *err) {
   char path[512];
-  ifd_config_opts_t opts = {strict, 0, NULL, 0, 0, 0};
+  ifd_config_opts_t opts = {strict, 0, NULL, 0, 0, 0, NULL};
   ifd_model_config_t *cfg = (void *)0x1;
   int rc;
 
@@ -317,7 +317,7 @@ static void test_parse_error_names_file(void **state) {
  * config.pbtxt. */
 static void test_custom_config_name(void **state) {
   char *root = *state, dir[256], path[320];
-  ifd_config_opts_t named = {0, 0, "small", 0, 0, 0};
+  ifd_config_opts_t named = {0, 0, "small", 0, 0, 0, NULL};
   ifd_model_config_t *cfg = NULL;
   ifd_errmsg_t err;
   snprintf(dir, sizeof(dir), "%s/m", root);
@@ -342,7 +342,7 @@ static void test_custom_config_name(void **state) {
 
 static void test_missing_file_strict(void **state) {
   char *root = *state, dir[256];
-  ifd_config_opts_t strict = {1, 0, NULL, 0, 0, 0};
+  ifd_config_opts_t strict = {1, 0, NULL, 0, 0, 0, NULL};
   ifd_model_config_t *cfg = (void *)0x1;
   ifd_errmsg_t err;
   snprintf(dir, sizeof(dir), "%s/m.identity", root);
@@ -489,7 +489,7 @@ static void test_platform_derives_backend(void **state) {
 #define BASE "name: \"m\" backend: \"identity\" max_batch_size: 8 " IO
 
 static void test_normalize_gpu(void **state) {
-  ifd_config_opts_t gpu2 = {0, 2, NULL, 0, 0, 0};
+  ifd_config_opts_t gpu2 = {0, 2, NULL, 0, 0, 0, NULL};
   ifd_errmsg_t err;
   (void)state;
   ifd_model_config_t *cfg = parse_ok(BASE, "m");
@@ -518,11 +518,61 @@ static void test_normalize_gpu(void **state) {
   ifd_config_free(cfg);
 }
 
+/* A backend's preferred instance groups (Triton's NormalizeInstanceGroup):
+ * they fill only what the config left to the defaults. */
+static void test_prefer_groups(void **state) {
+  ifd_group_defaults_t d;
+  ifd_config_opts_t cpu = {0, 0, NULL, 0, 0, 0, &d};
+  ifd_config_opts_t gpus = {0, 2, NULL, 0, 0, 0, &d};
+  int32_t gpu1[1] = {1};
+  ifd_pref_group_t pref[2] = {
+      {INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU, 4, gpu1, 1},
+      {INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU, 3, NULL, 0}};
+  ifd_errmsg_t err;
+  (void)state;
+  /* No instance_group, no GPU: the GPU preference is skipped, the CPU one
+   * gives kind and count. */
+  ifd_model_config_t *cfg = parse_ok(BASE, "m");
+  assert_int_equal(ifd_config_normalize(cfg, &cpu, &err), 0);
+  assert_true(d.added);
+  assert_int_equal(cfg->instance_group[0]->count, 1);
+  assert_int_equal(ifd_config_prefer_groups(cfg, &cpu, &d, pref, 2, &err), 0);
+  assert_int_equal(cfg->instance_group[0]->kind,
+                   INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_CPU);
+  assert_int_equal(cfg->instance_group[0]->count, 3);
+  assert_string_equal(cfg->instance_group[0]->name, "m");
+  ifd_config_free(cfg);
+  /* With GPUs: the GPU preference, on the listed GPU that exists. */
+  cfg = parse_ok(BASE, "m");
+  assert_int_equal(ifd_config_normalize(cfg, &gpus, &err), 0);
+  assert_int_equal(cfg->instance_group[0]->n_gpus, 2);
+  assert_int_equal(ifd_config_prefer_groups(cfg, &gpus, &d, pref, 2, &err), 0);
+  assert_int_equal(cfg->instance_group[0]->kind,
+                   INFERENCE__MODEL_INSTANCE_GROUP__KIND__KIND_GPU);
+  assert_int_equal(cfg->instance_group[0]->count, 4);
+  assert_int_equal(cfg->instance_group[0]->n_gpus, 1);
+  assert_int_equal(cfg->instance_group[0]->gpus[0], 1);
+  ifd_config_free(cfg);
+  /* A group's own count stays; one without takes its kind's preference. */
+  cfg = parse_ok(BASE
+                 "instance_group [ { kind: KIND_CPU count: 2 }, "
+                 "{ kind: KIND_CPU } ]",
+                 "m");
+  assert_int_equal(ifd_config_normalize(cfg, &cpu, &err), 0);
+  assert_false(d.added);
+  assert_int_equal(d.count_unset, 2);
+  assert_int_equal(ifd_config_prefer_groups(cfg, &cpu, &d, pref, 2, &err), 0);
+  assert_int_equal(cfg->instance_group[0]->count, 2);
+  assert_int_equal(cfg->instance_group[1]->count, 3);
+  ifd_config_free(cfg);
+}
+
 /* GPUs below --min-supported-compute-capability are ignored, as if
  * absent: not picked for KIND_GPU or KIND_AUTO, refused when named. */
 static void test_normalize_gpu_below_min_cc(void **state) {
-  ifd_config_opts_t o = {0, 3, NULL, 1u << 1, 7.5, 0}; /* GPU 1 is too old */
-  ifd_config_opts_t only_old = {0, 1, NULL, 1u << 0, 0, 0};
+  ifd_config_opts_t o = {0,   3, NULL, 1u << 1,
+                         7.5, 0, NULL}; /* GPU 1 is too old */
+  ifd_config_opts_t only_old = {0, 1, NULL, 1u << 0, 0, 0, NULL};
   ifd_errmsg_t err;
   (void)state;
   ifd_model_config_t *cfg = parse_ok(BASE, "m");
@@ -1041,7 +1091,7 @@ static const bad_case_t bad_cases[] = {
 
 static void test_bad_case(void **state) {
   const bad_case_t *c = *state;
-  ifd_config_opts_t opts = {0, c->gpu_count, NULL, 0, 0, 0};
+  ifd_config_opts_t opts = {0, c->gpu_count, NULL, 0, 0, 0, NULL};
   ifd_model_config_t *cfg = NULL;
   ifd_errmsg_t err;
   int rc;
@@ -1188,6 +1238,7 @@ int main(void) {
       cmocka_unit_test(test_platform_derives_backend),
       cmocka_unit_test(test_normalize_gpu),
       cmocka_unit_test(test_normalize_gpu_below_min_cc),
+      cmocka_unit_test(test_prefer_groups),
       cmocka_unit_test(test_normalize_batchers),
       cmocka_unit_test(test_ensemble_ok),
       cmocka_unit_test(test_ensemble_unreachable_output),

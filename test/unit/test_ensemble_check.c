@@ -38,7 +38,7 @@ typedef struct reg {
   size_t n;
 } reg_t;
 
-static const ifd_config_opts_t cpu_opts = {0, 0, NULL, 0, 0, 0};
+static const ifd_config_opts_t cpu_opts = {0, 0, NULL, 0, 0, 0, NULL};
 
 /* Parses, normalizes and validates `text`; fails the test on an error. */
 static ifd_model_config_t *load(const char *text) {

@@ -279,7 +279,7 @@ static void test_server_metadata(void **state) {
   assert_int_equal(st->status, IFD_GRPC_OK);
   r = inference__server_metadata_response__unpack(NULL, st->n_sent, st->sent);
   assert_non_null(r);
-  assert_string_equal(r->name, "inferd");
+  assert_string_equal(r->name, "triton");
   assert_string_equal(r->version, IFD_SERVER_VERSION);
   assert_int_equal(r->n_extensions, info->n_extensions);
   for (i = 0; i < r->n_extensions; i++)

@@ -184,13 +184,14 @@ static void test_server_info(void **state) {
   ifd__hbuf_init(&b, 0);
   ifd__json_server_info(&b, ifd_server_metadata(NULL));
   assert_same(text_of(&b),
-              strdup("{\"name\":\"inferd\",\"version\":\"" IFD_SERVER_VERSION
-                     "\",\"extensions\":[\"sequence\",\"model_repository\","
+              strdup("{\"name\":\"triton\",\"version\":\"" IFD_SERVER_VERSION
+                     "\",\"extensions\":[\"classification\",\"sequence\","
+                     "\"model_repository\","
                      "\"model_repository(unload_dependents)\","
                      "\"schedule_policy\",\"model_configuration\","
                      "\"system_shared_memory\",\"cuda_shared_memory\","
                      "\"binary_tensor_data\",\"parameters\","
-                     "\"statistics\",\"logging\"]}"));
+                     "\"statistics\",\"trace\",\"logging\"]}"));
   ifd__hbuf_init(&b, 0);
   ifd__json_server_info(&b, &none);
   assert_same(text_of(&b),

@@ -102,7 +102,7 @@ static const char config_text[] =
 /* Parse, normalize, validate and render a config. */
 static int config_op(void) {
   ifd_model_config_t *cfg = NULL;
-  ifd_config_opts_t o = {0, 0, NULL, 0, 0, 0};
+  ifd_config_opts_t o = {0, 0, NULL, 0, 0, 0, NULL};
   ifd_errmsg_t err;
   json_t *j;
   int rc;

@@ -20,7 +20,7 @@
 
 static int add(ifd_restrict_t *r, const char *arg, ifd_errmsg_t *err) {
   ifd_errclear(err);
-  return ifd_restrict_add(r, arg, "", "API", err);
+  return ifd_restrict_add(r, arg, "", "api", err);
 }
 
 static void test_groups(void **state) {
@@ -58,15 +58,15 @@ static void test_parse(void **state) {
   /* A group in two rules; the rule is refused whole. */
   assert_int_equal(add(&r, "trace,statistics:x=y", &err), IFD_EINVAL);
   assert_string_equal(err.text,
-                      "restricted API 'statistics' can not be specified in "
+                      "restricted api 'statistics' can not be specified in "
                       "multiple config groups");
   assert_false(ifd_restrict_on(&r, IFD_API_TRACE));
   assert_int_equal(add(&r, "trace,trace:x=y", &err), IFD_EINVAL);
   assert_non_null(strstr(err.text, "'trace' can not be specified"));
   assert_int_equal(add(&r, "tracing:x=y", &err), IFD_EINVAL);
-  assert_string_equal(err.text, "unknown restricted API 'tracing'");
+  assert_string_equal(err.text, "unknown restricted api 'tracing'");
   assert_int_equal(add(&r, "trace,:x=y", &err), IFD_EINVAL);
-  assert_string_equal(err.text, "unknown restricted API ''");
+  assert_string_equal(err.text, "unknown restricted api ''");
   assert_int_equal(add(&r, "trace", &err), IFD_EINVAL);
   assert_int_equal(add(&r, "trace:x", &err), IFD_EINVAL);
   assert_int_equal(add(&r, ":x=y", &err), IFD_EINVAL);

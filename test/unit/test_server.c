@@ -203,15 +203,17 @@ static void test_lifecycle(void **state) {
   /* Server metadata: static strings. */
   {
     const ifd_server_info_t *si = ifd_server_metadata(r.s);
-    assert_string_equal(si->name, "inferd");
+    assert_string_equal(si->name, "triton");
     assert_string_equal(si->version, IFD_SERVER_VERSION);
-    assert_int_equal(si->n_extensions, 11);
-    assert_string_equal(si->extensions[0], "sequence");
-    assert_string_equal(si->extensions[2],
+    assert_int_equal(si->n_extensions, 13);
+    assert_string_equal(si->extensions[0], "classification");
+    assert_string_equal(si->extensions[1], "sequence");
+    assert_string_equal(si->extensions[3],
                         "model_repository(unload_dependents)");
-    assert_string_equal(si->extensions[5], "system_shared_memory");
-    assert_string_equal(si->extensions[9], "statistics");
-    assert_string_equal(si->extensions[10], "logging");
+    assert_string_equal(si->extensions[6], "system_shared_memory");
+    assert_string_equal(si->extensions[10], "statistics");
+    assert_string_equal(si->extensions[11], "trace");
+    assert_string_equal(si->extensions[12], "logging");
   }
 
   /* Model metadata: ready versions only, batch dimension prepended. */

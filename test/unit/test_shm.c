@@ -197,7 +197,18 @@ static void test_use_bounds_and_offset(void **state) {
                       "Invalid offset + byte size for shared "
                       "memory region: 'page'");
   assert_int_equal(ifd_shm_use(req, "page", 4, 60, 8, &ref, &err), IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "Invalid offset + byte size for shared "
+                      "memory region: 'page'");
   assert_int_equal(ifd_shm_use(req, "page", 4, 0, 0, &ref, &err), IFD_EINVAL);
+  /* An offset outside the region is Triton's other text, checked first. */
+  assert_int_equal(ifd_shm_use(req, "page", 4, 64, 1, &ref, &err), IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "Invalid offset for shared memory region: 'page'");
+  assert_int_equal(ifd_shm_use(req, "page", 4, UINT64_MAX, 8, &ref, &err),
+                   IFD_EINVAL);
+  assert_string_equal(err.text,
+                      "Invalid offset for shared memory region: 'page'");
   assert_int_equal(ifd_shm_use(req, "page", 4, UINT64_MAX, 8, &ref, &err),
                    IFD_EINVAL);
   assert_int_equal(ifd_shm_use(req, "pagex", 4, 0, 8, &ref, &err), 0);

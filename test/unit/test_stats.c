@@ -95,11 +95,77 @@ static void test_label_escaping(void **state) {
   free(o.buf);
 }
 
+/* Triton's classification of a reported decoupled response, and the
+ * accumulation by response index. */
+static void test_response_stats(void **state) {
+  ifd_model_stats_t st;
+  ifd_response_stats_t d;
+  const char *msg = NULL;
+  (void)state;
+  memset(&st, 0, sizeof(st));
+  /* A success: infer until the outputs, output after. */
+  assert_int_equal(ifd_stats_response_classify(100, 400, 500, 0, 0, &d, &msg),
+                   0);
+  assert_int_equal(d.compute_infer.count, 1);
+  assert_int_equal(d.compute_infer.ns, 300);
+  assert_int_equal(d.compute_output.ns, 100);
+  assert_int_equal(d.success.count, 1);
+  assert_int_equal(d.success.ns, 400);
+  assert_int_equal(d.fail.count + d.empty_response.count + d.cancel.count, 0);
+  assert_int_equal(ifd_stats_response(&st, 0, &d), 0);
+  /* Empty: no outputs, the whole span is compute_infer. */
+  assert_int_equal(ifd_stats_response_classify(100, 0, 300, 0, 0, &d, &msg), 0);
+  assert_int_equal(d.compute_infer.ns, 200);
+  assert_int_equal(d.compute_output.count, 0);
+  assert_int_equal(d.empty_response.count, 1);
+  assert_int_equal(ifd_stats_response(&st, 1, &d), 0);
+  /* A failure without outputs, and one whose outputs took no time (no
+   * compute_output then, as Triton). */
+  assert_int_equal(ifd_stats_response_classify(100, 0, 300, 1, 0, &d, &msg), 0);
+  assert_int_equal(d.fail.count, 1);
+  assert_int_equal(d.compute_infer.ns, 200);
+  assert_int_equal(ifd_stats_response_classify(100, 300, 300, 1, 0, &d, &msg),
+                   0);
+  assert_int_equal(d.compute_output.count, 0);
+  assert_int_equal(ifd_stats_response(&st, 0, &d), 0);
+  /* A cancellation counts only its span. */
+  assert_int_equal(ifd_stats_response_classify(100, 0, 150, 1, 1, &d, &msg), 0);
+  assert_int_equal(d.cancel.count, 1);
+  assert_int_equal(d.cancel.ns, 50);
+  assert_int_equal(d.compute_infer.count, 0);
+  /* Out of order: Triton's texts. */
+  assert_int_equal(ifd_stats_response_classify(500, 400, 600, 0, 0, &d, &msg),
+                   IFD_EINVAL);
+  assert_string_equal(
+      msg, "Response start cannot happen after compute output start");
+  assert_int_equal(ifd_stats_response_classify(100, 400, 300, 0, 0, &d, &msg),
+                   IFD_EINVAL);
+  assert_string_equal(msg,
+                      "Compute output start cannot happen after response end");
+  assert_int_equal(ifd_stats_response_classify(300, 0, 100, 0, 0, &d, &msg),
+                   IFD_EINVAL);
+  assert_string_equal(msg, "Response start cannot happen after response end");
+  /* Index 0 holds a success and a failure, index 1 the empty one. */
+  assert_int_equal(st.n_responses, 2);
+  assert_int_equal(st.responses[0].success.count, 1);
+  assert_int_equal(st.responses[0].fail.count, 1);
+  assert_int_equal(st.responses[0].compute_infer.count, 2);
+  assert_int_equal(st.responses[1].empty_response.count, 1);
+  /* A far index grows the table; past the cap it is refused. */
+  assert_int_equal(ifd_stats_response(&st, 100, &d), 0);
+  assert_int_equal(st.n_responses, 101);
+  assert_int_equal(st.responses[50].cancel.count, 0);
+  assert_int_equal(ifd_stats_response(&st, IFD_STATS_MAX_RESPONSES, &d),
+                   IFD_EINVAL);
+  ifd_stats_free(&st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request_split),
       cmocka_unit_test(test_batches_sorted),
       cmocka_unit_test(test_histogram),
+      cmocka_unit_test(test_response_stats),
       cmocka_unit_test(test_label_escaping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

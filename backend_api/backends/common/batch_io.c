@@ -191,9 +191,9 @@ void ifd_batch_input_fill(ifd_batch_kind_t kind, TRITONSERVER_DataType dtype,
   while (at < count) put(buf, fp32, count, &at, 0);
 }
 
-size_t ifd_batch_scatter_shape(int batching, const int64_t *dims,
-                               size_t n_dims, const ifd_shape_ref_t *src,
-                               int64_t *shape, size_t cap) {
+size_t ifd_batch_scatter_shape(int batching, const int64_t *dims, size_t n_dims,
+                               const ifd_shape_ref_t *src, int64_t *shape,
+                               size_t cap) {
   size_t nd = 0;
   if (batching && nd < cap) shape[nd++] = -1;
   for (size_t d = 0; d < n_dims && nd < cap; d++) shape[nd++] = dims[d];

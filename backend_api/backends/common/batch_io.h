@@ -80,9 +80,9 @@ void ifd_batch_input_fill(ifd_batch_kind_t kind, TRITONSERVER_DataType dtype,
  * [-1 when batching] + the output's configured dims, each -1 taken from the
  * request's source input at the same position (0 past its rank). Writes at
  * most cap dims into shape; returns the rank. */
-size_t ifd_batch_scatter_shape(int batching, const int64_t *dims,
-                               size_t n_dims, const ifd_shape_ref_t *src,
-                               int64_t *shape, size_t cap);
+size_t ifd_batch_scatter_shape(int batching, const int64_t *dims, size_t n_dims,
+                               const ifd_shape_ref_t *src, int64_t *shape,
+                               size_t cap);
 
 #ifdef __cplusplus
 }

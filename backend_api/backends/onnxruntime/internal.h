@@ -80,7 +80,6 @@ typedef struct ort_out {
                            NULL for other outputs */
 } ort_out_t;
 
-
 /* Session settings read from the configuration; applied to every
  * instance's session. */
 typedef struct ort_settings {

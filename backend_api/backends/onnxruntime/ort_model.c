@@ -280,9 +280,8 @@ static TRITONSERVER_Error *outs_read(ort_model_t *m) {
 /* batch_input and batch_output (Triton's ragged batching). */
 static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
   const json_t *bos = json_object_get(m->config, "batch_output");
-  TRITONSERVER_Error *e = ifd_batch_inputs_read(m->config, m->name,
-                                                &m->batch_inputs,
-                                                &m->n_batch_inputs);
+  TRITONSERVER_Error *e = ifd_batch_inputs_read(
+      m->config, m->name, &m->batch_inputs, &m->n_batch_inputs);
   if (e != NULL) return e;
   for (size_t i = 0; i < ifd_ort_array_size(m->config, "batch_output"); i++) {
     const json_t *bo = json_array_get(bos, i);

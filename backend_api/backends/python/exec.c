@@ -586,6 +586,24 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
   }
   if (kept == 0) goto out_end_call;
 
+  /* The execution's batch size, as Triton's Python backend counts it: the
+   * sum over the kept requests of the first input's first dim for a
+   * batching model, 1 per request otherwise. Read now: once the requests
+   * are open the reader may release them. */
+  uint64_t batch = 0;
+  for (uint32_t k = 0; k < kept; k++) {
+    TRITONBACKEND_Input *i0 = NULL;
+    const int64_t *shape = NULL;
+    uint32_t nd = 0;
+    TRITONSERVER_Error *e =
+        in->batching ? TRITONBACKEND_RequestInputByIndex(reqs[k], 0, &i0)
+                     : NULL;
+    if (e == NULL && i0 != NULL)
+      e = TRITONBACKEND_InputProperties(i0, NULL, NULL, &shape, &nd, NULL,
+                                        NULL);
+    batch += e == NULL && nd > 0 && shape[0] > 0 ? (uint64_t)shape[0] : 1;
+    TRITONSERVER_ErrorDelete(e);
+  }
   /* Open the requests: from here on, the reader may end them. */
   pthread_mutex_lock(&in->mu);
   bool same = in->gen == gen;
@@ -630,9 +648,9 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
   b.p = NULL;
   if (rc != 0) goto out;
   uint64_t t_done = ifd__py_now_ns();
-  /* One execution of `kept` requests (the model's execute returned). */
+  /* One execution of the kept requests (the model's execute returned). */
   ifd__py_log_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-                        in->instance, kept, start, start, t_done, t_done),
+                        in->instance, batch, start, start, t_done, t_done),
                     "cannot report batch statistics");
   if (h.type == IFD_PY_MSG_RESULT) {
     on_result(in, id, payload, h.length, rids, kept, t_done);

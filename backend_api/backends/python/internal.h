@@ -233,6 +233,7 @@ typedef struct ifd__py_instance {
   char stub_path[PATH_MAX];
   char backend_dir[PATH_MAX];
   bool decoupled;
+  bool batching; /* max_batch_size > 0: requests carry a batch dimension */
 
   int down_fd, up_fd;        /* owned memfds, for the instance's life */
   char *up_base;             /* owned mapping of IFD_PY_SEG_MAX (read only) */

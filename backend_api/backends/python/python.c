@@ -295,6 +295,13 @@ static bool config_decoupled(const char *json, size_t len) {
   return d;
 }
 
+static bool config_batching(const char *json, size_t len) {
+  json_t *j = json_loadb(json, len, 0, NULL);
+  bool b = json_integer_value(json_object_get(j, "max_batch_size")) > 0;
+  json_decref(j);
+  return b;
+}
+
 static void instance_free(ifd__py_instance_t *in) {
   free(in->model_name);
   free(in->inst_name);
@@ -343,6 +350,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
   err = stub_paths(in->backend_dir, in->stub_path);
   if (err != NULL) goto out;
   in->decoupled = config_decoupled(json, json_len);
+  in->batching = config_batching(json, json_len);
 
   ifd__py_buf_add(&b, "{\"model_config\":", 16);
   ifd__py_buf_jstr(&b, json, json_len);

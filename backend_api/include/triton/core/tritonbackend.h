@@ -55,6 +55,8 @@ typedef struct TRITONBACKEND_Response TRITONBACKEND_Response;
 typedef struct TRITONBACKEND_Backend TRITONBACKEND_Backend;
 typedef struct TRITONBACKEND_Model TRITONBACKEND_Model;
 typedef struct TRITONBACKEND_ModelInstance TRITONBACKEND_ModelInstance;
+typedef struct TRITONBACKEND_ModelInstanceResponseStatistics
+    TRITONBACKEND_ModelInstanceResponseStatistics;
 typedef struct TRITONBACKEND_BackendAttribute TRITONBACKEND_BackendAttribute;
 typedef struct TRITONBACKEND_Batcher TRITONBACKEND_Batcher;
 
@@ -509,14 +511,72 @@ TRITONBACKEND_ModelInstanceReportStatistics(
     const uint64_t compute_start_ns, const uint64_t compute_end_ns,
     const uint64_t exec_end_ns);
 
-/** Records one decoupled response's statistics, after ResponseSend. */
+/*
+ * Decoupled response statistics (the statistics extension's response_stats).
+ * A backend fills a TRITONBACKEND_ModelInstanceResponseStatistics object
+ * (New, the Set* calls, Report, Delete) after each response of a request it
+ * sends, or decides not to send. Timestamps are steady-clock nanoseconds.
+ */
+
+/** Creates an empty statistics object; the caller owns it (Delete). */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsNew(
+    TRITONBACKEND_ModelInstanceResponseStatistics** response_statistics);
+
+/** Frees an object made by ResponseStatisticsNew. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsDelete(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics);
+
+/** The instance the response came from (borrowed; required). */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetModelInstance(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONBACKEND_ModelInstance* model_instance);
+
+/** The factory of the response's request (borrowed; required): the n-th
+ *  report through it counts under the key "<n-1>". */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseFactory(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONBACKEND_ResponseFactory* response_factory);
+
+/** When the backend began to produce the response. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    uint64_t response_start);
+
+/** When it began to write the response's outputs; 0 for a response with
+ *  none (an empty response). */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetComputeOutputStart(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    uint64_t compute_output_start);
+
+/** When the response was done. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetResponseEnd(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    uint64_t response_end);
+
+/** The error the response carried, or NULL for a success. Borrowed: the
+ *  caller keeps it until Report returns. */
+TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
+TRITONBACKEND_ModelInstanceResponseStatisticsSetError(
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics,
+    TRITONSERVER_Error* error);
+
+/**
+ * Records the response the object describes in its model's statistics:
+ * without an error a success (compute_output_start > 0) or an empty
+ * response; with one a cancellation (TRITONSERVER_ERROR_CANCELLED) or a
+ * failure. Fails with INVALID_ARG when the instance or factory is missing
+ * or the timestamps are out of order. The object stays the caller's.
+ */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*
 TRITONBACKEND_ModelInstanceReportResponseStatistics(
-    TRITONBACKEND_ModelInstance* instance,
-    TRITONBACKEND_ResponseFactory* response_factory,
-    const uint64_t response_start, const uint64_t compute_output_start,
-    const uint64_t response_end, const uint32_t send_flags,
-    TRITONSERVER_Error* error);
+    TRITONBACKEND_ModelInstanceResponseStatistics* response_statistics);
 
 /** Records one execute's statistics; batch_size sums the requests' sizes. */
 TRITONBACKEND_DECLSPEC TRITONSERVER_Error*

@@ -59,7 +59,7 @@
   X(datatype_string)          \
   X(string_to_datatype)       \
   X(datatype_byte_size)       \
-  X(unsupported_error)        \
+  X(null_attribute_error)     \
   X(buffer_attributes)        \
   X(memory_manager)           \
   X(response_output_readback) \
@@ -357,18 +357,15 @@ static void check_free_functions(TRITONBACKEND_Backend *backend, int32_t *r) {
       TRITONSERVER_DataTypeByteSize(TRITONSERVER_TYPE_FP64) == 8 &&
       TRITONSERVER_DataTypeByteSize(TRITONSERVER_TYPE_BYTES) == 0;
 
-  /* What inferd does not do answers UNSUPPORTED: the error must be a real
-   * object that names the function. */
+  /* A refused call answers with a real error object, never a silent
+   * success: the backend attributes object is required. */
   TRITONSERVER_Error *err =
       TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading(NULL, true);
   const char *msg = err != NULL ? TRITONSERVER_ErrorMessage(err) : NULL;
-  r[CHECK_unsupported_error] =
+  r[CHECK_null_attribute_error] =
       err != NULL &&
-      TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_UNSUPPORTED &&
-      msg != NULL &&
-      strstr(msg,
-             "TRITONBACKEND_BackendAttributeSetParallelModelInstanceLoading") !=
-          NULL;
+      TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_INVALID_ARG &&
+      msg != NULL && msg[0] != '\0';
   TRITONSERVER_ErrorDelete(err);
 
   TRITONSERVER_BufferAttributes *ba = NULL;

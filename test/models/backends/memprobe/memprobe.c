@@ -12,7 +12,10 @@
  *
  * It reports memory usage, for the statistics extension's memory_usage:
  * 4096 bytes of CPU memory for the model (ModelInitialize) and 1024 bytes of
- * pinned memory per instance (ModelInstanceInitialize).
+ * pinned memory per instance (ModelInstanceInitialize). Each is reported
+ * twice, twice as much first: the latest report of a model or instance
+ * replaces its earlier one, as in Triton, so the statistics show 4096 and
+ * 1024 per instance.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,22 +42,28 @@ static TRITONSERVER_Error *usage_of(TRITONSERVER_MemoryType type, size_t bytes,
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
-  TRITONSERVER_BufferAttributes *ba = NULL;
-  TRITONSERVER_Error *err = usage_of(TRITONSERVER_MEMORY_CPU, 4096, &ba);
-  if (err == NULL) err = TRITONBACKEND_ModelReportMemoryUsage(model, &ba, 1);
-  if (ba != NULL)
-    TRITONSERVER_ErrorDelete(TRITONSERVER_BufferAttributesDelete(ba));
+  TRITONSERVER_Error *err = NULL;
+  for (size_t bytes = 8192; err == NULL && bytes >= 4096; bytes /= 2) {
+    TRITONSERVER_BufferAttributes *ba = NULL;
+    err = usage_of(TRITONSERVER_MEMORY_CPU, bytes, &ba);
+    if (err == NULL) err = TRITONBACKEND_ModelReportMemoryUsage(model, &ba, 1);
+    if (ba != NULL)
+      TRITONSERVER_ErrorDelete(TRITONSERVER_BufferAttributesDelete(ba));
+  }
   return err;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
     TRITONBACKEND_ModelInstance *instance) {
-  TRITONSERVER_BufferAttributes *ba = NULL;
-  TRITONSERVER_Error *err = usage_of(TRITONSERVER_MEMORY_CPU_PINNED, 1024, &ba);
-  if (err == NULL)
-    err = TRITONBACKEND_ModelInstanceReportMemoryUsage(instance, &ba, 1);
-  if (ba != NULL)
-    TRITONSERVER_ErrorDelete(TRITONSERVER_BufferAttributesDelete(ba));
+  TRITONSERVER_Error *err = NULL;
+  for (size_t bytes = 2048; err == NULL && bytes >= 1024; bytes /= 2) {
+    TRITONSERVER_BufferAttributes *ba = NULL;
+    err = usage_of(TRITONSERVER_MEMORY_CPU_PINNED, bytes, &ba);
+    if (err == NULL)
+      err = TRITONBACKEND_ModelInstanceReportMemoryUsage(instance, &ba, 1);
+    if (ba != NULL)
+      TRITONSERVER_ErrorDelete(TRITONSERVER_BufferAttributesDelete(ba));
+  }
   return err;
 }
 
