@@ -233,7 +233,7 @@ $(1)/$(2)/libtriton_$(2).so: $(wildcard $(3)/$(2)/*.c) $(wildcard $(3)/common/*.
 	@mkdir -p $$(dir $$@)
 	$$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $$(OPT) $$(filter -fsanitize%,$$(CFLAGS)) \
 	  -Ibackend_api/include -shared -o $$@ $(wildcard $(3)/$(2)/*.c) $$(COMMON_SRC) \
-	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver
+	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver $(if $(filter identity,$(2)),-ljansson)
 endef
 $(foreach b,$(BACKENDS),$(eval $(call backend_rule,$(BUILD)/backends,$(b),backend_api/backends)))
 $(foreach b,$(TEST_BACKENDS),$(eval $(call backend_rule,$(BUILD)/test/backends,$(b),test/models/backends)))
@@ -251,7 +251,7 @@ $(BUILD)/test/repoagents/$(1)/libtritonrepoagent_$(1).so: $(wildcard test/models
 	@mkdir -p $$(dir $$@)
 	$$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -pthread $$(OPT) $$(filter -fsanitize%,$$(CFLAGS)) \
 	  -Ibackend_api/include -shared -o $$@ $(wildcard test/models/repoagents/$(1)/*.c) \
-	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver
+	  $$(LDFLAGS) -L$(BUILD)/lib -ltritonserver $(if $(filter identity,$(2)),-ljansson)
 endef
 $(foreach a,$(TEST_AGENTS),$(eval $(call agent_rule,$(a))))
 # The checksum agent digests files with OpenSSL's libcrypto.

@@ -4,10 +4,17 @@
  * The settings are relaxed atomics: a change made on the loop thread (the
  * logging extension) reaches other threads at their next line, and no line
  * needs more than one consistent reading of each setting.
+ *
+ * Messages are written as JSON strings (quoted, escaped as JSON encoders
+ * escape: quote, backslash and control characters), as tritonserver writes
+ * them, so a message that holds a newline or a forged line prefix (a client
+ * controls tensor names and IDs) cannot inject a log line. The environment
+ * variable TRITON_SERVER_ESCAPE_LOG_MESSAGES=0, read once, writes them raw.
  */
 #include "core/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +37,70 @@ static atomic_int format;
  * an embedding application makes a server with another log file. */
 static atomic_int out_fd = STDERR_FILENO;
 static _Atomic(char *) out_path; /* the --log-file path; NULL */
+static atomic_int escape = 1;    /* messages as JSON strings */
+static pthread_once_t escape_once = PTHREAD_ONCE_INIT;
+
+/* Like tritonserver: escaped unless the variable is exactly "0". */
+static void read_escape(void) {
+  const char *v = getenv("TRITON_SERVER_ESCAPE_LOG_MESSAGES");
+  atomic_store_explicit(&escape, !(v != NULL && strcmp(v, "0") == 0), RELAXED);
+}
+
+int ifd_log_escapes(void) {
+  pthread_once(&escape_once, read_escape);
+  return atomic_load_explicit(&escape, RELAXED);
+}
+
+size_t ifd_log_escape(char *out, size_t cap, const char *msg, size_t len) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = 0, i;
+  if (cap < 3) return 0;
+  out[n++] = '"';
+  for (i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    char two = 0;
+    switch (c) {
+      case '"':
+        two = '"';
+        break;
+      case '\\':
+        two = '\\';
+        break;
+      case '\b':
+        two = 'b';
+        break;
+      case '\f':
+        two = 'f';
+        break;
+      case '\n':
+        two = 'n';
+        break;
+      case '\r':
+        two = 'r';
+        break;
+      case '\t':
+        two = 't';
+        break;
+      default:
+        break;
+    }
+    /* Room for the longest escape and the closing quote, else cut here. */
+    if (n + 7 > cap) break;
+    if (two != 0) {
+      out[n++] = '\\';
+      out[n++] = two;
+    } else if (c < 0x20) {
+      memcpy(out + n, "\\u00", 4);
+      out[n + 4] = hex[c >> 4];
+      out[n + 5] = hex[c & 15];
+      n += 6;
+    } else {
+      out[n++] = (char)c;
+    }
+  }
+  out[n++] = '"';
+  return n;
+}
 
 void ifd_log_set_verbose(int level) {
   atomic_store_explicit(&verbose_level, level < 0 ? 0 : level, RELAXED);
@@ -96,7 +167,8 @@ void ifd_log_write(ifd_log_level_t level, const char *file, int line,
                    const char *fmt, ...) {
   /* Triton writes verbose lines with the INFO letter. */
   static const char letters[] = "EWII";
-  char buf[4096];
+  /* An escaped message may grow 6 times; long ones are cut. */
+  char buf[8192];
   struct timeval tv;
   struct tm tm;
   const char *base = strrchr(file, '/');
@@ -123,10 +195,18 @@ void ifd_log_write(ifd_log_level_t level, const char *file, int line,
   n = k > 0 ? (size_t)k : 0;
   if (n >= sizeof(buf) - 2) n = sizeof(buf) - 2;
   va_start(ap, fmt);
-  k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+  if (ifd_log_escapes()) {
+    char msg[4096];
+    k = vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (k < 0) k = 0;
+    if ((size_t)k >= sizeof(msg)) k = (int)sizeof(msg) - 1;
+    n += ifd_log_escape(buf + n, sizeof(buf) - n - 1, msg, (size_t)k);
+  } else {
+    k = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+    if (k > 0) n += (size_t)k;
+    if (n > sizeof(buf) - 2) n = sizeof(buf) - 2;
+  }
   va_end(ap);
-  if (k > 0) n += (size_t)k;
-  if (n > sizeof(buf) - 2) n = sizeof(buf) - 2;
   buf[n++] = '\n';
   /* A failed or short write of a log line has nowhere better to go. */
   if (write(atomic_load_explicit(&out_fd, RELAXED), buf, n) < 0) return;

@@ -4,6 +4,8 @@
  * Lines go to stderr, or to the --log-file, as tritonserver prints them:
  *   default:  `<L><mmdd> <hh:mm:ss.uuuuuu> <tid> <file>:<line>] <msg>`
  *   ISO8601:  `<yyyy>-<mm>-<dd>T<hh>:<mm>:<ss>Z <L> <tid> <file>:<line>] <msg>`
+ * where <msg> is a JSON string ("..." escaped) unless
+ * TRITON_SERVER_ESCAPE_LOG_MESSAGES=0.
  * (L is E, W, I or V). Safe to call from any thread: each line is formatted
  * into a local buffer and written with one write(2), so lines never
  * interleave. The settings (levels, format) may change at run time (the
@@ -12,6 +14,8 @@
  */
 #ifndef IFD_CORE_LOG_H
 #define IFD_CORE_LOG_H
+
+#include <stddef.h>
 
 typedef enum ifd_log_level {
   IFD_LOG_ERROR = 0,
@@ -50,6 +54,19 @@ int ifd_log_parse_format(const char *text, ifd_log_format_t *out);
 int ifd_log_open_file(const char *path);
 /** The --log-file path, "" while lines go to stderr. */
 const char *ifd_log_file(void);
+
+/** Whether messages are written as JSON strings: unless the environment
+ *  variable TRITON_SERVER_ESCAPE_LOG_MESSAGES is "0" (read at the first
+ *  call, as tritonserver reads it at start; it cannot change after). */
+int ifd_log_escapes(void);
+/**
+ * Writes `msg` (len bytes) into `out` (cap bytes, at least 3) as a JSON
+ * string: quoted, with quote, backslash and control characters escaped
+ * (\n, \t, ..., \u00XX), other bytes as they are. A message too long for
+ * `out` is cut before an escape, the closing quote kept. Returns the bytes
+ * written (no NUL), 0 when cap < 3.
+ */
+size_t ifd_log_escape(char *out, size_t cap, const char *msg, size_t len);
 
 void ifd_log_write(ifd_log_level_t level, const char *file, int line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -30,17 +30,31 @@ model_entry_t *ifd__entry_find_in(ifd_server_t *s, const char *repo,
   return NULL;
 }
 
+int ifd__entry_gone(const model_entry_t *e) {
+  return e->path != NULL && !e->listed && e->ops == NULL &&
+         !ifd__entry_serves(e);
+}
+
 model_entry_t *ifd__entry_resolve(ifd_server_t *s, const char *repo,
                                   const char *name, size_t len, size_t *n) {
-  model_entry_t *head = ifd__entry_find(s, name, len), *e;
-  size_t count = 0;
-  for (e = head; e != NULL; e = e->next_same) count++;
-  if (n != NULL) *n = count;
+  model_entry_t *head = ifd__entry_find(s, name, len), *e, *live = NULL;
+  size_t count = 0, n_live = 0;
+  for (e = head; e != NULL; e = e->next_same) {
+    count++;
+    if (!ifd__entry_gone(e)) {
+      n_live++;
+      live = e;
+    }
+  }
+  if (n != NULL) *n = n_live > 0 ? n_live : count;
   if (count <= 1) return head;
-  /* --model-namespacing: the model of the asker's repository first. */
-  if (repo != NULL && (e = ifd__entry_find_in(s, repo, name, len)) != NULL)
+  /* --model-namespacing: the model of the asker's repository first, unless
+   * it left its repository; then the only one of that name still there (a
+   * model that moved to another repository). */
+  if (repo != NULL && (e = ifd__entry_find_in(s, repo, name, len)) != NULL &&
+      (!ifd__entry_gone(e) || n_live == 0))
     return e;
-  return NULL;
+  return n_live == 1 ? live : NULL;
 }
 
 model_entry_t *ifd__entry_of(ifd_server_t *s, const ifd_model_t *m) {

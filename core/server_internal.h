@@ -153,10 +153,16 @@ model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len);
  *  not known yet matches repo NULL or ""); NULL when none. */
 model_entry_t *ifd__entry_find_in(ifd_server_t *s, const char *repo,
                                   const char *name, size_t len);
+/** Has the entry left its repository: the last scan did not find its
+ *  folder, and nothing of it serves or is queued? Such an entry stays for
+ *  its index rows, but names resolve past it (Triton forgets a removed
+ *  model's identifier). */
+int ifd__entry_gone(const model_entry_t *e);
 /** The entry a name means from repository `repo` (an ensemble's, or NULL):
- *  with --model-namespacing the one in `repo` if there is one, else the
- *  only one of that name; *n (may be NULL) gets how many entries have the
- *  name. NULL when none, or when the name is ambiguous. */
+ *  with --model-namespacing the one in `repo` if there is one (and it has
+ *  not gone), else the only one of that name that has not gone; *n (may be
+ *  NULL) gets how many entries have the name (not gone, when any). NULL
+ *  when none, or when the name is ambiguous. */
 model_entry_t *ifd__entry_resolve(ifd_server_t *s, const char *repo,
                                   const char *name, size_t len, size_t *n);
 /** The entry that holds model version `m`. */

@@ -13,10 +13,7 @@
 
 /* Triton's answer to a name in several repositories (--model-namespacing)
  * that a request does not resolve. */
-static int ambiguous(const model_entry_t *e, const char *name, int len,
-                     ifd_errmsg_t *err) {
-  size_t n = 0;
-  for (; e != NULL; e = e->next_same) n++;
+static int ambiguous(size_t n, const char *name, int len, ifd_errmsg_t *err) {
   return ifd_errf(err, IFD_EINVAL,
                   "There are %zu identifiers of model '%.*s' in global map, "
                   "model namespace must be provided to resolve ambiguity.",
@@ -30,8 +27,14 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
                           int64_t version, ifd_model_t **out,
                           ifd_errmsg_t *err) {
   model_entry_t *e = ifd__entry_find(s, name, name_len);
-  if (e != NULL && e->next_same != NULL)
-    return ambiguous(e, name, name_len > 256 ? 256 : (int)name_len, err);
+  if (e != NULL && e->next_same != NULL) {
+    /* --model-namespacing: entries that left their repositories do not
+     * count (a model moved from one repository to another). */
+    size_t n;
+    e = ifd__entry_resolve(s, NULL, name, name_len, &n);
+    if (e == NULL)
+      return ambiguous(n, name, name_len > 256 ? 256 : (int)name_len, err);
+  }
   return find_in_entry(e, name, name_len, version, out, err);
 }
 
@@ -42,7 +45,10 @@ int ifd_server_find_model_in(ifd_server_t *s, const char *repo,
   if (repo == NULL || !s->opts.model_namespacing)
     return ifd_server_find_model(s, name, name_len, version, out, err);
   e = ifd__entry_find_in(s, repo, name, name_len);
-  if (e == NULL)
+  /* None in `repo` (or it left the repository): the global lookup, which
+   * finds the one model of that name (Triton's, when the namespace has
+   * none). */
+  if (e == NULL || ifd__entry_gone(e))
     return ifd_server_find_model(s, name, name_len, version, out, err);
   return find_in_entry(e, name, name_len, version, out, err);
 }
@@ -230,7 +236,11 @@ int ifd_server_stats(ifd_server_t *s, const char *name, size_t name_len,
   *n_out = 0;
   if (name != NULL) {
     e = ifd__entry_find(s, name, name_len);
-    if (e != NULL && e->next_same != NULL) return ambiguous(e, name, len, err);
+    if (e != NULL && e->next_same != NULL) {
+      size_t k;
+      e = ifd__entry_resolve(s, NULL, name, name_len, &k);
+      if (e == NULL) return ambiguous(k, name, len, err);
+    }
     n = e != NULL ? stats_rows(e, version, NULL) : 0;
     if (n == 0 && (e == NULL || version < 0))
       return ifd_errf(err, IFD_EINVAL,

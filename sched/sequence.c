@@ -419,11 +419,38 @@ static void form_oldest(sb_t *b, uint32_t k) {
   ifd__sched_dispatch_to(b->s, k, b->batch, n);
 }
 
+/* A sequence whose next request was cancelled ends there, as in Triton's
+ * batchers: that request and every one queued after it are answered
+ * CANCELLED, the slot goes to the backlog, and the ID is free (a later
+ * request without START is refused). Requests ahead of the cancelled one
+ * ran already, each in its turn. */
+static void cancel_in_slot(sb_t *b, seq_t *q) {
+  char name[32];
+  IFD_VERBOSE("sequence batcher of '%s': force-end cancelled sequence %s",
+              b->s->model->name, seq_name(q, name, sizeof(name)));
+  while (q->head != NULL)
+    ifd_request_abort(seq_pop(b, q), IFD_ECANCELLED, IFD__CANCELLED_MSG);
+  q->done = 1;
+  seq_release(b, q);
+}
+
 /* Forms instance k's next batch if it has room for one. */
 static void try_dispatch(sb_t *b, uint32_t k) {
   inst_t *in = &b->inst[k];
+  uint32_t i;
   in->dirty = 0;
-  if (b->stopped || in->out >= PIPE) return;
+  if (b->stopped) return;
+  /* A slot released here may take a backlogged sequence whose head was
+   * cancelled before it was queued: look at the slot again. */
+  for (i = 0; i < b->nslots; i++) {
+    seq_t *q = in->slots[i];
+    while (q != NULL && q->head != NULL && !q->running &&
+           ifd_request_is_cancelled(q->head)) {
+      cancel_in_slot(b, q);
+      q = in->slots[i];
+    }
+  }
+  if (in->out >= PIPE) return;
   if (b->oldest)
     form_oldest(b, k);
   else
@@ -473,12 +500,10 @@ static void on_wait_timer(uv_timer_t *t) {
 /* ---- idle sequences --------------------------------------------------------
  */
 
-/* A backlogged sequence whose requests' timeout expired before it got a
- * slot: its requests are refused (as Triton's reaper does) and the ID is
- * free again. */
-static void expire_backlog(sb_t *b, seq_t *q) {
+/* Takes backlogged sequence `q` out of the backlog and frees it, its
+ * queued requests answered with `error` and `msg`; the ID is free again. */
+static void drop_backlogged(sb_t *b, seq_t *q, int error, const char *msg) {
   seq_t **pp = &b->bl_head, *prev = NULL;
-  char name[32];
   while (*pp != q) {
     prev = *pp;
     pp = &(*pp)->bl_next;
@@ -487,14 +512,21 @@ static void expire_backlog(sb_t *b, seq_t *q) {
   if (b->bl_tail == q) b->bl_tail = prev;
   q->bl_next = NULL;
   b->n_backlog--;
-  IFD_VERBOSE("sequence batcher of '%s': backlogged sequence %s timed out",
-              b->s->model->name, seq_name(q, name, sizeof(name)));
-  while (q->head != NULL)
-    ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
-                      "timeout of the corresponding sequence has been expired");
+  while (q->head != NULL) ifd_request_abort(seq_pop(b, q), error, msg);
   ifd__seq_table_del(b, q);
   ifd__seq_heap_remove(b, q);
   seq_free(q);
+}
+
+/* A backlogged sequence whose requests' timeout expired before it got a
+ * slot: its requests are refused (as Triton's reaper does) and the ID is
+ * free again. */
+static void expire_backlog(sb_t *b, seq_t *q) {
+  char name[32];
+  IFD_VERBOSE("sequence batcher of '%s': backlogged sequence %s timed out",
+              b->s->model->name, seq_name(q, name, sizeof(name)));
+  drop_backlogged(b, q, IFD_EUNAVAIL,
+                  "timeout of the corresponding sequence has been expired");
 }
 
 static void on_idle_timer(uv_timer_t *t) {
@@ -760,11 +792,31 @@ static void seq_destroy(ifd__sched_t *s) {
   uv_close((uv_handle_t *)&b->wait_timer, on_timer_closed);
 }
 
-/* A cancelled request of a sequence is not dropped: its sequence's later
- * requests (and its END, which frees the slot) depend on the order the
- * sequence runs in, so it runs, and its backend sees it cancelled. */
+/* A cancelled request cancels its sequence (Triton's batchers do so when
+ * the request reaches the head of its sequence's queue). In a slot, it ends
+ * the sequence when it comes next (try_dispatch: cancel_in_slot), so the
+ * requests ahead of it run in order. In the backlog, the whole sequence is
+ * answered CANCELLED at once and its ID freed; Triton does the same when a
+ * slot frees for it, its clients waiting until then. A request already
+ * executing is left to its backend, which sees it cancelled. */
+static void seq_cancel(ifd__sched_t *s, ifd_request_t *req) {
+  sb_t *b = s->impl;
+  seq_t *q;
+  char name[32];
+  if (req->null_req || req->state != IFD_REQ_QUEUED || b->stopped) return;
+  q = sr(req)->seq;
+  if (q == NULL) return;
+  if (q->inst >= 0) {
+    kick(b, (uint32_t)q->inst);
+    return;
+  }
+  IFD_VERBOSE("sequence batcher of '%s': backlogged sequence %s cancelled",
+              s->model->name, seq_name(q, name, sizeof(name)));
+  drop_backlogged(b, q, IFD_ECANCELLED, IFD__CANCELLED_MSG);
+}
+
 const ifd__sched_kind_t ifd__sequence_kind = {seq_submit, seq_idle, seq_stop,
-                                              seq_destroy, NULL};
+                                              seq_destroy, seq_cancel};
 
 int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req) {
   sb_t *b = s->impl;

@@ -99,9 +99,10 @@ def test_backend_config_reaches_the_backend(tmp_path):
         r = srv.post("/v2/models/abicheck/infer", json=body)
         assert r.status_code == 200, r.text
         log = srv.log_tail(200000)
-        line = next((l for l in log.splitlines() if '"cmdline"' in l), None)
+        # Log messages are JSON strings: the backend's JSON text, escaped.
+        line = next((l for l in log.splitlines() if '\\"cmdline\\"' in l), None)
         assert line is not None, log
-        cmd = json.loads(line[line.index("{"):])["cmdline"]
+        cmd = json.loads(json.loads(line[line.index("] ") + 2:]))["cmdline"]
         assert cmd["shape-tensor"] == "a=b,c", cmd
         assert cmd["default-max-batch-size"] == "8", cmd
         assert "not-mine" not in cmd, cmd

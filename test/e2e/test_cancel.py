@@ -275,3 +275,64 @@ def test_decoupled_stream_closed_stops_backend(private_server, tmp_path, grpc_st
     t0 = time.monotonic()
     srv.stop(check=True)  # within the helper's stop bound, far below a minute
     assert time.monotonic() - t0 < 30, srv.log_tail()
+
+
+def seq_body(ms, rid, seq, start=False, end=False):
+    params = {"sequence_id": seq}
+    if start:
+        params["sequence_start"] = True
+    if end:
+        params["sequence_end"] = True
+    return json.dumps({"id": rid, "parameters": params, "inputs": [
+        {"name": "IN", "datatype": "INT32", "shape": [1], "data": [ms]}]}).encode()
+
+
+def send_seq(conn, ms, rid, seq, **flags):
+    conn.send(h.http_request("POST", "/v2/models/sleep_seq/infer", seq_body(ms, rid, seq, **flags),
+                             headers={"Content-Type": "application/json"}))
+
+
+def test_cancel_ends_the_sequence(private_server, tmp_path):
+    """Cancelling one queued request of a sequence (its client left) ends
+    the sequence, as in Triton's sequence batcher: the requests queued
+    behind it are answered CANCELLED without running, the slot is free for
+    the next sequence, and a later request of the ID without START is
+    refused. Before, the rest of the sequence ran on."""
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    so = h.sleep_backend_so()
+    if not so.is_file():
+        pytest.skip(f"{so} not built")
+    d = repo / "sleep_seq"
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(config("sleep_seq", "sequence_batching { }\n"))
+    shutil.copy2(so, d / so.name)
+    srv = private_server(repos=[repo], wait_models=("sleep_seq",))
+    conns = [h.RawConn(srv.port) for _ in range(4)]
+    try:
+        send_seq(conns[0], 2000, "s0", 7, start=True)
+        wait_log(srv, "sleep: request 's0' sleeping")
+        send_seq(conns[1], 0, "s1", 7)
+        send_seq(conns[2], 0, "s2", 7)
+        send_seq(conns[3], 0, "s3", 7, end=True)
+        wait_pending(srv, 3, model="sleep_seq")
+        conns[1].close()  # s1's client leaves: s1 is cancelled
+        r0 = conns[0].read_response()
+        assert r0.status == 200, r0.body
+        for c in conns[2:]:
+            r = c.read_response()
+            assert r.status != 200, r.body
+            assert json.loads(r.body)["error"] == "Request was cancelled", r.body
+        st = stats(srv, "sleep_seq")
+        assert st["execution_count"] == 1, st  # only s0 ran
+        log = srv.log_path.read_text(errors="replace")
+        for rid in ("s1", "s2", "s3"):
+            assert f"request '{rid}' sleeping" not in log, srv.log_tail()
+        # The sequence is over: its ID needs a START again.
+        r = srv.post("/v2/models/sleep_seq/infer", data=seq_body(0, "s4", 7))
+        assert r.status_code == 400, r.text
+        assert "must specify the START flag" in r.json()["error"], r.text
+        r = srv.post("/v2/models/sleep_seq/infer", data=seq_body(0, "n0", 7, start=True, end=True))
+        assert r.status_code == 200, r.text
+    finally:
+        for c in conns:
+            c.close()

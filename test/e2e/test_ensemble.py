@@ -382,3 +382,68 @@ def test_nested_ensemble(srv):
     assert st["inference_count"] == before["ensemble_nested"]["inference_count"] + 2
     assert count(stats(srv, "ensemble_identity")) == count(before["ensemble_identity"]) + 1
     assert count(stats(srv, "step1_identity")) == count(before["step1_identity"]) + 2
+
+
+# Triton's qa/L0_optional_input models: an identity model whose two inputs
+# are optional, an ensemble wrapping it, and a pipeline whose second step is
+# given only one of them.
+OPT_IDENTITY = '''name: "identity_2_float32"
+backend: "identity"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 1 ] optional: true } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] },
+         { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+'''
+OPT_IO = '''platform: "ensemble"
+max_batch_size: 4
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] optional: true },
+        { name: "INPUT1" data_type: TYPE_FP32 dims: [ 1 ] optional: true } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 1 ] },
+         { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 1 ] } ]
+'''
+OPT_ENSEMBLE = 'name: "ensemble_identity_2_float32"\n' + OPT_IO + '''ensemble_scheduling { step [
+  { model_name: "identity_2_float32" model_version: -1
+    input_map { key: "INPUT0" value: "INPUT0" } input_map { key: "INPUT1" value: "INPUT1" }
+    output_map { key: "OUTPUT0" value: "OUTPUT0" } output_map { key: "OUTPUT1" value: "OUTPUT1" } } ] }
+'''
+OPT_PIPELINE = 'name: "pipeline_identity_2_float32"\n' + OPT_IO + '''ensemble_scheduling { step [
+  { model_name: "identity_2_float32" model_version: -1
+    input_map { key: "INPUT0" value: "INPUT0" } input_map { key: "INPUT1" value: "INPUT1" }
+    output_map { key: "OUTPUT0" value: "internal_output" } },
+  { model_name: "identity_2_float32" model_version: -1
+    input_map { key: "INPUT1" value: "internal_output" }
+    output_map { key: "OUTPUT0" value: "OUTPUT0" } output_map { key: "OUTPUT1" value: "OUTPUT1" } } ] }
+'''
+
+
+def test_optional_inputs_left_out(private_server, tmp_path):
+    """An ensemble request that leaves optional inputs out runs its steps
+    without them, as Triton does (its L0_optional_input): the step's model
+    answers a requested output whose optional input is absent with zeros
+    (Triton's identity backend does so). Before, the identity backend failed
+    the step ("no input matches a requested output")."""
+    repo = tmp_path / "repo"
+    for name, cfg in (("identity_2_float32", OPT_IDENTITY), ("ensemble_identity_2_float32", OPT_ENSEMBLE),
+                      ("pipeline_identity_2_float32", OPT_PIPELINE)):
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "config.pbtxt").write_text(cfg)
+    srv = private_server(repos=[repo], wait_models=("ensemble_identity_2_float32", "pipeline_identity_2_float32"))
+    ens = "ensemble_identity_2_float32"
+    # Only one input, and only its output requested.
+    for given, want in (("INPUT1", "OUTPUT1"), ("INPUT0", "OUTPUT0")):
+        r = h.infer_json(srv, ens, [(given, "FP32", [1, 1], [3.0])], outputs=[{"name": want}])
+        assert r.status_code == 200, r.text
+        assert [(o["name"], o["data"]) for o in r.json()["outputs"]] == [(want, [3.0])]
+    # Every output requested: the left-out input's is zeros.
+    r = h.infer_json(srv, ens, [("INPUT1", "FP32", [1, 1], [2.0])])
+    assert r.status_code == 200, r.text
+    outs = {o["name"]: (o["shape"], o["data"]) for o in r.json()["outputs"]}
+    assert outs == {"OUTPUT0": ([1, 1], [0.0]), "OUTPUT1": ([1, 1], [2.0])}
+    # The pipeline: its second step gets INPUT1 only; OUTPUT0 is zeros and
+    # OUTPUT1 is the first step's OUTPUT0, which is INPUT0.
+    r = h.infer_json(srv, "pipeline_identity_2_float32",
+                     [("INPUT0", "FP32", [1, 1], [1.0]), ("INPUT1", "FP32", [1, 1], [0.5])])
+    assert r.status_code == 200, r.text
+    outs = {o["name"]: o["data"] for o in r.json()["outputs"]}
+    assert outs == {"OUTPUT0": [0.0], "OUTPUT1": [1.0]}

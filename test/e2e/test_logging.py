@@ -166,3 +166,55 @@ def test_bad_log_flags_refused(tmp_path, flag, text):
     args = h.server_args([repo], *ports, extra=[flag])
     rc, out, err = h.run_to_exit(args)
     assert rc != 0 and text in err, (rc, err[-2000:])
+
+
+FORGED = 'I0205 18:34:18.707423 1 file.cc:123] THIS ENTRY WAS INJECTED'
+
+
+@pytest.mark.parametrize("escaped", [True, False], ids=["escaped", "unescaped"])
+def test_log_messages_escaped(tmp_path, escaped):
+    """Messages are JSON strings, as tritonserver writes them (its
+    qa/L0_logging log-injection test): a client's text with a newline and a
+    forged line prefix stays inside its own line, quoted and escaped, and
+    TRITON_SERVER_ESCAPE_LOG_MESSAGES=0 writes messages raw. The sleep test
+    backend logs each request's ID through TRITONSERVER_LogMessage."""
+    import json
+    import shutil
+    so = h.sleep_backend_so()
+    if not so.is_file():
+        pytest.skip(f"{so} not built")
+    repo = h.copy_repo(tmp_path / "repo", models=["identity_fp32"])
+    d = repo / "sleep"
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(
+        'name: "sleep"\nbackend: "sleep"\nmax_batch_size: 0\n'
+        'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n'
+        'parameters { key: "poll_cancel" value: { string_value: "1" } }\n')
+    shutil.copy2(so, d / so.name)
+    env = {"TRITON_SERVER_ESCAPE_LOG_MESSAGES": "1" if escaped else "0"}
+    srv = h.start_server(tmp_path / "srv", [repo], wait_models=("sleep",), env=env)
+    try:
+        rid = f'a "quoted" \\ id\n{FORGED}'
+        r = h.infer_json(srv, "sleep", [("IN", "INT32", [1], [0])], request_id=rid)
+        assert r.status_code == 200, r.text
+        srv.stop(check=True)
+        lines = srv.log_path.read_text().splitlines()
+        line = re.compile(r"^[EWI]\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ [\w.]+:\d+\] (?P<msg>.*)$")
+        if escaped:
+            # Every line is one record whose message is a JSON string.
+            for ln in lines:
+                m = line.match(ln)
+                assert m, f"not a log line: {ln!r}"
+                json.loads(m.group("msg"))
+            assert FORGED not in lines
+            want = "sleep: request '" + rid + "' sleeping 0 ms"
+            assert any(line.match(ln).group("msg") == json.dumps(want) for ln in lines), lines
+            assert any(line.match(ln).group("msg") == '"successfully loaded \'sleep\' version 1"'
+                       for ln in lines), lines
+        else:
+            # Raw: the forged line is a line of its own (what escaping prevents).
+            assert FORGED + "' sleeping 0 ms" in lines, lines
+            assert any(ln.endswith("] successfully loaded 'sleep' version 1") for ln in lines), lines
+    finally:
+        srv.stop(check=False)

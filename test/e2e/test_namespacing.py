@@ -10,6 +10,7 @@ is ambiguous and refused with Triton's message; a unique name serves; the
 repository index lists both "step" rows.
 """
 
+import shutil
 import time
 
 import grpc
@@ -182,3 +183,35 @@ def test_startup_load_model_and_poll(start, repos, tmp_path):
         assert time.monotonic() < deadline, rows(srv, "only_a")
         time.sleep(0.1)
     assert infer(srv, "only_a", "INT32").json()["error"] == AMBIGUOUS.replace("'step'", "'only_a'")
+
+
+def test_composing_model_moves_between_repositories(start, tmp_path):
+    """With namespacing, a composing model that moves from the ensemble's
+    repository to another one (removed from A, added to B, a poll) is found
+    there: the ensemble's step resolves to the one model of that name, as
+    Triton's global lookup does when the ensemble's own namespace has none."""
+    a, b = tmp_path / "mv_a", tmp_path / "mv_b"
+    model(a, "step", identity("step", "INT32"))
+    model(a, "ens_a", ensemble("ens_a", "INT32"))
+    b.mkdir()
+    srv = start([a, b], extra=["--model-namespacing=true", "--model-control-mode=poll",
+                               "--repository-poll-secs=1"], wait=("ens_a",))
+    assert infer(srv, "ens_a", "INT32", (1, 2)).json()["outputs"][0]["data"] == [1, 2]
+    shutil.move(str(a / "step"), str(b / "step"))
+    deadline = time.monotonic() + SETTLE_S
+    # A's "step" goes, B's loads.
+    while srv.log_path.read_text().count("successfully loaded 'step' version 1") < 2:
+        assert time.monotonic() < deadline, srv.log_tail()
+        time.sleep(0.1)
+    while True:
+        r = infer(srv, "ens_a", "INT32", (3, 4))
+        # A's row stays (UNAVAILABLE) beside B's READY one.
+        st = sorted(m.get("state") for m in rows(srv, "step"))
+        if r.status_code == 200:
+            assert st == ["READY", "UNAVAILABLE"], rows(srv, "step")
+            break
+        assert time.monotonic() < deadline, (r.text, rows(srv, "step"), rows(srv, "ens_a"),
+                                              srv.log_tail())
+        time.sleep(0.2)
+    assert r.json()["outputs"][0]["data"] == [3, 4]
+    assert rows(srv, "ens_a")[0]["state"] == "READY"

@@ -338,7 +338,7 @@ def test_decoupled_and_python_models_warm_up(tmp_path):
         for m, name, it in (("repeat_int32", "three", 2), ("add_sub", "zeros", 1), ("py_repeat", "two", 1)):
             assert row(s, m)["state"] == "READY", row(s, m)
             assert any(f"model '{m}' instance " in ln and
-                       ln.endswith(f"is running warmup sample '{name}' for iteration {it}")
+                       ln.endswith(f"is running warmup sample '{name}' for iteration {it}\"")
                        for ln in log.splitlines()), log[-3000:]
         r = s.post("/v2/models/add_sub/infer", json={"inputs": [
             {"name": "INPUT0", "datatype": "FP32", "shape": [4], "data": [1, 2, 3, 4]},

@@ -492,6 +492,103 @@ static void test_backlog_timeout(void **state) {
   assert_answer(2, "h0", 0, NULL);
 }
 
+/* The answer of request `id`, in whatever order answers came. */
+static void assert_answered(const char *id, int error, const char *msg) {
+  int i;
+  for (i = 0; i < n_answers; i++)
+    if (strcmp(answers[i].id, id) == 0) {
+      assert_answer(i, id, error, msg);
+      return;
+    }
+  fail_msg("no answer for '%s'", id);
+}
+
+/* Cancelling a queued request cancels its sequence, as Triton does: in a
+ * slot, the requests ahead of it run, then it and every later one are
+ * answered CANCELLED when it comes next, the slot goes to the backlog and
+ * the ID is unknown again; in the backlog, the whole sequence is answered
+ * CANCELLED at once. */
+static void test_cancel_sequence(void **state) {
+  char msg[1100];
+  ifd_request_t *h2, *k1;
+  (void)state;
+  assert_non_null(seq_submit("seqi", "h0", 5, NULL, S, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "h1", 5, NULL, 0, msg, sizeof(msg)));
+  h2 = seq_submit("seqi", "h2", 5, NULL, 0, msg, sizeof(msg));
+  assert_non_null(h2);
+  assert_non_null(seq_submit("seqi", "h3", 5, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqi", "k0", 6, NULL, S, msg, sizeof(msg)));
+  k1 = seq_submit("seqi", "k1", 6, NULL, 0, msg, sizeof(msg));
+  assert_non_null(k1);
+  assert_non_null(seq_submit("seqi", "m0", 7, NULL, S | E, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "h0");
+  /* Backlogged sequence 6: answered at once, 7 stays in the backlog. */
+  ifd_request_cancel(k1);
+  pump();
+  assert_int_equal(n_answers, 2);
+  assert_answer(0, "k0", IFD_ECANCELLED, "Request was cancelled");
+  assert_answer(1, "k1", IFD_ECANCELLED, "Request was cancelled");
+  assert_null(seq_submit("seqi", "k2", 6, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "sequence 6 to model 'seqi' must specify"));
+  /* Sequence 5 in the slot: h1 is ahead of the cancelled h2, so it runs. */
+  ifd_request_cancel(h2);
+  pump();
+  assert_int_equal(n_answers, 2);
+  complete(0);
+  assert_answer(2, "h0", 0, NULL);
+  assert_int_equal(n_batches, 2);
+  BATCH(1, "h1");
+  complete(1);
+  assert_int_equal(n_answers, 6);
+  assert_answered("h1", 0, NULL);
+  assert_answered("h2", IFD_ECANCELLED, "Request was cancelled");
+  assert_answered("h3", IFD_ECANCELLED, "Request was cancelled");
+  /* The slot went to sequence 7; 5 is unknown again. */
+  assert_int_equal(n_batches, 3);
+  BATCH(2, "m0");
+  assert_null(seq_submit("seqi", "h4", 5, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "sequence 5 to model 'seqi' must specify"));
+  assert_non_null(seq_submit("seqi", "n0", 5, NULL, S | E, msg, sizeof(msg)));
+  complete(2);
+  assert_int_equal(n_batches, 4);
+  BATCH(3, "n0");
+  complete(3);
+  assert_int_equal(n_answers, 8);
+}
+
+/* Oldest: a cancelled request at the head of a candidate sequence ends it
+ * when its previous request finishes; the other candidates go on. */
+static void test_cancel_sequence_oldest(void **state) {
+  char msg[1100];
+  ifd_request_t *x1;
+  (void)state;
+  assert_non_null(seq_submit("seqo", "x0", 0, "x", S, msg, sizeof(msg)));
+  x1 = seq_submit("seqo", "x1", 0, "x", 0, msg, sizeof(msg));
+  assert_non_null(x1);
+  assert_non_null(seq_submit("seqo", "x2", 0, "x", E, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqo", "y0", 0, "y", S, msg, sizeof(msg)));
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "x0", "y0");
+  assert_non_null(seq_submit("seqo", "y1", 0, "y", E, msg, sizeof(msg)));
+  ifd_request_cancel(x1);
+  pump();
+  complete(0);
+  assert_int_equal(n_answers, 4);
+  assert_answered("x0", 0, NULL);
+  assert_answered("y0", 0, NULL);
+  assert_answered("x1", IFD_ECANCELLED, "Request was cancelled");
+  assert_answered("x2", IFD_ECANCELLED, "Request was cancelled");
+  assert_int_equal(n_batches, 2);
+  BATCH(1, "y1");
+  complete(1);
+  assert_int_equal(n_answers, 5);
+  assert_null(seq_submit("seqo", "x3", 0, "x", 0, msg, sizeof(msg)));
+  assert_non_null(strstr(msg, "must specify the START flag"));
+}
+
 /* Unload with sequences live and requests queued: the queued ones are
  * answered with an error, nothing waits. */
 static void test_unload_in_flight(void **state) {
@@ -521,6 +618,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_idle_release, setup, teardown),
       cmocka_unit_test_setup_teardown(test_direct_delay, setup, teardown),
       cmocka_unit_test_setup_teardown(test_backlog_timeout, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_sequence, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_sequence_oldest, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
   };

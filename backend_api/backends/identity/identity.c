@@ -5,7 +5,11 @@
  * backend, through the public Triton ABI only. For every requested output
  * OUTPUTn it returns a copy of input INPUTn (same data type, BYTES included,
  * and same shape). Requests of a batch are answered one by one; an error in
- * one request becomes that request's error response. Optional model config
+ * one request becomes that request's error response. A requested OUTPUTn
+ * whose INPUTn is an optional input the request left out is answered with
+ * zeros of INPUTn's config data type and dims (a variable dim counts as 1),
+ * behind the batch size of the request's first input when the model batches,
+ * as Triton's identity backend does. Optional model config
  * parameter "execute_delay_ms" ({"string_value":"N"}) sleeps N ms per execute,
  * which tests use to observe instance concurrency.
  */
@@ -16,15 +20,67 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
+
+/* An optional input of the config: a requested output it feeds is zeros
+ * when a request leaves it out. */
+typedef struct opt_input {
+  char name[64];
+  TRITONSERVER_DataType dtype;
+  int64_t dims[8];
+  uint32_t ndims;
+} opt_input_t;
 
 /* Per-model state, set with TRITONBACKEND_ModelSetState. */
 typedef struct model_state {
   char *name;            /* owned */
   long execute_delay_ms; /* 0: no delay */
   int max_batch_size;    /* from the config; 0: no batching */
+  opt_input_t *opt;      /* owned, n_opt entries */
+  uint32_t n_opt;
 } model_state_t;
+
+/* Reads the optional inputs of the config JSON into st. 0, or -1 when out
+ * of memory (a config it cannot read has none). */
+static int read_optional_inputs(model_state_t *st, const char *json,
+                                size_t len) {
+  json_t *root = json_loadb(json, len, 0, NULL);
+  json_t *inputs = json_object_get(root, "input");
+  size_t i, n = json_array_size(inputs);
+  int rc = 0;
+  if (n > 0 && (st->opt = calloc(n, sizeof(*st->opt))) == NULL) rc = -1;
+  for (i = 0; rc == 0 && i < n; i++) {
+    json_t *in = json_array_get(inputs, i), *dims = json_object_get(in, "dims");
+    const char *name = json_string_value(json_object_get(in, "name"));
+    const char *type = json_string_value(json_object_get(in, "data_type"));
+    opt_input_t *o = &st->opt[st->n_opt];
+    size_t d;
+    if (!json_is_true(json_object_get(in, "optional")) || name == NULL ||
+        type == NULL || strncmp(type, "TYPE_", 5) != 0 ||
+        strlen(name) >= sizeof(o->name) ||
+        json_array_size(dims) > sizeof(o->dims) / sizeof(o->dims[0]))
+      continue;
+    o->dtype = strcmp(type, "TYPE_STRING") == 0
+                   ? TRITONSERVER_TYPE_BYTES
+                   : TRITONSERVER_StringToDataType(type + 5);
+    if (o->dtype == TRITONSERVER_TYPE_INVALID) continue;
+    strcpy(o->name, name);
+    o->ndims = (uint32_t)json_array_size(dims);
+    for (d = 0; d < o->ndims; d++) {
+      json_t *v = json_array_get(dims, d);
+      /* The config JSON writes int64 dims as strings. */
+      long long x = json_is_string(v) ? strtoll(json_string_value(v), NULL, 10)
+                                      : (long long)json_integer_value(v);
+      o->dims[d] = x > 0 ? x : 1;
+    }
+    st->n_opt++;
+  }
+  json_decref(root);
+  return rc;
+}
 
 static void log_text(TRITONSERVER_LogLevel level, int line, const char *text) {
   if (TRITONSERVER_LogIsEnabled(level))
@@ -120,6 +176,13 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
       config_int(json, json_len, "\"execute_delay_ms\"", "\"string_value\"", 0);
   st->max_batch_size =
       (int)config_int(json, json_len, "\"max_batch_size\"", NULL, 0);
+  if (read_optional_inputs(st, json, json_len) < 0) {
+    free(st->opt);
+    free(st->name);
+    free(st);
+    err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    goto out_delete_config;
+  }
   char buf[512];
   snprintf(buf, sizeof(buf),
            "TRITONBACKEND_ModelInitialize: %s (config %zu bytes)", name,
@@ -128,6 +191,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
 
   err = TRITONBACKEND_ModelSetState(model, st);
   if (err != NULL) {
+    free(st->opt);
     free(st->name);
     free(st);
   }
@@ -142,6 +206,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
   if (err != NULL) return err;
   model_state_t *st = vstate;
   if (st != NULL) {
+    free(st->opt);
     free(st->name);
     free(st);
   }
@@ -165,10 +230,56 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
   return NULL;
 }
 
+/* Answers output_name with zeros shaped like optional input `o` (which the
+ * request left out), behind the batch size of the request's first input
+ * when the model batches. */
+static TRITONSERVER_Error *zero_output(TRITONBACKEND_Request *request,
+                                       TRITONBACKEND_Response *response,
+                                       const char *output_name,
+                                       const model_state_t *st,
+                                       const opt_input_t *o) {
+  int64_t shape[9];
+  uint32_t nd = 0, d;
+  uint64_t elems = 1, byte_size;
+  TRITONBACKEND_Output *output = NULL;
+  void *dst = NULL;
+  TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
+  int64_t mt_id = 0;
+  TRITONSERVER_Error *err;
+  if (st->max_batch_size > 0) {
+    TRITONBACKEND_Input *first = NULL;
+    const int64_t *fs = NULL;
+    uint32_t fd = 0;
+    err = TRITONBACKEND_RequestInputByIndex(request, 0, &first);
+    if (err == NULL)
+      err = TRITONBACKEND_InputProperties(first, NULL, NULL, &fs, &fd, NULL,
+                                          NULL);
+    if (err == NULL && fd > 0) shape[nd++] = fs[0];
+    TRITONSERVER_ErrorDelete(err);
+  }
+  for (d = 0; d < o->ndims; d++) shape[nd++] = o->dims[d];
+  for (d = 0; d < nd; d++) elems *= (uint64_t)shape[d];
+  /* BYTES: a zero length per element, empty strings. */
+  byte_size = elems * (o->dtype == TRITONSERVER_TYPE_BYTES
+                           ? 4u
+                           : TRITONSERVER_DataTypeByteSize(o->dtype));
+  err = TRITONBACKEND_ResponseOutput(response, &output, output_name, o->dtype,
+                                     shape, nd);
+  if (err != NULL) return err;
+  err = TRITONBACKEND_OutputBuffer(output, &dst, byte_size, &mt, &mt_id);
+  if (err != NULL) return err;
+  if (mt == TRITONSERVER_MEMORY_GPU && byte_size > 0)
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNSUPPORTED,
+                                 "identity needs a CPU output buffer");
+  if (byte_size > 0) memset(dst, 0, byte_size);
+  return NULL;
+}
+
 /* Copies input INPUT<suffix of output_name> into a new output of response. */
 static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
                                     TRITONBACKEND_Response *response,
-                                    const char *output_name) {
+                                    const char *output_name,
+                                    const model_state_t *st) {
   char input_name[256];
   TRITONBACKEND_Input *input = NULL;
   TRITONBACKEND_Output *output = NULL;
@@ -193,6 +304,9 @@ static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
   err = TRITONBACKEND_RequestInput(request, input_name, &input);
   if (err != NULL) {
     TRITONSERVER_ErrorDelete(err);
+    for (uint32_t i = 0; st != NULL && i < st->n_opt; i++)
+      if (strcmp(st->opt[i].name, input_name) == 0)
+        return zero_output(request, response, output_name, st, &st->opt[i]);
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  "no input matches a requested output");
   }
@@ -232,7 +346,8 @@ static TRITONSERVER_Error *copy_one(TRITONBACKEND_Request *request,
 }
 
 static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
-                                   TRITONBACKEND_Response *response) {
+                                   TRITONBACKEND_Response *response,
+                                   const model_state_t *st) {
   uint32_t count = 0;
   uint64_t corr_id = 0;
   /* Triton's identity backend reads the correlation ID of every request, so
@@ -244,7 +359,7 @@ static TRITONSERVER_Error *process(TRITONBACKEND_Request *request,
   for (uint32_t i = 0; err == NULL && i < count; i++) {
     const char *name = NULL;
     err = TRITONBACKEND_RequestOutputName(request, i, &name);
-    if (err == NULL) err = copy_one(request, response, name);
+    if (err == NULL) err = copy_one(request, response, name, st);
   }
   return err;
 }
@@ -298,7 +413,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
       log_if_error(err, "cannot create response");
     } else {
       if (st != NULL) batch_size += request_batch_size(request, st);
-      err = process(request, response);
+      err = process(request, response, st);
       ok = (err == NULL);
       log_if_error(TRITONBACKEND_ResponseSend(
                        response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err),
