@@ -90,6 +90,9 @@ struct pt_instance_t {
   std::vector<size_t> in_index; /* per model input: its argument */
   std::vector<int> out_index;   /* per model output: its position, or
                                    -1 where looked up by name (a dict) */
+  /* The tensors the last run gathered its small inputs into, kept for the
+   * next run to fill again (pt_exec.cc, input_tensor()). */
+  std::vector<std::pair<const pt_io_t *, torch::Tensor>> reuse; /* owned */
 };
 
 /* ---- pt_util.cc ---- */

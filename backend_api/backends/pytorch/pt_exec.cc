@@ -5,9 +5,13 @@
  * A model that batches (max_batch_size > 0) runs the requests of the call
  * as one batch: each input is the requests' tensors concatenated along
  * dim 0, each output is split back along dim 0 into each request's own
- * rows. A model that does not batch runs each request by itself. forward()
- * runs under InferenceMode (INFERENCE_MODE, Triton's default) or else
- * NoGradGuard; an exception it raises fails that run's requests with
+ * rows. A model that does not batch runs each request by itself. The whole
+ * execute (inputs made, forward(), outputs read) runs under one
+ * InferenceMode (INFERENCE_MODE, Triton's default) or else NoGradGuard, and
+ * the model's JIT switches are written only when the process's differ; a
+ * small input is copied into the tensor the previous run used when nothing
+ * holds that one any more (input_tensor()). An exception forward() raises
+ * fails that run's requests with
  * "PyTorch execute failure: " and the TorchScript error text, as Triton's
  * backend answers, and the instance keeps serving.
  */
@@ -50,6 +54,40 @@ void answer_all(run_t *x, size_t n, TRITONSERVER_Error *e) {
 
 const char *type_name(TRITONSERVER_DataType dt) {
   return TRITONSERVER_DataTypeString(dt);
+}
+
+/* Inputs up to this size are gathered into the tensor the previous run
+ * used (input_tensor()): for them allocating a tensor costs more than the
+ * copy (issue 27), and an instance keeps at most this much a input. */
+#define PT_REUSE_MAX (64 * 1024)
+
+/* A tensor of `shape` and io's type for gather() to fill: the one the last
+ * run of input `io` filled, if it has that shape and no one else holds it
+ * or its storage (forward() may keep an input, or a view of it, in the
+ * module or in an output, and that one is left alone); else a new one,
+ * kept for the next run when it is small. */
+torch::Tensor input_tensor(pt_instance_t *in, const pt_io_t &io,
+                           const std::vector<int64_t> &shape) {
+  std::pair<const pt_io_t *, torch::Tensor> *slot = nullptr;
+  for (auto &p : in->reuse)
+    if (p.first == &io) slot = &p;
+  if (slot != nullptr) {
+    const torch::Tensor &t = slot->second;
+    if (t.use_count() == 1 && t.weak_use_count() == 1 &&
+        t.storage().use_count() == 1 && t.sizes().equals(shape) &&
+        t.is_contiguous() && t.storage_offset() == 0 && !t.requires_grad() &&
+        t.storage().nbytes() == t.nbytes())
+      return t;
+    slot->second.reset();
+  }
+  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(io.stype));
+  if (t.nbytes() > PT_REUSE_MAX) return t;
+  if (slot == nullptr) {
+    in->reuse.emplace_back(&io, t);
+  } else {
+    slot->second = t;
+  }
+  return t;
 }
 
 /* Input `io` of every request, concatenated along dim 0 (batching) or the
@@ -105,7 +143,7 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
                          io.name.c_str(), m->name.c_str());
     shape[0] = x->total;
   }
-  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(io.stype));
+  torch::Tensor t = input_tensor(x->in, io, shape);
   const uint64_t want = (uint64_t)t.nbytes();
   char *dst = static_cast<char *>(t.data_ptr());
   uint64_t off = 0;
@@ -265,23 +303,33 @@ TRITONSERVER_Error *scatter_strings(run_t *x, const pt_io_t &io,
   return e;
 }
 
+/* The model's JIT switches, process-wide (the optimize one per thread),
+ * each written only when it differs: the same state as setting them before
+ * every forward(), without the writes. */
+void set_jit_switches(const pt_model_t *m) {
+  if (torch::jit::getGraphExecutorOptimize() != m->optimized_execution)
+    torch::jit::setGraphExecutorOptimize(m->optimized_execution);
+  if (m->jit_profiling.first &&
+      torch::jit::getProfilingMode() != m->jit_profiling.second)
+    torch::jit::getProfilingMode() = m->jit_profiling.second;
+  if (m->jit_executor.first &&
+      torch::jit::getExecutorMode() != m->jit_executor.second)
+    torch::jit::getExecutorMode() = m->jit_executor.second;
+  if (m->tensor_fuser.first &&
+      torch::jit::tensorExprFuserEnabled() != m->tensor_fuser.second)
+    torch::jit::setTensorExprFuserEnabled(m->tensor_fuser.second);
+}
+
 /* forward() on the gathered inputs, its result as IValues by position
- * (a tensor, or a tuple's or list's elements) or by key (a dict). */
+ * (a tensor, or a tuple's or list's elements) or by key (a dict). The
+ * caller holds the execute's InferenceMode or NoGradGuard. */
 TRITONSERVER_Error *forward(run_t *x, std::vector<c10::IValue> *args,
                             std::vector<c10::IValue> *outs,
                             c10::Dict<c10::IValue, c10::IValue> *dict,
                             bool *is_dict) {
   pt_model_t *m = x->in->model;
   try {
-    torch::jit::setGraphExecutorOptimize(m->optimized_execution);
-    if (m->jit_profiling.first)
-      torch::jit::getProfilingMode() = m->jit_profiling.second;
-    if (m->jit_executor.first)
-      torch::jit::getExecutorMode() = m->jit_executor.second;
-    if (m->tensor_fuser.first)
-      torch::jit::setTensorExprFuserEnabled(m->tensor_fuser.second);
-    c10::InferenceMode mode(m->inference_mode);
-    torch::NoGradGuard no_grad;
+    set_jit_switches(m);
     c10::IValue res = x->in->module->forward(*args);
     if (res.isTensor()) {
       outs->push_back(res);
@@ -453,7 +501,6 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
   bool is_dict = false;
   TRITONSERVER_Error *e = nullptr;
   {
-    c10::InferenceMode mode(m->inference_mode);
     if (in->dict_input) {
       c10::Dict<std::string, torch::Tensor> d;
       for (const auto &io : m->inputs) {
@@ -546,6 +593,10 @@ void ifd_pt_execute(pt_instance_t *in, TRITONBACKEND_Request **requests,
 
   compute_start = now_ns();
   try {
+    /* One guard for the whole execute; InferenceMode(false) turns grad
+     * mode on, so NoGradGuard comes after it. */
+    c10::InferenceMode mode(m->inference_mode);
+    torch::NoGradGuard no_grad;
     if (m->max_batch_size > 0) {
       TRITONSERVER_Error *e = run(&x, n);
       if (e != nullptr) answer_all(&x, n, e);
