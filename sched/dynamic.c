@@ -589,4 +589,4 @@ static void dyn_cancel(ifd__sched_t *s, ifd_request_t *req) {
 }
 
 const ifd__sched_kind_t ifd__dynamic_kind = {dyn_submit, dyn_idle, dyn_stop,
-                                             dyn_destroy, dyn_cancel};
+                                             dyn_destroy, dyn_cancel, NULL, NULL};
