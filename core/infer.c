@@ -264,8 +264,7 @@ static int succeeded(const ifd_request_t *req) {
 
 static void release_done(ifd_request_t *req) {
   int ok = succeeded(req);
-  if (req->model != NULL && !req->null_req &&
-      ops_of(req)->released != NULL)
+  if (req->model != NULL && !req->null_req && ops_of(req)->released != NULL)
     ops_of(req)->released(req->model, req);
   if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
@@ -604,8 +603,7 @@ void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
  * none counts nothing); the request queues again with its queue time
  * starting now, and keeps the backend's reference. */
 static void reschedule(ifd_request_t *req) {
-  const struct ifd_model_ops *ops =
-      req->model != NULL ? ops_of(req) : NULL;
+  const struct ifd_model_ops *ops = req->model != NULL ? ops_of(req) : NULL;
   ifd_errmsg_t err;
   int rc;
   if (req->stat_reported) count(req, req->stat_success);

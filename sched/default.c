@@ -123,9 +123,9 @@ static void default_cancel(ifd__sched_t *s, ifd_request_t *req) {
   ifd__sched_take_cancelled(s, req);
 }
 
-static const ifd__sched_kind_t default_kind = {default_submit, default_idle,
-                                               default_stop, default_destroy,
-                                               default_cancel, NULL, NULL};
+static const ifd__sched_kind_t default_kind = {
+    default_submit, default_idle, default_stop, default_destroy,
+    default_cancel, NULL,         NULL};
 
 /* ---- model operations -----------------------------------------------------
  */

@@ -852,8 +852,8 @@ static int seq_reschedule(ifd__sched_t *s, ifd_request_t *req,
   /* The batcher's inputs come last; they are added again at dispatch. */
   req->n_inputs -= sr(req)->added;
   sr(req)->added = 0;
-  req->flags &= ~(IFD_REQUEST_FLAG_SEQUENCE_START |
-                  IFD_REQUEST_FLAG_SEQUENCE_END);
+  req->flags &=
+      ~(IFD_REQUEST_FLAG_SEQUENCE_START | IFD_REQUEST_FLAG_SEQUENCE_END);
   q = ifd__seq_find(b, req->correlation_id, sid,
                     ifd__seq_hash(req->correlation_id, sid));
   if (q == NULL)
@@ -897,8 +897,8 @@ static void seq_released(ifd__sched_t *s, ifd_request_t *req) {
 }
 
 const ifd__sched_kind_t ifd__sequence_kind = {
-    seq_submit,  seq_idle,   seq_stop,       seq_destroy,
-    seq_cancel,  seq_reschedule, seq_released};
+    seq_submit, seq_idle,       seq_stop,    seq_destroy,
+    seq_cancel, seq_reschedule, seq_released};
 
 int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req) {
   sb_t *b = s->impl;
