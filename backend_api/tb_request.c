@@ -236,16 +236,30 @@ TRITONSERVER_Error *TRITONBACKEND_RequestOutputBufferProperties(
   return NULL;
 }
 
+/* Whether `req` may be released with RESCHEDULE: Triton lets only the
+ * sequence batcher of an iterative_sequence model take it back. The config
+ * does not change while the model is loaded, so any thread may read it.
+ * Requests the server runs for itself (a sink: warmup, ensemble steps) and
+ * null requests are never rescheduled. */
+static int reschedulable(const ifd_request_t *req) {
+  const Inference__ModelSequenceBatching *sb;
+  if (req->model == NULL || req->sink != NULL || req->null_req) return 0;
+  sb = ifd_config_sequence(req->model->config);
+  return sb != NULL && sb->iterative_sequence;
+}
+
 TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request,
                                                  uint32_t release_flags) {
   ARG_CHECK(request != NULL);
-  if (release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+  if ((release_flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) &&
+      !reschedulable(REQ(request)))
     return TRITONSERVER_ErrorNew(
-        TRITONSERVER_ERROR_UNSUPPORTED,
-        "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not "
-        "supported by inferd yet");
-  /* The backend is done with the inputs: their device copies go now, on
-   * its thread (cudaFree may synchronize; the loop must not). */
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, "
+        "while the model is not configured to handle such a flag.");
+  /* The backend is done with the inputs for now: their device copies go,
+   * on its thread (cudaFree may synchronize; the loop must not). A
+   * rescheduled request's next execute copies them again. */
   ifd__gpu_inputs_release(REQ(request));
   ifd_request_release(REQ(request), release_flags);
   return NULL;

@@ -84,7 +84,7 @@ static const unsigned legal_next[] = {
     [IFD_REQ_INIT] = TO(IFD_REQ_QUEUED),
     [IFD_REQ_QUEUED] = TO(IFD_REQ_EXECUTING) | TO(IFD_REQ_RELEASED) |
                        TO(IFD_REQ_FAILED_ENQUEUE),
-    [IFD_REQ_EXECUTING] = TO(IFD_REQ_RELEASED),
+    [IFD_REQ_EXECUTING] = TO(IFD_REQ_RELEASED) | TO(IFD_REQ_QUEUED),
     [IFD_REQ_RELEASED] = 0,
     [IFD_REQ_FAILED_ENQUEUE] = 0,
 };
@@ -264,6 +264,8 @@ static int succeeded(const ifd_request_t *req) {
 
 static void release_done(ifd_request_t *req) {
   int ok = succeeded(req);
+  if (req->model != NULL && !req->null_req && ops_of(req)->released != NULL)
+    ops_of(req)->released(req->model, req);
   if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
   req->release_pending = 0;
@@ -596,9 +598,38 @@ void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
   request_put(req);
 }
 
+/* Released with RESCHEDULE: the execution the backend reported counts as
+ * one request, as Triton counts each ReportStatistics (one that reported
+ * none counts nothing); the request queues again with its queue time
+ * starting now, and keeps the backend's reference. */
+static void reschedule(ifd_request_t *req) {
+  const struct ifd_model_ops *ops = req->model != NULL ? ops_of(req) : NULL;
+  ifd_errmsg_t err;
+  int rc;
+  if (req->stat_reported) count(req, req->stat_success);
+  req->stat_reported = 0;
+  req->release_flags = 0;
+  req->t_queued = uv_hrtime();
+  ifd_request_set_state(req, IFD_REQ_QUEUED);
+  if (ops == NULL || ops->reschedule == NULL) {
+    rc = ifd_errf(&err, IFD_EINVAL,
+                  "Request is released with "
+                  "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
+                  "is not configured to handle such a flag.");
+  } else {
+    rc = ops->reschedule(req->model, req, &err);
+  }
+  if (rc < 0) ifd_request_abort(req, rc, err.text);
+}
+
 static void on_released(ifd_event_t *ev) {
   ifd_request_t *req =
       (ifd_request_t *)((char *)ev - offsetof(ifd_request_t, release_ev));
+  /* Not done: its open responses (factories) stay open across it. */
+  if (req->release_flags & IFD_RELEASE_RESCHEDULE) {
+    reschedule(req);
+    return;
+  }
   /* Responses still being built (a backend may release a request before it
    * sends): the release completes when the last of them arrives. */
   if (atomic_load(&req->open_responses) > 0) {

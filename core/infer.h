@@ -38,6 +38,10 @@ typedef struct ifd_response ifd_response_t;
 #define IFD_REQUEST_FLAG_SEQUENCE_START 1u
 #define IFD_REQUEST_FLAG_SEQUENCE_END 2u
 
+/* Release flags, same values as TRITONSERVER_RequestReleaseFlag. */
+#define IFD_RELEASE_ALL 1u
+#define IFD_RELEASE_RESCHEDULE 2u
+
 typedef enum ifd_param_type {
   IFD_PARAM_STRING = 0, /* same values as TRITONSERVER_ParameterType */
   IFD_PARAM_INT = 1,
@@ -130,7 +134,9 @@ typedef struct ifd_out_alloc {
 typedef enum ifd_request_state {
   IFD_REQ_INIT = 0,       /* being filled by the protocol */
   IFD_REQ_QUEUED,         /* with the scheduler */
-  IFD_REQ_EXECUTING,      /* on the run queue or an instance thread */
+  IFD_REQ_EXECUTING,      /* on the run queue or an instance thread; back to
+                             QUEUED when its backend releases it with
+                             RESCHEDULE (an iterative sequence's request) */
   IFD_REQ_RELEASED,       /* released by the backend, or never ran */
   IFD_REQ_FAILED_ENQUEUE, /* refused by the scheduler at submit */
 } ifd_request_state_t;
@@ -484,7 +490,12 @@ void ifd_request_abort(ifd_request_t *req, int error, const char *msg);
 /**
  * Marks the request released by its backend (any thread: pushes an event).
  * If no FINAL response was delivered by then, the loop delivers an error
- * response so that no client waits forever.
+ * response so that no client waits forever. With
+ * TRITONSERVER_REQUEST_RELEASE_RESCHEDULE (2) in `flags` the request is not
+ * done: the loop counts the execution the backend reported, and hands the
+ * request back to its model's scheduler (ifd_model_ops_t.reschedule) to run
+ * again, keeping the backend's reference; a scheduler that refuses answers
+ * it with its reason. Its response factories stay valid meanwhile.
  */
 void ifd_request_release(ifd_request_t *req, uint32_t flags);
 

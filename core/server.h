@@ -64,6 +64,14 @@ typedef struct ifd_model_ops {
    *  leads back to `m` and every instance of `m` waits on calls it sent?
    *  May be NULL. Loop thread (ifd_request_submit refuses it then). */
   int (*deadlocks)(const ifd_model_t *m, const ifd_request_t *req);
+  /** Its backend released `req` (of `m`, QUEUED again) with
+   *  TRITONSERVER_REQUEST_RELEASE_RESCHEDULE: queue it to execute again.
+   *  Returns 0, or a negative code with `err` filled (the caller answers
+   *  `req` with it). May be NULL (nothing reschedules). Loop thread. */
+  int (*reschedule)(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err);
+  /** Its backend released `req` (of `m`) for good; called before the
+   *  request is answered or freed. May be NULL. Loop thread. */
+  void (*released)(ifd_model_t *m, ifd_request_t *req);
 } ifd_model_ops_t;
 
 /** --model-control-mode. */

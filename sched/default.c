@@ -123,9 +123,9 @@ static void default_cancel(ifd__sched_t *s, ifd_request_t *req) {
   ifd__sched_take_cancelled(s, req);
 }
 
-static const ifd__sched_kind_t default_kind = {default_submit, default_idle,
-                                               default_stop, default_destroy,
-                                               default_cancel};
+static const ifd__sched_kind_t default_kind = {
+    default_submit, default_idle, default_stop, default_destroy,
+    default_cancel, NULL,         NULL};
 
 /* ---- model operations -----------------------------------------------------
  */
@@ -238,7 +238,32 @@ static void sched_cancel(ifd_model_t *m, ifd_request_t *req) {
   if (s != NULL && s->kind->cancel != NULL) s->kind->cancel(s, req);
 }
 
+/* Triton's words for a RESCHEDULE release that the model cannot take (the
+ * outermost release callback of its InferenceRequest). */
+static int not_reschedulable(ifd_errmsg_t *err) {
+  return ifd_errf(err, IFD_EINVAL,
+                  "Request is released with "
+                  "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
+                  "is not configured to handle such a flag.");
+}
+
+static int sched_reschedule(ifd_model_t *m, ifd_request_t *req,
+                            ifd_errmsg_t *err) {
+  ifd__sched_t *s = m->sched;
+  if (s == NULL)
+    return ifd_errf(err, IFD_EUNAVAIL, "the model is being unloaded");
+  if (s->kind->reschedule == NULL) return not_reschedulable(err);
+  return s->kind->reschedule(s, req, err);
+}
+
+static void sched_released(ifd_model_t *m, ifd_request_t *req) {
+  ifd__sched_t *s = m->sched;
+  if (s != NULL && s->kind->released != NULL) s->kind->released(s, req);
+}
+
 static const ifd_model_ops_t ops = {
+    .reschedule = sched_reschedule,
+    .released = sched_released,
     .cancel = sched_cancel,
     .queued = sched_queued,
     .load = sched_load,

@@ -588,5 +588,5 @@ static void dyn_cancel(ifd__sched_t *s, ifd_request_t *req) {
   ifd_request_abort(req, IFD_ECANCELLED, IFD__CANCELLED_MSG);
 }
 
-const ifd__sched_kind_t ifd__dynamic_kind = {dyn_submit, dyn_idle, dyn_stop,
-                                             dyn_destroy, dyn_cancel};
+const ifd__sched_kind_t ifd__dynamic_kind = {
+    dyn_submit, dyn_idle, dyn_stop, dyn_destroy, dyn_cancel, NULL, NULL};

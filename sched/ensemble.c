@@ -221,8 +221,8 @@ static void ens_cancel(ifd__sched_t *s, ifd_request_t *req) {
   ifd__ens_exec_cancel(x);
 }
 
-const ifd__sched_kind_t ifd__ensemble_kind = {ens_submit, ens_idle, ens_stop,
-                                              ens_destroy, ens_cancel};
+const ifd__sched_kind_t ifd__ensemble_kind = {
+    ens_submit, ens_idle, ens_stop, ens_destroy, ens_cancel, NULL, NULL};
 
 /* ---- what stands in for backend_api ---------------------------------------
  */

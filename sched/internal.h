@@ -48,6 +48,12 @@ typedef struct ifd__sched_kind {
    *  (answered with IFD_ECANCELLED, counted as a failure), else leave it to
    *  its backend. */
   void (*cancel)(ifd__sched_t *s, ifd_request_t *req);
+  /** Its backend released `req` (QUEUED again) with RESCHEDULE: queue it
+   *  to run again; 0, or a negative code with `err` (the core answers the
+   *  request with it). NULL: the kind never reschedules. */
+  int (*reschedule)(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err);
+  /** Its backend released `req` for good. May be NULL. */
+  void (*released)(ifd__sched_t *s, ifd_request_t *req);
 } ifd__sched_kind_t;
 
 struct ifd__sched {

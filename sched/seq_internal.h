@@ -86,6 +86,9 @@ typedef struct sb {
   const Inference__ModelSequenceBatching *cfg; /* borrowed: model config */
   int oldest;
   int preserve_ordering; /* oldest { preserve_ordering: true } */
+  int iterative;         /* iterative_sequence: true */
+  uint64_t next_auto;    /* iterative: the ID the next request without one
+                            gets (from 1, as Triton counts) */
   int batching;          /* max_batch_size > 0 */
   uint32_t nslots;       /* per instance */
   uint32_t max_batch;    /* oldest: requests per batch */

@@ -233,7 +233,8 @@ static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
     uint32_t cur = (in->first + in->out) % PIPE;
     /* How many inputs the batcher added (null_request copies the rest). */
     sr(r)->added = r->n_inputs - before;
-    if (b->preserve_ordering) {
+    /* A rescheduled request keeps its place in the instance's order. */
+    if (b->preserve_ordering && !sr(r)->ordered) {
       sr(r)->inst = (uint32_t)(in - b->inst);
       sr(r)->order = in->order.next++;
       sr(r)->ordered = 1;
@@ -597,10 +598,18 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   sb_t *b = s->impl;
   const char *sid = req->correlation_id_str;
   uint64_t hash;
-  int start = (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0;
+  int start;
   int rc;
   seq_t *q;
 
+  /* An iterative sequence may begin with a request that has no ID: it
+   * gets the next of the batcher's own IDs and starts a sequence (Triton's
+   * IterativeSequencer; the IDs may meet a client's, as there). */
+  if (b->iterative && sid == NULL && req->correlation_id == 0) {
+    req->correlation_id = b->next_auto++;
+    req->flags = IFD_REQUEST_FLAG_SEQUENCE_START;
+  }
+  start = (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0;
   rc = check_id(b, req, err);
   if (rc < 0) return rc;
   hash = ifd__seq_hash(req->correlation_id, sid);
@@ -815,8 +824,81 @@ static void seq_cancel(ifd__sched_t *s, ifd_request_t *req) {
   drop_backlogged(b, q, IFD_ECANCELLED, IFD__CANCELLED_MSG);
 }
 
-const ifd__sched_kind_t ifd__sequence_kind = {seq_submit, seq_idle, seq_stop,
-                                              seq_destroy, seq_cancel};
+/* ---- iterative sequences ----------------------------------------------------
+ */
+
+/* A request of an iterative sequence released with RESCHEDULE is the next
+ * request of its sequence, neither START nor END (Triton clears its
+ * flags): it goes back into the sequence's queue, found by its ID, so it
+ * runs again in the sequence's slot in a later batch. It goes ahead of
+ * requests the client queued for the sequence meanwhile (Triton appends
+ * it; an iterative sequence is one request, where the two agree). A
+ * sequence that ended meanwhile (idle timeout, cancelled, unloading)
+ * refuses it with the words Triton's batcher answers a request without
+ * START. */
+static int seq_reschedule(ifd__sched_t *s, ifd_request_t *req,
+                          ifd_errmsg_t *err) {
+  sb_t *b = s->impl;
+  const char *sid = req->correlation_id_str;
+  seq_t *q;
+  char name[32];
+  if (!b->iterative)
+    return ifd_errf(err, IFD_EINVAL,
+                    "Request is released with "
+                    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the "
+                    "model is not configured to handle such a flag.");
+  if (b->stopped)
+    return ifd_errf(err, IFD_EUNAVAIL, "the model is being unloaded");
+  /* The batcher's inputs come last; they are added again at dispatch. */
+  req->n_inputs -= sr(req)->added;
+  sr(req)->added = 0;
+  req->flags &=
+      ~(IFD_REQUEST_FLAG_SEQUENCE_START | IFD_REQUEST_FLAG_SEQUENCE_END);
+  q = ifd__seq_find(b, req->correlation_id, sid,
+                    ifd__seq_hash(req->correlation_id, sid));
+  if (q == NULL)
+    return ifd_errf(err, IFD_EINVAL,
+                    "inference request for sequence %s to model '%s' must "
+                    "specify the START flag on the first request of the "
+                    "sequence",
+                    id_name(req->correlation_id, sid, name, sizeof(name)),
+                    s->model->name);
+  sr(req)->seq = q;
+  sr(req)->arrival = now_ns();
+  sr(req)->next = q->head;
+  q->head = req;
+  if (q->tail == NULL) q->tail = req;
+  q->last_ns = sr(req)->arrival;
+  s->queued++;
+  if (q->inst >= 0) kick(b, (uint32_t)q->inst);
+  return 0;
+}
+
+/* A request of an iterative sequence released for good ends its sequence
+ * (Triton's IterativeSequencer sends a cancelled END for it), unless the
+ * sequence has more requests queued, whose own releases end it. An END
+ * request gave its slot up at dispatch already. */
+static void seq_released(ifd__sched_t *s, ifd_request_t *req) {
+  sb_t *b = s->impl;
+  const char *sid = req->correlation_id_str;
+  seq_t *q;
+  int32_t k;
+  if (!b->iterative || b->stopped ||
+      (req->flags & IFD_REQUEST_FLAG_SEQUENCE_END))
+    return;
+  q = ifd__seq_find(b, req->correlation_id, sid,
+                    ifd__seq_hash(req->correlation_id, sid));
+  if (q == NULL || q->head != NULL) return;
+  k = q->inst;
+  q->done = 1;
+  seq_release(b, q);
+  /* The slot may have gone to a backlogged sequence. */
+  if (k >= 0) kick(b, (uint32_t)k);
+}
+
+const ifd__sched_kind_t ifd__sequence_kind = {
+    seq_submit, seq_idle,       seq_stop,    seq_destroy,
+    seq_cancel, seq_reschedule, seq_released};
 
 int ifd__sequence_holds(const ifd__sched_t *s, const ifd_request_t *req) {
   sb_t *b = s->impl;
@@ -848,16 +930,8 @@ int ifd__sequence_init(ifd__sched_t *s, ifd_errmsg_t *err) {
   b->s = s;
   s->impl = b;
   b->cfg = ifd_config_sequence(c);
-  /* Iterative sequences reschedule a request after each response of a
-   * decoupled model (issue 11 builds decoupled models). */
-  if (b->cfg->iterative_sequence) {
-    free(b);
-    s->impl = NULL;
-    return ifd_errf(err, IFD_EUNSUPPORTED,
-                    "sequence_batching.iterative_sequence of model '%s' is "
-                    "not supported by inferd yet",
-                    s->model->name);
-  }
+  b->iterative = b->cfg->iterative_sequence;
+  b->next_auto = 1;
   b->batching = c->max_batch_size > 0;
   b->ctl_shape[0] = 1;
   b->ctl_shape[1] = 1;

@@ -447,6 +447,53 @@ class TritonPythonModel:
 '''
 
 
+# Triton's iterative-sequence examples (python_backend README, "Request
+# Rescheduling"): IN = [n] runs the request n times; each execution but the
+# last reschedules it. Decoupled: a response per execution, OUT = executions
+# left (n-1 ... 0), the last one FINAL. Default: None while rescheduling,
+# then one response, OUT = the executions it took.
+ITER_CONFIG = RESCHED_CONFIG + """
+sequence_batching {{ iterative_sequence: true }}
+"""
+
+ITER_MODEL = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        import json
+        self.decoupled = pb_utils.using_decoupled_model_transaction_policy(
+            json.loads(args["model_config"]))
+        self.runs = {}
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            cid = request.correlation_id()
+            n = int(pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()[0])
+            runs = self.runs.get(cid, 0) + 1
+            last = runs >= n
+            if last:
+                self.runs.pop(cid, None)
+            else:
+                self.runs[cid] = runs
+                request.set_release_flags(pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
+            out = pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(
+                "OUT", np.array([n - runs if self.decoupled else runs], np.int32))])
+            if self.decoupled:
+                sender = request.get_response_sender()
+                if last:
+                    sender.send(out, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                else:
+                    sender.send(out)
+                continue
+            responses.append(out if last else None)
+        return None if self.decoupled else responses
+'''
+
+
 ASYNC_NESTED_CONFIG = """
 name: "repeat_async_nested"
 backend: "python"
@@ -502,10 +549,14 @@ def write_repo(repo):
     write_model(repo, "resched", RESCHED_CONFIG.format(name="resched", policy=""), RESCHED_MODEL)
     write_model(repo, "resched_decoupled", RESCHED_CONFIG.format(
         name="resched_decoupled", policy="model_transaction_policy { decoupled: true }"), RESCHED_MODEL)
+    write_model(repo, "iter", ITER_CONFIG.format(name="iter", policy=""), ITER_MODEL)
+    write_model(repo, "iter_decoupled", ITER_CONFIG.format(
+        name="iter_decoupled", policy="model_transaction_policy { decoupled: true }"), ITER_MODEL)
 
 
 MODELS = ("square_int32", "repeat_int32", "add_sub", "sub_add", "bls_sync", "bls_decoupled_sync",
-          "square_nested", "py_api", "resched", "resched_decoupled", "repeat_async_nested")
+          "square_nested", "py_api", "resched", "resched_decoupled", "repeat_async_nested",
+          "iter", "iter_decoupled")
 
 
 @pytest.fixture(scope="module")
@@ -638,18 +689,18 @@ def test_pb_utils_surface(srv):
 
 # --------------------------------------------- 3. request rescheduling ---
 
-# What inferd's core answers a release with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-# (backend_api/tb_request.c): the scheduler side of Triton's rescheduling
-# (sequence_batching.iterative_sequence) is not there yet. The Python backend
-# hands the flag to the core as Triton's does; this text changes when the core
-# reschedules.
-NO_RESCHEDULE = "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not supported by inferd yet"
+# What Triton's core answers a release with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+# for a model whose sequence batcher is not iterative (or that has none):
+# TRITONBACKEND_RequestRelease fails with it, and the Python backend answers
+# the request with it.
+NO_RESCHEDULE = ("Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, "
+                 "while the model is not configured to handle such a flag.")
 
 
-def test_reschedule_reaches_the_core(srv, gc):
+def test_reschedule_needs_an_iterative_sequence(srv, gc):
     """set_release_flags(RESCHEDULE) with None in execute's list (Triton's
-    README example): the request is released with the flag; inferd's core
-    refuses it, so the request fails with the core's reason."""
+    README example) on a model without sequence_batching.iterative_sequence:
+    the core refuses the flag with Triton's words."""
     with pytest.raises(pf.Failed) as e:
         pf.infer("http", srv, None, "resched", [("IN", "INT32", [1], [0])])
     assert NO_RESCHEDULE in e.value.message, e.value.message
@@ -658,6 +709,27 @@ def test_reschedule_reaches_the_core(srv, gc):
     msgs, code = stream(gc, [req])
     assert code.name == "OK" and len(msgs) == 1, (code, msgs)
     assert NO_RESCHEDULE in msgs[0].error_message, msgs[0]
+
+
+def test_iterative_decoupled_counts_down(srv, gc):
+    """Triton's decoupled rescheduling example: one request without a
+    sequence ID runs n times, a response per execution (n-1 ... 0), the
+    FINAL one last; the next request starts a sequence of its own in the
+    slot the first one freed."""
+    for n in (3, 1, 4):
+        req = gh.infer_request(gc.pb, "iter_decoupled", [("IN", "INT32", [1], np.array([n], np.int32))])
+        msgs, code = stream(gc, [req])
+        assert code.name == "OK", (code, msgs)
+        outs = stream_outputs(msgs)
+        assert [o["OUT"].tolist() for o in outs] == [[k] for k in range(n - 1, -1, -1)], outs
+
+
+def test_iterative_default_model(srv):
+    """Triton's default-model rescheduling example: None in execute's list
+    while the request is rescheduled, then its one response."""
+    for n in (1, 3):
+        out = pf.infer("http", srv, None, "iter", [("IN", "INT32", [1], [n])])
+        assert out["OUT"].tolist() == [n], out
 
 
 def test_reschedule_with_a_response_is_refused(srv):

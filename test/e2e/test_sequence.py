@@ -880,9 +880,11 @@ def test_sigterm_with_live_sequences_and_queued_requests(tmp_path, grpc_stubs): 
 
 # ================================================== iterative sequence ===
 
-def test_iterative_sequence_refused_at_load(tmp_path):
-    """iterative_sequence needs decoupled models (not built yet): the model
-    does not load, with a reason saying so, and the server serves the rest."""
+def test_iterative_sequence_loads(tmp_path):
+    """iterative_sequence: true loads. A request without a sequence ID starts
+    a sequence of its own (START set, an ID from the batcher), which ends
+    when its backend releases it for good: every request of a model with 8
+    slots, 12 in turn, gets one (Triton's IterativeSequencer)."""
     repo = copy_seq_repo(tmp_path / "repo", models=("seq_direct",), with_identity=False)
     shutil.copytree(repo / "seq_direct", repo / "seq_iter")
     cfg = (repo / "seq_iter" / "config.pbtxt").read_text()
@@ -890,13 +892,12 @@ def test_iterative_sequence_refused_at_load(tmp_path):
     assert "sequence_batching {" in cfg
     cfg = cfg.replace("sequence_batching {", "sequence_batching {\n  iterative_sequence: true", 1)
     (repo / "seq_iter" / "config.pbtxt").write_text(cfg)
-    s = h.start_server(tmp_path / "srv", [repo], wait_models=("seq_direct",),
-                       extra=["--strict-readiness=false"])
+    s = h.start_server(tmp_path / "srv", [repo], wait_models=("seq_direct", "seq_iter"))
     try:
-        r = requests.post(s.url("/v2/repository/index"), json={}, timeout=HANG_S)
-        assert r.status_code == 200, r.text
-        entry = [e for e in r.json() if e["name"] == "seq_iter"]
-        assert entry and entry[0]["state"] == "UNAVAILABLE", r.text
-        assert "iterative_sequence" in entry[0]["reason"], entry
+        with requests.Session() as session:
+            for i in range(12):
+                r = post(session, s, "seq_iter", body("seq_iter", i, outputs=("OUTPUT", "OUT_START")))
+                assert r.status_code == 200, r.text
+                assert outs(r.json())["OUT_START"] == [1], r.text
     finally:
         s.stop(check=True)

@@ -101,8 +101,8 @@ static inline int fz_submit(ifd_model_t *m, ifd_request_t *req,
 }
 
 static const ifd_model_ops_t fz_ops = {
-    fz_load,    fz_unload, fz_submit, fz_stop, fz_pending,
-    fz_pending, NULL,      NULL,      NULL,    NULL};
+    fz_load, fz_unload, fz_submit, fz_stop, fz_pending, fz_pending,
+    NULL,    NULL,      NULL,      NULL,    NULL,       NULL};
 
 /* ---- the server -------------------------------------------------------- */
 

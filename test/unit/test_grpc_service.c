@@ -196,8 +196,8 @@ static uint64_t fake_pending(const ifd_model_t *m) {
   return 0;
 }
 static const ifd_model_ops_t fake_ops = {
-    fake_load,    fake_unload, fake_submit, fake_stop, fake_pending,
-    fake_pending, NULL,        NULL,        NULL,      NULL};
+    fake_load, fake_unload, fake_submit, fake_stop, fake_pending, fake_pending,
+    NULL,      NULL,        NULL,        NULL,      NULL,         NULL};
 
 typedef struct fixture {
   uv_loop_t loop;

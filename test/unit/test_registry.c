@@ -61,8 +61,8 @@ static uint64_t fake_pending(const ifd_model_t *m) {
 }
 
 static const ifd_model_ops_t fake_ops = {
-    fake_load,    fake_unload, fake_submit, fake_stop, fake_pending,
-    fake_pending, NULL,        NULL,        NULL,      NULL};
+    fake_load, fake_unload, fake_submit, fake_stop, fake_pending, fake_pending,
+    NULL,      NULL,        NULL,        NULL,      NULL,         NULL};
 
 #define ID_CONFIG(name)                                             \
   "name: \"" name                                                   \

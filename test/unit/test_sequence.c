@@ -59,6 +59,15 @@ static void write_models(void) {
               "sequence_batching { oldest { max_candidate_sequences: 3 "
               "preserve_ordering: true } control_input [ " CTL(
                   "START", "CONTROL_SEQUENCE_START") " ] }");
+  /* Iterative: 2 slots, 100 ms idle limit. */
+  write_model("seqit",
+              "max_batch_size: 2 instance_group [{ count: 1 }] "
+              "sequence_batching { iterative_sequence: true "
+              "max_sequence_idle_microseconds: 100000 control_input [ " CTL(
+                  "START", "CONTROL_SEQUENCE_START") ", " CTL("READY",
+                                                              "CONTROL_"
+                                                              "SEQUENCE_"
+                                                              "READY") " ] }");
   /* Short idle limit, one slot. */
   write_model("seqi",
               "max_batch_size: 0 instance_group [{ count: 1 }] "
@@ -591,6 +600,155 @@ static void test_cancel_sequence_oldest(void **state) {
 
 /* Unload with sequences live and requests queued: the queued ones are
  * answered with an error, nothing waits. */
+/* ---- iterative sequences (request rescheduling) ---------------------------
+ */
+
+#define ALL IFD_RELEASE_ALL
+#define RESCHED IFD_RELEASE_RESCHEDULE
+
+/* Executes batch k as a backend would, request i released with flags[i]:
+ * ALL after a FINAL response, RESCHEDULE without a response, 0 not at all
+ * (the backend keeps it); then the instance reports itself idle. */
+static void run_batch(int k, const uint32_t *flags) {
+  batch_t *b = &batches[k];
+  loaded_t *l = model_of(b->m);
+  uint32_t i;
+  assert_false(b->done);
+  b->done = 1;
+  for (i = 0; i < b->n; i++) {
+    if (b->reqs[i]->null_req || flags[i] == 0) continue;
+    if (flags[i] == ALL) {
+      ifd_response_t *resp = ifd_response_new(b->reqs[i]);
+      assert_non_null(resp);
+      ifd_response_send(resp, IFD_RESPONSE_FINAL, 0, NULL);
+    }
+    ifd_request_release(b->reqs[i], flags[i]);
+  }
+  l->idle(b->m, b->instance, 1, b->n, l->arg);
+  pump();
+}
+
+/* iterative_sequence: a request without a correlation ID starts a sequence
+ * of its own (IDs 1, 2, ... as Triton gives them); released with
+ * RESCHEDULE it runs again in its slot, neither START nor END, with its
+ * statistics counted per execution; released for good it ends its
+ * sequence, and the slot goes to the backlog. */
+static void test_iterative_reschedule(void **state) {
+  char msg[1100];
+  ifd_request_t *a, *b;
+  static const uint32_t resched_all[] = {RESCHED, ALL};
+  static const uint32_t resched[] = {RESCHED};
+  static const uint32_t all[] = {ALL, ALL};
+  (void)state;
+  a = seq_submit("seqit", "a", 0, NULL, 0, msg, sizeof(msg));
+  b = seq_submit("seqit", "b", 0, NULL, 0, msg, sizeof(msg));
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(seq_submit("seqit", "c", 0, NULL, 0, msg, sizeof(msg)));
+  assert_int_equal(a->correlation_id, 1);
+  assert_int_equal(b->correlation_id, 2);
+  pump();
+  assert_int_equal(n_batches, 1);
+  BATCH(0, "a", "b");
+  assert_int_equal(ctl(batches[0].reqs[0], "START"), 1);
+  /* a again, alone in slot 0 (READY false for the null request in 1)...
+   * and b's release freed slot 1 for c, in the same batch. */
+  run_batch(0, resched_all);
+  assert_int_equal(n_answers, 1);
+  assert_answer(0, "b", 0, NULL);
+  assert_int_equal(n_batches, 2);
+  BATCH(1, "a", "c");
+  assert_int_equal(ctl(batches[1].reqs[0], "START"), 0);
+  assert_int_equal(ctl(batches[1].reqs[0], "READY"), 1);
+  assert_int_equal(ctl(batches[1].reqs[1], "START"), 1);
+  assert_int_equal(batches[1].reqs[1]->correlation_id, 3);
+  /* The control inputs were added once per execution, not accumulated. */
+  assert_int_equal(a->n_inputs, 3);
+  run_batch(1, resched_all);
+  assert_int_equal(n_batches, 3);
+  assert_int_equal(batches[2].n, 1);
+  BATCH(2, "a");
+  /* This execution the backend reports (TRITONBACKEND_ModelInstance
+   * ReportStatistics): it counts as a request, as in Triton. */
+  a->t_exec_start = a->t_compute_start = uv_hrtime();
+  a->t_compute_end = a->t_exec_end = a->t_exec_start + 1000;
+  a->stat_success = 1;
+  a->stat_reported = 1;
+  run_batch(2, resched);
+  BATCH(3, "a");
+  run_batch(3, all);
+  assert_int_equal(n_answers, 3);
+  assert_answer(2, "a", 0, NULL);
+  /* Every sequence ended: both slots take new ones. */
+  assert_non_null(seq_submit("seqit", "d", 0, NULL, 0, msg, sizeof(msg)));
+  assert_non_null(seq_submit("seqit", "e", 0, NULL, 0, msg, sizeof(msg)));
+  pump();
+  BATCH(4, "d", "e");
+  run_batch(4, all);
+  assert_int_equal(n_answers, 5);
+  /* Five requests counted as they ended, and a's one reported rescheduled
+   * execution; the others reported nothing and count nothing. */
+  assert_int_equal(batches[0].m->stats.success.count, 6);
+  assert_int_equal(batches[0].m->stats.fail.count, 0);
+}
+
+/* A model without iterative_sequence refuses a RESCHEDULE release with
+ * Triton's words; so does an iterative sequence that ended while its
+ * request was out (idle timeout), with the batcher's words for a request
+ * without START. */
+static void test_iterative_reschedule_refused(void **state) {
+  char msg[1100];
+  static const uint32_t resched[] = {RESCHED};
+  static const uint32_t keep[] = {0};
+  ifd_request_t *r;
+  (void)state;
+  assert_non_null(seq_submit("seqi", "x", 5, NULL, S, msg, sizeof(msg)));
+  pump();
+  BATCH(0, "x");
+  run_batch(0, resched);
+  assert_int_equal(n_answers, 1);
+  assert_answer(0, "x", IFD_EINVAL,
+                "Request is released with "
+                "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is "
+                "not configured to handle such a flag.");
+  r = seq_submit("seqit", "y", 0, NULL, 0, msg, sizeof(msg));
+  assert_non_null(r);
+  pump();
+  BATCH(1, "y");
+  run_batch(1, keep); /* the backend holds it past the idle limit */
+  wait_ms(150);
+  ifd_request_release(r, RESCHED);
+  pump();
+  assert_int_equal(n_answers, 2);
+  assert_answer(1, "y", IFD_EINVAL,
+                "inference request for sequence 1 to model 'seqit' must "
+                "specify the START flag on the first request of the sequence");
+}
+
+/* A request cancelled while it executes and then rescheduled is answered
+ * CANCELLED instead of running again, and its slot is free. */
+static void test_iterative_cancel(void **state) {
+  char msg[1100];
+  static const uint32_t resched[] = {RESCHED};
+  static const uint32_t all[] = {ALL};
+  ifd_request_t *r;
+  (void)state;
+  r = seq_submit("seqit", "z", 0, NULL, 0, msg, sizeof(msg));
+  assert_non_null(r);
+  pump();
+  BATCH(0, "z");
+  ifd_request_cancel(r);
+  run_batch(0, resched);
+  assert_int_equal(n_answers, 1);
+  assert_answer(0, "z", IFD_ECANCELLED, "Request was cancelled");
+  assert_int_equal(n_batches, 1);
+  assert_non_null(seq_submit("seqit", "w", 0, NULL, 0, msg, sizeof(msg)));
+  pump();
+  BATCH(1, "w");
+  run_batch(1, all);
+  assert_answer(1, "w", 0, NULL);
+}
+
 static void test_unload_in_flight(void **state) {
   char msg[1100];
   (void)state;
@@ -622,6 +780,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cancel_sequence_oldest, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_unload_in_flight, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_iterative_reschedule, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_iterative_reschedule_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_iterative_cancel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
