@@ -18,7 +18,12 @@ struct ifd_fwd_re; /* net/forward.h */
 typedef struct ifd_grpc ifd_grpc_t;
 
 typedef struct ifd_grpc_opts {
-  const char *host;          /* borrowed: bind address; NULL = "0.0.0.0" */
+  const char *host; /* borrowed: bind address; NULL = "0.0.0.0";
+                      "unix:<path>": a Unix domain socket, and
+                      `port` is not used */
+  /* A "unix:" socket file's mode and owner (borrowed: outlives the front
+   * end; NULL: the umask's mode, the process's owner). */
+  const struct ifd_unix_perm *unix_perm;
   int port;                  /* 0 picks a free port (see ifd_grpc_port) */
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */

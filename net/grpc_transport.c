@@ -467,6 +467,7 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
   g->set.tls = opts->tls; /* before any accept: the loop is not running */
+  g->set.unix_perm = opts->unix_perm;
   rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port,
                            opts->reuse_port,
                            opts->max_connections != 0 ? opts->max_connections

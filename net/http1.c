@@ -1263,6 +1263,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_message_complete = on_message_complete;
 
   h->set.tls = opts->tls; /* before any accept: the loop is not running */
+  h->set.unix_perm = opts->unix_perm;
   h->max_header_bytes = opts->max_header_bytes != 0
                             ? opts->max_header_bytes
                             : IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
