@@ -70,6 +70,9 @@ typedef struct ifd_grpc_opts {
   /* gRPC over TLS (ALPN h2): every connection speaks TLS with this context
    * (borrowed: outlives the front end); NULL: prior-knowledge h2c. */
   ifd_tls_ctx_t *tls;
+  /* --overload-status=429: a request refused for load (IFD_EOVERLOADED)
+   * ends RESOURCE_EXHAUSTED instead of Triton's UNAVAILABLE. */
+  int overload_429;
 } ifd_grpc_opts_t;
 
 /* Defaults of the HTTP/2 limits. */

@@ -282,6 +282,8 @@ static int start_cloud(app_t *a, const ifd_http_cloud_t *cloud, int port,
    * --http-restricted-api groups of their routes. */
   ho.restrict_api = &a->opt.http_restrict;
   ho.cloud = cloud;
+  ho.overload_429 = a->opt.overload_status == 429;
+  ho.retry_after_secs = (unsigned)a->opt.retry_after_secs;
   if (ifd_http_start(&a->loop, a->server, &ho, out, &err) < 0) {
     IFD_ERROR("failed to start %s service: %s", what, err.text);
     *out = NULL;
@@ -494,6 +496,7 @@ int main(int argc, char **argv) {
   so.min_compute_capability = a->opt.min_compute_capability;
   so.gpu_limit_set = a->opt.gpu_limit_set;
   memcpy(so.gpu_limit, a->opt.gpu_limit, sizeof(so.gpu_limit));
+  so.max_inflight_requests = a->opt.max_inflight_requests;
   so.model_load_retry_count = a->opt.model_load_retry_count > 0
                                   ? (unsigned)a->opt.model_load_retry_count
                                   : 0;
@@ -538,6 +541,8 @@ int main(int argc, char **argv) {
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;
     ho.reuse_port = a->opt.reuse_http_port;
+    ho.overload_429 = a->opt.overload_status == 429;
+    ho.retry_after_secs = (unsigned)a->opt.retry_after_secs;
     ho.forward_headers = a->opt.http_fwd.set ? &a->opt.http_fwd.re : NULL;
     http_limits(&a->opt, &ho);
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
@@ -559,6 +564,7 @@ int main(int argc, char **argv) {
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     go.tls = a->grpc_tls;
     go.reuse_port = a->opt.reuse_grpc_port;
+    go.overload_429 = a->opt.overload_status == 429;
     go.forward_headers = a->opt.grpc_fwd.set ? &a->opt.grpc_fwd.re : NULL;
     go.max_connections = (unsigned)a->opt.max_connections;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {

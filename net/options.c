@@ -32,6 +32,9 @@
 #define DEFAULT_POLL_SECS 15
 /* --loop-spin-us: see core/event.h, "Expected events". */
 #define DEFAULT_LOOP_SPIN_US 30
+/* --overload-retry-after-secs: a queue that is full now has usually
+ * drained within a second or so at inference speeds. */
+#define DEFAULT_RETRY_AFTER_SECS 1
 
 int ifd__opt_parse_bool(const char *v, int *out) {
   static const char *yes[] = {"true", "1", "yes", "on"};
@@ -93,6 +96,7 @@ enum kind {
   K_PORT_RANGE,     /* --sagemaker-safe-port-range <int>-<int> */
   K_GPU_LIMIT,      /* --model-load-gpu-limit <device>:<fraction> */
   K_RL_RESOURCE,    /* --rate-limit-resource <name>:<count>[:<device>] */
+  K_OVERLOAD,       /* 503 or 429 into an int */
   K_UNIX_MODE,      /* octal permission bits into an ifd_unix_perm_t */
   K_UNIX_OWNER,     /* a user name or number into an ifd_unix_perm_t */
   K_UNIX_GROUP,     /* a group name or number into an ifd_unix_perm_t */
@@ -173,6 +177,10 @@ static const flag_t flags[] = {
     {"http-unix-socket-group", K_UNIX_GROUP, OFF(http_unix), 0, NULL},
     {"max-connections", K_POS, OFF(max_connections), 0, NULL},
     {"loop-spin-us", K_INT, OFF(loop_spin_us), 0, NULL},
+    /* Load shedding. */
+    {"overload-status", K_OVERLOAD, OFF(overload_status), 0, NULL},
+    {"overload-retry-after-secs", K_INT, OFF(retry_after_secs), 0, NULL},
+    {"max-inflight-requests", K_UINT, OFF(max_inflight_requests), 0, NULL},
     /* gRPC. */
     {"allow-grpc", K_BOOL, OFF(allow_grpc), 0, NULL},
     {"grpc-address", K_STR, OFF(grpc_address), 0, NULL},
@@ -1002,6 +1010,13 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         r->device = (int)dev;
         break;
       }
+      case K_OVERLOAD:
+        if (strcmp(value, "503") != 0 && strcmp(value, "429") != 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected 503 (Triton's UNAVAILABLE) "
+                                      "or 429 (RESOURCE_EXHAUSTED on gRPC)");
+        *(int *)((char *)o + f->off) = atoi(value);
+        break;
       case K_UNIX_MODE:
       case K_UNIX_OWNER:
       case K_UNIX_GROUP:
@@ -1067,6 +1082,8 @@ void ifd__net_options_init(ifd_net_options_t *o) {
   o->http_idle_timeout_secs = IFD_HTTP_DEFAULT_IDLE_TIMEOUT_SECS;
   o->max_connections = (int)IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
   o->loop_spin_us = DEFAULT_LOOP_SPIN_US;
+  o->overload_status = 503;
+  o->retry_after_secs = DEFAULT_RETRY_AFTER_SECS;
   o->grpc_port = 8001;
   o->allow_grpc = 1;
   o->grpc_address = "0.0.0.0";

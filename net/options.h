@@ -47,6 +47,12 @@ typedef struct ifd_net_options {
   int http_idle_timeout_secs;
   int max_connections;
   int loop_spin_us;
+  /* Load shedding (README, "Load shedding"): --overload-status (503, as
+   * Triton, or 429), --overload-retry-after-secs, --max-inflight-requests
+   * (0: no cap). */
+  int overload_status;
+  int retry_after_secs;
+  unsigned max_inflight_requests;
   const char *grpc_address;
   int grpc_port;
   int allow_grpc;

@@ -348,6 +348,28 @@ static void test_unix(void **state) {
   ifd__net_options_free(&o);
 }
 
+/* Load shedding: Triton's 503 by default, 429 on request. */
+static void test_overload(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--id=x"), 0);
+  assert_int_equal(o.overload_status, 503);
+  assert_int_equal(o.retry_after_secs, 1);
+  assert_int_equal(o.max_inflight_requests, 0);
+  ifd__net_options_free(&o);
+  assert_int_equal(
+      PARSE(&o, "--overload-status=429", "--overload-retry-after-secs=0",
+            "--max-inflight-requests=64"),
+      0);
+  assert_int_equal(o.overload_status, 429);
+  assert_int_equal(o.retry_after_secs, 0);
+  assert_int_equal(o.max_inflight_requests, 64);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--overload-status=500"), -1);
+  ERR_HAS("expected 503");
+  ifd__net_options_free(&o);
+}
+
 static void test_no_effect_notes(void **state) {
   ifd_net_options_t o;
   (void)state;
@@ -441,6 +463,7 @@ int main(void) {
       cmocka_unit_test(test_cache),
       cmocka_unit_test(test_ports),
       cmocka_unit_test(test_unix),
+      cmocka_unit_test(test_overload),
       cmocka_unit_test(test_no_effect_notes),
       cmocka_unit_test(test_cloud),
   };
