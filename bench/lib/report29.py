@@ -6,8 +6,9 @@ inferd-perf --json-summary files of bench/run.sh's section uds: identity_fp32
 FP32[1,16] at concurrency 1 (synchronous), HTTP/1.1 binary and gRPC unary,
 to an inferd on 127.0.0.1 TCP (raw/uds_tcp_<proto>_c1_r<N>) and to one on
 unix: sockets (raw/uds_unix_<proto>_c1_r<N>), rounds interleaved. Each
-figure is the best round's (least CPU, least latency, independently): the
-rounds differ by what else ran on the machine, not by the transport.
+figure is the best round's (least CPU, least latency, most req/s,
+independently), with the median of the rounds beside it: the rounds differ
+by what else ran on the machine, not by the transport.
 Server CPU: --cpu-pid over the tool's window; client CPU: the tool's own.
 """
 import json
@@ -36,6 +37,14 @@ def best(ss, fn):
     return min(vals) if vals else None
 
 
+def median(ss, fn):
+    vals = sorted(v for v in (fn(s) for s in ss) if v is not None)
+    if not vals:
+        return None
+    n = len(vals)
+    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+
+
 def per_req(key):
     def f(s):
         n = s.get("request_count")
@@ -60,23 +69,33 @@ def issue29(p, res, fmt):
                          ("latency p50 us", lat("p50_latency_ns")),
                          ("latency avg us", lat("avg_latency_ns")),
                          ("latency p99 us", lat("p99_latency_ns"))):
-            t, u = best(tcp, fn), best(uds, fn)
-            rows.append((label, name, t, u, len(tcp), len(uds)))
-        t = best(tcp, lambda s: -s["throughput"] if s.get("throughput") else None)
-        u = best(uds, lambda s: -s["throughput"] if s.get("throughput") else None)
-        rows.append((label, "req/s", -t if t is not None else None,
-                     -u if u is not None else None, len(tcp), len(uds)))
+            rows.append((label, name, best(tcp, fn), best(uds, fn), median(tcp, fn),
+                         median(uds, fn), len(tcp), len(uds)))
+
+        def neg_rps(s):
+            return -s["throughput"] if s.get("throughput") else None
+
+        def pos(v):
+            return -v if v is not None else None
+
+        rows.append((label, "req/s", pos(best(tcp, neg_rps)), pos(best(uds, neg_rps)),
+                     pos(median(tcp, neg_rps)), pos(median(uds, neg_rps)), len(tcp), len(uds)))
     if not rows:
         return
     p("## Issue 29: UDS against loopback TCP (identity FP32[1,16], concurrency 1)")
     p("")
-    p("Best of the interleaved rounds for each figure; two servers side by side on the "
-      "server core, one on 127.0.0.1, one on unix: sockets.")
+    p("Best (and median) of the interleaved rounds for each figure; two servers side by "
+      "side on the server core, one on 127.0.0.1, one on unix: sockets.")
     p("")
-    p("| protocol | figure | loopback TCP | UDS | UDS / TCP | rounds |")
+    p("| protocol | figure | loopback TCP best (median) | UDS best (median) | UDS / TCP best "
+      "(median) | rounds |")
     p("| --- | --- | ---: | ---: | ---: | ---: |")
-    for label, name, t, u, nt, nu in rows:
-        r = u / t if t and u is not None else None
-        p("| %s | %s | %s | %s | %s | %d / %d |" % (
-            label, name, fmt(t, 2), fmt(u, 2), fmt(r, 3), nt, nu))
+
+    def ratio(a, b):
+        return a / b if b and a is not None else None
+
+    for label, name, t, u, tm, um, nt, nu in rows:
+        p("| %s | %s | %s (%s) | %s (%s) | %s (%s) | %d / %d |" % (
+            label, name, fmt(t, 2), fmt(tm, 2), fmt(u, 2), fmt(um, 2), fmt(ratio(u, t), 3),
+            fmt(ratio(um, tm), 3), nt, nu))
     p("")
