@@ -137,7 +137,8 @@ static int parse_url(const char *u, ifd_perf_opts_t *o) {
     if (!u[0] || strlen(u) >= sizeof o->unix_path) return -1;
     memcpy(o->unix_path, u, strlen(u) + 1);
     return 0;
-  }  if (!strncmp(u, "http://", 7)) u += 7;
+  }
+  if (!strncmp(u, "http://", 7)) u += 7;
   if (u[0] == '[') {
     p = strchr(u, ']');
     if (!p) return -1;
@@ -453,8 +454,7 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
   }
   o->port = o->grpc ? 8001 : 8000;
   if (url && parse_url(url, o)) {
-    fprintf(stderr, "error: bad -u '%s' (want HOST:PORT or unix:PATH)\n",
-            url);
+    fprintf(stderr, "error: bad -u '%s' (want HOST:PORT or unix:PATH)\n", url);
     return -1;
   }
   if (have_conc && o->open_loop) {

@@ -71,7 +71,7 @@ typedef struct ifd_perf_opts {
   char host[256];
   int port;
   char unix_path[108]; /* -u unix:PATH: a Unix domain socket; "" for TCP */
-  int grpc; /* -i grpc */
+  int grpc;            /* -i grpc */
   int streaming;
   int open_loop; /* --request-rate-range given */
   double range_start, range_end, range_step;
@@ -533,7 +533,6 @@ int ifd__perf_stats_read(ifd_perf_run_t *run, const ifd_perf_model_t *m,
 /* Adds up the model_stats of a statistics answer (a json_t *, the KServe
  * JSON of GET .../stats). Returns 0, or UV_EINVAL when it has none. */
 int ifd__perf_stats_json(const void *root, ifd_perf_stats_t *s);
-
 
 /** Initializes `s` as the run's kind of socket (TCP with TCP_NODELAY, or a
  *  pipe for -u unix:PATH). Returns 0 or a libuv code (nothing to close). */
