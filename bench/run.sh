@@ -41,7 +41,10 @@
 #                     against the client calling its two models itself), pytorch
 #                     (issue 27: the digits TorchScript model against identity and
 #                     against the same module in a C++ loop on libtorch,
-#                     bench/torch_floor.cc); default all
+#                     bench/torch_floor.cc), uds (issue 29: identity at
+#                     concurrency 1 over Unix domain sockets against loopback
+#                     TCP, HTTP binary and gRPC; UDS_ROUNDS=N rounds, default
+#                     2); default all
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -740,6 +743,50 @@ if section capi; then
   printf '%q ' "${cmd[@]}" >"$dir/cmd"
   log "capi: ${cmd[*]}"
   "${cmd[@]}" >"$dir/tool.out" 2>"$dir/tool.err" || log "capi: inferd-perf failed (see $dir/tool.err)"
+fi
+
+# ---- issue 29: Unix domain sockets against loopback TCP -------------------------------
+# identity_fp32 FP32[1,16] at concurrency 1 (synchronous: one request in flight)
+# over HTTP/1.1 binary and gRPC unary, to two fresh inferds running side by side
+# on the server core: one on 127.0.0.1 TCP, one with --http-address and
+# --grpc-address on unix: sockets (inferd-perf -u unix:PATH). Scenarios run
+# interleaved, UDS_ROUNDS rounds (default 2), so drift hits both alike; the
+# report takes each one's best round. Server CPU per request from the
+# snapshots (the UDS server's statistics read through its socket); latency
+# from the tool.
+if section uds; then
+  UDS_DIR=$(mktemp -d /tmp/inferd-bench-uds.XXXXXX)
+  start_inferd inferd_uds_tcp
+  UDS_TCP_PID=$INFERD_PID UDS_TCP_HTTP=$HTTP_PORT UDS_TCP_GRPC=$GRPC_PORT
+  INFERD_HTTP_UNIX=$UDS_DIR/http.sock
+  start_inferd inferd_uds_unix --http-address="unix:$UDS_DIR/http.sock" \
+    --grpc-address="unix:$UDS_DIR/grpc.sock"
+  UDS_UNIX_PID=$INFERD_PID UDS_UNIX_HTTP_PORT=$HTTP_PORT
+  unset INFERD_HTTP_UNIX
+  uds_perf() { # SCENARIO PID URL PROTO
+    local proto_args=(-i http --http-format binary)
+    [ "$4" = grpc ] && proto_args=(-i grpc)
+    run_perf "$1" "inferd:$ID" "$2" -- "$PERF" -m "$ID" -x 1 -b 1 -u "$3" "${proto_args[@]}" \
+      --shape INPUT0:16 --concurrency-range 1:1:1 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --cpu-pid "$2" --json-summary "$RAW/__SC__/summary.json"
+  }
+  for ((round = 1; round <= ${UDS_ROUNDS:-2}; round++)); do
+    for proto in http grpc; do
+      HTTP_PORT=$UDS_TCP_HTTP
+      port=$UDS_TCP_HTTP
+      [ "$proto" = grpc ] && port=$UDS_TCP_GRPC
+      uds_perf "uds_tcp_${proto}_c1_r$round" "$UDS_TCP_PID" "127.0.0.1:$port" "$proto"
+      HTTP_PORT=$UDS_UNIX_HTTP_PORT
+      INFERD_HTTP_UNIX=$UDS_DIR/http.sock
+      uds_perf "uds_unix_${proto}_c1_r$round" "$UDS_UNIX_PID" "unix:$UDS_DIR/$proto.sock" "$proto"
+      unset INFERD_HTTP_UNIX
+    done
+  done
+  stop_pid "$UDS_TCP_PID"
+  stop_pid "$UDS_UNIX_PID"
+  [ -e "$UDS_DIR/http.sock" ] && log "uds: WARNING: $UDS_DIR/http.sock left behind at exit"
+  rmdir "$UDS_DIR" 2>/dev/null || true
 fi
 
 # ---- issue 15: the Python backend ---------------------------------------------------------

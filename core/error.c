@@ -17,7 +17,7 @@ static const struct {
 
 _Static_assert(sizeof(errtab) / sizeof(errtab[0]) == IFD__ERR_COUNT,
                "error table out of step with the map");
-_Static_assert(-IFD_ETIMEOUT == IFD__ERR_COUNT,
+_Static_assert(-IFD_EOVERLOADED == IFD__ERR_COUNT,
                "IFD_E* constants out of step with the map");
 
 const char *ifd_strerror(int code) {

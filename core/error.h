@@ -14,20 +14,21 @@
 
 /* X(name, Triton error class, text). The Triton class is the
  * TRITONSERVER_Error_Code value that the ABI edge reports for this code. */
-#define IFD_ERRNO_MAP(X)           \
-  X(UNKNOWN, 0, "unknown error")   \
-  X(INTERNAL, 1, "internal error") \
-  X(NOTFOUND, 2, "not found")      \
-  X(INVAL, 3, "invalid argument")  \
-  X(UNAVAIL, 4, "unavailable")     \
-  X(UNSUPPORTED, 5, "unsupported") \
-  X(EXISTS, 6, "already exists")   \
-  X(CANCELLED, 7, "cancelled")     \
-  X(NOMEM, 1, "out of memory")     \
-  X(IO, 1, "i/o error")            \
-  X(PARSE, 3, "parse error")       \
-  X(TOOBIG, 3, "too large")        \
-  X(TIMEOUT, 4, "deadline exceeded")
+#define IFD_ERRNO_MAP(X)             \
+  X(UNKNOWN, 0, "unknown error")     \
+  X(INTERNAL, 1, "internal error")   \
+  X(NOTFOUND, 2, "not found")        \
+  X(INVAL, 3, "invalid argument")    \
+  X(UNAVAIL, 4, "unavailable")       \
+  X(UNSUPPORTED, 5, "unsupported")   \
+  X(EXISTS, 6, "already exists")     \
+  X(CANCELLED, 7, "cancelled")       \
+  X(NOMEM, 1, "out of memory")       \
+  X(IO, 1, "i/o error")              \
+  X(PARSE, 3, "parse error")         \
+  X(TOOBIG, 3, "too large")          \
+  X(TIMEOUT, 4, "deadline exceeded") \
+  X(OVERLOADED, 4, "overloaded")
 
 enum {
 #define IFD__ERR_ENUM(name, cls, text) IFD__E_##name,
@@ -51,6 +52,10 @@ enum {
 #define IFD_EPARSE (-11)
 #define IFD_ETOOBIG (-12)
 #define IFD_ETIMEOUT (-13)
+/* Refused for load, not for a fault: a model's queue is full, or the
+ * server's in-flight cap is reached. Triton's UNAVAILABLE by default; net/
+ * may answer it 429 / RESOURCE_EXHAUSTED (--overload-status). */
+#define IFD_EOVERLOADED (-14)
 
 /** Returns a static string describing `code` (0 or a negative IFD_E* code). */
 const char *ifd_strerror(int code);

@@ -93,6 +93,11 @@ void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
   assert((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
   assert(legal_next[req->state] & TO(to));
   req->state = to;
+  if (req->inflight_counted &&
+      (to == IFD_REQ_RELEASED || to == IFD_REQ_FAILED_ENQUEUE)) {
+    req->inflight_counted = 0;
+    req->server->inflight--;
+  }
 }
 #undef TO
 
@@ -190,7 +195,8 @@ static const struct ifd_model_ops *ops_of(ifd_request_t *req) {
 
 int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   ifd_model_t *m;
-  int rc;
+  int rc, counts;
+  unsigned cap;
 
   if (req->state != IFD_REQ_INIT)
     return ifd_errf(err, IFD_EINTERNAL, "request submitted twice");
@@ -199,6 +205,18 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   if (!ifd_server_ready(req->server) && !ifd_server_live(req->server) &&
       req->caller_chain == NULL)
     return ifd_errf(err, IFD_EUNAVAIL, "server is shutting down");
+  /* The in-flight cap sheds a client's request before any work is spent on
+   * it; requests that are part of one already in flight (ensemble steps,
+   * BLS) are never refused by it, or that one could not finish. */
+  counts = req->caller_chain == NULL && !req->ensemble_step;
+  cap = ifd_server_opts(req->server)->max_inflight_requests;
+  if (counts && cap != 0 && req->server->inflight >= cap) {
+    req->server->shed[IFD_SHED_INFLIGHT_CAP]++;
+    return ifd_errf(err, IFD_EOVERLOADED,
+                    "the server has %u requests in flight, its limit "
+                    "(--max-inflight-requests)",
+                    cap);
+  }
   rc = ifd_server_find_model_in(req->server, req->model_namespace,
                                 req->model_name, strlen(req->model_name),
                                 req->model_version, &m, err);
@@ -223,10 +241,15 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   /* The backend's reference: dropped when the release event arrives, or
    * by the scheduler if it refuses the request below. */
   req->refs++;
+  if (counts) {
+    req->inflight_counted = 1;
+    req->server->inflight++;
+  }
   ifd_request_set_state(req, IFD_REQ_QUEUED);
   if (ifd_cache_model_on(m) && ifd__cache_submit(req)) return 0;
   rc = ops_of(req)->submit(m, req, err);
   if (rc < 0) {
+    if (rc == IFD_EOVERLOADED) req->server->shed[IFD_SHED_QUEUE_FULL]++;
     ifd_request_set_state(req, IFD_REQ_FAILED_ENQUEUE);
     req->refs--;
     return rc;

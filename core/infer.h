@@ -297,6 +297,8 @@ struct ifd_request {
   /* The scheduler counts this request in statistics itself (an ensemble:
    * its compute times are its steps'); core's release does not. */
   int sched_counts;
+  /* An ensemble step: --max-inflight-requests counts its parent only. */
+  int ensemble_step;
   /* Set for a request the server runs for itself (see ifd_req_sink_t);
    * NULL for every other request. */
   ifd_req_sink_t *sink; /* borrowed: outlives the request */
@@ -330,6 +332,7 @@ struct ifd_request {
 
   /* Core-private from here on. */
   ifd_request_state_t state; /* loop thread; see ifd_request_set_state */
+  int inflight_counted;      /* loop thread: in server->inflight */
   int refs;                  /* loop thread only: protocol ref + backend ref */
   uint32_t release_flags; /* TRITONSERVER_RequestReleaseFlag from the backend */
   int final_delivered; /* loop thread: a FINAL response reached on_response */

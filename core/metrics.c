@@ -788,6 +788,16 @@ char *ifd_metrics_text(ifd_server_t *s, const ifd_metrics_t *m, size_t *len) {
   }
   if (opts->summary_latencies) put_summaries(&o, s, opts);
   put_cache(&o, s, m);
+  put(&o,
+      "# HELP inferd_requests_shed_total Requests refused for load: "
+      "reason queue_full (a model's max_queue_size), inflight_cap "
+      "(--max-inflight-requests).\n"
+      "# TYPE inferd_requests_shed_total counter\n"
+      "inferd_requests_shed_total{reason=\"queue_full\"} %" PRIu64
+      "\n"
+      "inferd_requests_shed_total{reason=\"inflight_cap\"} %" PRIu64 "\n",
+      ifd_server_shed_count(s, IFD_SHED_QUEUE_FULL),
+      ifd_server_shed_count(s, IFD_SHED_INFLIGHT_CAP));
   if (m != NULL) put_pinned(&o);
   if (m != NULL && m->last.ok && !m->no_cpu) {
     put(&o,

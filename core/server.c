@@ -69,6 +69,14 @@ ifd_objcache_t *ifd_server_req_cache(ifd_server_t *s) {
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s) {
   return &s->opts;
 }
+
+uint64_t ifd_server_shed_count(const ifd_server_t *s, ifd_shed_reason_t why) {
+  return why < IFD_SHED_N ? s->shed[why] : 0;
+}
+
+uint64_t ifd_server_inflight(const ifd_server_t *s) {
+  return s->inflight;
+}
 ifd_rl_t *ifd_server_ratelimit(const ifd_server_t *s) {
   return s->rl;
 }

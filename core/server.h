@@ -136,6 +136,10 @@ typedef struct ifd_server_opts {
   /* --model-load-retry-count: a failed load is tried again this many
    * times (tritonserver's default 0). */
   unsigned model_load_retry_count;
+  /* --max-inflight-requests: requests from clients (not ensemble steps, not
+   * BLS requests) submitted and not yet released; one more is refused with
+   * IFD_EOVERLOADED. 0: no cap. */
+  unsigned max_inflight_requests;
   /* --host-policy <name>,<setting>=<value> settings (borrowed; `backend`
    * holds the policy name). Instances of policy "cpu", "gpu_<device>" or
    * their group's host_policy run on the CPUs that cpu-cores or numa-node
@@ -239,6 +243,19 @@ struct ifd_shm *ifd_server_shm(ifd_server_t *s);
  */
 void ifd_server_at_iteration_end(ifd_server_t *s, ifd_event_t *ev);
 const ifd_server_opts_t *ifd_server_opts(const ifd_server_t *s);
+
+/** Why a request was shed (refused with IFD_EOVERLOADED). */
+typedef enum ifd_shed_reason {
+  IFD_SHED_QUEUE_FULL,   /* its model's queue held max_queue_size */
+  IFD_SHED_INFLIGHT_CAP, /* --max-inflight-requests were in flight */
+  IFD_SHED_N
+} ifd_shed_reason_t;
+
+/** Requests shed since start, by reason (loop thread). */
+uint64_t ifd_server_shed_count(const ifd_server_t *s, ifd_shed_reason_t why);
+
+/** Client requests in flight now (what --max-inflight-requests caps). */
+uint64_t ifd_server_inflight(const ifd_server_t *s);
 
 /** The server's rate limiter (borrowed: lives as long as the server), or
  *  NULL when --rate-limit is off. Any thread. */

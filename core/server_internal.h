@@ -126,6 +126,11 @@ struct ifd_server {
   /* Name mappings of registered repositories (TRITONSERVER_Server-
    * RegisterModelRepository's, SageMaker's multi-model loads): a load of
    * maps[i].name reads maps[i].path; they go with their repository. */
+  /* Load shedding (loop thread): client requests submitted and not yet
+   * released (what --max-inflight-requests caps), and requests refused with
+   * IFD_EOVERLOADED, by ifd_shed_reason_t. */
+  uint64_t inflight;
+  uint64_t shed[IFD_SHED_N];
   struct ifd_repo_map *maps; /* owned array */
   size_t n_maps;
 };

@@ -539,6 +539,7 @@ static void on_listener_close(uv_handle_t *hd) {
 
   close(set->listen_fd);
   set->listen_fd = -1;
+  ifd__net_unlink_unix(&set->unix_file);
   on_set_handle_close(hd);
 }
 
@@ -569,13 +570,14 @@ int ifd__conn_set_start(ifd_conn_set_t *set, uv_loop_t *loop,
   set->pause.data = set;
   set->defer_timer.data = set;
   set->open_handles = 5;
-  rc = ifd__net_listen(proto->name, host, port, reuse_port, &set->listen_fd,
-                       &set->port, err);
+  rc = ifd__net_listen(proto->name, host, port, reuse_port, set->unix_perm,
+                       &set->listen_fd, &set->port, &set->unix_file, err);
   if (rc != 0) return rc;
   rc = uv_poll_init_socket(loop, &set->listener, set->listen_fd);
   if (rc != 0) {
     close(set->listen_fd);
     set->listen_fd = -1;
+    ifd__net_unlink_unix(&set->unix_file);
     return ifd_errf(err, IFD_EIO, "unable to watch the %s socket: %s",
                     proto->name, uv_strerror(rc));
   }

@@ -41,6 +41,7 @@
 #include <uv.h>
 
 #include "core/error.h"
+#include "net/listen.h"
 #include "net/tls.h"
 
 /** An intrusive doubly linked list node (a list head is a node too). */
@@ -203,14 +204,20 @@ struct ifd_conn_set {
   /* borrowed: outlives the set; NULL: plain TCP. Set by the front end
    * before the loop runs (see net/tls.h). */
   ifd_tls_ctx_t *tls;
+  /* borrowed: outlives the set; NULL: defaults. A "unix:" listener's file
+   * mode and owner, set like `tls` before the start. */
+  const ifd_unix_perm_t *unix_perm;
+  ifd_unix_file_t unix_file; /* owned: a "unix:" listener's socket file,
+                                removed when the listener closes */
 };
 
 /**
- * Initializes `set` on `loop` and starts listening on host:port (see
- * ifd__net_listen). `proto` must outlive the set. `max_connections` 0 means
- * unlimited. Returns 0, or IFD_EIO with a message naming the address, or
- * IFD_ENOMEM. On failure the set still needs ifd__conn_set_stop (whose
- * `closed` then runs) before its memory goes.
+ * Initializes `set` on `loop` and starts listening on host:port, or on the
+ * Unix domain socket of a "unix:<path>" host (see ifd__net_listen; its file
+ * is removed when the listener closes). `proto` must outlive the set.
+ * `max_connections` 0 means unlimited. Returns 0, or IFD_EIO with a message
+ * naming the address, or IFD_ENOMEM. On failure the set still needs
+ * ifd__conn_set_stop (whose `closed` then runs) before its memory goes.
  */
 int ifd__conn_set_start(ifd_conn_set_t *set, uv_loop_t *loop,
                         const ifd_conn_proto_t *proto, const char *host,

@@ -18,7 +18,12 @@ struct ifd_fwd_re; /* net/forward.h */
 typedef struct ifd_grpc ifd_grpc_t;
 
 typedef struct ifd_grpc_opts {
-  const char *host;          /* borrowed: bind address; NULL = "0.0.0.0" */
+  const char *host; /* borrowed: bind address; NULL = "0.0.0.0";
+                      "unix:<path>": a Unix domain socket, and
+                      `port` is not used */
+  /* A "unix:" socket file's mode and owner (borrowed: outlives the front
+   * end; NULL: the umask's mode, the process's owner). */
+  const struct ifd_unix_perm *unix_perm;
   int port;                  /* 0 picks a free port (see ifd_grpc_port) */
   uint64_t max_message_size; /* largest message either way; 0 = default */
   unsigned max_connections;  /* 0 = default 65536 */
@@ -65,6 +70,9 @@ typedef struct ifd_grpc_opts {
   /* gRPC over TLS (ALPN h2): every connection speaks TLS with this context
    * (borrowed: outlives the front end); NULL: prior-knowledge h2c. */
   ifd_tls_ctx_t *tls;
+  /* --overload-status=429: a request refused for load (IFD_EOVERLOADED)
+   * ends RESOURCE_EXHAUSTED instead of Triton's UNAVAILABLE. */
+  int overload_429;
 } ifd_grpc_opts_t;
 
 /* Defaults of the HTTP/2 limits. */

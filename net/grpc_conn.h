@@ -67,6 +67,7 @@ struct ifd_grpc {
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
   const ifd_fwd_re_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or
                                 NULL */
+  int overload_429;           /* IFD_EOVERLOADED: RESOURCE_EXHAUSTED */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */

@@ -95,6 +95,10 @@ void ifd_gstream_compress(ifd_gstream_t *st);
 
 /** Server the call belongs to. */
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st);
+/** The gRPC status of IFD_E* `code` on this call's front end: Triton's
+ *  (net/status.h), but RESOURCE_EXHAUSTED for IFD_EOVERLOADED under
+ *  --overload-status=429. */
+int ifd__gstream_status(const ifd_gstream_t *st, int code);
 /** Appends the call's metadata that --grpc-header-forward-pattern matched
  *  to req's parameters (strings). 0 or IFD_ENOMEM with `err` set. */
 int ifd__gstream_forward(const ifd_gstream_t *st, struct ifd_request *req,

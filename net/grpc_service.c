@@ -51,7 +51,7 @@
 
 /* Ends a call with the gRPC status of an IFD_E* code. */
 void ifd__grpc_finish_code(ifd_gstream_t *st, int code, const char *msg) {
-  ifd_gstream_finish(st, ifd_grpc_status(code),
+  ifd_gstream_finish(st, ifd__gstream_status(st, code),
                      msg != NULL && msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 

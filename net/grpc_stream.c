@@ -41,6 +41,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "net/grpc_conn.h"
+#include "net/status.h"
 
 /* Largest part of a message allocated before its bytes arrive. */
 #define MAX_PREALLOC ((size_t)64 << 10)
@@ -113,6 +114,12 @@ static const ifd_grpc_method_t *mtab_find(const ifd_grpc_t *g, const char *p,
 
 ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st) {
   return st->server;
+}
+
+int ifd__gstream_status(const ifd_gstream_t *st, int code) {
+  if (code == IFD_EOVERLOADED && st->conn != NULL && st->conn->g->overload_429)
+    return 8; /* RESOURCE_EXHAUSTED */
+  return ifd_grpc_status(code);
 }
 
 int ifd__gstream_forward(const ifd_gstream_t *st, ifd_request_t *req,

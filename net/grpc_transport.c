@@ -461,12 +461,14 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     g->lim.max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
   g->restrict_api = g->lim.restrict_api;
   g->fwd_re = opts->forward_headers;
+  g->overload_429 = opts->overload_429;
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0 ||
       h2_options(g) != 0) {
     free_grpc(g);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
   g->set.tls = opts->tls; /* before any accept: the loop is not running */
+  g->set.unix_perm = opts->unix_perm;
   rc = ifd__conn_set_start(&g->set, loop, &grpc_proto, host, opts->port,
                            opts->reuse_port,
                            opts->max_connections != 0 ? opts->max_connections

@@ -21,11 +21,21 @@ struct ifd_fwd_re; /* net/forward.h */
 typedef struct ifd_http ifd_http_t;
 
 typedef struct ifd_http_opts {
-  const char *host;         /* borrowed: address to bind; NULL = "0.0.0.0" */
+  const char *host; /* borrowed: address to bind; NULL = "0.0.0.0";
+                       "unix:<path>": a Unix domain socket, and
+                       `port` is not used */
+  /* A "unix:" socket file's mode and owner (borrowed: outlives the front
+   * end; NULL: the umask's mode, the process's owner). */
+  const struct ifd_unix_perm *unix_perm;
   int port;                 /* 0 picks a free port (see ifd_http_port) */
   uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
   unsigned max_connections; /* 0 = default 65536 */
   int reuse_port;           /* set SO_REUSEPORT before binding */
+  /* --overload-status=429: a request refused for load (IFD_EOVERLOADED) is
+   * answered 429 with Retry-After: retry_after_secs (0: no header) instead
+   * of Triton's 503. */
+  int overload_429;
+  unsigned retry_after_secs;
   /* --http-header-forward-pattern (borrowed: outlives the front end; NULL:
    * none): matching request headers become parameters of infer requests. */
   const struct ifd_fwd_re *forward_headers; /* net/forward.h */

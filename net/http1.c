@@ -98,6 +98,8 @@ struct ifd_http {
   const ifd_fwd_re_t *fwd_re;    /* borrowed: --http-header-forward-pattern, or
                                NULL */
   const ifd_http_cloud_t *cloud; /* borrowed: a cloud endpoint, or NULL */
+  int overload_429;              /* IFD_EOVERLOADED: 429, not 503 */
+  unsigned retry_after_secs;     /* its Retry-After; 0: none */
   struct ifd_mme *mme;           /* owned (a reference): SageMaker's multi-model
                                     endpoint (net/http_mme.c); NULL until used */
   void (*done)(void *arg);
@@ -291,6 +293,11 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   if (total > INT64_MAX) o = NULL; /* NEVER: no body is that large */
   o = put_dec(o, end, (int64_t)total);
   o = PUT_LIT(o, end, "\r\n");
+  if (status == 429 && s->conn != NULL && s->conn->h->retry_after_secs > 0) {
+    o = PUT_LIT(o, end, "Retry-After: ");
+    o = put_dec(o, end, s->conn->h->retry_after_secs);
+    o = PUT_LIT(o, end, "\r\n");
+  }
   if (s->close_after || !s->keep_alive)
     o = PUT_LIT(o, end, "Connection: close\r\n");
   else if (s->http10)
@@ -331,6 +338,12 @@ void ifd__http_slot_error_as(ifd_http_slot_t *s, int status, const char *ctype,
   ifd__json_str(&b, msg, strlen(msg));
   ifd__hbuf_puts(&b, "}");
   ifd__http_slot_finish(s, status, ctype, &b, NULL, 0, -1);
+}
+
+int ifd__http_slot_status(const ifd_http_slot_t *s, int code) {
+  if (code == IFD_EOVERLOADED && s->conn != NULL && s->conn->h->overload_429)
+    return 429;
+  return ifd_http_status(code);
 }
 
 void ifd__http_slot_error(ifd_http_slot_t *s, int status, const char *msg) {
@@ -1263,6 +1276,9 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   h->settings.on_message_complete = on_message_complete;
 
   h->set.tls = opts->tls; /* before any accept: the loop is not running */
+  h->set.unix_perm = opts->unix_perm;
+  h->overload_429 = opts->overload_429;
+  h->retry_after_secs = opts->retry_after_secs;
   h->max_header_bytes = opts->max_header_bytes != 0
                             ? opts->max_header_bytes
                             : IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;

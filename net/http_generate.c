@@ -49,7 +49,7 @@ static const char too_many[] =
     "stream for model that generates various number of responses";
 
 static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
-  ifd__http_slot_error(s, ifd_http_status(code),
+  ifd__http_slot_error(s, ifd__http_slot_status(s, code),
                        msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 

@@ -71,7 +71,7 @@ struct ifd_http_job {
 typedef struct ifd_http_job job_t;
 
 static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
-  ifd__http_slot_error(s, ifd_http_status(code),
+  ifd__http_slot_error(s, ifd__http_slot_status(s, code),
                        msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 
@@ -262,7 +262,7 @@ static void on_infer_response(ifd_response_t *resp, void *arg) {
      * answers from its response callback (features.md, "Read first" 1). */
     s->answered = 1;
     ifd__http_slot_error_as(
-        s, ifd_http_status(resp->error), "text/plain",
+        s, ifd__http_slot_status(s, resp->error), "text/plain",
         resp->error_msg != NULL ? resp->error_msg : ifd_strerror(resp->error));
     return;
   }

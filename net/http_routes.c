@@ -247,7 +247,7 @@ static void reply_empty(ifd_http_slot_t *s, int status) {
 }
 
 static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
-  ifd__http_slot_error(s, ifd_http_status(code),
+  ifd__http_slot_error(s, ifd__http_slot_status(s, code),
                        msg[0] != '\0' ? msg : ifd_strerror(code));
 }
 

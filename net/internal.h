@@ -414,6 +414,11 @@ struct json_t *ifd__http_json_object(ifd_http_slot_t *slot,
 /** Completes `slot` with {"error": msg} and `status`. */
 void ifd__http_slot_error(ifd_http_slot_t *slot, int status, const char *msg);
 
+/** The HTTP status of IFD_E* `code` on this slot's front end: Triton's
+ *  (net/status.h), but 429 for IFD_EOVERLOADED under --overload-status=429
+ *  (ifd__http_slot_finish then adds Retry-After). */
+int ifd__http_slot_status(const ifd_http_slot_t *slot, int code);
+
 /** The same under Content-Type `ctype`: tritonserver sends the JSON error
  *  of an inference response (a backend's error, an output region too
  *  small) as text/plain. */

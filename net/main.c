@@ -20,6 +20,7 @@
 #include "cuda/gpu.h"
 #include "net/grpc.h"
 #include "net/http.h"
+#include "net/listen.h"
 #include "net/options.h"
 #include "net/restrict.h"
 #include "sched/sched.h"
@@ -251,6 +252,17 @@ static void on_signal(uv_signal_t *h, int signum) {
 /* The HTTP options both HTTP listeners share. */
 static void http_limits(const ifd_net_options_t *o, ifd_http_opts_t *ho);
 
+/* "started <what> at <address>:<port><extra>"; for a unix: address, the
+ * socket, and that `port_flag` is not used. */
+static void log_started(const char *what, const char *addr, int port,
+                        const char *extra, const char *port_flag) {
+  if (ifd__net_is_unix(addr))
+    IFD_INFO("started %s at unix:%s%s (a Unix domain socket: %s is not used)",
+             what, ifd__net_unix_path(addr), extra, port_flag);
+  else
+    IFD_INFO("started %s at %s:%d%s", what, addr, port, extra);
+}
+
 /* A cloud endpoint's listener on 0.0.0.0:`port`, as tritonserver binds
  * them. Returns 0 or -1 after logging why. */
 static int start_cloud(app_t *a, const ifd_http_cloud_t *cloud, int port,
@@ -270,6 +282,8 @@ static int start_cloud(app_t *a, const ifd_http_cloud_t *cloud, int port,
    * --http-restricted-api groups of their routes. */
   ho.restrict_api = &a->opt.http_restrict;
   ho.cloud = cloud;
+  ho.overload_429 = a->opt.overload_status == 429;
+  ho.retry_after_secs = (unsigned)a->opt.retry_after_secs;
   if (ifd_http_start(&a->loop, a->server, &ho, out, &err) < 0) {
     IFD_ERROR("failed to start %s service: %s", what, err.text);
     *out = NULL;
@@ -482,6 +496,7 @@ int main(int argc, char **argv) {
   so.min_compute_capability = a->opt.min_compute_capability;
   so.gpu_limit_set = a->opt.gpu_limit_set;
   memcpy(so.gpu_limit, a->opt.gpu_limit, sizeof(so.gpu_limit));
+  so.max_inflight_requests = a->opt.max_inflight_requests;
   so.model_load_retry_count = a->opt.model_load_retry_count > 0
                                   ? (unsigned)a->opt.model_load_retry_count
                                   : 0;
@@ -520,11 +535,14 @@ int main(int argc, char **argv) {
     memset(&ho, 0, sizeof(ho));
     ho.host = a->opt.http_address;
     ho.port = a->opt.http_port;
+    ho.unix_perm = &a->opt.http_unix;
     ho.max_input_size = a->opt.http_max_input_size;
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;
     ho.reuse_port = a->opt.reuse_http_port;
+    ho.overload_429 = a->opt.overload_status == 429;
+    ho.retry_after_secs = (unsigned)a->opt.retry_after_secs;
     ho.forward_headers = a->opt.http_fwd.set ? &a->opt.http_fwd.re : NULL;
     http_limits(&a->opt, &ho);
     if (ifd_http_start(&a->loop, a->server, &ho, &a->http, &err) < 0) {
@@ -532,8 +550,8 @@ int main(int argc, char **argv) {
       a->http = NULL;
       a->exit_code = 1;
     } else {
-      IFD_INFO("started HTTPService at %s:%d%s", a->opt.http_address,
-               ifd_http_port(a->http), a->http_tls != NULL ? " (HTTPS)" : "");
+      log_started("HTTPService", a->opt.http_address, ifd_http_port(a->http),
+                  a->http_tls != NULL ? " (HTTPS)" : "", "--http-port");
     }
   }
   if (a->opt.allow_grpc && a->exit_code == 0) {
@@ -541,10 +559,12 @@ int main(int argc, char **argv) {
     go.restrict_api = &a->opt.grpc_restrict;
     go.host = a->opt.grpc_address;
     go.port = a->opt.grpc_port;
+    go.unix_perm = &a->opt.grpc_unix;
     go.max_message_size = a->opt.grpc_max_message_size;
     go.stream_buffer_bytes = a->opt.grpc_stream_buffer_bytes;
     go.tls = a->grpc_tls;
     go.reuse_port = a->opt.reuse_grpc_port;
+    go.overload_429 = a->opt.overload_status == 429;
     go.forward_headers = a->opt.grpc_fwd.set ? &a->opt.grpc_fwd.re : NULL;
     go.max_connections = (unsigned)a->opt.max_connections;
     if (ifd_grpc_start(&a->loop, a->server, &go, &a->grpc, &err) < 0) {
@@ -552,11 +572,12 @@ int main(int argc, char **argv) {
       a->grpc = NULL;
       a->exit_code = 1;
     } else {
-      IFD_INFO("started GRPCInferenceService at %s:%d%s", a->opt.grpc_address,
-               ifd_grpc_port(a->grpc),
-               a->grpc_tls == NULL               ? ""
-               : a->opt.grpc_use_ssl_mutual == 1 ? " (TLS, mutual)"
-                                                 : " (TLS)");
+      log_started("GRPCInferenceService", a->opt.grpc_address,
+                  ifd_grpc_port(a->grpc),
+                  a->grpc_tls == NULL               ? ""
+                  : a->opt.grpc_use_ssl_mutual == 1 ? " (TLS, mutual)"
+                                                    : " (TLS)",
+                  "--grpc-port");
     }
   }
   if (a->opt.allow_metrics && a->exit_code == 0) {
@@ -577,6 +598,7 @@ int main(int argc, char **argv) {
     mo.host = a->opt.metrics_address != NULL ? a->opt.metrics_address
                                              : a->opt.http_address;
     mo.port = a->opt.metrics_port;
+    mo.unix_perm = &a->opt.metrics_unix;
     mo.max_input_size = 64 << 10;
     mo.metrics_only = 1;
     mo.metrics = a->metrics;
@@ -586,8 +608,8 @@ int main(int argc, char **argv) {
       a->metrics_http = NULL;
       a->exit_code = 1;
     } else if (a->exit_code == 0) {
-      IFD_INFO("started Metrics Service at %s:%d", mo.host,
-               ifd_http_port(a->metrics_http));
+      log_started("Metrics Service", mo.host, ifd_http_port(a->metrics_http),
+                  "", "--metrics-port");
     }
   }
   if (a->opt.allow_sagemaker && a->exit_code == 0) {

@@ -14,7 +14,9 @@
 #include "net/options.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,9 @@
 #define DEFAULT_POLL_SECS 15
 /* --loop-spin-us: see core/event.h, "Expected events". */
 #define DEFAULT_LOOP_SPIN_US 30
+/* --overload-retry-after-secs: a queue that is full now has usually
+ * drained within a second or so at inference speeds. */
+#define DEFAULT_RETRY_AFTER_SECS 1
 
 int ifd__opt_parse_bool(const char *v, int *out) {
   static const char *yes[] = {"true", "1", "yes", "on"};
@@ -91,6 +96,10 @@ enum kind {
   K_PORT_RANGE,     /* --sagemaker-safe-port-range <int>-<int> */
   K_GPU_LIMIT,      /* --model-load-gpu-limit <device>:<fraction> */
   K_RL_RESOURCE,    /* --rate-limit-resource <name>:<count>[:<device>] */
+  K_OVERLOAD,       /* 503 or 429 into an int */
+  K_UNIX_MODE,      /* octal permission bits into an ifd_unix_perm_t */
+  K_UNIX_OWNER,     /* a user name or number into an ifd_unix_perm_t */
+  K_UNIX_GROUP,     /* a group name or number into an ifd_unix_perm_t */
 };
 
 /* How a K_IGNORED / K_REFUSED flag's value is checked, as tritonserver
@@ -163,13 +172,23 @@ static const flag_t flags[] = {
     {"http-idle-timeout-secs", K_INT, OFF(http_idle_timeout_secs), 0, NULL},
     {"http-ssl-cert", K_STR, OFF(http_ssl_cert), 0, NULL},
     {"http-ssl-key", K_STR, OFF(http_ssl_key), 0, NULL},
+    {"http-unix-socket-mode", K_UNIX_MODE, OFF(http_unix), 0, NULL},
+    {"http-unix-socket-owner", K_UNIX_OWNER, OFF(http_unix), 0, NULL},
+    {"http-unix-socket-group", K_UNIX_GROUP, OFF(http_unix), 0, NULL},
     {"max-connections", K_POS, OFF(max_connections), 0, NULL},
     {"loop-spin-us", K_INT, OFF(loop_spin_us), 0, NULL},
+    /* Load shedding. */
+    {"overload-status", K_OVERLOAD, OFF(overload_status), 0, NULL},
+    {"overload-retry-after-secs", K_INT, OFF(retry_after_secs), 0, NULL},
+    {"max-inflight-requests", K_UINT, OFF(max_inflight_requests), 0, NULL},
     /* gRPC. */
     {"allow-grpc", K_BOOL, OFF(allow_grpc), 0, NULL},
     {"grpc-address", K_STR, OFF(grpc_address), 0, NULL},
     {"grpc-port", K_PORT, OFF(grpc_port), 0, NULL},
     {"reuse-grpc-port", K_BOOL, OFF(reuse_grpc_port), 0, NULL},
+    {"grpc-unix-socket-mode", K_UNIX_MODE, OFF(grpc_unix), 0, NULL},
+    {"grpc-unix-socket-owner", K_UNIX_OWNER, OFF(grpc_unix), 0, NULL},
+    {"grpc-unix-socket-group", K_UNIX_GROUP, OFF(grpc_unix), 0, NULL},
     {"grpc-header-forward-pattern", K_REGEX, OFF(grpc_fwd), 0, NULL},
     IGN("grpc-infer-allocation-pool-size", C_INT,
         "inferd keeps its own per-loop cache of request objects"),
@@ -233,6 +252,9 @@ static const flag_t flags[] = {
     {"allow-cpu-metrics", K_BOOL, OFF(allow_cpu_metrics), 0, NULL},
     {"metrics-address", K_STR, OFF(metrics_address), 0, NULL},
     {"metrics-port", K_PORT, OFF(metrics_port), 0, NULL},
+    {"metrics-unix-socket-mode", K_UNIX_MODE, OFF(metrics_unix), 0, NULL},
+    {"metrics-unix-socket-owner", K_UNIX_OWNER, OFF(metrics_unix), 0, NULL},
+    {"metrics-unix-socket-group", K_UNIX_GROUP, OFF(metrics_unix), 0, NULL},
     {"metrics-interval-ms", K_MS_FLOAT, OFF(metrics_interval_ms), 0, NULL},
     {"metrics-config", K_METRICS_CONFIG, 0, 0, NULL},
     /* Tracing (mode triton; core/trace.h). The deprecated flags set the
@@ -406,6 +428,90 @@ static int check_value(const flag_t *f, const char *v) {
   return 0;
 }
 
+/* --*-unix-socket-mode (octal, e.g. 0660), -owner (a user name or
+ * number), -group (a group name or number), into `p`. Names are looked up
+ * now, at start-up. 0 or -1 after printing why. */
+static int parse_unix_perm(const flag_t *f, const char *v, ifd_unix_perm_t *p) {
+  char *end;
+  long n;
+
+  errno = 0;
+  n = strtol(v, &end, f->kind == K_UNIX_MODE ? 8 : 10);
+  if (f->kind == K_UNIX_MODE) {
+    if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 07777)
+      return ifd__net_options_bad(f->name, v,
+                                  "expected octal permission bits, e.g. 0660");
+    p->mode = (int)n;
+    return 0;
+  }
+  if (errno == 0 && end != v && *end == '\0') {
+    if (n < 0 || n > INT_MAX)
+      return ifd__net_options_bad(f->name, v, "expected a name or an id >= 0");
+  } else if (f->kind == K_UNIX_OWNER) {
+    const struct passwd *pw = getpwnam(v);
+    if (pw == NULL || v[0] == '\0')
+      return ifd__net_options_bad(f->name, v, "no such user");
+    n = (long)pw->pw_uid;
+  } else {
+    const struct group *gr = getgrnam(v);
+    if (gr == NULL || v[0] == '\0')
+      return ifd__net_options_bad(f->name, v, "no such group");
+    n = (long)gr->gr_gid;
+  }
+  if (f->kind == K_UNIX_OWNER)
+    p->uid = n;
+  else
+    p->gid = n;
+  return 0;
+}
+
+/* The unix: addresses: two services on one socket path collide (tritonserver's
+ * port collision, for paths); the metrics service, which defaults to the
+ * HTTP address, stays on TCP 0.0.0.0 when HTTP listens on a socket; the
+ * socket file flags of a service on TCP have no effect (one info line).
+ * Returns 0 or -1 after printing why. */
+static int check_unix(ifd_net_options_t *o) {
+  struct {
+    const char *name, *flag, *addr;
+    int on;
+    const ifd_unix_perm_t *perm;
+  } s[3];
+  int i, j;
+
+  if (o->metrics_address == NULL && ifd__net_is_unix(o->http_address))
+    o->metrics_address = "0.0.0.0";
+  s[0].name = "HTTP", s[0].flag = "http-unix-socket-*";
+  s[0].addr = o->http_address, s[0].on = o->allow_http;
+  s[0].perm = &o->http_unix;
+  s[1].name = "GRPC", s[1].flag = "grpc-unix-socket-*";
+  s[1].addr = o->grpc_address, s[1].on = o->allow_grpc;
+  s[1].perm = &o->grpc_unix;
+  s[2].name = "metrics", s[2].flag = "metrics-unix-socket-*";
+  s[2].addr = o->metrics_address != NULL ? o->metrics_address : "";
+  s[2].on = o->allow_metrics, s[2].perm = &o->metrics_unix;
+  for (i = 0; i < 3; i++) {
+    int given =
+        s[i].perm->mode >= 0 || s[i].perm->uid >= 0 || s[i].perm->gid >= 0;
+    if (!ifd__net_is_unix(s[i].addr)) {
+      if (given)
+        no_effect(o, s[i].flag,
+                  "its service does not listen on a unix: address");
+      continue;
+    }
+    for (j = i + 1; j < 3; j++)
+      if (s[i].on && s[j].on && ifd__net_is_unix(s[j].addr) &&
+          strcmp(ifd__net_unix_path(s[i].addr),
+                 ifd__net_unix_path(s[j].addr)) == 0) {
+        fprintf(stderr,
+                "inferd: The server cannot listen to %s requests and %s "
+                "requests on the same socket %s\n",
+                s[i].name, s[j].name, s[i].addr);
+        return -1;
+      }
+  }
+  return 0;
+}
+
 /* tritonserver's CheckPortCollision: two enabled services on one address
  * and port are refused (with --reuse-*-port they would otherwise share the
  * listener's connections). Port 0 (a free port each) never collides.
@@ -431,6 +537,8 @@ static int check_ports(const ifd_net_options_t *o) {
     /* A service with an allowed port range checks every other one. */
     for (j = s[i].range ? 0 : i + 1; j < 5; j++) {
       if (j == i || !s[j].on || strcmp(s[i].addr, s[j].addr) != 0) continue;
+      /* Sockets collide by path only (check_unix). */
+      if (ifd__net_is_unix(s[i].addr)) continue;
       if (s[i].range && (s[j].port < s[i].lo || s[j].port > s[i].hi)) {
         fprintf(stderr,
                 "inferd: The server cannot listen to %s requests at port "
@@ -902,6 +1010,20 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         r->device = (int)dev;
         break;
       }
+      case K_OVERLOAD:
+        if (strcmp(value, "503") != 0 && strcmp(value, "429") != 0)
+          return ifd__net_options_bad(f->name, value,
+                                      "expected 503 (Triton's UNAVAILABLE) "
+                                      "or 429 (RESOURCE_EXHAUSTED on gRPC)");
+        *(int *)((char *)o + f->off) = atoi(value);
+        break;
+      case K_UNIX_MODE:
+      case K_UNIX_OWNER:
+      case K_UNIX_GROUP:
+        if (parse_unix_perm(f, value, (ifd_unix_perm_t *)((char *)o + f->off)) <
+            0)
+          return -1;
+        break;
       case K_SWITCH:
         break; /* handled above */
     }
@@ -915,7 +1037,8 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     ifd__net_options_usage(stderr);
     return -1;
   }
-  if (check_features(o) < 0 || check_ports(o) < 0) return -1;
+  if (check_features(o) < 0 || check_unix(o) < 0 || check_ports(o) < 0)
+    return -1;
   if (o->exit_timeout_secs < 0) o->exit_timeout_secs = 0;
   return check_control(o);
 }
@@ -959,6 +1082,8 @@ void ifd__net_options_init(ifd_net_options_t *o) {
   o->http_idle_timeout_secs = IFD_HTTP_DEFAULT_IDLE_TIMEOUT_SECS;
   o->max_connections = (int)IFD_HTTP_DEFAULT_MAX_CONNECTIONS;
   o->loop_spin_us = DEFAULT_LOOP_SPIN_US;
+  o->overload_status = 503;
+  o->retry_after_secs = DEFAULT_RETRY_AFTER_SECS;
   o->grpc_port = 8001;
   o->allow_grpc = 1;
   o->grpc_address = "0.0.0.0";
@@ -967,6 +1092,7 @@ void ifd__net_options_init(ifd_net_options_t *o) {
   ifd_grpc_opts_defaults(&o->grpc_lim);
   o->grpc_use_ssl_mutual = -1;
   o->metrics_port = 8002;
+  o->http_unix = o->grpc_unix = o->metrics_unix = IFD_UNIX_PERM_DEFAULT;
   o->allow_metrics = 1;
   o->metrics_interval_ms = 2000;
   o->allow_gpu_metrics = 1;

@@ -14,6 +14,7 @@
 #include "cuda/cuda_mem.h"
 #include "net/forward.h"
 #include "net/grpc.h"
+#include "net/listen.h"
 #include "net/restrict.h"
 
 #define IFD_MAX_REPOS 64
@@ -46,6 +47,12 @@ typedef struct ifd_net_options {
   int http_idle_timeout_secs;
   int max_connections;
   int loop_spin_us;
+  /* Load shedding (README, "Load shedding"): --overload-status (503, as
+   * Triton, or 429), --overload-retry-after-secs, --max-inflight-requests
+   * (0: no cap). */
+  int overload_status;
+  int retry_after_secs;
+  unsigned max_inflight_requests;
   const char *grpc_address;
   int grpc_port;
   int allow_grpc;
@@ -59,6 +66,9 @@ typedef struct ifd_net_options {
   const char *http_ssl_cert, *http_ssl_key;
   const char *metrics_address;
   int metrics_port;
+  /* --{http,grpc,metrics}-unix-socket-{mode,owner,group}: the socket file
+   * of a "unix:" address (README, "Unix domain sockets"). */
+  ifd_unix_perm_t http_unix, grpc_unix, metrics_unix;
   int allow_metrics;
   int metrics_interval_ms;
   int strict_config;

@@ -72,6 +72,8 @@ const char *ifd_http_reason(int status) {
       return "Request Timeout";
     case 413:
       return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

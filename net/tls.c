@@ -232,8 +232,10 @@ static void fail(ifd_tls_conn_t *t, const char *what) {
   if (uv_tcp_getpeername(&t->conn->tcp, (struct sockaddr *)&ss, &len) == 0) {
     if (ss.ss_family == AF_INET6) {
       uv_ip6_name((struct sockaddr_in6 *)&ss, peer, sizeof(peer));
-    } else {
+    } else if (ss.ss_family == AF_INET) {
       uv_ip4_name((struct sockaddr_in *)&ss, peer, sizeof(peer));
+    } else {
+      snprintf(peer, sizeof(peer), "on a unix socket");
     }
   }
   IFD_INFO("%s: %s (client %s): %s", t->conn->set->proto->name, what, peer,

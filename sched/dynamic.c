@@ -461,7 +461,7 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   dreq_t *x = dr(req);
 
   if (l->max_queue_size > 0 && l->count >= l->max_queue_size)
-    return ifd_errf(err, IFD_EUNAVAIL,
+    return ifd_errf(err, IFD_EOVERLOADED,
                     "Exceeds maximum queue size for model '%s'",
                     s->model->name);
   memset(x, 0, sizeof(*x));

@@ -414,6 +414,7 @@ static void start(ens_exec_t *x, ens_run_t *r) {
    * call's chain goes on, so the deadlock rule sees a cycle through an
    * ensemble too. */
   c->caller_chain = p->caller_chain;
+  c->ensemble_step = 1;
   c->caller_chain_len = p->caller_chain_len;
   c->correlation_id = seq->id;
   c->correlation_id_str = seq->str;

@@ -19,11 +19,14 @@ free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_http URL SECONDS: until URL answers 200.
+# wait_http URL SECONDS [SOCKET]: until URL answers 200 (through the Unix
+# domain socket SOCKET when given).
 wait_http() {
-  local url=$1 secs=$2 i
+  local url=$1 secs=$2 sock=${3:-} i
   for ((i = 0; i < secs * 20; i++)); do
-    if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then return 0; fi
+    if curl -fsS -o /dev/null --max-time 1 ${sock:+--unix-socket "$sock"} "$url" 2>/dev/null; then
+      return 0
+    fi
     sleep 0.05
   done
   return 1
@@ -51,7 +54,8 @@ cleanup() {
 
 # start_inferd NAME [FLAGS...]: starts inferd pinned to core 0 on fresh ports,
 # serving $INFERD_REPO (default $MODELS), with FLAGS added; sets INFERD_PID,
-# HTTP_PORT, GRPC_PORT, METRICS_PORT.
+# HTTP_PORT, GRPC_PORT, METRICS_PORT. With INFERD_HTTP_UNIX set (FLAGS then
+# put HTTP on that socket), readiness and the snapshots go through it.
 start_inferd() {
   local name=$1
   shift
@@ -70,7 +74,7 @@ start_inferd() {
   "${cmd[@]}" >"$RES/$name.log" 2>&1 &
   INFERD_PID=$!
   BENCH_PIDS+=("$INFERD_PID")
-  wait_http "http://127.0.0.1:$HTTP_PORT/v2/health/ready" 30 ||
+  wait_http "http://127.0.0.1:$HTTP_PORT/v2/health/ready" 30 "${INFERD_HTTP_UNIX:-}" ||
     die "inferd did not become ready (see $RES/$name.log)"
   log "inferd pid $INFERD_PID: http $HTTP_PORT grpc $GRPC_PORT metrics $METRICS_PORT"
 }
@@ -123,7 +127,7 @@ snapshot() {
   } >"$file"
   case $kind in
     inferd:*)
-      curl -fsS --max-time 5 -o "$prefix.json" \
+      curl -fsS --max-time 5 -o "$prefix.json" ${INFERD_HTTP_UNIX:+--unix-socket "$INFERD_HTTP_UNIX"} \
         "http://127.0.0.1:$HTTP_PORT/v2/models/${kind#inferd:}/versions/1/stats" || true
       ;;
     nginx)

@@ -29,6 +29,7 @@ import report13  # noqa: E402  (issue 13's table)
 import report14  # noqa: E402  (issue 14's table)
 import report15  # noqa: E402  (issue 15's table)
 import report26  # noqa: E402  (issue 26's tables)
+import report29  # noqa: E402  (issue 29's table)
 import report27  # noqa: E402  (issue 27's table)
 import report27pt  # noqa: E402  (issue 27's PyTorch table)
 
@@ -563,6 +564,8 @@ def main():
     report27.issue27(p, get, res, fmt)
 
     report27pt.issue27pt(p, get, res, fmt)
+
+    report29.issue29(p, res, fmt)
 
     p("## Server CPU per request and throughput, every scenario")
     p("")

@@ -30,7 +30,10 @@ enum { K_UNARY = 1, K_STREAM, K_CONTROL };
 enum { GC_CONNECTING, GC_OPEN, GC_DEAD };
 
 typedef struct gconn {
-  uv_tcp_t tcp;
+  union {
+    uv_tcp_t tcp; /* the stream, TCP or not (see ifd_perf_sock_t) */
+    ifd_perf_sock_t sock;
+  };
   uv_connect_t creq;
   uv_write_t wreq;
   nghttp2_session *ngh; /* owned: NULL until connected */
@@ -460,12 +463,10 @@ int ifd__perf_grpc_init(ifd_perf_run_t *run, int nconn, char *err,
     gconn_t *c = &g->conns[i];
     c->run = run;
     c->state = GC_CONNECTING;
-    rc = uv_tcp_init(run->loop, &c->tcp);
+    rc = ifd__perf_sock_init(run, &c->sock);
     if (rc < 0) goto out_err;
     c->tcp_live = 1;
-    uv_tcp_nodelay(&c->tcp, 1);
-    rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&run->addr,
-                        on_connect);
+    rc = ifd__perf_sock_connect(run, &c->sock, &c->creq, on_connect);
     if (rc < 0) goto out_err;
   }
   while (g->connected < nconn) {

@@ -28,7 +28,10 @@ typedef struct hconn hconn_t;
 
 struct hconn {
   ifd_perf_slot_t slot; /* load connections only */
-  uv_tcp_t tcp;
+  union {
+    uv_tcp_t tcp; /* the stream, TCP or not (see ifd_perf_sock_t) */
+    ifd_perf_sock_t sock;
+  };
   uv_connect_t creq;
   uv_write_t wreq;
   llhttp_t parser;
@@ -274,12 +277,10 @@ static void on_connect(uv_connect_t *req, int status) {
 }
 
 static int conn_connect(hconn_t *c) {
-  int rc = uv_tcp_init(c->run->loop, &c->tcp);
+  int rc = ifd__perf_sock_init(c->run, &c->sock);
   if (rc < 0) return rc;
-  uv_tcp_nodelay(&c->tcp, 1);
   c->state = HC_CONNECTING;
-  rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&c->run->addr,
-                      on_connect);
+  rc = ifd__perf_sock_connect(c->run, &c->sock, &c->creq, on_connect);
   if (rc < 0) conn_close(c);
   return rc;
 }

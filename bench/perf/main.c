@@ -61,12 +61,36 @@ void ifd__perf_buf_free(ifd_perf_buf_t *b) {
   free(b->data);
   memset(b, 0, sizeof *b);
 }
+int ifd__perf_sock_init(ifd_perf_run_t *run, ifd_perf_sock_t *s) {
+  int rc;
+  if (run->opts->unix_path[0] != '\0')
+    return uv_pipe_init(run->loop, &s->pipe, 0);
+  rc = uv_tcp_init(run->loop, &s->tcp);
+  if (rc == 0) uv_tcp_nodelay(&s->tcp, 1);
+  return rc;
+}
+
+int ifd__perf_sock_connect(ifd_perf_run_t *run, ifd_perf_sock_t *s,
+                           uv_connect_t *req, uv_connect_cb cb) {
+  if (run->opts->unix_path[0] != '\0') {
+    /* Errors come through cb, as a refused TCP connect's do. */
+    uv_pipe_connect(req, &s->pipe, run->opts->unix_path, cb);
+    return 0;
+  }
+  return uv_tcp_connect(req, &s->tcp, (const struct sockaddr *)&run->addr, cb);
+}
+
 static int resolve(ifd_perf_run_t *run) {
   const ifd_perf_opts_t *o = run->opts;
   struct addrinfo hints = {0}, *res = NULL;
   char port[16];
   int rc;
 
+  if (o->unix_path[0] != '\0') {
+    /* Host and :authority name the server as HTTP clients of a socket do. */
+    snprintf(run->authority, sizeof run->authority, "localhost");
+    return 0;
+  }
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   snprintf(port, sizeof port, "%d", o->port);

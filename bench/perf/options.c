@@ -21,7 +21,8 @@ static void usage(FILE *f) {
       "choice)\n"
       "  -b BATCH                 batch size (default 1)\n"
       "  -u HOST:PORT             server (default localhost:8000 http, "
-      ":8001 grpc)\n"
+      ":8001 grpc);\n"
+      "     unix:PATH             or a Unix domain socket\n"
       "  -i http|grpc             protocol (default http)\n"
       "  --concurrency-range S:E:STEP   closed loop (default 1:1:1)\n"
       "  --request-rate-range S:E:STEP  open loop, requests per second\n"
@@ -129,6 +130,14 @@ static int parse_shape(const char *s, ifd_perf_shape_t *sh) {
 static int parse_url(const char *u, ifd_perf_opts_t *o) {
   const char *p, *colon;
   size_t hl;
+
+  if (!strncmp(u, "unix:", 5)) {
+    u += 5;
+    if (u[0] == '/' && u[1] == '/') u += 2; /* gRPC's unix:///abs */
+    if (!u[0] || strlen(u) >= sizeof o->unix_path) return -1;
+    memcpy(o->unix_path, u, strlen(u) + 1);
+    return 0;
+  }
   if (!strncmp(u, "http://", 7)) u += 7;
   if (u[0] == '[') {
     p = strchr(u, ']');
@@ -445,7 +454,7 @@ int ifd__perf_options_parse(int argc, char **argv, ifd_perf_opts_t *o) {
   }
   o->port = o->grpc ? 8001 : 8000;
   if (url && parse_url(url, o)) {
-    fprintf(stderr, "error: bad -u '%s' (want HOST:PORT)\n", url);
+    fprintf(stderr, "error: bad -u '%s' (want HOST:PORT or unix:PATH)\n", url);
     return -1;
   }
   if (have_conc && o->open_loop) {

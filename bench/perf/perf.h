@@ -70,7 +70,8 @@ typedef struct ifd_perf_opts {
   int batch;
   char host[256];
   int port;
-  int grpc; /* -i grpc */
+  char unix_path[108]; /* -u unix:PATH: a Unix domain socket; "" for TCP */
+  int grpc;            /* -i grpc */
   int streaming;
   int open_loop; /* --request-rate-range given */
   double range_start, range_end, range_step;
@@ -204,6 +205,15 @@ struct ifd_perf_slot {
   uint64_t seq_left;      /* requests left in it; 0: the next one STARTs */
   int got_first;          /* decoupled: a response of this request is in */
 };
+
+/* A connection's socket: TCP, or a Unix domain socket (-u unix:PATH). A
+ * connection embeds it as `union { uv_tcp_t tcp; ifd_perf_sock_t sock; }`
+ * and uses `tcp` as the stream either way (libuv dispatches on the handle's
+ * type). */
+typedef union ifd_perf_sock {
+  uv_tcp_t tcp;
+  uv_pipe_t pipe;
+} ifd_perf_sock_t;
 
 typedef struct ifd_perf_http ifd_perf_http_t;
 typedef struct ifd_perf_grpc ifd_perf_grpc_t;
@@ -523,5 +533,14 @@ int ifd__perf_stats_read(ifd_perf_run_t *run, const ifd_perf_model_t *m,
 /* Adds up the model_stats of a statistics answer (a json_t *, the KServe
  * JSON of GET .../stats). Returns 0, or UV_EINVAL when it has none. */
 int ifd__perf_stats_json(const void *root, ifd_perf_stats_t *s);
+
+/** Initializes `s` as the run's kind of socket (TCP with TCP_NODELAY, or a
+ *  pipe for -u unix:PATH). Returns 0 or a libuv code (nothing to close). */
+int ifd__perf_sock_init(ifd_perf_run_t *run, ifd_perf_sock_t *s);
+
+/** Connects `s` (ifd__perf_sock_init'ed) to the server; `cb` runs from the
+ *  loop as for uv_tcp_connect. Returns 0 or a libuv code (close `s`). */
+int ifd__perf_sock_connect(ifd_perf_run_t *run, ifd_perf_sock_t *s,
+                           uv_connect_t *req, uv_connect_cb cb);
 
 #endif /* IFD_BENCH_PERF_PERF_H */

@@ -71,6 +71,10 @@ void ifd_gstream_compress(ifd_gstream_t *st) {
   (void)st;
 }
 /* No --grpc-header-forward-pattern here. */
+int ifd__gstream_status(const ifd_gstream_t *st, int code) {
+  (void)st;
+  return ifd_grpc_status(code);
+}
 int ifd__gstream_forward(const ifd_gstream_t *st, ifd_request_t *req,
                          ifd_errmsg_t *err) {
   (void)st;

@@ -69,6 +69,10 @@ static void test_status_table(void **state) {
   assert_int_equal(ifd_http_status(IFD_ENOTFOUND), 404);
   assert_int_equal(ifd_http_status(IFD_EUNAVAIL), 503);
   assert_int_equal(ifd_http_status(IFD_ETIMEOUT), 503);
+  /* Triton's answer unless the front end sheds with 429 (test_overload). */
+  assert_int_equal(ifd_http_status(IFD_EOVERLOADED), 503);
+  assert_int_equal(ifd_grpc_status(IFD_EOVERLOADED), 14);
+  assert_string_equal(ifd_http_reason(429), "Too Many Requests");
   assert_int_equal(ifd_http_status(IFD_EUNSUPPORTED), 501);
   assert_int_equal(ifd_http_status(IFD_EINVAL), 400);
   assert_int_equal(ifd_http_status(IFD_EPARSE), 400);

@@ -311,6 +311,65 @@ static void test_ports(void **state) {
   ifd__net_options_free(&o);
 }
 
+/* unix: addresses: the socket file flags, the same path twice refused,
+ * ports never collide on sockets, metrics off the HTTP socket. */
+static void test_unix(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(
+      PARSE(&o, "--http-address=unix:/tmp/h.sock",
+            "--grpc-address=unix:///tmp/g.sock", "--http-unix-socket-mode=0660",
+            "--http-unix-socket-owner=0", "--grpc-unix-socket-group=root",
+            "--http-port=1", "--grpc-port=1"),
+      0);
+  assert_int_equal(o.http_unix.mode, 0660);
+  assert_int_equal(o.http_unix.uid, 0);
+  assert_int_equal(o.http_unix.gid, -1);
+  assert_int_equal(o.grpc_unix.mode, -1);
+  assert_int_equal(o.grpc_unix.gid, 0);
+  assert_string_equal(o.metrics_address, "0.0.0.0");
+  assert_int_equal(o.n_no_effect, 0);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-address=unix:/tmp/x.sock",
+                         "--grpc-address=unix:///tmp/x.sock"),
+                   -1);
+  ERR_HAS("on the same socket unix:/tmp/x.sock");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-unix-socket-mode=888"), -1);
+  ERR_HAS("expected octal permission bits");
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--grpc-unix-socket-owner=no-such-user-x"), -1);
+  ERR_HAS("no such user");
+  ifd__net_options_free(&o);
+  /* On TCP, the socket file flags are noted as having no effect. */
+  assert_int_equal(PARSE(&o, "--metrics-unix-socket-mode=0600"), 0);
+  assert_int_equal(o.n_no_effect, 1);
+  assert_string_equal(o.no_effect[0], "metrics-unix-socket-*");
+  ifd__net_options_free(&o);
+}
+
+/* Load shedding: Triton's 503 by default, 429 on request. */
+static void test_overload(void **state) {
+  ifd_net_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--id=x"), 0);
+  assert_int_equal(o.overload_status, 503);
+  assert_int_equal(o.retry_after_secs, 1);
+  assert_int_equal(o.max_inflight_requests, 0);
+  ifd__net_options_free(&o);
+  assert_int_equal(
+      PARSE(&o, "--overload-status=429", "--overload-retry-after-secs=0",
+            "--max-inflight-requests=64"),
+      0);
+  assert_int_equal(o.overload_status, 429);
+  assert_int_equal(o.retry_after_secs, 0);
+  assert_int_equal(o.max_inflight_requests, 64);
+  ifd__net_options_free(&o);
+  assert_int_equal(PARSE(&o, "--overload-status=500"), -1);
+  ERR_HAS("expected 503");
+  ifd__net_options_free(&o);
+}
+
 static void test_no_effect_notes(void **state) {
   ifd_net_options_t o;
   (void)state;
@@ -403,6 +462,8 @@ int main(void) {
       cmocka_unit_test(test_gpu_limit),
       cmocka_unit_test(test_cache),
       cmocka_unit_test(test_ports),
+      cmocka_unit_test(test_unix),
+      cmocka_unit_test(test_overload),
       cmocka_unit_test(test_no_effect_notes),
       cmocka_unit_test(test_cloud),
   };
