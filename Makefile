@@ -352,8 +352,8 @@ $(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# test_batch_io includes the backends' shared C (backend_api/backends/common).
-$(BUILD)/test/unit/test_batch_io $(BUILD)/test/unit/test_ort_backend: $(BACKEND_COMMON_C) \
+# These tests include the backends' shared C (backend_api/backends/common).
+$(BUILD)/test/unit/test_batch_io $(BUILD)/test/unit/test_ort_backend $(BUILD)/test/unit/test_pt_names: $(BACKEND_COMMON_C) \
   $(wildcard backend_api/backends/common/*.h)
 
 # test_oom injects allocation failures: inferd's own calls go through its

@@ -13,6 +13,7 @@
 /* clang-format on */
 
 #include "backend_api/backends/common/batch_io.c"
+#include "backend_api/backends/common/be_util.c"
 
 /* Three requests of a [items, 2, k] source: 1x2x3, 2x2x1 and 1x2x2. */
 static const int64_t s0[] = {1, 2, 3}, s1[] = {2, 2, 1}, s2[] = {1, 2, 2};

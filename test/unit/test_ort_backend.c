@@ -25,6 +25,7 @@
 #include "backend_api/backends/onnxruntime/ort_settings.c"
 #include "backend_api/backends/onnxruntime/ort_util.c"
 #include "backend_api/backends/common/batch_io.c"
+#include "backend_api/backends/common/be_util.c"
 
 const OrtApi *ifd_ort;
 const char *ifd_ort_version(void) {

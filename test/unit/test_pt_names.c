@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend_api/backends/common/be_util.c"
 #include "backend_api/backends/pytorch/pt_names.c"
 #include "core/log.h"
 

@@ -4,6 +4,8 @@
  */
 #include "batch_io.h"
 
+#include "be_util.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,18 +25,6 @@ static const char *const kind_names[] = {
     "BATCH_ITEM_SHAPE",
     "BATCH_ITEM_SHAPE_FLATTEN"};
 #define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
-
-static TRITONSERVER_Error *errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) __attribute__((format(printf, 2, 3)));
-static TRITONSERVER_Error *errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, msg);
-}
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
@@ -65,12 +55,12 @@ static TRITONSERVER_Error *read_one(const json_t *bi, const char *model,
   for (n = 0; n < N_KINDS; n++)
     if (strcmp(k, kind_names[n]) == 0) break;
   if (n == N_KINDS)
-    return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                "unexpected batch input kind '%s'", k);
+    return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "unexpected batch input kind '%s'", k);
   if (!json_is_string(source))
-    return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                "batch input %zu of model '%s' names no source_input", i,
-                model);
+    return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "batch input %zu of model '%s' names no source_input", i,
+                       model);
   b->kind = (ifd_batch_kind_t)n;
   b->dtype = json_is_string(dtype) &&
                      strcmp(json_string_value(dtype), "TYPE_FP32") == 0
@@ -80,12 +70,12 @@ static TRITONSERVER_Error *read_one(const json_t *bi, const char *model,
   b->n_targets = json_is_array(targets) ? json_array_size(targets) : 0;
   b->targets = calloc(b->n_targets + 1, sizeof(char *));
   if (b->source == NULL || b->targets == NULL)
-    return errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   for (size_t t = 0; t < b->n_targets; t++) {
     const json_t *v = json_array_get(targets, t);
     b->targets[t] = dup_str(json_is_string(v) ? json_string_value(v) : "");
     if (b->targets[t] == NULL)
-      return errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+      return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   }
   return NULL;
 }
@@ -100,7 +90,8 @@ TRITONSERVER_Error *ifd_batch_inputs_read(const json_t *config,
   *n = 0;
   if (count == 0) return NULL;
   b = calloc(count, sizeof(*b));
-  if (b == NULL) return errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+  if (b == NULL)
+    return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   for (size_t i = 0; i < count; i++) {
     TRITONSERVER_Error *e = read_one(json_array_get(bis, i), model, i, &b[i]);
     if (e != NULL) {

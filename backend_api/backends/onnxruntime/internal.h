@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../common/batch_io.h"
+#include "../common/be_util.h"
 #include "ort_api.h"
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
@@ -145,10 +146,6 @@ typedef struct ort_instance {
  * ONNX Runtime's INVALID_ARGUMENT becomes TRITONSERVER_ERROR_INVALID_ARG,
  * everything else TRITONSERVER_ERROR_INTERNAL. */
 TRITONSERVER_Error *ifd_ort_err(OrtStatus *status);
-
-/* A new error with a printf-style message. */
-TRITONSERVER_Error *ifd_ort_errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                 ...) __attribute__((format(printf, 2, 3)));
 
 /* Data type tables: ONNX <-> Triton. Unknown types give
  * TRITONSERVER_TYPE_INVALID / ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED. */

@@ -56,10 +56,10 @@ static TRITONSERVER_Error *cmdline_int(const json_t *cfg, const char *key,
   if (s == NULL) return NULL;
   v = strtol(s, &end, 10);
   if (end == s || *end != '\0' || v < 0 || v > 1000000)
-    return ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
-                        "failed to convert '%s' to integral number (backend "
-                        "setting '%s')",
-                        s, key);
+    return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                       "failed to convert '%s' to integral number (backend "
+                       "setting '%s')",
+                       s, key);
   *out = (int)v;
   return NULL;
 }
@@ -112,8 +112,8 @@ static void probe_cuda(void) {
     TRITONSERVER_ErrorDelete(
         ifd_ort_err(ifd_ort->ReleaseAvailableProviders(providers, n)));
   if (e == NULL && !listed)
-    e = ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                     "it is not built with the CUDA execution provider");
+    e = ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                    "it is not built with the CUDA execution provider");
   if (e == NULL) e = ifd_ort_err(ifd_ort->CreateCUDAProviderOptions(&cuda));
   if (e == NULL)
     e = ifd_ort_err(ifd_ort->UpdateCUDAProviderOptions(cuda, k, v, 1));
@@ -145,12 +145,12 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   if (e != NULL) return e;
   if (major != TRITONBACKEND_API_VERSION_MAJOR ||
       minor < TRITONBACKEND_API_VERSION_MINOR)
-    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                        "Triton TRITONBACKEND API version: %u.%u does not "
-                        "support 'onnxruntime' TRITONBACKEND API version: "
-                        "%u.%u",
-                        major, minor, TRITONBACKEND_API_VERSION_MAJOR,
-                        TRITONBACKEND_API_VERSION_MINOR);
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                       "Triton TRITONBACKEND API version: %u.%u does not "
+                       "support 'onnxruntime' TRITONBACKEND API version: "
+                       "%u.%u",
+                       major, minor, TRITONBACKEND_API_VERSION_MAJOR,
+                       TRITONBACKEND_API_VERSION_MINOR);
   /* ONNX Runtime stays mapped until the process exits, even when this
    * backend is unloaded with its last model and loaded again later: the
    * runtime keeps process-wide state (its protobuf and logging singletons)
@@ -163,13 +163,13 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   ort_base = OrtGetApiBase();
   ifd_ort = ort_base != NULL ? ort_base->GetApi(IFD_ORT_API_VERSION) : NULL;
   if (ifd_ort == NULL)
-    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                        "the ONNX Runtime library loaded (version %s) does not "
-                        "offer C API version %d, which this backend was "
-                        "written for (ONNX Runtime 1.%d or newer is needed; "
-                        "third_party/install-onnxruntime.sh installs it)",
-                        ifd_ort_version(), IFD_ORT_API_VERSION,
-                        IFD_ORT_API_VERSION);
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                       "the ONNX Runtime library loaded (version %s) does not "
+                       "offer C API version %d, which this backend was "
+                       "written for (ONNX Runtime 1.%d or newer is needed; "
+                       "third_party/install-onnxruntime.sh installs it)",
+                       ifd_ort_version(), IFD_ORT_API_VERSION,
+                       IFD_ORT_API_VERSION);
   ifd_ort_log(TRITONSERVER_LOG_INFO,
               "TRITONBACKEND_Initialize: onnxruntime (ONNX Runtime %s, C API "
               "version %d)",
@@ -180,8 +180,8 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   if (e == NULL) {
     cfg = len > 0 ? json_loadb(buf, len, 0, NULL) : json_object();
     if (cfg == NULL)
-      e = ifd_ort_errf(TRITONSERVER_ERROR_INVALID_ARG,
-                       "backend configuration is not JSON");
+      e = ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                      "backend configuration is not JSON");
   }
   /* The backend configuration message stays the server's. */
   if (e != NULL) return e;
@@ -189,7 +189,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   b = calloc(1, sizeof(*b));
   if (b == NULL) {
     json_decref(cfg);
-    return ifd_ort_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   }
   pthread_mutex_init(&b->load_mu, NULL);
   e = cmdline_int(cfg, "default-max-batch-size", 0, &b->default_max_batch_size);

@@ -37,17 +37,16 @@ static TRITONSERVER_Error *compare_dims(const ort_model_t *m,
   int ok;
   if (m->max_batch_size > 0) {
     if (io->n_dims == 0 || io->dims[0] != -1)
-      return ifd_ort_errf(
-          ERR_ARG,
-          "model '%s', tensor '%s': for the model to support "
-          "batching the shape should have at least 1 "
-          "dimension and the first dimension must be -1; but "
-          "shape expected by the model is %s",
-          m->name, tensor,
-          ifd_ort_shape_str(io->dims, io->n_dims, a, sizeof(a)));
+      return ifd_be_errf(ERR_ARG,
+                         "model '%s', tensor '%s': for the model to support "
+                         "batching the shape should have at least 1 "
+                         "dimension and the first dimension must be -1; but "
+                         "shape expected by the model is %s",
+                         m->name, tensor,
+                         ifd_ort_shape_str(io->dims, io->n_dims, a, sizeof(a)));
     if (n + 1 > sizeof(full) / sizeof(full[0]))
-      return ifd_ort_errf(ERR_ARG, "model '%s', tensor '%s': too many dims",
-                          m->name, tensor);
+      return ifd_be_errf(ERR_ARG, "model '%s', tensor '%s': too many dims",
+                         m->name, tensor);
     full[nf++] = -1;
   }
   for (i = 0; i < n && nf < sizeof(full) / sizeof(full[0]); i++)
@@ -57,7 +56,7 @@ static TRITONSERVER_Error *compare_dims(const ort_model_t *m,
     if (exact || io->dims[i] != -1) ok = io->dims[i] == full[i];
   if (ok) return NULL;
   if (m->max_batch_size > 0)
-    return ifd_ort_errf(
+    return ifd_be_errf(
         ERR_ARG,
         "model '%s', tensor '%s': the model expects %zu dimensions (shape "
         "%s) but the model configuration specifies %zu dimensions (an "
@@ -66,13 +65,13 @@ static TRITONSERVER_Error *compare_dims(const ort_model_t *m,
         m->name, tensor, io->n_dims,
         ifd_ort_shape_str(io->dims, io->n_dims, a, sizeof(a)), nf,
         ifd_ort_shape_str(full, nf, b, sizeof(b)));
-  return ifd_ort_errf(ERR_ARG,
-                      "model '%s', tensor '%s': the model expects %zu "
-                      "dimensions (shape %s) but the model configuration "
-                      "specifies %zu dimensions (shape %s)",
-                      m->name, tensor, io->n_dims,
-                      ifd_ort_shape_str(io->dims, io->n_dims, a, sizeof(a)), n,
-                      ifd_ort_shape_str(dims, n, b, sizeof(b)));
+  return ifd_be_errf(ERR_ARG,
+                     "model '%s', tensor '%s': the model expects %zu "
+                     "dimensions (shape %s) but the model configuration "
+                     "specifies %zu dimensions (shape %s)",
+                     m->name, tensor, io->n_dims,
+                     ifd_ort_shape_str(io->dims, io->n_dims, a, sizeof(a)), n,
+                     ifd_ort_shape_str(dims, n, b, sizeof(b)));
 }
 
 /* "unexpected inference input 'x', allowed inputs are: a, b" (names
@@ -86,7 +85,7 @@ static TRITONSERVER_Error *not_allowed(const char *what, const char *name,
   const char **names = calloc(l->n + 1, sizeof(char *));
   char list[1024];
   size_t len = 0;
-  if (names == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (names == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (size_t i = 0; i < l->n; i++) names[i] = l->v[i].name;
   qsort(names, l->n, sizeof(char *), cmp_str);
   list[0] = '\0';
@@ -94,9 +93,9 @@ static TRITONSERVER_Error *not_allowed(const char *what, const char *name,
     len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
                             i ? ", " : "", names[i]);
   free(names);
-  return ifd_ort_errf(ERR_ARG,
-                      "unexpected inference %s '%s', allowed %ss are: %s", what,
-                      name, what, list);
+  return ifd_be_errf(ERR_ARG,
+                     "unexpected inference %s '%s', allowed %ss are: %s", what,
+                     name, what, list);
 }
 
 /* The type check of one configuration tensor against the model's. */
@@ -105,16 +104,16 @@ static TRITONSERVER_Error *check_type(const ort_model_t *m, const char *what,
                                       const ort_io_t *io) {
   ONNXTensorElementDataType t = ifd_ort_from_config(dtype);
   if (t == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED)
-    return ifd_ort_errf(ERR_INTERNAL,
-                        "unsupported datatype %s for %s '%s' for "
-                        "model '%s'",
-                        dtype != NULL ? dtype : "(none)", what, name, m->name);
+    return ifd_be_errf(ERR_INTERNAL,
+                       "unsupported datatype %s for %s '%s' for "
+                       "model '%s'",
+                       dtype != NULL ? dtype : "(none)", what, name, m->name);
   if (t != io->otype)
-    return ifd_ort_errf(ERR_ARG,
-                        "unable to load model '%s', configuration expects "
-                        "datatype %s for %s '%s', model provides %s",
-                        m->name, dtype, what, name,
-                        ifd_ort_config_name(io->otype));
+    return ifd_be_errf(ERR_ARG,
+                       "unable to load model '%s', configuration expects "
+                       "datatype %s for %s '%s', model provides %s",
+                       m->name, dtype, what, name,
+                       ifd_ort_config_name(io->otype));
   return NULL;
 }
 
@@ -124,13 +123,13 @@ static TRITONSERVER_Error *check_scalar(const ort_model_t *m, const char *name,
   char a[256];
   for (size_t i = 0; i < n; i++)
     if (dims[i] != 1)
-      return ifd_ort_errf(ERR_ARG,
-                          "unable to load model '%s', scalar tensor '%s', "
-                          "should only provide 1 in the model configuration "
-                          "when the model doesn't support batching. Model "
-                          "configuration provided: %s.",
-                          m->name, name,
-                          ifd_ort_shape_str(dims, n, a, sizeof(a)));
+      return ifd_be_errf(ERR_ARG,
+                         "unable to load model '%s', scalar tensor '%s', "
+                         "should only provide 1 in the model configuration "
+                         "when the model doesn't support batching. Model "
+                         "configuration provided: %s.",
+                         m->name, name,
+                         ifd_ort_shape_str(dims, n, a, sizeof(a)));
   return NULL;
 }
 
@@ -140,10 +139,10 @@ static TRITONSERVER_Error *check_inputs(const ort_instance_t *in,
   const json_t *ios = json_object_get(m->config, "input");
   char a[256];
   if (in->inputs.n_graph != expected)
-    return ifd_ort_errf(ERR_ARG,
-                        "unable to load model '%s', configuration expects %zu "
-                        "inputs, model provides %zu",
-                        m->name, expected, in->inputs.n_graph);
+    return ifd_be_errf(ERR_ARG,
+                       "unable to load model '%s', configuration expects %zu "
+                       "inputs, model provides %zu",
+                       m->name, expected, in->inputs.n_graph);
   for (size_t i = 0; json_is_array(ios) && i < json_array_size(ios); i++) {
     const json_t *io = json_array_get(ios, i);
     const char *name = ifd_ort_member_str(io, "name");
@@ -155,23 +154,23 @@ static TRITONSERVER_Error *check_inputs(const ort_instance_t *in,
     int ragged = ifd_ort_member_bool(io, "allow_ragged_batch");
     if (name == NULL) continue;
     if (optional && m->max_batch_size != 0)
-      return ifd_ort_errf(ERR_ARG,
-                          "unable to load model '%s', optional input '%s' is "
-                          "not supported for models that support batching",
-                          m->name, name);
+      return ifd_be_errf(ERR_ARG,
+                         "unable to load model '%s', optional input '%s' is "
+                         "not supported for models that support batching",
+                         m->name, name);
     mio = ifd_ort_io_find(&in->inputs, name);
     if (mio == NULL) return not_allowed("input", name, &in->inputs);
     e = check_type(m, "input", name, ifd_ort_member_str(io, "data_type"), mio);
     if (e == NULL) e = ifd_ort_config_shape(io, &dims, &n);
     if (e == NULL && optional && ragged)
-      e = ifd_ort_errf(ERR_ARG,
-                       "unable to load model '%s', configuration expects "
-                       "model provides input with shape [-1] for ragged "
-                       "input '%s', which is not supported for optional input",
-                       m->name, name);
+      e = ifd_be_errf(ERR_ARG,
+                      "unable to load model '%s', configuration expects "
+                      "model provides input with shape [-1] for ragged "
+                      "input '%s', which is not supported for optional input",
+                      m->name, name);
     if (e == NULL && ragged) {
       if (mio->n_dims != 1 || mio->dims[0] != -1)
-        e = ifd_ort_errf(
+        e = ifd_be_errf(
             ERR_ARG,
             "unable to load model '%s', configuration expects "
             "model provides input with shape [-1]  for ragged "
@@ -223,17 +222,17 @@ static TRITONSERVER_Error *check_outputs(ort_instance_t *in) {
     mio = ifd_ort_io_find(&in->outputs, name);
     if (mio == NULL) return not_allowed("output", name, &in->outputs);
     if (ifd_ort_from_config(dtype) == ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED)
-      return ifd_ort_errf(ERR_INTERNAL,
-                          "unsupported datatype %s for output state '%s' for "
-                          "model '%s'",
-                          dtype != NULL ? dtype : "(none)", name, m->name);
+      return ifd_be_errf(ERR_INTERNAL,
+                         "unsupported datatype %s for output state '%s' for "
+                         "model '%s'",
+                         dtype != NULL ? dtype : "(none)", name, m->name);
     e = check_type(m, "output state", name, dtype, mio);
     if (e != NULL) return e;
   }
   /* Where each produced output sits among the model's outputs, and which
    * are scalars (their shape then comes from the configuration). */
   in->out_index = calloc(m->n_outs + 1, sizeof(size_t));
-  if (in->out_index == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (in->out_index == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (size_t i = 0; i < m->n_outs; i++) {
     const ort_io_t *mio = ifd_ort_io_find(&in->outputs, m->outs[i].name);
     in->out_index[i] = (size_t)(mio - in->outputs.v);
@@ -273,12 +272,12 @@ static TRITONSERVER_Error *check_control(const ort_instance_t *in,
         dtype = ifd_ort_member_str(c, "data_type");
       mio = ifd_ort_io_find(&in->inputs, name);
       if (mio == NULL)
-        return ifd_ort_errf(ERR_INTERNAL,
-                            "configuration specified sequence control '%s', "
-                            "but model does not provide that input",
-                            name);
+        return ifd_be_errf(ERR_INTERNAL,
+                           "configuration specified sequence control '%s', "
+                           "but model does not provide that input",
+                           name);
       if (mio->n_dims != skip + 1 || mio->dims[skip] != 1)
-        return ifd_ort_errf(
+        return ifd_be_errf(
             ERR_ARG,
             "unable to load model '%s', sequence control '%s' in model has "
             "dims %s but dims [1] is expected",
@@ -287,12 +286,12 @@ static TRITONSERVER_Error *check_control(const ort_instance_t *in,
                               mio->n_dims >= skip ? mio->n_dims - skip : 0, a,
                               sizeof(a)));
       if (ifd_ort_from_config(dtype) != mio->otype)
-        return ifd_ort_errf(ERR_ARG,
-                            "unable to load model '%s', sequence control '%s', "
-                            "the model expects data-type %s but the model "
-                            "configuration specifies data-type %s",
-                            m->name, name, ifd_ort_onnx_name(mio->otype),
-                            dtype != NULL ? dtype : "(none)");
+        return ifd_be_errf(ERR_ARG,
+                           "unable to load model '%s', sequence control '%s', "
+                           "the model expects data-type %s but the model "
+                           "configuration specifies data-type %s",
+                           m->name, name, ifd_ort_onnx_name(mio->otype),
+                           dtype != NULL ? dtype : "(none)");
       return NULL;
     }
   }

@@ -102,7 +102,7 @@ static TRITONSERVER_Error *keep_value(exec_t *x, OrtValue *v) {
   OrtValue **grown = realloc(x->in_vals, (x->n_in_vals + 1) * sizeof(*grown));
   if (grown == NULL) {
     ifd_ort->ReleaseValue(v);
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    return ifd_be_errf(ERR_INTERNAL, "out of memory");
   }
   x->in_vals = grown;
   x->in_vals[x->n_in_vals++] = v;
@@ -152,17 +152,17 @@ static TRITONSERVER_Error *copy_input(TRITONBACKEND_Input *input, uint32_t nbuf,
         TRITONBACKEND_InputBuffer(input, b, &src, &len, &mt, &mt_id);
     if (e != NULL) return e;
     if (mt == TRITONSERVER_MEMORY_GPU && len > 0)
-      return ifd_ort_errf(ERR_ARG,
-                          "onnxruntime backend: inputs in GPU memory are not "
-                          "supported on a CPU instance");
+      return ifd_be_errf(ERR_ARG,
+                         "onnxruntime backend: inputs in GPU memory are not "
+                         "supported on a CPU instance");
     if (len > size - off)
-      return ifd_ort_errf(ERR_INTERNAL, "input buffers exceed the input size");
+      return ifd_be_errf(ERR_INTERNAL, "input buffers exceed the input size");
     if (len > 0) memcpy(dst + off, src, len);
     off += len;
   }
   if (off != size)
-    return ifd_ort_errf(ERR_INTERNAL,
-                        "input buffers are shorter than the input");
+    return ifd_be_errf(ERR_INTERNAL,
+                       "input buffers are shorter than the input");
   return NULL;
 }
 
@@ -211,7 +211,7 @@ static TRITONSERVER_Error *bind_fixed(exec_t *x, const char *name,
   }
   dst = malloc(total > 0 ? total : 1);
   if (dst == NULL || keep_buf(x, dst) < 0)
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
+    return ifd_be_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
   for (uint32_t r = 0; r < x->n; r++) {
     e = TRITONBACKEND_RequestInput(x->reqs[r], name, &input);
     if (e == NULL)
@@ -245,20 +245,20 @@ static size_t split_strings(const char *buf, uint64_t len, int64_t count,
     uint32_t l;
     if (len - off < sizeof(uint32_t)) {
       *err =
-          ifd_ort_errf(ERR_ARG,
-                       "incomplete string length for inference input '%s', "
-                       "expecting %zu bytes but only %llu bytes available",
-                       name, sizeof(uint32_t), (unsigned long long)(len - off));
+          ifd_be_errf(ERR_ARG,
+                      "incomplete string length for inference input '%s', "
+                      "expecting %zu bytes but only %llu bytes available",
+                      name, sizeof(uint32_t), (unsigned long long)(len - off));
       return (size_t)i;
     }
     memcpy(&l, buf + off, sizeof(l));
     off += sizeof(l);
     if (l > len - off) {
-      *err = ifd_ort_errf(ERR_ARG,
-                          "incomplete string data for inference input '%s', "
-                          "expecting string of length %u but only %llu bytes "
-                          "available",
-                          name, l, (unsigned long long)(len - off));
+      *err = ifd_be_errf(ERR_ARG,
+                         "incomplete string data for inference input '%s', "
+                         "expecting string of length %u but only %llu bytes "
+                         "available",
+                         name, l, (unsigned long long)(len - off));
       return (size_t)i;
     }
     memcpy(text, buf + off, l);
@@ -268,11 +268,11 @@ static size_t split_strings(const char *buf, uint64_t len, int64_t count,
     off += l;
   }
   if (off != len)
-    *err = ifd_ort_errf(ERR_ARG,
-                        "expected %lld strings for inference input '%s', got "
-                        "more data (%llu of %llu bytes used)",
-                        (long long)count, name, (unsigned long long)off,
-                        (unsigned long long)len);
+    *err = ifd_be_errf(ERR_ARG,
+                       "expected %lld strings for inference input '%s', got "
+                       "more data (%llu of %llu bytes used)",
+                       (long long)count, name, (unsigned long long)off,
+                       (unsigned long long)len);
   return (size_t)i;
 }
 
@@ -284,7 +284,7 @@ static TRITONSERVER_Error *bind_strings(exec_t *x, const char *name,
   TRITONSERVER_Error *e;
   ptrs = calloc((size_t)(count > 0 ? count : 1), sizeof(char *));
   if (ptrs == NULL || keep_buf(x, (void *)ptrs) < 0)
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
+    return ifd_be_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
   for (uint32_t r = 0; r < x->n; r++) {
     TRITONBACKEND_Input *input = NULL;
     const int64_t *rshape = NULL;
@@ -300,12 +300,12 @@ static TRITONSERVER_Error *bind_strings(exec_t *x, const char *name,
     if (e != NULL) return e;
     rcount = elements(rshape, rnd);
     if (rcount > count - at)
-      return ifd_ort_errf(ERR_INTERNAL, "string input '%s' overruns its batch",
-                          name);
+      return ifd_be_errf(ERR_INTERNAL, "string input '%s' overruns its batch",
+                         name);
     /* One copy holds the raw bytes, then the strings with their NULs. */
     raw = malloc(size + size + (size_t)rcount + 1);
     if (raw == NULL || keep_buf(x, raw) < 0)
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
+      return ifd_be_errf(ERR_INTERNAL, "out of memory for input '%s'", name);
     text = raw + size;
     e = copy_input(input, nbuf, raw, size);
     got = e == NULL
@@ -345,13 +345,12 @@ static TRITONSERVER_Error *bind_inputs(exec_t *x) {
     if (e != NULL) break;
     mio = ifd_ort_io_find(&x->in->inputs, name);
     if (mio == NULL) {
-      e = ifd_ort_errf(ERR_ARG,
-                       "unexpected inference input '%s' for model '%s'", name,
-                       x->m->name);
+      e = ifd_be_errf(ERR_ARG, "unexpected inference input '%s' for model '%s'",
+                      name, x->m->name);
       break;
     }
     if (nd > sizeof(full) / sizeof(full[0])) {
-      e = ifd_ort_errf(ERR_ARG, "input '%s' has too many dimensions", name);
+      e = ifd_be_errf(ERR_ARG, "input '%s' has too many dimensions", name);
       break;
     }
     memcpy(full, shape, nd * sizeof(int64_t));
@@ -404,7 +403,7 @@ static TRITONSERVER_Error *bind_batch_input(exec_t *x,
   TRITONSERVER_Error *e = NULL;
   /* keep_buf frees what it cannot keep. */
   if (src == NULL || keep_buf(x, src) < 0)
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory for batch input");
+    return ifd_be_errf(ERR_INTERNAL, "out of memory for batch input");
   for (uint32_t r = 0; r < x->n; r++) {
     e = source_shape(x, r, bi->source, &src[r].dims, &src[r].nd);
     if (e != NULL) return e;
@@ -413,7 +412,7 @@ static TRITONSERVER_Error *bind_batch_input(exec_t *x,
   count = ifd_batch_elements(shape, nd);
   buf = calloc((size_t)(count > 0 ? count : 1), 4);
   if (buf == NULL || keep_buf(x, buf) < 0)
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory for batch input");
+    return ifd_be_errf(ERR_INTERNAL, "out of memory for batch input");
   ifd_batch_input_fill(bi->kind, bi->dtype, src, x->n, buf, count);
   for (size_t t = 0; t < bi->n_targets; t++) {
     OrtValue *v = NULL;
@@ -438,7 +437,7 @@ static TRITONSERVER_Error *bind_batch_input(exec_t *x,
 static TRITONSERVER_Error *read_wants(exec_t *x) {
   size_t k = x->m->n_outs;
   x->wants = calloc((size_t)x->n * (k > 0 ? k : 1), 1);
-  if (x->wants == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (x->wants == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (uint32_t r = 0; r < x->n; r++) {
     uint32_t count = 0;
     TRITONSERVER_Error *e =
@@ -511,8 +510,8 @@ static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
   if (e == NULL) e = TRITONBACKEND_OutputBuffer(out, &buf, bytes, &mt, &mt_id);
   if (e != NULL) return e;
   if (mt == TRITONSERVER_MEMORY_GPU)
-    return ifd_ort_errf(ERR_INTERNAL, "output '%s' was given GPU memory",
-                        o->name);
+    return ifd_be_errf(ERR_INTERNAL, "output '%s' was given GPU memory",
+                       o->name);
   e = ifd_ort_err(ifd_ort->CreateTensorWithDataAsOrtValue(
       x->in->cpu_info, buf, bytes, shape, nd, ifd_ort_from_triton(o->dtype),
       &b->value));
@@ -524,7 +523,7 @@ static TRITONSERVER_Error *bind_direct(exec_t *x, size_t i, bound_t *b) {
 
 static TRITONSERVER_Error *bind_outputs(exec_t *x) {
   x->bound = calloc(x->m->n_outs + 1, sizeof(bound_t));
-  if (x->bound == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (x->bound == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (size_t i = 0; i < x->m->n_outs; i++) {
     bound_t *b = &x->bound[x->n_bound];
     TRITONSERVER_Error *e;
@@ -562,7 +561,7 @@ static TRITONSERVER_Error *output_dest(exec_t *x, uint32_t r,
     if (e == NULL) e = TRITONBACKEND_OutputBuffer(out, dst, bytes, &mt, &mt_id);
   }
   if (e == NULL && mt == TRITONSERVER_MEMORY_GPU && bytes > 0)
-    e = ifd_ort_errf(ERR_INTERNAL, "output '%s' was given GPU memory", o->name);
+    e = ifd_be_errf(ERR_INTERNAL, "output '%s' was given GPU memory", o->name);
   return e;
 }
 
@@ -595,7 +594,7 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
   TRITONSERVER_Error *e = ifd_ort_err(ifd_ort->GetTensorTypeAndShape(v, &info));
   if (e == NULL) e = ifd_ort_err(ifd_ort->GetDimensionsCount(info, &nd));
   if (e == NULL && nd > sizeof(dims) / sizeof(dims[0]))
-    e = ifd_ort_errf(ERR_INTERNAL, "output '%s' has too many dims", o->name);
+    e = ifd_be_errf(ERR_INTERNAL, "output '%s' has too many dims", o->name);
   if (e == NULL) e = ifd_ort_err(ifd_ort->GetDimensions(info, dims, nd));
   if (info != NULL) ifd_ort->ReleaseTensorTypeAndShapeInfo(info);
   if (e != NULL) return e;
@@ -613,7 +612,7 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
     if (content == NULL || offs == NULL) {
       free(content);
       free(offs);
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      return ifd_be_errf(ERR_INTERNAL, "out of memory");
     }
     e = ifd_ort_err(
         ifd_ort->GetStringTensorContent(v, content, total_len, offs, n_all));
@@ -658,10 +657,10 @@ static TRITONSERVER_Error *scatter(exec_t *x, const bound_t *b, OrtValue *v) {
       bytes = elems * TRITONSERVER_DataTypeByteSize(o->dtype);
       if (off_bytes + bytes > n_all * TRITONSERVER_DataTypeByteSize(o->dtype)) {
         answer_error(x, r,
-                     ifd_ort_errf(ERR_INTERNAL,
-                                  "output '%s' is smaller than its requests' "
-                                  "source input '%s' shapes",
-                                  o->name, o->scatter_source));
+                     ifd_be_errf(ERR_INTERNAL,
+                                 "output '%s' is smaller than its requests' "
+                                 "source input '%s' shapes",
+                                 o->name, o->scatter_source));
         continue;
       }
     } else {
@@ -707,8 +706,8 @@ static TRITONSERVER_Error *read_outputs(exec_t *x) {
       x->in->binding, x->in->alloc, &vals, &count));
   if (e != NULL) return e;
   if (count != x->n_bound)
-    e = ifd_ort_errf(ERR_INTERNAL,
-                     "Retrieved output count is not equal to expected count.");
+    e = ifd_be_errf(ERR_INTERNAL,
+                    "Retrieved output count is not equal to expected count.");
   for (size_t i = 0; e == NULL && i < count; i++)
     if (!x->bound[i].zero_copy) e = scatter(x, &x->bound[i], vals[i]);
   for (size_t i = 0; i < count; i++) ifd_ort->ReleaseValue(vals[i]);

@@ -48,24 +48,24 @@ static TRITONSERVER_Error *model_path(ort_model_t *m) {
   if (e == NULL) e = TRITONBACKEND_ModelVersion(m->tm, &version);
   if (e != NULL) return e;
   if (type != TRITONBACKEND_ARTIFACT_FILESYSTEM)
-    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                        "unsupported artifact type for model '%s'", m->name);
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                       "unsupported artifact type for model '%s'", m->name);
   if (file == NULL || file[0] == '\0') file = "model.onnx";
   if (asprintf(&p, "%s/%llu/%s", repo, (unsigned long long)version, file) < 0)
-    return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    return ifd_be_errf(ERR_INTERNAL, "out of memory");
   if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
     char *q = NULL;
     if (asprintf(&q, "%s/model.onnx", p) < 0) q = NULL;
     free(p);
-    if (q == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    if (q == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
     p = q;
   }
   free(m->path);
   m->path = p;
   if (access(p, F_OK) != 0)
-    return ifd_ort_errf(TRITONSERVER_ERROR_UNAVAILABLE,
-                        "unable to find '%s' for model instance '%s'", p,
-                        m->name);
+    return ifd_be_errf(TRITONSERVER_ERROR_UNAVAILABLE,
+                       "unable to find '%s' for model instance '%s'", p,
+                       m->name);
   return NULL;
 }
 
@@ -85,7 +85,7 @@ static json_t *dims_json(const int64_t *d, size_t n) {
 static TRITONSERVER_Error *complete_io(ort_model_t *m, const char *key,
                                        const ort_io_list_t *ios) {
   json_t *arr = json_array();
-  if (arr == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (arr == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (size_t i = 0; i < ios->n_graph; i++) {
     const ort_io_t *io = &ios->v[i];
     size_t skip = m->max_batch_size > 0 ? 1 : 0;
@@ -139,11 +139,11 @@ static TRITONSERVER_Error *complete_max_batch(ort_model_t *m,
         json_object_get(m->config, "dynamic_batching") == NULL)
       json_object_set_new(m->config, "dynamic_batching", json_object());
   } else if (m->max_batch_size != 0) {
-    return ifd_ort_errf(ERR_ARG,
-                        "autofill failed for model '%s': model does not "
-                        "support batching while non-zero max_batch_size is "
-                        "specified",
-                        m->name);
+    return ifd_be_errf(ERR_ARG,
+                       "autofill failed for model '%s': model does not "
+                       "support batching while non-zero max_batch_size is "
+                       "specified",
+                       m->name);
   }
   return NULL;
 }
@@ -176,7 +176,7 @@ static TRITONSERVER_Error *auto_complete(ort_model_t *m) {
   if (e == NULL) {
     char *text = json_dumps(m->config, JSON_COMPACT);
     TRITONSERVER_Message *msg = NULL;
-    if (text == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    if (text == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
     e = TRITONSERVER_MessageNewFromSerializedJson(&msg, text, strlen(text));
     if (e == NULL) e = TRITONBACKEND_ModelSetConfig(m->tm, 1, msg);
     if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
@@ -204,8 +204,8 @@ static TRITONSERVER_Error *read_config(ort_model_t *m) {
     json_decref(m->config);
     m->config = json_loadb(buf, len, 0, &jerr);
     if (m->config == NULL)
-      e = ifd_ort_errf(ERR_INTERNAL, "model configuration of '%s': %s", m->name,
-                       jerr.text);
+      e = ifd_be_errf(ERR_INTERNAL, "model configuration of '%s': %s", m->name,
+                      jerr.text);
   }
   if (msg != NULL) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
   if (e == NULL)
@@ -226,17 +226,16 @@ static TRITONSERVER_Error *out_add(ort_model_t *m, const json_t *io,
   ort_out_t *o, *grown;
   TRITONSERVER_Error *e;
   if (name == NULL)
-    return ifd_ort_errf(ERR_ARG, "an output of model '%s' has no name",
-                        m->name);
+    return ifd_be_errf(ERR_ARG, "an output of model '%s' has no name", m->name);
   o = ifd_ort_out_find(m, name);
   if (o == NULL) {
     grown = realloc(m->outs, (m->n_outs + 1) * sizeof(*grown));
-    if (grown == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    if (grown == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
     m->outs = grown;
     o = &m->outs[m->n_outs];
     memset(o, 0, sizeof(*o));
     o->name = strdup(name);
-    if (o->name == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    if (o->name == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
     m->n_outs++;
     o->dtype = ifd_ort_to_triton(
         ifd_ort_from_config(ifd_ort_member_str(io, "data_type")));
@@ -290,18 +289,18 @@ static TRITONSERVER_Error *batch_io_read(ort_model_t *m) {
     const char *source = ifd_ort_first_str(bo, "source_input");
     ort_out_t *o;
     if (kind == NULL || strcmp(kind, "BATCH_SCATTER_WITH_INPUT_SHAPE") != 0)
-      return ifd_ort_errf(ERR_ARG, "unexpected batch output kind '%s'",
-                          kind != NULL ? kind : "");
+      return ifd_be_errf(ERR_ARG, "unexpected batch output kind '%s'",
+                         kind != NULL ? kind : "");
     o = target != NULL ? ifd_ort_out_find(m, target) : NULL;
     if (o == NULL || source == NULL)
-      return ifd_ort_errf(ERR_ARG,
-                          "batch output %zu of model '%s' must name one of "
-                          "its outputs and a source_input",
-                          i, m->name);
+      return ifd_be_errf(ERR_ARG,
+                         "batch output %zu of model '%s' must name one of "
+                         "its outputs and a source_input",
+                         i, m->name);
     free(o->scatter_source);
     o->scatter_source = strdup(source);
     if (o->scatter_source == NULL)
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      return ifd_be_errf(ERR_INTERNAL, "out of memory");
   }
   return NULL;
 }
@@ -321,12 +320,12 @@ static TRITONSERVER_Error *ragged_read(ort_model_t *m) {
         !ifd_ort_member_bool(io, "allow_ragged_batch")) {
       ort_io_t *r = realloc(m->reshape, (m->n_reshape + 1) * sizeof(*r));
       TRITONSERVER_Error *e;
-      if (r == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      if (r == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
       m->reshape = r;
       r = &m->reshape[m->n_reshape];
       memset(r, 0, sizeof(*r));
       if ((r->name = strdup(name)) == NULL)
-        return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+        return ifd_be_errf(ERR_INTERNAL, "out of memory");
       m->n_reshape++;
       e = ifd_ort_config_shape(io, &r->dims, &r->n_dims);
       if (e != NULL) return e;
@@ -334,10 +333,10 @@ static TRITONSERVER_Error *ragged_read(ort_model_t *m) {
     if (name == NULL || !ifd_ort_member_bool(io, "allow_ragged_batch"))
       continue;
     grown = realloc(m->ragged, (m->n_ragged + 1) * sizeof(char *));
-    if (grown == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    if (grown == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
     m->ragged = grown;
     if ((m->ragged[m->n_ragged] = strdup(name)) == NULL)
-      return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      return ifd_be_errf(ERR_INTERNAL, "out of memory");
     m->n_ragged++;
   }
   return NULL;
@@ -349,13 +348,13 @@ TRITONSERVER_Error *ifd_ort_model_new(ort_backend_t *b, TRITONBACKEND_Model *tm,
   const char *name = NULL;
   bool ac = false;
   TRITONSERVER_Error *e;
-  if (m == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (m == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   m->backend = b;
   m->tm = tm;
   pthread_mutex_init(&m->mu, NULL);
   e = TRITONBACKEND_ModelName(tm, &name);
   if (e == NULL && (m->name = strdup(name)) == NULL)
-    e = ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    e = ifd_be_errf(ERR_INTERNAL, "out of memory");
   if (e == NULL) e = read_config(m);
   if (e == NULL) e = ifd_ort_settings_read(m->config, &m->settings);
   if (e == NULL) e = model_path(m);
@@ -426,7 +425,7 @@ static TRITONSERVER_Error *shared_session(ort_model_t *m, ort_instance_t *in,
   TRITONSERVER_Error *e = NULL;
   size_t i;
   in->group = group_of(in->name);
-  if (in->group == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (in->group == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   pthread_mutex_lock(&m->mu);
   for (i = 0; i < m->n_shared; i++)
     if (strcmp(m->shared[i].group, in->group) == 0) break;
@@ -435,7 +434,7 @@ static TRITONSERVER_Error *shared_session(ort_model_t *m, ort_instance_t *in,
         realloc(m->shared, (m->n_shared + 1) * sizeof(*grown));
     OrtSession *s = NULL;
     if (grown == NULL) {
-      e = ifd_ort_errf(ERR_INTERNAL, "out of memory");
+      e = ifd_be_errf(ERR_INTERNAL, "out of memory");
       goto out_unlock;
     }
     m->shared = grown;
@@ -480,13 +479,13 @@ TRITONSERVER_Error *ifd_ort_instance_new(ort_model_t *m,
   const char *name = NULL;
   uint64_t added = 0;
   TRITONSERVER_Error *e;
-  if (in == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (in == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   in->model = m;
   e = TRITONBACKEND_ModelInstanceName(ti, &name);
   if (e == NULL) e = TRITONBACKEND_ModelInstanceKind(ti, &kind);
   if (e == NULL) e = TRITONBACKEND_ModelInstanceDeviceId(ti, &device);
   if (e == NULL && (in->name = strdup(name)) == NULL)
-    e = ifd_ort_errf(ERR_INTERNAL, "out of memory");
+    e = ifd_be_errf(ERR_INTERNAL, "out of memory");
   if (e == NULL) {
     if (m->settings.share_session)
       e = shared_session(m, in, kind, device, &added);

@@ -60,10 +60,10 @@ TRITONSERVER_Error *ifd_ort_settings_read(const json_t *config,
   }
   e = ifd_ort_param_int(config, "execution_mode", 0, &s->execution_mode);
   if (e == NULL && s->execution_mode != 0 && s->execution_mode != 1)
-    e = ifd_ort_errf(ERR_ARG,
-                     "Invalid configuration value provided. Expected values "
-                     "for execution_mode are 0 or 1 but got %d .",
-                     s->execution_mode);
+    e = ifd_be_errf(ERR_ARG,
+                    "Invalid configuration value provided. Expected values "
+                    "for execution_mode are 0 or 1 but got %d .",
+                    s->execution_mode);
   if (e == NULL)
     e = ifd_ort_param_int(config, "intra_op_thread_count", 0, &s->intra_op);
   if (e == NULL)
@@ -107,7 +107,7 @@ TRITONSERVER_Error *ifd_ort_settings_read(const json_t *config,
   return NULL;
 out_oom:
   ifd_ort_settings_free(s);
-  return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  return ifd_be_errf(ERR_INTERNAL, "out of memory");
 }
 
 /* optimization { execution_accelerators { cpu_execution_accelerator } }:
@@ -121,9 +121,9 @@ static TRITONSERVER_Error *cpu_accelerators(const ort_model_t *m) {
       "cpu_execution_accelerator");
   for (size_t i = 0; json_is_array(eas) && i < json_array_size(eas); i++) {
     const char *name = ifd_ort_member_str(json_array_get(eas, i), "name");
-    return ifd_ort_errf(ERR_ARG,
-                        "unknown Execution Accelerator '%s' is requested",
-                        name != NULL ? name : "");
+    return ifd_be_errf(ERR_ARG,
+                       "unknown Execution Accelerator '%s' is requested",
+                       name != NULL ? name : "");
   }
   return NULL;
 }
@@ -173,9 +173,9 @@ static TRITONSERVER_Error *cuda_options(const ort_model_t *m, int32_t device,
     const char *k;
     json_t *v;
     if (name == NULL || strcmp(name, "cuda") != 0)
-      return ifd_ort_errf(ERR_ARG,
-                          "unknown Execution Accelerator '%s' is requested",
-                          name != NULL ? name : "");
+      return ifd_be_errf(ERR_ARG,
+                         "unknown Execution Accelerator '%s' is requested",
+                         name != NULL ? name : "");
     json_object_foreach(json_object_get(ea, "parameters"), k, v) {
       if (json_is_string(v) && n < 64) {
         keys[n] = k;
@@ -190,8 +190,8 @@ static TRITONSERVER_Error *cuda_options(const ort_model_t *m, int32_t device,
       long x = strtol(v, NULL, 10);
       long max = i == 0 ? 2 : 1;
       if (x < 0 || x > max)
-        return ifd_ort_errf(ERR_ARG, "unsupported %s value '%s' is requested",
-                            legacy[i], v);
+        return ifd_be_errf(ERR_ARG, "unsupported %s value '%s' is requested",
+                           legacy[i], v);
       v = i == 0 ? algo[x] : arena[x];
     }
     keys[n] = legacy[i];
@@ -238,12 +238,12 @@ static TRITONSERVER_Error *session_options(ort_model_t *m,
      * inferd installs (onnxruntime-node's) is CPU only. */
     int has_cuda = ifd_ort_has_cuda();
     if (e == NULL && !has_cuda)
-      e = ifd_ort_errf(ERR_ARG,
-                       "unable to load model '%s': instance group kind "
-                       "KIND_GPU needs ONNX Runtime's CUDA execution "
-                       "provider, which the ONNX Runtime library loaded (%s) "
-                       "cannot provide (%s); use KIND_CPU",
-                       m->name, ifd_ort_version(), ifd_ort_no_cuda_reason());
+      e = ifd_be_errf(ERR_ARG,
+                      "unable to load model '%s': instance group kind "
+                      "KIND_GPU needs ONNX Runtime's CUDA execution "
+                      "provider, which the ONNX Runtime library loaded (%s) "
+                      "cannot provide (%s); use KIND_CPU",
+                      m->name, ifd_ort_version(), ifd_ort_no_cuda_reason());
     if (e == NULL) {
       OrtCUDAProviderOptionsV2 *cuda = NULL;
       e = ifd_ort_err(ifd_ort->CreateCUDAProviderOptions(&cuda));

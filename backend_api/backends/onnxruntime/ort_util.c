@@ -24,33 +24,19 @@ TRITONSERVER_Error *ifd_ort_err(OrtStatus *status) {
   OrtErrorCode code;
   if (status == NULL) return NULL;
   code = ifd_ort->GetErrorCode(status);
-  e = ifd_ort_errf(code == ORT_INVALID_ARGUMENT ? TRITONSERVER_ERROR_INVALID_ARG
-                                                : TRITONSERVER_ERROR_INTERNAL,
-                   "onnx runtime error %d: %s", (int)code,
-                   ifd_ort->GetErrorMessage(status));
+  e = ifd_be_errf(code == ORT_INVALID_ARGUMENT ? TRITONSERVER_ERROR_INVALID_ARG
+                                               : TRITONSERVER_ERROR_INTERNAL,
+                  "onnx runtime error %d: %s", (int)code,
+                  ifd_ort->GetErrorMessage(status));
   ifd_ort->ReleaseStatus(status);
   return e;
 }
 
-TRITONSERVER_Error *ifd_ort_errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                 ...) {
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, buf);
-}
-
 void ifd_ort_log(TRITONSERVER_LogLevel level, const char *fmt, ...) {
-  char buf[2048];
   va_list ap;
-  if (!TRITONSERVER_LogIsEnabled(level)) return;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  ifd_be_vlog(level, "onnxruntime", fmt, ap);
   va_end(ap);
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(level, "onnxruntime", 0, buf));
 }
 
 /* One row per type both sides have. Triton's own ORT backend leaves BF16
@@ -183,10 +169,10 @@ static TRITONSERVER_Error *read_type(OrtTypeInfo *ti, ort_io_t *io) {
       ifd_ort_err(ifd_ort->GetOnnxTypeFromTypeInfo(ti, &kind));
   if (e != NULL) return e;
   if (kind != ONNX_TYPE_TENSOR)
-    return ifd_ort_errf(TRITONSERVER_ERROR_UNSUPPORTED,
-                        "Unsupported ONNX Type '%s' for I/O '%s', expected "
-                        "'ONNX_TYPE_TENSOR'.",
-                        onnx_type_name(kind), io->name);
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+                       "Unsupported ONNX Type '%s' for I/O '%s', expected "
+                       "'ONNX_TYPE_TENSOR'.",
+                       onnx_type_name(kind), io->name);
   e = ifd_ort_err(ifd_ort->CastTypeInfoToTensorInfo(ti, &tsi));
   if (e == NULL)
     e = ifd_ort_err(ifd_ort->GetTensorElementType(tsi, &io->otype));
@@ -194,7 +180,7 @@ static TRITONSERVER_Error *read_type(OrtTypeInfo *ti, ort_io_t *io) {
   if (e != NULL) return e;
   io->dims = calloc(n > 0 ? n : 1, sizeof(int64_t));
   if (io->dims == NULL)
-    return ifd_ort_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   io->n_dims = n;
   return ifd_ort_err(ifd_ort->GetDimensions(tsi, io->dims, n));
 }
@@ -212,7 +198,7 @@ static TRITONSERVER_Error *read_kind(OrtSession *s, OrtAllocator *alloc,
   if (e != NULL || n == 0) return e;
   grown = realloc(l->v, (l->n + n) * sizeof(*grown));
   if (grown == NULL)
-    return ifd_ort_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
   l->v = grown;
   for (size_t i = 0; i < n; i++) {
     ort_io_t *io = &l->v[l->n];
@@ -228,7 +214,7 @@ static TRITONSERVER_Error *read_kind(OrtSession *s, OrtAllocator *alloc,
     io->name = strdup(name);
     TRITONSERVER_ErrorDelete(ifd_ort_err(ifd_ort->AllocatorFree(alloc, name)));
     if (io->name == NULL)
-      return ifd_ort_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+      return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL, "out of memory");
     l->n++;
     e = ifd_ort_err(
         which == 0 ? ifd_ort->SessionGetInputTypeInfo(s, i, &ti)
@@ -307,14 +293,14 @@ TRITONSERVER_Error *ifd_ort_config_shape(const json_t *io, int64_t **dims,
   *n = json_is_array(arr) ? json_array_size(arr) : 0;
   if (*n == 0) return NULL;
   *dims = calloc(*n, sizeof(int64_t));
-  if (*dims == NULL) return ifd_ort_errf(ERR_INTERNAL, "out of memory");
+  if (*dims == NULL) return ifd_be_errf(ERR_INTERNAL, "out of memory");
   for (i = 0; i < *n; i++) {
     long long d;
     if (!ifd_ort_json_int(json_array_get(arr, i), &d)) {
       free(*dims);
       *dims = NULL;
-      return ifd_ort_errf(ERR_ARG, "dims of '%s' are not integers",
-                          ifd_ort_member_str(io, "name"));
+      return ifd_be_errf(ERR_ARG, "dims of '%s' are not integers",
+                         ifd_ort_member_str(io, "name"));
     }
     (*dims)[i] = d;
   }
@@ -337,8 +323,7 @@ TRITONSERVER_Error *ifd_ort_param_int(const json_t *config, const char *key,
   errno = 0;
   v = strtol(s, &end, 10);
   if (end == s || errno != 0 || v < -2147483647L || v > 2147483647L)
-    return ifd_ort_errf(ERR_ARG, "failed to convert '%s' to integral number",
-                        s);
+    return ifd_be_errf(ERR_ARG, "failed to convert '%s' to integral number", s);
   *out = (int)v;
   return NULL;
 }
@@ -360,7 +345,7 @@ TRITONSERVER_Error *ifd_ort_parse_bool(const char *s, int *out) {
       return NULL;
     }
   }
-  return ifd_ort_errf(ERR_ARG, "failed to convert '%s' to boolean", s);
+  return ifd_be_errf(ERR_ARG, "failed to convert '%s' to boolean", s);
 }
 
 TRITONSERVER_Error *ifd_ort_param_bool(const json_t *config, const char *key,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../common/batch_io.h"
+#include "../common/be_util.h"
 #include "triton/core/tritonbackend.h"
 
 #include "pt_names.h" /* pt_kind_t: where an input of forward() comes from */
@@ -96,8 +97,6 @@ struct pt_instance_t {
 };
 
 /* ---- pt_util.cc ---- */
-TRITONSERVER_Error *ifd_pt_errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) __attribute__((format(printf, 2, 3)));
 void ifd_pt_log(TRITONSERVER_LogLevel level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Logs e (owned, freed) with `what` in front; NULL is no error. */

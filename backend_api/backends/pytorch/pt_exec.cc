@@ -110,7 +110,7 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
                                         &sizes[r], &nbufs[r]);
     if (e != nullptr) return e;
     if (dt != io.dtype)
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "input '%s' of model '%s' is %s, the configuration "
                          "says %s",
                          io.name.c_str(), m->name.c_str(), type_name(dt),
@@ -130,14 +130,14 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
     /* The batcher joins requests whose shapes agree past the batch dim. */
     if (rs.size() != shape.size() || rs.empty() ||
         !std::equal(rs.begin() + 1, rs.end(), shape.begin() + 1))
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "input '%s' of model '%s': the requests batched "
                          "together have different shapes",
                          io.name.c_str(), m->name.c_str());
   }
   if (m->max_batch_size > 0 && !io.ragged) {
     if (shape.empty())
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "input '%s' of model '%s' has no batch "
                          "dimension",
                          io.name.c_str(), m->name.c_str());
@@ -157,11 +157,11 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
           TRITONBACKEND_InputBuffer(inputs[r], b, &src, &len, &mt, &mt_id);
       if (e != nullptr) return e;
       if (mt == TRITONSERVER_MEMORY_GPU && len > 0)
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "pytorch backend: inputs in GPU memory "
                            "are not supported on a CPU instance");
       if (len > want - off)
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "input '%s' of model '%s' holds more bytes than "
                            "its shape says",
                            io.name.c_str(), m->name.c_str());
@@ -169,7 +169,7 @@ TRITONSERVER_Error *gather(run_t *x, size_t n, const pt_io_t &io,
       off += len;
     }
   if (off != want)
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "input '%s' of model '%s' holds %llu bytes, its shape "
                        "says %llu",
                        io.name.c_str(), m->name.c_str(),
@@ -234,7 +234,7 @@ TRITONSERVER_Error *gather_strings(run_t *x, const pt_io_t &io,
     int64_t mt_id = 0;
     e = TRITONBACKEND_InputBuffer(input, b, &src, &len, &mt, &mt_id);
     if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && len > 0)
-      e = ifd_pt_errf(PT_ERR_ARG,
+      e = ifd_be_errf(PT_ERR_ARG,
                       "pytorch backend: inputs in GPU memory are "
                       "not supported on a CPU instance");
     if (e == nullptr) raw.append(static_cast<const char *>(src), len);
@@ -246,14 +246,14 @@ TRITONSERVER_Error *gather_strings(run_t *x, const pt_io_t &io,
   for (int64_t i = 0; i < count; i++) {
     uint32_t len;
     if (raw.size() - at < sizeof(len))
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "expected %lld strings for inference input '%s', got "
                          "%lld",
                          (long long)count, io.name.c_str(), (long long)i);
     memcpy(&len, raw.data() + at, sizeof(len));
     at += sizeof(len);
     if (raw.size() - at < len)
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "incomplete string data for inference input '%s', "
                          "expecting string of length %u but only %zu bytes "
                          "available",
@@ -262,7 +262,7 @@ TRITONSERVER_Error *gather_strings(run_t *x, const pt_io_t &io,
     at += len;
   }
   if (at != raw.size())
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "input '%s' of model '%s' holds more than its %lld "
                        "strings",
                        io.name.c_str(), m->name.c_str(), (long long)count);
@@ -274,7 +274,7 @@ TRITONSERVER_Error *scatter_strings(run_t *x, const pt_io_t &io,
                                     const c10::IValue &v) {
   if (!v.isList() ||
       v.toList().elementType()->kind() != c10::TypeKind::StringType)
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "output '%s' must be of type Tensor or List[str].",
                        io.name.c_str());
   c10::List<c10::IValue> list = v.toList();
@@ -296,7 +296,7 @@ TRITONSERVER_Error *scatter_strings(run_t *x, const pt_io_t &io,
   if (e == nullptr)
     e = TRITONBACKEND_OutputBuffer(o, &buf, ser.size(), &mt, &mt_id);
   if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && !ser.empty())
-    e = ifd_pt_errf(PT_ERR_INTERNAL,
+    e = ifd_be_errf(PT_ERR_INTERNAL,
                     "pytorch backend: output buffers in GPU memory are not "
                     "supported on a CPU instance");
   if (e == nullptr && !ser.empty()) memcpy(buf, ser.data(), ser.size());
@@ -344,13 +344,13 @@ TRITONSERVER_Error *forward(run_t *x, std::vector<c10::IValue> *args,
       *dict = res.toGenericDict();
       *is_dict = true;
     } else {
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "output must be of type Tensor, or a Tuple, List or "
                          "Dict of Tensors; model '%s' returned %s",
                          m->name.c_str(), res.tagKind().c_str());
     }
   } catch (const std::exception &ex) {
-    return ifd_pt_errf(PT_ERR_INTERNAL, "PyTorch execute failure: %s",
+    return ifd_be_errf(PT_ERR_INTERNAL, "PyTorch execute failure: %s",
                        ifd_pt_what(ex).c_str());
   }
   return nullptr;
@@ -398,7 +398,7 @@ TRITONSERVER_Error *put_share(run_t *x, size_t r, const pt_io_t &io,
     if (e == nullptr) e = TRITONBACKEND_OutputBuffer(o, &buf, bytes, &mt, &mt_id);
   }
   if (e == nullptr && mt == TRITONSERVER_MEMORY_GPU && bytes > 0)
-    e = ifd_pt_errf(PT_ERR_INTERNAL,
+    e = ifd_be_errf(PT_ERR_INTERNAL,
                     "pytorch backend: output buffers in GPU memory are not "
                     "supported on a CPU instance");
   if (e == nullptr && bytes > 0) memcpy(buf, src, bytes);
@@ -413,14 +413,14 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
   pt_model_t *m = x->in->model;
   const bool scattered = !io.scatter_source.empty();
   if (!v.isTensor())
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "output '%s' must be of type Tensor, model '%s' gives "
                        "%s",
                        io.name.c_str(), m->name.c_str(), v.tagKind().c_str());
   torch::Tensor t = v.toTensor().contiguous();
   TRITONSERVER_DataType dt = ifd_pt_triton_type(t.scalar_type());
   if (dt != io.dtype)
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "configuration expects datatype TYPE_%s for output "
                        "'%s', model provides TYPE_%s",
                        type_name(io.dtype), io.name.c_str(),
@@ -428,12 +428,12 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
                            ? c10::toString(t.scalar_type())
                            : type_name(dt));
   if (t.dim() == 0)
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "output '%s' is a scalar which is not supported.",
                        io.name.c_str());
   std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   if (m->max_batch_size > 0 && !scattered && shape[0] != x->total)
-    return ifd_pt_errf(PT_ERR_ARG,
+    return ifd_be_errf(PT_ERR_ARG,
                        "output '%s' of model '%s' has %lld rows for a batch "
                        "of %lld: a batching model's outputs keep the batch "
                        "dimension first",
@@ -463,7 +463,7 @@ TRITONSERVER_Error *scatter(run_t *x, size_t n, const pt_io_t &io,
         rs.assign(d, d + nd);
         bytes = (size_t)ifd_batch_elements(d, nd) * elem;
         if (bytes > all - off)
-          e = ifd_pt_errf(PT_ERR_INTERNAL,
+          e = ifd_be_errf(PT_ERR_INTERNAL,
                           "output '%s' is smaller than its requests' source "
                           "input '%s' shapes",
                           io.name.c_str(), io.scatter_source.c_str());
@@ -537,7 +537,7 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
     if (is_dict) {
       auto it = dict.find(c10::IValue(io.name));
       if (it == dict.end())
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "output '%s' of model '%s' is not a key of the "
                            "dictionary its forward() returned",
                            io.name.c_str(), m->name.c_str());
@@ -545,7 +545,7 @@ TRITONSERVER_Error *run(run_t *x, size_t n) {
     } else {
       int idx = in->out_index[i];
       if (idx < 0 || (size_t)idx >= outs.size())
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "The output %s in the model configuration refers "
                            "to an output index which doesn't exist. This "
                            "model has %zu outputs",
@@ -615,7 +615,7 @@ void ifd_pt_execute(pt_instance_t *in, TRITONBACKEND_Request **requests,
     }
   } catch (const std::exception &ex) {
     answer_all(&x, n,
-               ifd_pt_errf(PT_ERR_INTERNAL, "pytorch backend: %s",
+               ifd_be_errf(PT_ERR_INTERNAL, "pytorch backend: %s",
                            ifd_pt_what(ex).c_str()));
   }
   compute_end = now_ns();

@@ -50,7 +50,7 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
       size_t nd =
           json_array_size(rs != nullptr ? rs : json_object_get(io, "dims"));
       if (nd + (m->max_batch_size > 0 ? 1 : 0) > 1)
-        return ifd_pt_errf(PT_ERR_INTERNAL,
+        return ifd_be_errf(PT_ERR_INTERNAL,
                            "Triton only supports 1 dimensional List of String "
                            "as %s for '%s' for model '%s'",
                            kind, x.name.c_str(), m->name.c_str());
@@ -59,13 +59,13 @@ static TRITONSERVER_Error *read_ios(pt_model_t *m, const char *kind,
       continue;
     }
     if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
-      return ifd_pt_errf(
+      return ifd_be_errf(
           PT_ERR_INTERNAL, "unsupported datatype %s for %s '%s' for model '%s'",
           dt != nullptr ? dt : "(none)", kind, x.name.c_str(), m->name.c_str());
     ios->push_back(x);
   }
   if (ios->empty())
-    return ifd_pt_errf(PT_ERR_INTERNAL,
+    return ifd_be_errf(PT_ERR_INTERNAL,
                        "model configuration must contain at least one %s, "
                        "none were specified.",
                        kind);
@@ -95,12 +95,12 @@ static TRITONSERVER_Error *read_controls(pt_model_t *m) {
              strcmp(member_str(c, "data_type"), "TYPE_INVALID") != 0)
       dt = member_str(c, "data_type"); /* CONTROL_SEQUENCE_CORRID */
     if (ifd_pt_named_index(x.name.c_str()) < 0)
-      return ifd_pt_errf(PT_ERR_INTERNAL,
+      return ifd_be_errf(PT_ERR_INTERNAL,
                          "input '%s' does not follow <name>__<index> naming "
                          "convention.",
                          x.name.c_str());
     if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
-      return ifd_pt_errf(PT_ERR_INTERNAL,
+      return ifd_be_errf(PT_ERR_INTERNAL,
                          "input '%s' type '%s' is not supported by PyTorch.",
                          x.name.c_str(), dt);
     m->inputs.push_back(x);
@@ -123,12 +123,12 @@ static TRITONSERVER_Error *read_states(pt_model_t *m) {
     x.kind = PT_IO_STATE;
     x.name = in != nullptr ? in : "";
     if (dt != nullptr && strcmp(dt, "TYPE_STRING") == 0)
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "state '%s' of model '%s' is TYPE_STRING: inferd's "
                          "pytorch backend keeps tensor states only",
                          x.name.c_str(), m->name.c_str());
     if (!ifd_pt_config_type(dt, &x.dtype, &x.stype))
-      return ifd_pt_errf(PT_ERR_INTERNAL,
+      return ifd_be_errf(PT_ERR_INTERNAL,
                          "unsupported datatype %s for input state '%s' for "
                          "model '%s'",
                          dt != nullptr ? dt : "(none)", x.name.c_str(),
@@ -191,10 +191,10 @@ static TRITONSERVER_Error *read_batch_outputs(pt_model_t *m) {
     const json_t *targets = json_object_get(bo, "target_name");
     const json_t *source = json_array_get(json_object_get(bo, "source_input"), 0);
     if (kind == nullptr || strcmp(kind, "BATCH_SCATTER_WITH_INPUT_SHAPE") != 0)
-      return ifd_pt_errf(PT_ERR_ARG, "unexpected batch output kind '%s'",
+      return ifd_be_errf(PT_ERR_ARG, "unexpected batch output kind '%s'",
                          kind != nullptr ? kind : "");
     if (!json_is_string(source) || json_array_size(targets) == 0)
-      return ifd_pt_errf(PT_ERR_ARG,
+      return ifd_be_errf(PT_ERR_ARG,
                          "batch output %zu of model '%s' must name one of "
                          "its outputs and a source_input",
                          i, m->name.c_str());
@@ -208,12 +208,12 @@ static TRITONSERVER_Error *read_batch_outputs(pt_model_t *m) {
                                      x.name == json_string_value(target);
                             });
       if (o == m->outputs.end())
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "batch output %zu of model '%s' must name one of "
                            "its outputs and a source_input",
                            i, m->name.c_str());
       if (o->dtype == TRITONSERVER_TYPE_BYTES)
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "batch output '%s' of model '%s' is TYPE_STRING, "
                            "which a batch output cannot be",
                            o->name.c_str(), m->name.c_str());
@@ -277,13 +277,13 @@ static TRITONSERVER_Error *model_path(pt_model_t *m) {
   if (e == nullptr) e = TRITONBACKEND_ModelVersion(m->tm, &version);
   if (e != nullptr) return e;
   if (type != TRITONBACKEND_ARTIFACT_FILESYSTEM)
-    return ifd_pt_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
                        "unsupported artifact type for model '%s'",
                        m->name.c_str());
   if (file == nullptr || file[0] == '\0') file = "model.pt";
   m->path = std::string(repo) + "/" + std::to_string(version) + "/" + file;
   if (access(m->path.c_str(), F_OK) != 0)
-    return ifd_pt_errf(TRITONSERVER_ERROR_UNAVAILABLE,
+    return ifd_be_errf(TRITONSERVER_ERROR_UNAVAILABLE,
                        "unable to find '%s' for model instance '%s'",
                        m->path.c_str(), m->name.c_str());
   return nullptr;
@@ -299,7 +299,7 @@ static TRITONSERVER_Error *read_config(pt_model_t *m) {
   if (e == nullptr) {
     m->config = json_loadb(buf, len, 0, &jerr);
     if (m->config == nullptr)
-      e = ifd_pt_errf(PT_ERR_INTERNAL, "model configuration of '%s': %s",
+      e = ifd_be_errf(PT_ERR_INTERNAL, "model configuration of '%s': %s",
                       m->name.c_str(), jerr.text);
   }
   if (msg != nullptr) TRITONSERVER_ErrorDelete(TRITONSERVER_MessageDelete(msg));
@@ -316,7 +316,7 @@ TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
   TRITONSERVER_Error *e = TRITONBACKEND_ModelName(tm, &name);
   if (e != nullptr) return e;
   pt_model_t *m = new (std::nothrow) pt_model_t();
-  if (m == nullptr) return ifd_pt_errf(PT_ERR_INTERNAL, "out of memory");
+  if (m == nullptr) return ifd_be_errf(PT_ERR_INTERNAL, "out of memory");
   m->tm = tm;
   m->name = name;
   try {
@@ -331,7 +331,7 @@ TRITONSERVER_Error *ifd_pt_model_new(TRITONBACKEND_Model *tm,
     if (e == nullptr) e = read_params(m);
     if (e == nullptr) e = model_path(m);
   } catch (const std::exception &ex) {
-    e = ifd_pt_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
+    e = ifd_be_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
   }
   if (e != nullptr) {
     ifd_pt_model_free(m);
@@ -362,7 +362,7 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
       args[start].type()->kind() == c10::TypeKind::DictType) {
     for (const auto &io : m->inputs)
       if (io.dtype == TRITONSERVER_TYPE_BYTES)
-        return ifd_pt_errf(PT_ERR_ARG,
+        return ifd_be_errf(PT_ERR_ARG,
                            "input '%s' of model '%s' is BYTES, which a "
                            "forward() taking Dict[str, Tensor] cannot take",
                            io.name.c_str(), m->name.c_str());
@@ -373,14 +373,14 @@ static TRITONSERVER_Error *bind_inputs(pt_instance_t *in) {
   }
   for (size_t i = start + 1; i < args.size(); i++)
     if (args[i].type()->kind() == c10::TypeKind::DictType)
-      return ifd_pt_errf(PT_ERR_INTERNAL,
+      return ifd_be_errf(PT_ERR_INTERNAL,
                          "Multiple inputs of kind DictType were detected. "
                          "Only a single input of type Dict(str, Tensor) is "
                          "supported.");
   for (size_t i = start; i < args.size(); i++) {
     if (args[i].type()->kind() != c10::TypeKind::TensorType &&
         args[i].type()->kind() != c10::TypeKind::ListType)
-      return ifd_pt_errf(PT_ERR_INTERNAL,
+      return ifd_be_errf(PT_ERR_INTERNAL,
                          "An input of type '%s' was detected in the model. "
                          "Only a single input of type Dict(str, Tensor) or "
                          "input(s) of type Tensor are supported.",
@@ -431,7 +431,7 @@ static TRITONSERVER_Error *load(pt_model_t *m,
         torch::jit::load(m->path, torch::Device(torch::kCPU)));
     out->get()->eval();
   } catch (const std::exception &ex) {
-    return ifd_pt_errf(PT_ERR_INTERNAL, "failed to load model '%s': %s",
+    return ifd_be_errf(PT_ERR_INTERNAL, "failed to load model '%s': %s",
                        m->name.c_str(), ifd_pt_what(ex).c_str());
   }
   return nullptr;
@@ -472,7 +472,7 @@ TRITONSERVER_Error *ifd_pt_instance_new(pt_model_t *m,
   if (e == nullptr) e = TRITONBACKEND_ModelInstanceName(ti, &name);
   if (e != nullptr) return e;
   if (kind != TRITONSERVER_INSTANCEGROUPKIND_CPU)
-    return ifd_pt_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
                        "instance '%s' of model '%s' is %s: inferd's pytorch "
                        "backend runs on Debian's CPU-only libtorch %s, so only "
                        "KIND_CPU instances are served",
@@ -480,7 +480,7 @@ TRITONSERVER_Error *ifd_pt_instance_new(pt_model_t *m,
                        TRITONSERVER_InstanceGroupKindString(kind),
                        TORCH_VERSION);
   pt_instance_t *in = new (std::nothrow) pt_instance_t();
-  if (in == nullptr) return ifd_pt_errf(PT_ERR_INTERNAL, "out of memory");
+  if (in == nullptr) return ifd_be_errf(PT_ERR_INTERNAL, "out of memory");
   in->model = m;
   in->ti = ti;
   in->name = name;
@@ -501,7 +501,7 @@ TRITONSERVER_Error *ifd_pt_instance_new(pt_model_t *m,
     if (e == nullptr) e = bind_outputs(in);
   } catch (const std::exception &ex) {
     if (e == nullptr)
-      e = ifd_pt_errf(PT_ERR_INTERNAL, "failed to load model '%s': %s",
+      e = ifd_be_errf(PT_ERR_INTERNAL, "failed to load model '%s': %s",
                       m->name.c_str(), ifd_pt_what(ex).c_str());
   }
   if (e != nullptr) {

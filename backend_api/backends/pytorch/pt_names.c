@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/be_util.h"
+
 /* How the configuration's inputs (or outputs) find their place. */
 typedef enum convention {
   FORWARD_ARGUMENT, /* inputs only: by forward()'s argument names */
@@ -20,29 +22,13 @@ typedef enum convention {
   STRICT_ORDER      /* by position in the configuration */
 } convention_t;
 
-static TRITONSERVER_Error *errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) __attribute__((format(printf, 2, 3)));
-static TRITONSERVER_Error *errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) {
-  char buf[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, buf);
-}
-
 /* A warning line, as pt_util.cc's ifd_pt_log writes it. */
 static void warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warnf(const char *fmt, ...) {
-  char buf[4096];
   va_list ap;
-  if (!TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_WARN)) return;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  ifd_be_vlog(TRITONSERVER_LOG_WARN, "pytorch", fmt, ap);
   va_end(ap);
-  TRITONSERVER_ErrorDelete(
-      TRITONSERVER_LogMessage(TRITONSERVER_LOG_WARN, "pytorch", 0, buf));
 }
 
 long ifd_pt_named_index(const char *name) {
@@ -99,18 +85,20 @@ static TRITONSERVER_Error *check_states(const char *model, convention_t conv,
                                         const pt_name_t *ios, size_t n,
                                         pt_kind_t kind) {
   if (conv != NAMED_INDEX)
-    return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                "PyTorch model '%s' is using sequence batching with state but "
-                "not all inputs and outputs follow the <name>__<index> naming "
-                "convention. ",
-                model);
+    return ifd_be_errf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "PyTorch model '%s' is using sequence batching with state but "
+        "not all inputs and outputs follow the <name>__<index> naming "
+        "convention. ",
+        model);
   for (size_t i = 0; i < n; i++)
     if (ios[i].kind == kind && ifd_pt_named_index(ios[i].name) < 0)
-      return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "PyTorch model '%s' is using sequence batching with state "
-                  "but state '%s' does not follow the <name>__<index> naming "
-                  "convention. ",
-                  model, ios[i].name);
+      return ifd_be_errf(
+          TRITONSERVER_ERROR_INVALID_ARG,
+          "PyTorch model '%s' is using sequence batching with state "
+          "but state '%s' does not follow the <name>__<index> naming "
+          "convention. ",
+          model, ios[i].name);
   return NULL;
 }
 
@@ -126,20 +114,21 @@ static TRITONSERVER_Error *place_target(const char *model, const char *name,
     case FORWARD_ARGUMENT:
       *idx = arg_position(name, args, n_args);
       if (*idx < 0)
-        return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "batch input '%s' of model '%s' is not an argument of "
-                    "forward(), as the configuration's inputs, named after "
-                    "its arguments, require",
-                    name, model);
+        return ifd_be_errf(
+            TRITONSERVER_ERROR_INVALID_ARG,
+            "batch input '%s' of model '%s' is not an argument of "
+            "forward(), as the configuration's inputs, named after "
+            "its arguments, require",
+            name, model);
       return NULL;
     case NAMED_INDEX:
       *idx = ifd_pt_named_index(name);
       if (*idx < 0)
-        return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "batch input '%s' of model '%s' does not follow the "
-                    "<name>__<index> naming convention, which the "
-                    "configuration's inputs follow",
-                    name, model);
+        return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                           "batch input '%s' of model '%s' does not follow the "
+                           "<name>__<index> naming convention, which the "
+                           "configuration's inputs follow",
+                           name, model);
       return NULL;
     case STRICT_ORDER:
       *idx = (long)(n_config + k);
@@ -162,17 +151,17 @@ TRITONSERVER_Error *ifd_pt_bind_input_names(
   /* Triton counts batch_input entries, not their targets: an entry with
    * two targets then fails below on the argument it lacks. */
   if (n_config + batch_input_entries + n_control + n_state != n_args)
-    return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                "unable to load model '%s', configuration expects %zu inputs, "
-                "model provides %zu",
-                model, n_config + batch_input_entries + n_control + n_state,
-                n_args);
+    return ifd_be_errf(
+        TRITONSERVER_ERROR_INVALID_ARG,
+        "unable to load model '%s', configuration expects %zu inputs, "
+        "model provides %zu",
+        model, n_config + batch_input_entries + n_control + n_state, n_args);
   for (size_t i = 0; i < n; i++)
     if (ins[i].kind == PT_IO_CONTROL && ifd_pt_named_index(ins[i].name) < 0)
-      return errf(TRITONSERVER_ERROR_INTERNAL,
-                  "input '%s' does not follow <name>__<index> naming "
-                  "convention.",
-                  ins[i].name);
+      return ifd_be_errf(TRITONSERVER_ERROR_INTERNAL,
+                         "input '%s' does not follow <name>__<index> naming "
+                         "convention.",
+                         ins[i].name);
   conv = input_convention(model, ins, n, args, n_args);
   if (n_state > 0) {
     e = check_states(model, conv, ins, n, PT_IO_STATE);
@@ -197,16 +186,16 @@ TRITONSERVER_Error *ifd_pt_bind_input_names(
         break;
     }
     if (idx < 0 || (size_t)idx >= n_args)
-      return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                  "input '%s' of model '%s' refers to argument %ld of "
-                  "forward(), which takes %zu",
-                  ins[i].name, model, idx, n_args);
+      return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                         "input '%s' of model '%s' refers to argument %ld of "
+                         "forward(), which takes %zu",
+                         ins[i].name, model, idx, n_args);
     for (size_t j = 0; j < i; j++)
       if (arg_index[j] == (size_t)idx)
-        return errf(TRITONSERVER_ERROR_INVALID_ARG,
-                    "input '%s' of model '%s' refers to argument %ld of "
-                    "forward(), which another input already takes",
-                    ins[i].name, model, idx);
+        return ifd_be_errf(TRITONSERVER_ERROR_INVALID_ARG,
+                           "input '%s' of model '%s' refers to argument %ld of "
+                           "forward(), which another input already takes",
+                           ins[i].name, model, idx);
     arg_index[i] = (size_t)idx;
   }
   return NULL;

@@ -12,24 +12,11 @@
 
 #include "internal.h"
 
-TRITONSERVER_Error *ifd_pt_errf(TRITONSERVER_Error_Code code, const char *fmt,
-                                ...) {
-  char buf[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return TRITONSERVER_ErrorNew(code, buf);
-}
-
 void ifd_pt_log(TRITONSERVER_LogLevel level, const char *fmt, ...) {
-  char buf[4096];
   va_list ap;
-  if (!TRITONSERVER_LogIsEnabled(level)) return;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  ifd_be_vlog(level, "pytorch", fmt, ap);
   va_end(ap);
-  TRITONSERVER_ErrorDelete(TRITONSERVER_LogMessage(level, "pytorch", 0, buf));
 }
 
 void ifd_pt_log_err(TRITONSERVER_Error *e, const char *what) {
@@ -112,7 +99,7 @@ TRITONSERVER_Error *ifd_pt_param_bool(const json_t *config, const char *key,
       return nullptr;
     }
   }
-  return ifd_pt_errf(PT_ERR_ARG, "failed to convert '%s' to boolean", s);
+  return ifd_be_errf(PT_ERR_ARG, "failed to convert '%s' to boolean", s);
 }
 
 TRITONSERVER_Error *ifd_pt_param_int(const json_t *config, const char *key,
@@ -125,7 +112,7 @@ TRITONSERVER_Error *ifd_pt_param_int(const json_t *config, const char *key,
   v = strtol(s, &end, 10);
   if (end == s || *end != '\0' || errno != 0 || v < -2147483647L ||
       v > 2147483647L)
-    return ifd_pt_errf(PT_ERR_ARG, "failed to convert '%s' to integral number",
+    return ifd_be_errf(PT_ERR_ARG, "failed to convert '%s' to integral number",
                        s);
   *out = (int)v;
   if (set != nullptr) *set = true;

@@ -27,7 +27,7 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
   if (e != nullptr) return e;
   if (major != TRITONBACKEND_API_VERSION_MAJOR ||
       minor < TRITONBACKEND_API_VERSION_MINOR)
-    return ifd_pt_errf(TRITONSERVER_ERROR_UNSUPPORTED,
+    return ifd_be_errf(TRITONSERVER_ERROR_UNSUPPORTED,
                        "Triton TRITONBACKEND API version: %u.%u does not "
                        "support 'pytorch' TRITONBACKEND API version: %u.%u",
                        major, minor, TRITONBACKEND_API_VERSION_MAJOR,
@@ -66,7 +66,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
       if (e != nullptr) ifd_pt_model_free(m);
     }
   } catch (const std::exception &ex) {
-    e = ifd_pt_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
+    e = ifd_be_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
   }
   return e;
 }
@@ -100,7 +100,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
       if (e != nullptr) ifd_pt_instance_free(in);
     }
   } catch (const std::exception &ex) {
-    e = ifd_pt_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
+    e = ifd_be_errf(PT_ERR_INTERNAL, "%s", ifd_pt_what(ex).c_str());
   }
   return e;
 }
