@@ -42,6 +42,10 @@ export ORT_HOME
 CPPFLAGS := -I. -Ibackend_api/include -I$(BUILD) -I$(LLHTTP_INC) -D_GNU_SOURCE
 CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -pthread $(OPT) -MMD -MP
 LDFLAGS := -pthread
+# Invariant checks (base/check.h) abort in the sanitizer, fuzz and -O0 builds.
+ifneq ($(SAN)$(filter -O0,$(OPT)),)
+CPPFLAGS += -DIFD_CHECKS=1
+endif
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -80,7 +84,7 @@ PROTO_C := $(PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 LIB_PROTO_C := $(BUILD)/proto/model_config.pb-c.c
 NET_PROTO_C := $(filter-out $(LIB_PROTO_C),$(PROTO_C))
-LIB_SRC := $(wildcard core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
+LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
 NET_SRC := $(filter-out net/main.c,$(wildcard net/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 #include "core/model.h"
 
@@ -95,9 +95,6 @@ ifd_request_t *ifd_backend_take_queued(ifd_model_t *m, uint64_t *jobs);
  * sequence slot's and stay whole).
  */
 int ifd_backend_take_request(ifd_model_t *m, ifd_request_t *req, int *job_gone);
-
-/** Monotonic clock in ns, the clock of every TRITONBACKEND_* timestamp. */
-uint64_t ifd_now_ns(void);
 
 /* ---- repository agents (repoagent.c) ---------------------------------- */
 

@@ -31,6 +31,7 @@
  * asynchronous call): the rule may refuse then, never hang.
  */
 #include "backend_api/internal.h"
+#include "base/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@
 
 #include "core/classify.h"
 #include "core/infer.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/shm.h"
 #include "cuda/cuda_mem.h"

@@ -27,7 +27,7 @@
 #include <jansson.h>
 
 #include "backend_api/internal.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #define ERR(code, msg) TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_##code, (msg))
 

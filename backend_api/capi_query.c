@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 #include "backend_api/internal.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/metrics.h"
 #include "core/render_json.h"
 

@@ -37,15 +37,15 @@
 
 #include "backend_api/internal.h"
 #include "backend_api/backend_api.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/metrics.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "sched/sched.h"
 
 /* The longest the loop spins for expected events before it blocks, as
- * inferd's --loop-spin-us default (core/event.h, "Expected events"). */
+ * inferd's --loop-spin-us default (base/event.h, "Expected events"). */
 #define LOOP_SPIN_NS (30u * 1000u)
 
 #define ERR(code, msg) TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_##code, (msg))

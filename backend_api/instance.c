@@ -14,7 +14,7 @@
  * may leave its wake-ups of the loop owed (ifd_evq_defer_*), decided after
  * each job on what it cost. The debt belongs to the completion queue: any
  * other producer pays it, and so does the loop when it wakes for anything
- * else or, while anyone defers, on a fallback timer (core/event.h). Jobs that
+ * else or, while anyone defers, on a fallback timer (base/event.h). Jobs that
  * take longer than COALESCE_NS / 2 and decoupled models (whose responses may
  * trickle out of one execute) never defer.
  *
@@ -46,9 +46,10 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "core/server.h"
-#include "core/util.h"
 #include "cuda/gpu.h"
 
 /* How long finished work may wait for the loop to hear of it. */
@@ -293,7 +294,7 @@ static void note_cost(TRITONBACKEND_Model *bm, uint64_t cost) {
  * are; a dear one, or the end of the backlog, pays what is owed. The decision
  * is taken after the job, when its cost is known; the next job may still be
  * long, and a debt it outlives is paid by another producer, by the loop when it
- * wakes, or by the loop's fallback timer (see core/event.h). take_job() pays
+ * wakes, or by the loop's fallback timer (see base/event.h). take_job() pays
  * before it sleeps, so a window lasts only while work is queued. */
 static void run_job(TRITONBACKEND_ModelInstance *in, uint32_t n, int more) {
   TRITONBACKEND_Model *bm = in->model;
@@ -629,7 +630,7 @@ static void on_wake(ifd_event_t *ev) {
   wake = count_wakes(bm, which);
   pthread_mutex_unlock(&f->mu);
   /* A cheap model's results are due within microseconds of waking it: the
-   * loop may wait for them rather than sleep (core/event.h). Said before
+   * loop may wait for them rather than sleep (base/event.h). Said before
    * the signal, which may run the instance at once on this core. */
   if (wake > 0 && bm->coalesce)
     ifd_evq_expect(

@@ -93,7 +93,7 @@ TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
 
 #include "backend_api/backend_api.h"
 #include "core/config.h"
-#include "core/event.h"
+#include "base/event.h"
 #include "core/model.h"
 #include "core/ratelimit.h"
 

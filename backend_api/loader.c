@@ -27,17 +27,11 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/server.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static TRITONBACKEND_Backend *registry; /* guarded by registry_mu */
-
-uint64_t ifd_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int ifd__code_from_class(int cls) {
   static const int codes[] = {IFD_EUNKNOWN, IFD_EINTERNAL, IFD_ENOTFOUND,

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "backend_api/backend_api.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/repo.h"
 #include "core/repoagent.h"
 

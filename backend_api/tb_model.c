@@ -10,7 +10,7 @@
 #include "backend_api/internal.h"
 #include "inferd/inferd_backend.h"
 #include "core/config.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/server.h"
 
 /* ---- backend --------------------------------------------------------------

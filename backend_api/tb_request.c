@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "backend_api/internal.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "core/stats.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))

@@ -19,7 +19,7 @@
 
 #include "backend_api/backend_api.h"
 #include "core/cache.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "triton/core/tritoncache.h"
 
 typedef struct tc_buf {

@@ -1,11 +1,11 @@
 /*
  * backend_api/tsrv_log.c - TRITONSERVER_LogIsEnabled / TRITONSERVER_LogMessage
- * on top of the project logger (core/log.h), so backend lines share the
+ * on top of the project logger (base/log.h), so backend lines share the
  * server's format, levels and single-write(2) atomicity.
  */
 #include "backend_api/internal.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 /* TRITONSERVER_LogLevel numbering differs from ifd_log_level_t. */
 static int map_level(TRITONSERVER_LogLevel level, ifd_log_level_t *out) {

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/metrics.h"
 
 typedef struct fam fam_t;

@@ -46,8 +46,9 @@
 #include <time.h>
 
 #include "backend_api/internal.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/infer.h"
-#include "core/log.h"
 
 /* Room for the errors of one sample run (the rest is cut). */
 #define WARM_ERR_MAX 1024

@@ -27,11 +27,11 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "core/server_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 /* ---- blobs ------------------------------------------------------------- */
 

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 
 typedef struct ifd_cache ifd_cache_t;

@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "core/dtype.h"
-#include "core/error.h"
-#include "core/pool.h"
+#include "base/error.h"
+#include "base/pool.h"
 
 /** The labels of one output: line i names class i. */
 typedef struct ifd_labels {

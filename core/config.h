@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "proto/model_config.pb-c.h"
 
 typedef Inference__ModelConfig ifd_model_config_t;

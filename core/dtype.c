@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* Indexed by ifd_dtype_t; size 0 marks variable-size or invalid. */
 static const struct {

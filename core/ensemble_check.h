@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "core/config.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* What the registry knows of a composing model, for step `name` at `version`
  * (-1: the highest READY version). Returns IFD_ENS_READY and sets *cfg to that

@@ -18,10 +18,10 @@
 
 #include "core/cache.h"
 #include "core/classify.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/metrics.h"
 #include "core/model.h"
-#include "core/objcache.h"
+#include "base/objcache.h"
 #include "core/server.h"
 #include "core/server_internal.h"
 #include "core/trace.h"

@@ -23,9 +23,9 @@
 #include <stdint.h>
 
 #include "core/dtype.h"
-#include "core/error.h"
-#include "core/event.h"
-#include "core/pool.h"
+#include "base/error.h"
+#include "base/event.h"
+#include "base/pool.h"
 #include "core/seqstate.h"
 #include "core/shm.h"
 

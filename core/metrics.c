@@ -13,10 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/util.h"
 #include "core/cache.h"
-#include "core/error.h"
 #include "core/model.h"
-#include "core/util.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 
@@ -592,7 +593,7 @@ static void put_summary(ifd_model_t *m, void *arg) {
 static void put_summaries(out_t *o, ifd_server_t *s,
                           const ifd_server_opts_t *opts) {
   ifd_quantiles_t def;
-  sum_ctx_t c = {o, 0, &opts->quantiles, ifd_summary_now_ms()};
+  sum_ctx_t c = {o, 0, &opts->quantiles, ifd_now_ms_coarse()};
   if (opts->quantiles.n == 0) {
     ifd_quantiles_default(&def);
     c.q = &def;

@@ -14,7 +14,7 @@
 
 #include "core/classify.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 void ifd_model_ref(ifd_model_t *m) {
   m->refs++;

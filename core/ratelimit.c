@@ -38,7 +38,7 @@
  */
 #include "core/ratelimit.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* A --rate-limit-resource=<name>:<count>[:<device>] setting. */
 typedef struct ifd_rl_resource {

@@ -30,9 +30,9 @@
 
 #include "core/ensemble_check.h"
 #include "core/cache.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/server_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include "core/registry_internal.h"
 

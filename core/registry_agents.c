@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/registry_internal.h"
 
 void ifd__reg_agents_unref(ifd_model_agents_t *ma) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/registry_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 static int refuse(ifd_server_t *s, ifd_errmsg_t *err) {
   if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)

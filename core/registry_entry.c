@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/registry_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len) {
   return ifd_strmap_get(&s->by_name, name, len);

@@ -21,7 +21,7 @@
 #include "core/dtype.h"
 #include "core/model.h"
 #include "core/stats.h"
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 typedef struct jbuf {
   char *data; /* owned (malloc'd); handed to the caller by finish() */

@@ -9,7 +9,7 @@
  * ServerModelIndex). Both edges render through here, so the layouts exist
  * once: field order and number spelling as tritonserver writes them
  * (counters and durations are JSON numbers, versions are strings), and every
- * name well-formed UTF-8 (core/utf8.h).
+ * name well-formed UTF-8 (base/utf8.h).
  *
  * Each function returns a malloc'd, NUL-terminated string (the caller frees
  * it) and its length in *len, or NULL when out of memory. Call them on the

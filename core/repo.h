@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "core/config.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /** One model folder found in a repository scan. */
 typedef struct ifd_repo_entry {

@@ -13,7 +13,7 @@
 #define IFD_CORE_REPOAGENT_H
 
 #include "core/config.h"
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct ifd_repoagent_ops {
   /**

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "core/cache.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/server_internal.h"
-#include "core/util.h"
+#include "base/util.h"
 
 /* Free request objects the loop keeps for reuse: enough for the requests
  * in flight at 128 connections, at about 2.2 KiB each (~280 KiB at most).

@@ -15,8 +15,8 @@
 
 #include "core/config.h"
 #include "core/dtype.h"
-#include "core/error.h"
-#include "core/event.h"
+#include "base/error.h"
+#include "base/event.h"
 #include "core/infer.h"
 #include "core/ratelimit.h"
 #include "core/stats.h"

@@ -12,11 +12,11 @@
 #include <uv.h>
 
 #include "core/model.h"
-#include "core/objcache.h"
+#include "base/objcache.h"
 #include "core/repo.h"
 #include "core/shm.h"
 #include "core/server.h"
-#include "core/strmap.h"
+#include "base/strmap.h"
 
 typedef struct reg_op reg_op_t;
 

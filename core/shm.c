@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "core/infer.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
 

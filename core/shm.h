@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct ifd_request ifd_request_t;
 typedef struct ifd_shm ifd_shm_t;

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 static uint64_t span(uint64_t from, uint64_t to) {
   return from != 0 && to > from ? to - from : 0;
@@ -41,7 +42,7 @@ void ifd_stats_request_ns(ifd_model_stats_t *st, int success, uint64_t total_ns,
   st->inference_count += batch_elems;
   if (st->summary != NULL) {
     ifd_latency_summaries_t *s = st->summary;
-    uint64_t now = ifd_summary_now_ms();
+    uint64_t now = ifd_now_ms_coarse();
     ifd_summary_observe(&s->request, total_ns / 1000, now);
     ifd_summary_observe(&s->queue, queue_ns / 1000, now);
     ifd_summary_observe(&s->compute_input, compute_input_ns / 1000, now);

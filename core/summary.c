@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 void ifd_quantiles_default(ifd_quantiles_t *out) {
   static const double q[] = {0.5, 0.9, 0.95, 0.99, 0.999};
@@ -68,12 +68,6 @@ int ifd_quantiles_parse(const char *text, ifd_quantiles_t *out, char *why,
     }
   }
   return 0;
-}
-
-uint64_t ifd_summary_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static uint64_t next_rand(uint64_t *state) {

@@ -71,7 +71,4 @@ int ifd_summary_quantiles(const ifd_summary_t *s, uint64_t now_ms,
 
 void ifd_summary_free(ifd_summary_t *s);
 
-/** A monotonic clock in ms, cheap enough for every request. */
-uint64_t ifd_summary_now_ms(void);
-
 #endif

@@ -31,7 +31,7 @@
 
 #include "core/dtype.h"
 #include "core/infer.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/server_internal.h"
 #include "core/shm.h"

@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct ifd_server ifd_server_t;
 typedef struct ifd_request ifd_request_t;

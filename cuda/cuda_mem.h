@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* Memory types: TRITONSERVER_MemoryType's values (core/shm.h's IFD_MEM_*). */
 #define IFD_CUDA_MEM_CPU 0

@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 #ifdef IFD_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /** Number of CUDA devices usable now; 0 on a CPU-only build or machine.
  *  Asks the runtime once and remembers the answer. */

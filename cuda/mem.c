@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "cuda/internal.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cuda/internal.h"
 
 int ifd__mempool_init(ifd__mempool_t *p, void *base, uint64_t size) {

@@ -44,8 +44,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "net/listen.h"
 
 /* Sockets accepted per readable event, so that a connect storm does not

@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "net/listen.h"
 #include "net/tls.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/pool.h"
+#include "base/pool.h"
 
 /* Bounds on one match: header names are short, so a pattern that needs more
  * than this is pathological (RE2 would answer in linear time). */

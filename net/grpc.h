@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/server.h"
 #include "net/tls.h"
 

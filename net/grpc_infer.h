@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 #include "net/grpc_internal.h"
 

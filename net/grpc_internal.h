@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/server.h"
 
 typedef struct ifd_gstream ifd_gstream_t;

@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "net/grpc_conn.h"
 
 /* While no call is open and PINGs without calls are not permitted, gRPC

@@ -43,7 +43,7 @@
 #include "net/repo_control.h"
 #include "net/restrict.h"
 #include "net/status.h"
-#include "core/utf8.h"
+#include "base/utf8.h"
 #include "proto/grpc_service.pb-c.h"
 #include "proto/health.pb-c.h"
 
@@ -156,7 +156,7 @@ static void **struct_array(arena_t *a, size_t n, size_t size) {
 /* A proto3 string field must hold UTF-8 (clients refuse the message
  * otherwise), and names and reasons may carry a folder name's bytes. Returns
  * `s` itself when it is well-formed, else a repaired copy from the arena
- * (core/utf8.h); NULL on ENOMEM. */
+ * (base/utf8.h); NULL on ENOMEM. */
 static char *text(arena_t *a, const char *s) {
   size_t n = strlen(s);
   char *r;

@@ -31,7 +31,7 @@
 #include "core/shm.h"
 #include "net/grpc_infer.h"
 #include "net/status.h"
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 static ifd_shm_t *table(const ifd_gstream_t *st) {
   return ifd_server_shm(ifd_gstream_server(st));

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 #include "net/grpc_internal.h"
 #include "proto/grpc_service.pb-c.h"

@@ -47,8 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "net/grpc_conn.h"
 
 #define STREAM_WINDOW (16 << 20)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "net/grpc_conn.h"
 
 /* First output buffer for an inflate, grown by doubling. */

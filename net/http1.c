@@ -56,8 +56,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "net/conn.h"
 #include "net/forward.h"
 #include "net/internal.h"
@@ -267,7 +267,7 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
                            int64_t hdr_len) {
   char head[IFD_HTTP_HEADROOM];
   const char *end = head + sizeof(head), *reason = ifd_http_reason(status);
-  uint64_t total = ifd__hbuf_size(body);
+  uint64_t total = ifd_hbuf_size(body);
   unsigned i;
   char *o = head;
   int n;
@@ -305,7 +305,7 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   o = PUT_LIT(o, end, "\r\n");
   if (o == NULL) goto out_oom;
   n = (int)(o - head);
-  if (ifd__hbuf_prepend(body, head, (size_t)n) != 0) goto out_oom;
+  if (ifd_hbuf_prepend(body, head, (size_t)n) != 0) goto out_oom;
   if (nbin + 1 > IFD_SLOT_INLINE_IOV) {
     s->iov = malloc((nbin + 1) * sizeof(uv_buf_t));
     if (s->iov == NULL) {
@@ -315,7 +315,7 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   }
   s->buf = body->data;
   s->iov[0] =
-      uv_buf_init(body->data + body->start, (unsigned)ifd__hbuf_size(body));
+      uv_buf_init(body->data + body->start, (unsigned)ifd_hbuf_size(body));
   body->data = NULL;
   for (i = 0; i < nbin; i++) s->iov[i + 1] = bin[i];
   s->niov = nbin + 1;
@@ -324,7 +324,7 @@ void ifd__http_slot_finish(ifd_http_slot_t *s, int status, const char *ctype,
   return;
 
 out_oom:
-  ifd__hbuf_free(body);
+  ifd_hbuf_free(body);
   s->close_after = 1;
   slot_static(s, oom_response, sizeof(oom_response) - 1);
 }
@@ -333,10 +333,10 @@ void ifd__http_slot_error_as(ifd_http_slot_t *s, int status, const char *ctype,
                              const char *msg) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{\"error\":");
-  ifd__json_str(&b, msg, strlen(msg));
-  ifd__hbuf_puts(&b, "}");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{\"error\":");
+  ifd_json_str(&b, msg, strlen(msg));
+  ifd_hbuf_puts(&b, "}");
   ifd__http_slot_finish(s, status, ctype, &b, NULL, 0, -1);
 }
 
@@ -410,12 +410,12 @@ out_oom:
 }
 
 int ifd__http_slot_stream_put(ifd_http_slot_t *s, ifd_hbuf_t *body) {
-  size_t size = ifd__hbuf_size(body);
+  size_t size = ifd_hbuf_size(body);
   char line[24];
   int n;
 
   if (size == 0 || !stream_live(s) || s->stream_end) {
-    ifd__hbuf_free(body);
+    ifd_hbuf_free(body);
     return 0;
   }
   /* A client that stopped reading: no unbounded buffering for it. (What is
@@ -425,19 +425,19 @@ int ifd__http_slot_stream_put(ifd_http_slot_t *s, ifd_hbuf_t *body) {
         "HTTP: closing a connection whose client does not read its "
         "streamed answer (%zu bytes queued)",
         s->pieces_bytes);
-    ifd__hbuf_free(body);
+    ifd_hbuf_free(body);
     close_conn(s->conn, 0);
     return 0;
   }
   if (s->chunked) {
     n = snprintf(line, sizeof(line), "%zx\r\n", size);
-    if (ifd__hbuf_prepend(body, line, (size_t)n) != 0) goto out_oom;
-    ifd__hbuf_put(body, "\r\n", 2);
+    if (ifd_hbuf_prepend(body, line, (size_t)n) != 0) goto out_oom;
+    ifd_hbuf_put(body, "\r\n", 2);
   }
-  if (body->oom || ifd__hbuf_size(body) > UINT32_MAX) goto out_oom;
+  if (body->oom || ifd_hbuf_size(body) > UINT32_MAX) goto out_oom;
   if (piece_push(s, body->data,
                  uv_buf_init(body->data + body->start,
-                             (unsigned)ifd__hbuf_size(body))) != 0) {
+                             (unsigned)ifd_hbuf_size(body))) != 0) {
     body->data = NULL;
     goto out_oom;
   }
@@ -445,7 +445,7 @@ int ifd__http_slot_stream_put(ifd_http_slot_t *s, ifd_hbuf_t *body) {
   return 0;
 
 out_oom:
-  ifd__hbuf_free(body);
+  ifd_hbuf_free(body);
   if (stream_live(s)) close_conn(s->conn, 0);
   return IFD_ENOMEM;
 }

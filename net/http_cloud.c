@@ -40,7 +40,7 @@ static const char vertex_binary[] =
 static void reply_status(ifd_http_slot_t *s, int status) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__http_slot_finish(s, status, NULL, &b, NULL, 0, -1);
 }
 

@@ -63,9 +63,9 @@ static const char *error_text(const ifd_response_t *resp) {
 
 /* Appends {"error": msg}. */
 static void put_error(ifd_hbuf_t *b, const char *msg) {
-  ifd__hbuf_puts(b, "{\"error\":");
-  ifd__json_text(b, msg, strlen(msg));
-  ifd__hbuf_put(b, "}", 1);
+  ifd_hbuf_puts(b, "{\"error\":");
+  ifd_json_text(b, msg, strlen(msg));
+  ifd_hbuf_put(b, "}", 1);
 }
 
 /* Appends the JSON of `resp`: its outputs, or {"error"} for an error
@@ -102,10 +102,10 @@ static void stream_response(ifd_http_slot_t *s, ifd_response_t *resp) {
   if (!s->streaming && ifd__http_slot_stream_begin(
                            s, 200, "text/event-stream; charset=utf-8") != 0)
     return;
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "data: ");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "data: ");
   put_response(&b, s->req, resp);
-  ifd__hbuf_puts(&b, "\n\n");
+  ifd_hbuf_puts(&b, "\n\n");
   ifd__http_slot_stream_put(s, &b);
 }
 
@@ -114,7 +114,7 @@ static void generate_answer(ifd_http_slot_t *s, const ifd_http_gen_t *g) {
   ifd_hbuf_t b;
 
   if (ifd__http_slot_stream_begin(s, 200, "application/json") != 0) return;
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   if (g->count == 1 && s->resp != NULL)
     put_response(&b, s->req, s->resp);
   else

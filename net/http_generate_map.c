@@ -129,8 +129,8 @@ static int put_elem(fill_t *f, const json_t *v) {
         memcpy(f->out, &(float){(float)d}, 4);
         f->out += 4;
       } else {
-        uint16_t h = f->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
-                                               : ifd__f32_to_bf16((float)d);
+        uint16_t h = f->dtype == IFD_TYPE_FP16 ? ifd_f32_to_f16((float)d)
+                                               : ifd_f32_to_bf16((float)d);
         memcpy(f->out, &h, 2);
         f->out += 2;
       }
@@ -280,13 +280,13 @@ static int check_duplicate_inputs(const char *p, const char *end,
     p = ifd__json_ws(p, end);
     if (p >= end || *p != '"') break; /* the closing '}' */
     k = p;
-    n = ifd__json_strlen(k, end, &esc);
+    n = ifd_json_strlen(k, end, &esc);
     name = malloc(n + 1);
     if (name == NULL) {
       rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
       break;
     }
-    ifd__json_strcpy(k, end, name);
+    ifd_json_strcpy(k, end, name);
     name[n] = '\0';
     for (i = 0; i < n_inputs; i++)
       if (strlen(inputs[i].name) == n && memcmp(inputs[i].name, name, n) == 0)
@@ -387,26 +387,26 @@ int ifd__http_generate_encode(ifd_hbuf_t *b, const ifd_response_t *resp,
   }
   for (i = 0; i < resp->n_outputs; i++) sorted[i] = &resp->outputs[i];
   qsort(sorted, resp->n_outputs, sizeof(*sorted), by_name);
-  ifd__hbuf_put(b, "{", 1);
+  ifd_hbuf_put(b, "{", 1);
   for (i = 0; i < resp->n_outputs; i++) {
-    ifd__json_str(b, sorted[i]->name, strlen(sorted[i]->name));
-    ifd__hbuf_put(b, ":", 1);
+    ifd_json_str(b, sorted[i]->name, strlen(sorted[i]->name));
+    ifd_hbuf_put(b, ":", 1);
     rc = ifd__http_json_output_data(b, sorted[i], err);
     if (rc != 0) goto out_free;
-    ifd__hbuf_put(b, ",", 1);
+    ifd_hbuf_put(b, ",", 1);
   }
-  ifd__hbuf_puts(b, "\"model_name\":");
-  ifd__json_str(b, model_name, strlen(model_name));
-  ifd__hbuf_puts(b, ",\"model_version\":\"");
-  if (version >= 0) ifd__hbuf_printf(b, "%" PRId64, version);
-  ifd__hbuf_put(b, "\"", 1);
+  ifd_hbuf_puts(b, "\"model_name\":");
+  ifd_json_str(b, model_name, strlen(model_name));
+  ifd_hbuf_puts(b, ",\"model_version\":\"");
+  if (version >= 0) ifd_hbuf_printf(b, "%" PRId64, version);
+  ifd_hbuf_put(b, "\"", 1);
   for (i = 0; i < resp->n_params; i++) {
-    ifd__hbuf_put(b, ",", 1);
-    ifd__json_str(b, resp->params[i].key, strlen(resp->params[i].key));
-    ifd__hbuf_put(b, ":", 1);
+    ifd_hbuf_put(b, ",", 1);
+    ifd_json_str(b, resp->params[i].key, strlen(resp->params[i].key));
+    ifd_hbuf_put(b, ":", 1);
     ifd__http_json_param_value(b, &resp->params[i]);
   }
-  ifd__hbuf_put(b, "}", 1);
+  ifd_hbuf_put(b, "}", 1);
   if (b->oom) rc = ifd_errf(err, IFD_ENOMEM, "out of memory");
 
 out_free:

@@ -87,7 +87,7 @@ static void finish_encoded(ifd_http_slot_t *s, int rc, const ifd_errmsg_t *err,
                            ifd_hbuf_t *text, const uv_buf_t *bin,
                            unsigned nbin) {
   if (rc != 0) {
-    ifd__hbuf_free(text);
+    ifd_hbuf_free(text);
     reply_code(s, rc, err->text);
   } else if (nbin != 0 && s->sagemaker) {
     /* SageMaker says the JSON size in the media type, not in a header. */
@@ -95,11 +95,11 @@ static void finish_encoded(ifd_http_slot_t *s, int rc, const ifd_errmsg_t *err,
     snprintf(ctype, sizeof(ctype),
              "application/vnd.sagemaker-triton.binary+json;json-header-size="
              "%zu",
-             ifd__hbuf_size(text));
+             ifd_hbuf_size(text));
     ifd__http_slot_finish(s, 200, ctype, text, bin, nbin, -1);
   } else if (nbin != 0) {
     ifd__http_slot_finish(s, 200, "application/octet-stream", text, bin, nbin,
-                          (int64_t)ifd__hbuf_size(text));
+                          (int64_t)ifd_hbuf_size(text));
   } else {
     ifd__http_slot_finish(s, 200, "application/json", text, NULL, 0, -1);
   }
@@ -124,7 +124,7 @@ static void answer_inline(ifd_http_slot_t *s, ifd_response_t *resp) {
     }
   }
   ifd_errclear(&err);
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   rc = ifd__http_infer_serialize(s->req, resp, executed_version(s->req),
                                  s->binary_all, &b, bin, &nbin, &err);
   finish_encoded(s, rc, &err, &b, bin, nbin);
@@ -152,7 +152,7 @@ static void job_work(uv_work_t *w) {
   /* Worker thread: only the job, the request's pool and tensors (decode) or
    * the job's own buffers (encode) are written here; the slot is not read. */
   if (j->encode) {
-    ifd__hbuf_init(&j->text, IFD_HTTP_HEADROOM);
+    ifd_hbuf_init(&j->text, IFD_HTTP_HEADROOM);
     j->rc =
         ifd__http_infer_serialize(j->req, j->resp, j->version, j->binary_all,
                                   &j->text, j->bin, &j->nbin, &j->err);
@@ -169,7 +169,7 @@ static void job_work(uv_work_t *w) {
 }
 
 static void job_free(job_t *j) {
-  if (j->encode) ifd__hbuf_free(&j->text);
+  if (j->encode) ifd_hbuf_free(&j->text);
   free(j->bin);
   free(j);
 }
@@ -360,10 +360,10 @@ static int refuse_decoupled(ifd_http_slot_t *s, ifd_request_t *req) {
       m->config->model_transaction_policy == NULL ||
       !m->config->model_transaction_policy->decoupled)
     return 0;
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b,
-                 "{\"error\":\"HTTP end point doesn't support models with "
-                 "decoupled transaction policy\"}");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b,
+                "{\"error\":\"HTTP end point doesn't support models with "
+                "decoupled transaction policy\"}");
   ifd__http_slot_finish(s, 501, "text/plain", &b, NULL, 0, -1);
   ifd_request_unref(req);
   return 1;

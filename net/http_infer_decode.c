@@ -120,8 +120,8 @@ static int key_is(const jkey_t *k, const char *end, const char *lit) {
   /* An escape takes at most 6 bytes per decoded byte, so a longer raw key
    * cannot decode to a field name; a shorter one fits buf. */
   if (k->n > sizeof(buf)) return 0;
-  if (ifd__json_strlen(k->q, end, &esc) != n) return 0;
-  ifd__json_strcpy(k->q, end, buf);
+  if (ifd_json_strlen(k->q, end, &esc) != n) return 0;
+  ifd_json_strcpy(k->q, end, buf);
   return memcmp(buf, lit, n) == 0;
 }
 
@@ -129,14 +129,14 @@ static int key_is(const jkey_t *k, const char *end, const char *lit) {
 static char *pool_str(ifd_request_t *req, const char *v, const char *end,
                       size_t *len) {
   int esc;
-  size_t n = ifd__json_strlen(v, end, &esc);
+  size_t n = ifd_json_strlen(v, end, &esc);
   char *s;
 
   if (len != NULL) *len = n;
   if (!esc) return ifd_pool_strndup(&req->pool, v + 1, n);
   s = ifd_pool_alloc(&req->pool, n + 1);
   if (s == NULL) return NULL;
-  ifd__json_strcpy(v, end, s);
+  ifd_json_strcpy(v, end, s);
   s[n] = '\0';
   return s;
 }
@@ -247,18 +247,18 @@ static int put_elem(walk_t *w, const char **pp) {
         memcpy(w->out, &(float){(float)d}, 4);
         w->out += 4;
       } else {
-        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
-                                               : ifd__f32_to_bf16((float)d);
+        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd_f32_to_f16((float)d)
+                                               : ifd_f32_to_bf16((float)d);
         memcpy(w->out, &h, 2);
         w->out += 2;
       }
       return 0;
     case IFD_TYPE_BYTES: {
       int esc;
-      size_t len = ifd__json_strlen(p, w->end, &esc);
+      size_t len = ifd_json_strlen(p, w->end, &esc);
       uint32_t len32 = (uint32_t)len;
       memcpy(w->out, &len32, 4);
-      *pp = ifd__json_strcpy(p, w->end, (char *)w->out + 4);
+      *pp = ifd_json_strcpy(p, w->end, (char *)w->out + 4);
       w->out += 4 + len;
       return 0;
     }
@@ -290,7 +290,7 @@ static int walk(walk_t *w, const char *p, int mode, int64_t cap) {
         int esc;
         size_t n;
         if (!is_str(p, end)) return elem_error(w, "a string");
-        n = ifd__json_strlen(p, end, &esc);
+        n = ifd_json_strlen(p, end, &esc);
         if (n > UINT32_MAX) return elem_error(w, "short enough");
         w->bytes += 4 + n;
         p = ifd__json_skip(p, end);
@@ -523,12 +523,12 @@ static int decode_input(ifd_request_t *req, ifd_input_t *in, const char *j,
         in->name);
   {
     int esc;
-    dtlen = ifd__json_strlen(dt, end, &esc);
+    dtlen = ifd_json_strlen(dt, end, &esc);
     if (dtlen >= sizeof(dtbuf)) {
       dtname = ifd_pool_alloc(&req->pool, dtlen + 1);
       if (dtname == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
     }
-    ifd__json_strcpy(dt, end, dtname);
+    ifd_json_strcpy(dt, end, dtname);
     dtname[dtlen] = '\0';
   }
   in->dtype = ifd_dtype_from_name(dtname, dtlen);

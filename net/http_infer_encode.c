@@ -26,7 +26,7 @@ static void put_i64(ifd_hbuf_t *b, int64_t v) {
     u /= 10;
   } while (u != 0);
   if (v < 0) *--p = '-';
-  ifd__hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+  ifd_hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 static void put_u64(ifd_hbuf_t *b, uint64_t u) {
@@ -36,18 +36,18 @@ static void put_u64(ifd_hbuf_t *b, uint64_t u) {
     *--p = (char)('0' + u % 10);
     u /= 10;
   } while (u != 0);
-  ifd__hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+  ifd_hbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 static void put_shape(ifd_hbuf_t *b, const int64_t *shape, uint32_t n) {
   uint32_t i;
 
-  ifd__hbuf_put(b, "[", 1);
+  ifd_hbuf_put(b, "[", 1);
   for (i = 0; i < n; i++) {
-    if (i != 0) ifd__hbuf_put(b, ",", 1);
+    if (i != 0) ifd_hbuf_put(b, ",", 1);
     put_i64(b, shape[i]);
   }
-  ifd__hbuf_put(b, "]", 1);
+  ifd_hbuf_put(b, "]", 1);
 }
 
 static void put_elem_json(ifd_hbuf_t *b, ifd_dtype_t t,
@@ -67,7 +67,7 @@ static void put_elem_json(ifd_hbuf_t *b, ifd_dtype_t t,
   memcpy(&v, p, ifd_dtype_size(t));
   switch (t) {
     case IFD_TYPE_BOOL:
-      ifd__hbuf_puts(b, p[0] ? "true" : "false");
+      ifd_hbuf_puts(b, p[0] ? "true" : "false");
       break;
     case IFD_TYPE_UINT8:
       put_u64(b, p[0]);
@@ -94,19 +94,19 @@ static void put_elem_json(ifd_hbuf_t *b, ifd_dtype_t t,
       put_i64(b, v.i64);
       break;
     case IFD_TYPE_FP16:
-      ifd__json_f32(b, ifd__f16_to_f32(v.u16));
+      ifd_json_f32(b, ifd_f16_to_f32(v.u16));
       break;
     case IFD_TYPE_BF16:
-      ifd__json_f32(b, ifd__bf16_to_f32(v.u16));
+      ifd_json_f32(b, ifd_bf16_to_f32(v.u16));
       break;
     case IFD_TYPE_FP32:
-      ifd__json_f32(b, v.f);
+      ifd_json_f32(b, v.f);
       break;
     case IFD_TYPE_FP64:
-      ifd__json_f64(b, v.d);
+      ifd_json_f64(b, v.d);
       break;
     default:
-      ifd__hbuf_puts(b, "null");
+      ifd_hbuf_puts(b, "null");
       break;
   }
 }
@@ -117,7 +117,7 @@ static int put_data(ifd_hbuf_t *b, const ifd_output_t *o, int64_t count,
   size_t esize = ifd_dtype_size(o->dtype);
   int64_t i;
 
-  ifd__hbuf_put(b, "[", 1);
+  ifd_hbuf_put(b, "[", 1);
   if (o->dtype == IFD_TYPE_BYTES) {
     uint64_t off = 0;
     for (i = 0; i < count; i++) {
@@ -126,18 +126,18 @@ static int put_data(ifd_hbuf_t *b, const ifd_output_t *o, int64_t count,
       memcpy(&len, p + off, 4);
       off += 4;
       if (o->byte_size - off < len) goto out_malformed;
-      if (i != 0) ifd__hbuf_put(b, ",", 1);
-      ifd__json_str(b, (const char *)p + off, len);
+      if (i != 0) ifd_hbuf_put(b, ",", 1);
+      ifd_json_str(b, (const char *)p + off, len);
       off += len;
     }
     if (off != o->byte_size) goto out_malformed;
   } else {
     for (i = 0; i < count; i++) {
-      if (i != 0) ifd__hbuf_put(b, ",", 1);
+      if (i != 0) ifd_hbuf_put(b, ",", 1);
       put_elem_json(b, o->dtype, p + (size_t)i * esize);
     }
   }
-  ifd__hbuf_put(b, "]", 1);
+  ifd_hbuf_put(b, "]", 1);
   return 0;
 
 out_malformed:
@@ -189,25 +189,25 @@ static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int how,
   int64_t count;
   int rc;
 
-  ifd__hbuf_puts(b, "{\"name\":");
-  ifd__json_str(b, o->name, strlen(o->name));
-  ifd__hbuf_puts(b, ",\"datatype\":\"");
-  ifd__hbuf_puts(b, ifd_dtype_name(o->dtype));
-  ifd__hbuf_puts(b, "\",\"shape\":");
+  ifd_hbuf_puts(b, "{\"name\":");
+  ifd_json_str(b, o->name, strlen(o->name));
+  ifd_hbuf_puts(b, ",\"datatype\":\"");
+  ifd_hbuf_puts(b, ifd_dtype_name(o->dtype));
+  ifd_hbuf_puts(b, "\",\"shape\":");
   put_shape(b, o->shape, o->ndims);
   if (how == OUT_SHM) {
     /* The bytes are in the client's region already (they may be device
      * memory: never read here); the entry names the tensor only, as
      * Triton's does. */
-    ifd__hbuf_put(b, "}", 1);
+    ifd_hbuf_put(b, "}", 1);
     return 0;
   }
   rc = output_count(o, &count, err);
   if (rc != 0) return rc;
   if (how == OUT_BINARY) {
-    ifd__hbuf_puts(b, ",\"parameters\":{\"binary_data_size\":");
+    ifd_hbuf_puts(b, ",\"parameters\":{\"binary_data_size\":");
     put_u64(b, o->byte_size);
-    ifd__hbuf_puts(b, "}}");
+    ifd_hbuf_puts(b, "}}");
     /* uv_buf_t lengths are 32-bit: larger outputs cannot go out as one. */
     if (o->byte_size > UINT32_MAX)
       return ifd_errf(err, IFD_EINTERNAL,
@@ -216,26 +216,26 @@ static int put_output(ifd_hbuf_t *b, const ifd_output_t *o, int how,
     ++*nbin;
     return 0;
   }
-  ifd__hbuf_puts(b, ",\"data\":");
+  ifd_hbuf_puts(b, ",\"data\":");
   rc = put_data(b, o, count, err);
   if (rc != 0) return rc;
-  ifd__hbuf_put(b, "}", 1);
+  ifd_hbuf_put(b, "}", 1);
   return 0;
 }
 
 void ifd__http_json_param_value(ifd_hbuf_t *b, const ifd_param_t *p) {
   switch (p->type) {
     case IFD_PARAM_STRING:
-      ifd__json_str(b, p->v.s, strlen(p->v.s));
+      ifd_json_str(b, p->v.s, strlen(p->v.s));
       break;
     case IFD_PARAM_INT:
       put_i64(b, p->v.i);
       break;
     case IFD_PARAM_BOOL:
-      ifd__hbuf_puts(b, p->v.b ? "true" : "false");
+      ifd_hbuf_puts(b, p->v.b ? "true" : "false");
       break;
     case IFD_PARAM_DOUBLE:
-      ifd__json_f64(b, p->v.d);
+      ifd_json_f64(b, p->v.d);
       break;
   }
 }
@@ -243,15 +243,15 @@ void ifd__http_json_param_value(ifd_hbuf_t *b, const ifd_param_t *p) {
 static void put_params(ifd_hbuf_t *b, const ifd_param_t *params, uint32_t n) {
   uint32_t i;
 
-  ifd__hbuf_puts(b, ",\"parameters\":{");
+  ifd_hbuf_puts(b, ",\"parameters\":{");
   for (i = 0; i < n; i++) {
     const ifd_param_t *p = &params[i];
-    if (i != 0) ifd__hbuf_put(b, ",", 1);
-    ifd__json_str(b, p->key, strlen(p->key));
-    ifd__hbuf_put(b, ":", 1);
+    if (i != 0) ifd_hbuf_put(b, ",", 1);
+    ifd_json_str(b, p->key, strlen(p->key));
+    ifd_hbuf_put(b, ":", 1);
     ifd__http_json_param_value(b, p);
   }
-  ifd__hbuf_put(b, "}", 1);
+  ifd_hbuf_put(b, "}", 1);
 }
 
 static int output_how(const ifd_output_req_t *r) {
@@ -268,38 +268,38 @@ int ifd__http_infer_serialize(const ifd_request_t *req,
   int rc, first = 1;
 
   *nbin = 0;
-  ifd__hbuf_put(out, "{", 1);
+  ifd_hbuf_put(out, "{", 1);
   if (req->id != NULL && req->id[0] != '\0') {
-    ifd__hbuf_puts(out, "\"id\":");
-    ifd__json_str(out, req->id, strlen(req->id));
-    ifd__hbuf_put(out, ",", 1);
+    ifd_hbuf_puts(out, "\"id\":");
+    ifd_json_str(out, req->id, strlen(req->id));
+    ifd_hbuf_put(out, ",", 1);
   }
-  ifd__hbuf_puts(out, "\"model_name\":");
-  ifd__json_str(out, name, strlen(name));
-  ifd__hbuf_puts(out, ",\"model_version\":\"");
+  ifd_hbuf_puts(out, "\"model_name\":");
+  ifd_json_str(out, name, strlen(name));
+  ifd_hbuf_puts(out, ",\"model_version\":\"");
   if (model_version >= 0) put_i64(out, model_version);
-  ifd__hbuf_put(out, "\"", 1);
+  ifd_hbuf_put(out, "\"", 1);
   if (resp->n_params != 0) put_params(out, resp->params, resp->n_params);
-  ifd__hbuf_puts(out, ",\"outputs\":[");
+  ifd_hbuf_puts(out, ",\"outputs\":[");
   if (req->n_outputs != 0) {
     /* The client named its outputs: answer in its order. */
     for (i = 0; i < req->n_outputs; i++) {
       const ifd_output_t *o = ifd_response_output(resp, req->outputs[i].name);
       if (o == NULL) continue;
-      if (!first) ifd__hbuf_put(out, ",", 1);
+      if (!first) ifd_hbuf_put(out, ",", 1);
       first = 0;
       rc = put_output(out, o, output_how(&req->outputs[i]), bin, nbin, err);
       if (rc != 0) return rc;
     }
   } else {
     for (i = 0; i < resp->n_outputs; i++) {
-      if (i != 0) ifd__hbuf_put(out, ",", 1);
+      if (i != 0) ifd_hbuf_put(out, ",", 1);
       rc = put_output(out, &resp->outputs[i],
                       binary_all ? OUT_BINARY : OUT_JSON, bin, nbin, err);
       if (rc != 0) return rc;
     }
   }
-  ifd__hbuf_puts(out, "]}");
+  ifd_hbuf_puts(out, "]}");
   if (out->oom) return ifd_errf(err, IFD_ENOMEM, "out of memory");
   return 0;
 }

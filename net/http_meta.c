@@ -18,7 +18,7 @@ static void put_owned(ifd_hbuf_t *b, char *text, size_t len) {
     b->oom = 1;
     return;
   }
-  ifd__hbuf_put(b, text, len);
+  ifd_hbuf_put(b, text, len);
   free(text);
 }
 

@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/internal.h"
 
 /* Triton waits this long for an unload before it unregisters anyway. */
@@ -137,7 +137,7 @@ static void mme_drop(struct ifd_mme *m, const char *name) {
 static void reply_empty(ifd_http_slot_t *s, int status) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__http_slot_finish(s, status, NULL, &b, NULL, 0, -1);
 }
 
@@ -640,16 +640,16 @@ void ifd__http_mme_close(struct ifd_mme *m) {
  */
 
 static void put_model(ifd_hbuf_t *b, const mme_model_t *e) {
-  ifd__hbuf_puts(b, "{\"modelName\":");
-  ifd__json_str(b, e->name, strlen(e->name));
-  ifd__hbuf_puts(b, ",\"modelUrl\":");
-  ifd__json_str(b, e->repo, strlen(e->repo));
-  ifd__hbuf_puts(b, "}");
+  ifd_hbuf_puts(b, "{\"modelName\":");
+  ifd_json_str(b, e->name, strlen(e->name));
+  ifd_hbuf_puts(b, ",\"modelUrl\":");
+  ifd_json_str(b, e->repo, strlen(e->repo));
+  ifd_hbuf_puts(b, "}");
 }
 
 static void reply_json(ifd_http_slot_t *s, ifd_hbuf_t *b) {
   if (b->oom) {
-    ifd__hbuf_free(b);
+    ifd_hbuf_free(b);
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
@@ -661,17 +661,17 @@ static void mme_list(ifd_http_t *h, ifd_http_slot_t *s) {
   ifd_hbuf_t b;
   size_t i, k = 0;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{\"models\":[");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{\"models\":[");
   for (i = 0; m != NULL && i < m->n_models; i++) {
     /* As Triton: only a model ready to serve is listed. */
     if (!ifd_server_model_ready(m->server, m->models[i].name,
                                 strlen(m->models[i].name), -1))
       continue;
-    if (k++ > 0) ifd__hbuf_puts(&b, ",");
+    if (k++ > 0) ifd_hbuf_puts(&b, ",");
     put_model(&b, &m->models[i]);
   }
-  ifd__hbuf_puts(&b, "]}");
+  ifd_hbuf_puts(&b, "]}");
   reply_json(s, &b);
 }
 
@@ -684,7 +684,7 @@ static void mme_get(ifd_http_t *h, ifd_http_slot_t *s, const char *name,
     reply_empty(s, 404);
     return;
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   put_model(&b, e);
   reply_json(s, &b);
 }

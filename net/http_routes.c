@@ -197,7 +197,7 @@ long ifd__http_url_decode(const char *s, size_t n, char *out) {
  * memory. Takes b's memory. */
 static void reply_body(ifd_http_slot_t *s, ifd_hbuf_t *b) {
   if (b->oom) {
-    ifd__hbuf_free(b);
+    ifd_hbuf_free(b);
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
@@ -210,7 +210,7 @@ static void reply_body(ifd_http_slot_t *s, ifd_hbuf_t *b) {
 static void reply_config(ifd_http_slot_t *s, const ifd_model_t *m) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_model_config(&b, m);
   reply_body(s, &b);
 }
@@ -218,7 +218,7 @@ static void reply_config(ifd_http_slot_t *s, const ifd_model_t *m) {
 static void reply_server_meta(ifd_server_t *srv, ifd_http_slot_t *s) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_server_info(&b, ifd_server_metadata(srv));
   reply_body(s, &b);
 }
@@ -232,7 +232,7 @@ static void reply_model_meta(ifd_server_t *srv, ifd_http_slot_t *s,
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_model_info(&b, &info);
   ifd_model_info_free(&info);
   reply_body(s, &b);
@@ -242,7 +242,7 @@ static void reply_model_meta(ifd_server_t *srv, ifd_http_slot_t *s,
 static void reply_empty(ifd_http_slot_t *s, int status) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__http_slot_finish(s, status, "text/plain", &b, NULL, 0, -1);
 }
 
@@ -328,7 +328,7 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_repo_index(&b, rows, n);
   free(rows);
   reply_body(s, &b);
@@ -346,7 +346,7 @@ static void route_repo_index(ifd_server_t *srv, ifd_http_slot_t *s,
 static void reply_done(ifd_http_slot_t *s) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
 }
 
@@ -429,53 +429,52 @@ static void put_conn_metrics(ifd_hbuf_t *b) {
   const ifd_conn_stats_t *st = ifd__conn_stats(&n);
 
   if (n == 0) return;
-  ifd__hbuf_puts(b,
-                 "# HELP inferd_connections_open Connections open now, by "
-                 "listener.\n# TYPE inferd_connections_open gauge\n");
+  ifd_hbuf_puts(b,
+                "# HELP inferd_connections_open Connections open now, by "
+                "listener.\n# TYPE inferd_connections_open gauge\n");
   for (i = 0; i < n; i++)
-    ifd__hbuf_printf(b,
-                     "inferd_connections_open{protocol=\"%s\"} %" PRIu64 "\n",
-                     st[i].label, st[i].open);
-  ifd__hbuf_puts(b,
-                 "# HELP inferd_connections_accepted_total Connections "
-                 "accepted and served.\n"
-                 "# TYPE inferd_connections_accepted_total counter\n");
+    ifd_hbuf_printf(b, "inferd_connections_open{protocol=\"%s\"} %" PRIu64 "\n",
+                    st[i].label, st[i].open);
+  ifd_hbuf_puts(b,
+                "# HELP inferd_connections_accepted_total Connections "
+                "accepted and served.\n"
+                "# TYPE inferd_connections_accepted_total counter\n");
   for (i = 0; i < n; i++)
-    ifd__hbuf_printf(b,
-                     "inferd_connections_accepted_total{protocol=\"%s\"} "
-                     "%" PRIu64 "\n",
-                     st[i].label, st[i].accepted);
-  ifd__hbuf_puts(b,
-                 "# HELP inferd_connections_rejected_total Connections "
-                 "closed as soon as accepted (--max-connections, out of "
-                 "memory).\n"
-                 "# TYPE inferd_connections_rejected_total counter\n");
+    ifd_hbuf_printf(b,
+                    "inferd_connections_accepted_total{protocol=\"%s\"} "
+                    "%" PRIu64 "\n",
+                    st[i].label, st[i].accepted);
+  ifd_hbuf_puts(b,
+                "# HELP inferd_connections_rejected_total Connections "
+                "closed as soon as accepted (--max-connections, out of "
+                "memory).\n"
+                "# TYPE inferd_connections_rejected_total counter\n");
   for (i = 0; i < n; i++)
-    ifd__hbuf_printf(
+    ifd_hbuf_printf(
         b,
         "inferd_connections_rejected_total{protocol=\"%s\",reason=\"max_"
         "connections\"} %" PRIu64
         "\ninferd_connections_rejected_total{protocol=\"%s\",reason=\"out_"
         "of_memory\"} %" PRIu64 "\n",
         st[i].label, st[i].rejected_max, st[i].label, st[i].rejected_nomem);
-  ifd__hbuf_puts(b,
-                 "# HELP inferd_accept_paused_total Times accepting paused "
-                 "because the process was out of file descriptors.\n"
-                 "# TYPE inferd_accept_paused_total counter\n");
+  ifd_hbuf_puts(b,
+                "# HELP inferd_accept_paused_total Times accepting paused "
+                "because the process was out of file descriptors.\n"
+                "# TYPE inferd_accept_paused_total counter\n");
   for (i = 0; i < n; i++)
-    ifd__hbuf_printf(
-        b, "inferd_accept_paused_total{protocol=\"%s\"} %" PRIu64 "\n",
-        st[i].label, st[i].fd_pauses);
-  ifd__hbuf_puts(b,
-                 "# HELP inferd_connections_closed_total Connections closed "
-                 "on a limit or timeout.\n"
-                 "# TYPE inferd_connections_closed_total counter\n");
+    ifd_hbuf_printf(b,
+                    "inferd_accept_paused_total{protocol=\"%s\"} %" PRIu64 "\n",
+                    st[i].label, st[i].fd_pauses);
+  ifd_hbuf_puts(b,
+                "# HELP inferd_connections_closed_total Connections closed "
+                "on a limit or timeout.\n"
+                "# TYPE inferd_connections_closed_total counter\n");
   for (i = 0; i < n; i++)
     for (k = 0; k < IFD_CONN_LIMIT_N; k++)
-      ifd__hbuf_printf(b,
-                       "inferd_connections_closed_total{protocol=\"%s\","
-                       "reason=\"%s\"} %" PRIu64 "\n",
-                       st[i].label, limit_names[k], st[i].closed[k]);
+      ifd_hbuf_printf(b,
+                      "inferd_connections_closed_total{protocol=\"%s\","
+                      "reason=\"%s\"} %" PRIu64 "\n",
+                      st[i].label, limit_names[k], st[i].closed[k]);
 }
 
 /* The metrics listener answers GET /metrics only, in Prometheus' text
@@ -504,8 +503,8 @@ void ifd__http_reply_metrics(ifd_server_t *srv, ifd_http_slot_t *s,
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_put(&b, text, len);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_put(&b, text, len);
   free(text);
   put_conn_metrics(&b);
   ifd__http_slot_finish(s, 200, "text/plain; charset=utf-8; version=0.0.4", &b,
@@ -547,7 +546,7 @@ static void route_stats(ifd_server_t *srv, ifd_http_slot_t *s,
     reply_code(s, rc, err.text);
     return;
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_stats(&b, rows, n_rows);
   free(rows);
   reply_body(s, &b);
@@ -690,10 +689,10 @@ static int refuse_restricted(ifd_http_t *h, ifd_http_slot_t *s,
   snprintf(text, sizeof(text),
            "This API is restricted, expecting header '%.200s'",
            ifd_restrict_header(rs, g));
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{\"error\":");
-  ifd__json_str(&b, text, strlen(text));
-  ifd__hbuf_puts(&b, "}");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{\"error\":");
+  ifd_json_str(&b, text, strlen(text));
+  ifd_hbuf_puts(&b, "}");
   ifd__http_slot_finish(s, 403, "text/plain", &b, NULL, 0, -1);
   return 1;
 }

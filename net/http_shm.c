@@ -40,7 +40,7 @@ static void reply_code(ifd_http_slot_t *s, int code, const char *msg) {
 static void reply_ok(ifd_http_slot_t *s) {
   ifd_hbuf_t b;
 
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
 }
 
@@ -67,19 +67,19 @@ static int put_region(const ifd_shm_info_t *info, void *arg) {
   status_walk_t *w = arg;
   ifd_hbuf_t *b = w->b;
 
-  if (!w->first) ifd__hbuf_put(b, ",", 1);
+  if (!w->first) ifd_hbuf_put(b, ",", 1);
   w->first = 0;
-  ifd__hbuf_puts(b, "{\"name\":");
-  ifd__json_text(b, info->name, strlen(info->name));
+  ifd_hbuf_puts(b, "{\"name\":");
+  ifd_json_text(b, info->name, strlen(info->name));
   if (info->kind == IFD_SHM_SYSTEM) {
     const char *key = info->key != NULL ? info->key : "";
-    ifd__hbuf_puts(b, ",\"key\":");
-    ifd__json_text(b, key, strlen(key));
-    ifd__hbuf_printf(b, ",\"offset\":%" PRIu64, info->offset);
+    ifd_hbuf_puts(b, ",\"key\":");
+    ifd_json_text(b, key, strlen(key));
+    ifd_hbuf_printf(b, ",\"offset\":%" PRIu64, info->offset);
   } else {
-    ifd__hbuf_printf(b, ",\"device_id\":%" PRId64, info->device_id);
+    ifd_hbuf_printf(b, ",\"device_id\":%" PRId64, info->device_id);
   }
-  ifd__hbuf_printf(b, ",\"byte_size\":%" PRIu64 "}", info->byte_size);
+  ifd_hbuf_printf(b, ",\"byte_size\":%" PRIu64 "}", info->byte_size);
   return 0;
 }
 
@@ -91,19 +91,19 @@ static void route_status(ifd_server_t *srv, ifd_http_slot_t *s,
   int rc;
 
   ifd_errclear(&err);
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_put(&b, "[", 1);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_put(&b, "[", 1);
   w.b = &b;
   w.first = 1;
   rc = ifd_shm_foreach(ifd_server_shm(srv), kind, name, put_region, &w, &err);
   if (rc != 0) {
-    ifd__hbuf_free(&b);
+    ifd_hbuf_free(&b);
     reply_code(s, rc, err.text);
     return;
   }
-  ifd__hbuf_put(&b, "]", 1);
+  ifd_hbuf_put(&b, "]", 1);
   if (b.oom) {
-    ifd__hbuf_free(&b);
+    ifd_hbuf_free(&b);
     ifd__http_slot_error(s, 500, "out of memory");
     return;
   }
@@ -154,10 +154,10 @@ static int get_str(const char *obj, const char *end, const char *key,
 
   if (v == NULL) return 1;
   if (*v != '"') return -1;
-  *len = ifd__json_strlen(v, end, &esc);
+  *len = ifd_json_strlen(v, end, &esc);
   *out = malloc(*len + 1);
   if (*out == NULL) return -1;
-  ifd__json_strcpy(v, end, *out);
+  ifd_json_strcpy(v, end, *out);
   (*out)[*len] = '\0';
   return 0;
 }

@@ -1,7 +1,6 @@
 /*
  * net/internal.h - what the files of the HTTP front end share.
  *
- *   jsonw.c       a growable text buffer with head room, JSON text writers
  *   http_meta.c   JSON of core's metadata, statistics and repository index
  *   json_scan.c   a JSON validator and cursor helpers for the infer decoder
  *   http1.c       connections (on net/conn.c), llhttp, the response FIFO,
@@ -27,64 +26,12 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
+#include "base/half.h"
+#include "base/jsonw.h"
 #include "core/infer.h"
 #include "core/server.h"
 #include "net/http.h"
-
-/* ---- text buffer (jsonw.c) -------------------------------------------- */
-
-/* Bytes kept free in front of a response body for its status line and
- * headers, so head and JSON go out as one contiguous block. */
-#define IFD_HTTP_HEADROOM 256
-
-/**
- * A growable byte buffer. Appends never fail one by one: an allocation
- * failure sets `oom` and later appends do nothing, so a writer checks once at
- * the end. `start` moves back into the head room when a header is prepended.
- */
-typedef struct ifd_hbuf {
-  char *data;   /* owned (malloc'd) */
-  size_t start; /* first byte of content */
-  size_t len;   /* end of content (offset from data) */
-  size_t cap;
-  int oom;
-} ifd_hbuf_t;
-
-void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom);
-void ifd__hbuf_free(ifd_hbuf_t *b);
-/** Makes room for `n` more bytes; returns 0 or IFD_ENOMEM (sets oom). */
-int ifd__hbuf_reserve(ifd_hbuf_t *b, size_t n);
-void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n);
-void ifd__hbuf_puts(ifd_hbuf_t *b, const char *s);
-void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/** Prepends `n` bytes into the head room; IFD_ENOMEM when it is too small. */
-int ifd__hbuf_prepend(ifd_hbuf_t *b, const char *p, size_t n);
-/** Content length (without the unused head room). */
-static inline size_t ifd__hbuf_size(const ifd_hbuf_t *b) {
-  return b->len - b->start;
-}
-
-/** Appends `s` (n bytes) as a quoted, escaped JSON string. Bytes >= 0x80
- *  pass through untouched (tensor strings are the client's bytes). */
-void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n);
-/** Appends text `s` (n bytes) as a quoted, escaped JSON string that is
- *  always well-formed UTF-8: each byte of an ill-formed sequence becomes
- *  U+FFFD. For names and messages (tensor strings use ifd__json_str). */
-void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n);
-/** Appends a float so that it reads back as the same float ("1.0", "0.1"). */
-void ifd__json_f32(ifd_hbuf_t *b, float v);
-/** Appends a double so that it reads back as the same double. */
-void ifd__json_f64(ifd_hbuf_t *b, double v);
-/** Appends a jansson value as compact JSON (insertion order kept). */
-void ifd__json_dump(ifd_hbuf_t *b, const json_t *j);
-
-/** IEEE half / bfloat16 conversions, round to nearest even. */
-uint16_t ifd__f32_to_f16(float f);
-float ifd__f16_to_f32(uint16_t h);
-uint16_t ifd__f32_to_bf16(float f);
-float ifd__bf16_to_f32(uint16_t h);
 
 /* ---- JSON scanning (json_scan.c) --------------------------------------- */
 
@@ -127,10 +74,10 @@ const char *ifd__json_ws(const char *p, const char *end);
 const char *ifd__json_skip(const char *p, const char *end);
 /** p at a string's opening quote: returns its decoded length; *esc is set
  *  when it holds escapes (else the decoded bytes are the raw ones). */
-size_t ifd__json_strlen(const char *p, const char *end, int *esc);
+size_t ifd_json_strlen(const char *p, const char *end, int *esc);
 /** p at a string's opening quote: writes its decoded bytes (as many as
- *  ifd__json_strlen() counts, no NUL) to out; returns the byte after it. */
-const char *ifd__json_strcpy(const char *p, const char *end, char *out);
+ *  ifd_json_strlen() counts, no NUL) to out; returns the byte after it. */
+const char *ifd_json_strcpy(const char *p, const char *end, char *out);
 /** p at a number: parses it into *num (reals rounded exactly as strtod()
  *  rounds them); returns the byte after it. */
 const char *ifd__json_number(const char *p, const char *end, ifd_jnum_t *num);

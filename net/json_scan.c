@@ -396,7 +396,7 @@ const char *ifd__json_skip(const char *p, const char *end) {
   return end;
 }
 
-size_t ifd__json_strlen(const char *p, const char *end, int *esc) {
+size_t ifd_json_strlen(const char *p, const char *end, int *esc) {
   const char *q;
   size_t n = 0;
 
@@ -450,7 +450,7 @@ static char *put_utf8(char *o, uint32_t u) {
   return o;
 }
 
-const char *ifd__json_strcpy(const char *p, const char *end, char *out) {
+const char *ifd_json_strcpy(const char *p, const char *end, char *out) {
   p++;
   while (p < end && *p != '"') {
     const char *q = p;
@@ -698,13 +698,13 @@ const char *ifd__json_find(const char *p, const char *end, const char *key) {
     p = ifd__json_ws(p, end);
     if (p >= end || *p != '"') return NULL; /* the closing '}' */
     k = p;
-    if (ifd__json_strlen(k, end, &esc) == n) {
+    if (ifd_json_strlen(k, end, &esc) == n) {
       if (!esc) {
         match = memcmp(k + 1, key, n) == 0;
       } else {
         char buf[64];
         if (n <= sizeof(buf)) {
-          ifd__json_strcpy(k, end, buf);
+          ifd_json_strcpy(k, end, buf);
           match = memcmp(buf, key, n) == 0;
         }
       }

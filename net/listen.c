@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 int ifd__net_is_unix(const char *host) {
   return host != NULL &&

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* An address that names a Unix domain socket: "unix:<path>", or gRPC's
  * "unix://<absolute path>" (so "unix:///run/x.sock" is /run/x.sock). */

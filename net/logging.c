@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "proto/grpc_service.pb-c.h"
 
 /* A checked change; has_* says which settings it sets. */
@@ -66,16 +66,16 @@ static const char no_file[] =
 static void reply_settings(ifd_http_slot_t *s) {
   ifd_hbuf_t b;
   const char *file = ifd_log_file();
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{\"log_file\":");
-  ifd__json_text(&b, file, strlen(file));
-  ifd__hbuf_printf(&b,
-                   ",\"log_info\":%s,\"log_warning\":%s,\"log_error\":%s,"
-                   "\"log_verbose_level\":%d,\"log_format\":\"%s\"}",
-                   ifd_log_enabled(IFD_LOG_INFO) ? "true" : "false",
-                   ifd_log_enabled(IFD_LOG_WARN) ? "true" : "false",
-                   ifd_log_enabled(IFD_LOG_ERROR) ? "true" : "false",
-                   ifd_log_verbose(), ifd_log_format_name(ifd_log_format()));
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{\"log_file\":");
+  ifd_json_text(&b, file, strlen(file));
+  ifd_hbuf_printf(&b,
+                  ",\"log_info\":%s,\"log_warning\":%s,\"log_error\":%s,"
+                  "\"log_verbose_level\":%d,\"log_format\":\"%s\"}",
+                  ifd_log_enabled(IFD_LOG_INFO) ? "true" : "false",
+                  ifd_log_enabled(IFD_LOG_WARN) ? "true" : "false",
+                  ifd_log_enabled(IFD_LOG_ERROR) ? "true" : "false",
+                  ifd_log_verbose(), ifd_log_format_name(ifd_log_format()));
   ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
 }
 

@@ -1,7 +1,7 @@
 /*
  * net/logging.h - Triton's logging extension over HTTP (GET/POST
  * /v2/logging) and gRPC (LogSettings): read and change the log settings of
- * core/log.h at run time. Loop thread.
+ * base/log.h at run time. Loop thread.
  */
 #ifndef IFD_NET_LOGGING_H
 #define IFD_NET_LOGGING_H

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/metrics.h"
 #include "backend_api/backend_api.h"
 #include "core/server.h"

@@ -23,14 +23,14 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/forward.h"
 #include "net/http.h"
 #include "net/options_internal.h"
 
 /* tritonserver's default --repository-poll-secs. */
 #define DEFAULT_POLL_SECS 15
-/* --loop-spin-us: see core/event.h, "Expected events". */
+/* --loop-spin-us: see base/event.h, "Expected events". */
 #define DEFAULT_LOOP_SPIN_US 30
 /* --overload-retry-after-secs: a queue that is full now has usually
  * drained within a second or so at inference speeds. */

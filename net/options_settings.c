@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "net/options_internal.h"
 
 /* --backend-config=[<backend>,]<setting>=<value> (tritonserver's form; no

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/server.h"
 #include "proto/grpc_service.pb-c.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /** Triton's API groups ("categories"), in Triton's order. */
 typedef enum ifd_api_group {

@@ -2,11 +2,11 @@
  * net/status.c - error code to HTTP status, and HTTP reason phrases.
  *
  * The table keys on the Triton error class rather than on each IFD_E* code,
- * so a code added to core/error.h maps correctly as soon as its class is set.
+ * so a code added to base/error.h maps correctly as soon as its class is set.
  */
 #include "net/status.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 int ifd_http_status_of_class(int cls) {
   switch (cls) {

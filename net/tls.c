@@ -42,8 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "net/conn.h"
 
 #define CIPHER_READ_SIZE 65536

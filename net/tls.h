@@ -20,7 +20,7 @@
 
 #include <uv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct ifd_tls_ctx ifd_tls_ctx_t;
 typedef struct ifd_tls_conn ifd_tls_conn_t;

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/server.h"
 #include "core/trace.h"
 #include "proto/grpc_service.pb-c.h"
@@ -176,16 +176,16 @@ static void reply_settings(ifd_server_t *srv, ifd_http_slot_t *s,
   ifd_hbuf_t b;
   size_t i;
   get_values(srv, model, &v);
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{\"trace_level\":[");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{\"trace_level\":[");
   for (i = 0; i < v.n_levels; i++)
-    ifd__hbuf_printf(&b, "%s\"%s\"", i ? "," : "", v.levels[i]);
-  ifd__hbuf_printf(&b,
-                   "],\"trace_rate\":\"%s\",\"trace_count\":\"%s\","
-                   "\"log_frequency\":\"%s\",\"trace_file\":",
-                   v.rate, v.count, v.logf);
-  ifd__json_text(&b, v.file, strlen(v.file));
-  ifd__hbuf_puts(&b, ",\"trace_mode\":\"triton\"}");
+    ifd_hbuf_printf(&b, "%s\"%s\"", i ? "," : "", v.levels[i]);
+  ifd_hbuf_printf(&b,
+                  "],\"trace_rate\":\"%s\",\"trace_count\":\"%s\","
+                  "\"log_frequency\":\"%s\",\"trace_file\":",
+                  v.rate, v.count, v.logf);
+  ifd_json_text(&b, v.file, strlen(v.file));
+  ifd_hbuf_puts(&b, ",\"trace_mode\":\"triton\"}");
   ifd__http_slot_finish(s, 200, "application/json", &b, NULL, 0, -1);
 }
 

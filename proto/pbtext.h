@@ -16,7 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /**
  * Parses protobuf text format `text` (`len` bytes, need not be NUL-terminated)

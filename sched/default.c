@@ -13,7 +13,7 @@
 
 #include "backend_api/backend_api.h"
 #include "core/cache.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "sched/internal.h"
 #include "sched/sched.h"

@@ -25,10 +25,10 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/server.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "sched/internal.h"
 
 /* The batcher's per-request state, laid over ifd_request_t.sched_area. */

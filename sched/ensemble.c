@@ -62,7 +62,7 @@
 #include <uv.h>
 
 #include "core/model.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "sched/ensemble_internal.h"
 
 /* ---- executions: memory ---------------------------------------------------

@@ -26,10 +26,10 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/metrics.h"
 #include "core/model.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "sched/ensemble_internal.h"
 
 static const char *ens_name(const ens_t *e) {

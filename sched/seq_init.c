@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "sched/internal.h"
 
 typedef Inference__ModelSequenceBatching__State state_cfg_t;

@@ -47,11 +47,11 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/seqstate.h"
 #include "core/server.h"
-#include "core/util.h"
+#include "base/util.h"
 #include "sched/seq_internal.h"
 
 /* ---- timers ---------------------------------------------------------------

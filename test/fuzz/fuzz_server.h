@@ -32,7 +32,7 @@
 #include <uv.h>
 
 #include "core/infer.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "net/conn.h"

@@ -36,7 +36,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "net/conn.h"
 #include "net/http.h"
 

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/error.h"
-#include "core/event.h"
+#include "base/error.h"
+#include "base/event.h"
 #include "core/infer.h"
-#include "core/pool.h"
-#include "core/strmap.h"
-#include "core/util.h"
+#include "base/pool.h"
+#include "base/strmap.h"
+#include "base/util.h"
 
 static void test_errors(void **state) {
   ifd_errmsg_t e;

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "core/error.h"
+#include "base/error.h"
 
 static void test_names_round_trip(void **state) {
   (void)state;

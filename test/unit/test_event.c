@@ -1,5 +1,5 @@
 /*
- * test/unit/test_event.c - the completion queue (core/event.c): ordering
+ * test/unit/test_event.c - the completion queue (base/event.c): ordering
  * with producers on several threads, and deferred wake-ups as a debt of the
  * queue: owed only while the loop watches, paid by any other producer, by
  * the debtor once past its bound or when it stops deferring, by the loop
@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/event.h"
-#include "core/util.h"
+#include "base/event.h"
+#include "base/util.h"
 
 typedef struct item {
   ifd_event_t ev;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "net/grpc_conn.h"
 
 /* A compressible message of `n` bytes. */

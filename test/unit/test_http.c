@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 #include "net/internal.h"
 #include "net/status.h"
@@ -51,10 +51,10 @@ static int decode(ifd_request_t *req, const char *json,
 }
 
 static char *hbuf_str(ifd_hbuf_t *b) {
-  char *s = malloc(ifd__hbuf_size(b) + 1);
+  char *s = malloc(ifd_hbuf_size(b) + 1);
   assert_non_null(s);
-  memcpy(s, b->data + b->start, ifd__hbuf_size(b));
-  s[ifd__hbuf_size(b)] = '\0';
+  memcpy(s, b->data + b->start, ifd_hbuf_size(b));
+  s[ifd_hbuf_size(b)] = '\0';
   return s;
 }
 
@@ -737,11 +737,11 @@ static char *serialize(ifd_request_t *req, fake_resp_t *f, int binary_all,
   char *s;
 
   ifd_errclear(&err);
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   *rc = ifd__http_infer_serialize(req, &f->resp, 1, binary_all, &b, bin, nbin,
                                   &err);
   s = hbuf_str(&b);
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
   return s;
 }
 
@@ -925,41 +925,41 @@ static void test_json_writers(void **state) {
   char *s;
   (void)state;
 
-  ifd__hbuf_init(&b, 0);
-  ifd__json_str(&b, "a\"b\\c\n\x01\xc3\xa9", 9);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f32(&b, 0.1f);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f32(&b, 1.0f);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f32(&b, 16777216.0f);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f32(&b, 3.4028235e38f);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f64(&b, 0.1);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f64(&b, -2.0);
-  ifd__hbuf_put(&b, " ", 1);
-  ifd__json_f32(&b, NAN);
+  ifd_hbuf_init(&b, 0);
+  ifd_json_str(&b, "a\"b\\c\n\x01\xc3\xa9", 9);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f32(&b, 0.1f);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f32(&b, 1.0f);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f32(&b, 16777216.0f);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f32(&b, 3.4028235e38f);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f64(&b, 0.1);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f64(&b, -2.0);
+  ifd_hbuf_put(&b, " ", 1);
+  ifd_json_f32(&b, NAN);
   s = hbuf_str(&b);
   assert_string_equal(s,
                       "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\" 0.1 1.0 16777216.0 "
                       "3.4028235e+38 0.1 -2.0 NaN");
   free(s);
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
 
   /* Every float16 value survives f16 -> f32 -> f16. */
   for (uint32_t h = 0; h < 0x10000; h++) {
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) continue; /* NaN payloads */
-    assert_int_equal(ifd__f32_to_f16(ifd__f16_to_f32((uint16_t)h)), h);
+    assert_int_equal(ifd_f32_to_f16(ifd_f16_to_f32((uint16_t)h)), h);
   }
   /* Round to nearest even, subnormals, bfloat16. */
-  assert_int_equal(ifd__f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);
-  assert_int_equal(ifd__f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
-  assert_int_equal(ifd__f32_to_f16(5.9604645e-08f), 0x0001);
-  assert_int_equal(ifd__f32_to_f16(2.0e-08f), 0x0000);
-  assert_true(ifd__bf16_to_f32(ifd__f32_to_bf16(3.0f)) == 3.0f);
-  assert_int_equal(ifd__f32_to_bf16(1.00390625f), 0x3f80); /* tie: even */
+  assert_int_equal(ifd_f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);
+  assert_int_equal(ifd_f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
+  assert_int_equal(ifd_f32_to_f16(5.9604645e-08f), 0x0001);
+  assert_int_equal(ifd_f32_to_f16(2.0e-08f), 0x0000);
+  assert_true(ifd_bf16_to_f32(ifd_f32_to_bf16(3.0f)) == 3.0f);
+  assert_int_equal(ifd_f32_to_bf16(1.00390625f), 0x3f80); /* tie: even */
 }
 
 /* ---- slot heads
@@ -1002,8 +1002,8 @@ static void test_slot_heads(void **state) {
   s->iov = s->iov_inline;
   s->keep_alive = 1;
   s->http10 = 1;
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
-  ifd__hbuf_puts(&b, "{}");
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_puts(&b, "{}");
   ifd__http_slot_finish(s, 200, "application/octet-stream", &b, bin, 2, 2);
   assert_int_equal(s->niov, 3);
   t = iov_str(s);
@@ -1019,7 +1019,7 @@ static void test_slot_heads(void **state) {
   s = calloc(1, sizeof(*s));
   s->iov = s->iov_inline;
   s->close_after = 1;
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   {
     uv_buf_t many[6];
     for (int i = 0; i < 6; i++) many[i] = uv_buf_init("x", 1);

@@ -110,10 +110,10 @@ static char *encode(const ifd_response_t *resp, int rc_want) {
   char *s;
 
   ifd_errclear(&err);
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   assert_int_equal(ifd__http_generate_encode(&b, resp, "m", 1, &err), rc_want);
-  s = strndup(b.data + b.start, ifd__hbuf_size(&b));
-  ifd__hbuf_free(&b);
+  s = strndup(b.data + b.start, ifd_hbuf_size(&b));
+  ifd_hbuf_free(&b);
   assert_non_null(s);
   return s;
 }

@@ -80,10 +80,10 @@ static ifd_http_slot_t *orphan_slot(ifd_request_t *req) {
 }
 
 static char *text_of(const ifd_hbuf_t *b) {
-  char *s = malloc(ifd__hbuf_size(b) + 1);
+  char *s = malloc(ifd_hbuf_size(b) + 1);
   assert_non_null(s);
-  memcpy(s, b->data + b->start, ifd__hbuf_size(b));
-  s[ifd__hbuf_size(b)] = '\0';
+  memcpy(s, b->data + b->start, ifd_hbuf_size(b));
+  s[ifd_hbuf_size(b)] = '\0';
   return s;
 }
 
@@ -197,7 +197,7 @@ static void test_encode_job(void **state) {
     assert_int_equal(j->rc, 0);
 
     ifd_errclear(&err);
-    ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+    ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
     assert_int_equal(ifd__http_infer_serialize(req, resp, 3, binary_all, &b,
                                                bin, &nbin, &err),
                      0);
@@ -210,7 +210,7 @@ static void test_encode_job(void **state) {
     assert_int_equal(j->text.start, IFD_HTTP_HEADROOM);
     free(got);
     free(want);
-    ifd__hbuf_free(&b);
+    ifd_hbuf_free(&b);
     job_free(j);
   }
   ifd_response_free(resp);

@@ -30,13 +30,13 @@
 
 /* The text a writer produced, NUL-terminated (free it). */
 static char *text_of(ifd_hbuf_t *b) {
-  size_t n = ifd__hbuf_size(b);
+  size_t n = ifd_hbuf_size(b);
   char *t = malloc(n + 1);
   assert_false(b->oom);
   assert_non_null(t);
   memcpy(t, b->data + b->start, n);
   t[n] = '\0';
-  ifd__hbuf_free(b);
+  ifd_hbuf_free(b);
   return t;
 }
 
@@ -181,7 +181,7 @@ static void test_server_info(void **state) {
   ifd_hbuf_t b;
   (void)state;
 
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_server_info(&b, ifd_server_metadata(NULL));
   assert_same(text_of(&b),
               strdup("{\"name\":\"triton\",\"version\":\"" IFD_SERVER_VERSION
@@ -192,11 +192,11 @@ static void test_server_info(void **state) {
                      "\"system_shared_memory\",\"cuda_shared_memory\","
                      "\"binary_tensor_data\",\"parameters\","
                      "\"statistics\",\"trace\",\"logging\"]}"));
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_server_info(&b, &none);
   assert_same(text_of(&b),
               strdup("{\"name\":\"x\",\"version\":\"1\",\"extensions\":[]}"));
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_server_info(&b, &two);
   assert_same(text_of(&b), strdup("{\"name\":\"n\",\"version\":\"v\","
                                   "\"extensions\":[\"a\",\"b\"]}"));
@@ -216,7 +216,7 @@ static void test_model_info(void **state) {
   (void)state;
 
   /* The reference capture's layout, literally. */
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_model_info(&b, &m);
   assert_same(text_of(&b),
               strdup("{\"name\":\"identity_fp32\",\"versions\":[\"1\"],"
@@ -227,17 +227,17 @@ static void test_model_info(void **state) {
   /* More of everything, and nothing of anything, as jansson wrote them. */
   m.n_versions = 3;
   m.n_inputs = 2;
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_model_info(&b, &m);
   assert_same(text_of(&b), jansson_text(ref_model_info(&m)));
   m.n_versions = m.n_inputs = m.n_outputs = 0;
   m.platform = "";
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_model_info(&b, &m);
   assert_same(text_of(&b), jansson_text(ref_model_info(&m)));
   in[0].n_shape = 0; /* a scalar of a non-batching model */
   m.n_inputs = 1;
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_model_info(&b, &m);
   assert_same(text_of(&b), jansson_text(ref_model_info(&m)));
 }
@@ -255,7 +255,7 @@ static void test_stats_layout(void **state) {
   ifd_stats_request(&st, &t, 1, 1, 7);
   ifd_stats_batch(&st, 1, 3, 4, 5, 6);
   st.last_inference_ms = 42;
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_stats(&b, &e, 1);
   assert_same(
       text_of(&b),
@@ -274,7 +274,7 @@ static void test_stats_layout(void **state) {
           "\"count\":1,\"ns\":1},\"compute_output\":{\"count\":1,\"ns\":1}}],"
           "\"memory_usage\":[]}]}"));
   /* No model at all. */
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_stats(&b, NULL, 0);
   assert_same(text_of(&b), strdup("{\"model_stats\":[]}"));
   ifd_stats_free(&st);
@@ -315,7 +315,7 @@ static void test_stats_random(void **state) {
     {
       ifd_hbuf_t b;
       size_t n = 1 + (size_t)(next_rand() % 4);
-      ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+      ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
       ifd__json_stats(&b, e, n);
       assert_same(text_of(&b), jansson_text(ref_stats(e, n)));
     }
@@ -337,20 +337,20 @@ static void test_repo_index(void **state) {
   ifd_hbuf_t b;
   (void)state;
 
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_repo_index(&b, rows, 2);
   assert_same(text_of(&b),
               strdup("[{\"name\":\"a\",\"version\":\"1\",\"state\":\"READY\"},"
                      "{\"name\":\"bad\",\"state\":\"UNAVAILABLE\",\"reason\":"
                      "\"/r/bad/config.pbtxt:6:1: expected ','\"}]"));
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_repo_index(&b, rows, 6);
   assert_same(text_of(&b), jansson_text(ref_index(rows, 6)));
   /* A model never loaded (explicit mode): its name only, as Triton. */
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_repo_index(&b, rows + 4, 1);
   assert_same(text_of(&b), strdup("[{\"name\":\"never\"}]"));
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   ifd__json_repo_index(&b, NULL, 0);
   assert_same(text_of(&b), strdup("[]"));
 }
@@ -359,8 +359,8 @@ static void test_repo_index(void **state) {
 
 static char *text_json(const char *s, size_t n) {
   ifd_hbuf_t b;
-  ifd__hbuf_init(&b, 0);
-  ifd__json_text(&b, s, n);
+  ifd_hbuf_init(&b, 0);
+  ifd_json_text(&b, s, n);
   return text_of(&b);
 }
 

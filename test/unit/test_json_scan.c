@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/infer.h"
 #include "net/internal.h"
 
@@ -107,8 +107,8 @@ static int put_elem(walk_t *w, const json_t *v) {
         memcpy(w->out, &(float){(float)d}, 4);
         w->out += 4;
       } else {
-        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd__f32_to_f16((float)d)
-                                               : ifd__f32_to_bf16((float)d);
+        uint16_t h = w->dtype == IFD_TYPE_FP16 ? ifd_f32_to_f16((float)d)
+                                               : ifd_f32_to_bf16((float)d);
         memcpy(w->out, &h, 2);
         w->out += 2;
       }
@@ -1115,8 +1115,8 @@ static void check_string(const char *json, const char *want, size_t want_n) {
   int esc;
 
   assert_true(scan_ok(json, strlen(json)));
-  assert_int_equal(ifd__json_strlen(json + 1, end, &esc), want_n);
-  after = ifd__json_strcpy(json + 1, end, out);
+  assert_int_equal(ifd_json_strlen(json + 1, end, &esc), want_n);
+  after = ifd_json_strcpy(json + 1, end, out);
   assert_memory_equal(out, want, want_n);
   assert_ptr_equal(after, end - 1);
   assert_ptr_equal(ifd__json_skip(json + 1, end), end - 1);

@@ -37,8 +37,8 @@ static void check(float v) {
   ifd_hbuf_t b;
   char text[64];
   float back;
-  ifd__hbuf_init(&b, 0);
-  ifd__json_f32(&b, v);
+  ifd_hbuf_init(&b, 0);
+  ifd_json_f32(&b, v);
   assert_false(b.oom);
   assert_true(b.len > 0 && b.len < sizeof(text));
   memcpy(text, b.data, b.len);
@@ -53,7 +53,7 @@ static void check(float v) {
   assert_non_null(strpbrk(text, ".eE"));
   /* No longer than the shortest %g form, plus the ".0" it may need. */
   assert_true((int)b.len <= reference_len(v) + 2);
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
 }
 
 static void test_exact_and_edge_values(void **state) {
@@ -78,15 +78,15 @@ static void test_exact_and_edge_values(void **state) {
 static void test_short_forms(void **state) {
   ifd_hbuf_t b;
   (void)state;
-  ifd__hbuf_init(&b, 0);
-  ifd__json_f32(&b, 0.5f);
-  ifd__json_f32(&b, 0.1f);
-  ifd__json_f32(&b, 2.0f);
-  ifd__json_f32(&b, -0.0f);
-  ifd__json_f32(&b, 1e6f);
+  ifd_hbuf_init(&b, 0);
+  ifd_json_f32(&b, 0.5f);
+  ifd_json_f32(&b, 0.1f);
+  ifd_json_f32(&b, 2.0f);
+  ifd_json_f32(&b, -0.0f);
+  ifd_json_f32(&b, 1e6f);
   assert_int_equal(b.len, strlen("0.50.12.0-0.01000000.0"));
   assert_memory_equal(b.data, "0.50.12.0-0.01000000.0", b.len);
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
 }
 
 /* Every exponent in range and random mantissas: bit patterns, not values,
@@ -117,11 +117,11 @@ static void test_whole_numbers(void **state) {
   int32_t i;
   int n;
   (void)state;
-  ifd__hbuf_init(&b, 0);
+  ifd_hbuf_init(&b, 0);
   for (i = -9999999; i <= 9999999;
        i += (i < -1048576 || i > 1048576) ? 13 : 1) {
     b.len = 0;
-    ifd__json_f32(&b, (float)i);
+    ifd_json_f32(&b, (float)i);
     n = snprintf(want, sizeof(want), "%d.0", (int)i);
     if (i == 0) n = snprintf(want, sizeof(want), "0.0");
     if (b.len != (size_t)n || memcmp(b.data, want, b.len) != 0) {
@@ -134,7 +134,7 @@ static void test_whole_numbers(void **state) {
   check(1e7f);
   check(-1e7f);
   check(nextafterf(1e7f, 0.0f));
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
 }
 
 /* Values like a tensor's: uniform in [-1000, 1000). */

@@ -1,5 +1,5 @@
 /*
- * test/unit/test_log.c - core/log.c: messages written as JSON strings
+ * test/unit/test_log.c - base/log.c: messages written as JSON strings
  * (tritonserver's log message escaping), cut long messages, and the line
  * shapes of both formats.
  */
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 static size_t esc(char *out, size_t cap, const char *msg) {
   size_t n = ifd_log_escape(out, cap, msg, strlen(msg));

@@ -21,7 +21,7 @@
 #include <uv.h>
 
 #include "core/infer.h"
-#include "core/objcache.h"
+#include "base/objcache.h"
 #include "core/server.h"
 
 /* ---- the cache itself ------------------------------------------------------

@@ -29,14 +29,14 @@
 
 #include "core/config.h"
 #include "core/infer.h"
-#include "core/objcache.h"
+#include "base/objcache.h"
 #include "core/server.h"
 #include "net/grpc_infer.h"
 #include "net/internal.h"
 #include "proto/grpc_service.pb-c.h"
-#include "core/pool.h"
+#include "base/pool.h"
 #include "core/stats.h"
-#include "core/strmap.h"
+#include "base/strmap.h"
 #include "triton/core/tritonbackend.h"
 #include "net/grpc.h"
 #include "net/http.h"
@@ -205,11 +205,11 @@ static int meta_json_op(void) {
     rows[i].state = "UNAVAILABLE";
     rows[i].reason = "bad \xff byte";
   }
-  ifd__hbuf_init(&b, IFD_HTTP_HEADROOM);
+  ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd__json_stats(&b, e, 40);
   ifd__json_repo_index(&b, rows, 40);
   rc = b.oom ? IFD_ENOMEM : 0;
-  ifd__hbuf_free(&b);
+  ifd_hbuf_free(&b);
   return rc;
 }
 

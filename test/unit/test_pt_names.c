@@ -23,7 +23,7 @@
 
 #include "backend_api/backends/common/be_util.c"
 #include "backend_api/backends/pytorch/pt_names.c"
-#include "core/log.h"
+#include "base/log.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

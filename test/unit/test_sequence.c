@@ -12,7 +12,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "core/log.h"
+#include "base/log.h"
 #include "sched_fixture.h"
 
 #define CTL(name, kind)                         \

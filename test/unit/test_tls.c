@@ -39,7 +39,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "net/conn.h"
 #include "net/tls.h"
 

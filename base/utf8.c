@@ -1,7 +1,7 @@
 /*
- * core/utf8.c - UTF-8 checking and repair of outgoing text (see utf8.h).
+ * base/utf8.c - UTF-8 checking and repair of outgoing text (see utf8.h).
  */
-#include "core/utf8.h"
+#include "base/utf8.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * core/error.h - inferd's error codes.
+ * base/error.h - inferd's error codes.
  *
  * Every function that can fail returns 0 or a negative IFD_E* code. The codes
  * come from one X-macro so that the enum, ifd_strerror() and the mapping to the
@@ -7,8 +7,8 @@
  * gRPC status live in net/ only. A detailed, human-readable message travels
  * beside the code in an ifd_errmsg_t filled by the function that failed.
  */
-#ifndef IFD_CORE_ERROR_H
-#define IFD_CORE_ERROR_H
+#ifndef IFD_BASE_ERROR_H
+#define IFD_BASE_ERROR_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /*
- * core/objcache.h - a bounded cache of free fixed-size objects.
+ * base/objcache.h - a bounded cache of free fixed-size objects.
  *
  * Objects that the hot path creates and frees once per request (request
  * objects) go back to a cache instead of to malloc, and the next request
@@ -12,8 +12,8 @@
  * is touched by the loop thread only). Under AddressSanitizer the objects it
  * holds are poisoned, so a use after "free" is still reported.
  */
-#ifndef IFD_CORE_OBJCACHE_H
-#define IFD_CORE_OBJCACHE_H
+#ifndef IFD_BASE_OBJCACHE_H
+#define IFD_BASE_OBJCACHE_H
 
 #include <stddef.h>
 

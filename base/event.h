@@ -1,5 +1,5 @@
 /*
- * core/event.h - the completion queue: events from any thread to the loop.
+ * base/event.h - the completion queue: events from any thread to the loop.
  *
  * Instance threads and backends push events (response ready, request
  * released, instance idle); the loop drains them all in one uv_async
@@ -38,8 +38,8 @@
  * its next iteration (ifd_evq_busy). Then it stops looking and
  * drains whatever came. Events that come later signal as usual.
  */
-#ifndef IFD_CORE_EVENT_H
-#define IFD_CORE_EVENT_H
+#ifndef IFD_BASE_EVENT_H
+#define IFD_BASE_EVENT_H
 
 #include <pthread.h>
 #include <stdatomic.h>

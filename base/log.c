@@ -1,5 +1,5 @@
 /*
- * core/log.c - tritonserver-style log lines, one write(2) per line.
+ * base/log.c - tritonserver-style log lines, one write(2) per line.
  *
  * The settings are relaxed atomics: a change made on the loop thread (the
  * logging extension) reaches other threads at their next line, and no line
@@ -11,7 +11,7 @@
  * controls tensor names and IDs) cannot inject a log line. The environment
  * variable TRITON_SERVER_ESCAPE_LOG_MESSAGES=0, read once, writes them raw.
  */
-#include "core/log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,10 +1,10 @@
 /*
- * core/objcache.c - a bounded LIFO cache of free objects (see objcache.h).
+ * base/objcache.c - a bounded LIFO cache of free objects (see objcache.h).
  *
  * LIFO so that the object taken next is the one freed last, whose lines are
  * most likely still in the cache of the core.
  */
-#include "core/objcache.h"
+#include "base/objcache.h"
 
 #include <stdlib.h>
 

@@ -1,22 +1,24 @@
 /*
- * net/jsonw.c - a growable text buffer and the JSON text writers of the
- * HTTP front end.
+ * base/jsonw.c - a growable text buffer and the JSON text writers (see
+ * jsonw.h).
  *
  * Responses are written as JSON text directly rather than built as jansson
  * trees: an output tensor of a million floats would otherwise become a
  * million json_t objects. Numbers are printed in their shortest form that
  * reads back to the same value, so a float round-trips exactly.
  */
+#include "base/jsonw.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
-#include "core/utf8.h"
+#include "base/error.h"
+#include "base/utf8.h"
 
-void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom) {
+void ifd_hbuf_init(ifd_hbuf_t *b, size_t headroom) {
   b->data = NULL;
   b->start = headroom;
   b->len = headroom;
@@ -24,14 +26,14 @@ void ifd__hbuf_init(ifd_hbuf_t *b, size_t headroom) {
   b->oom = 0;
 }
 
-void ifd__hbuf_free(ifd_hbuf_t *b) {
+void ifd_hbuf_free(ifd_hbuf_t *b) {
   free(b->data);
   b->data = NULL;
   b->cap = 0;
   b->len = b->start;
 }
 
-int ifd__hbuf_reserve(ifd_hbuf_t *b, size_t n) {
+int ifd_hbuf_reserve(ifd_hbuf_t *b, size_t n) {
   size_t want, cap;
   char *p;
 
@@ -58,26 +60,26 @@ out_oom:
   return IFD_ENOMEM;
 }
 
-void ifd__hbuf_put(ifd_hbuf_t *b, const void *p, size_t n) {
+void ifd_hbuf_put(ifd_hbuf_t *b, const void *p, size_t n) {
   /* The common case, room already there, without the call (len exceeds cap
    * while the buffer has no memory yet: head room only). */
   if (b->oom || b->len > b->cap || n > b->cap - b->len) {
-    if (n == 0 || ifd__hbuf_reserve(b, n) != 0) return;
+    if (n == 0 || ifd_hbuf_reserve(b, n) != 0) return;
   }
   memcpy(b->data + b->len, p, n);
   b->len += n;
 }
 
-void ifd__hbuf_puts(ifd_hbuf_t *b, const char *s) {
-  ifd__hbuf_put(b, s, strlen(s));
+void ifd_hbuf_puts(ifd_hbuf_t *b, const char *s) {
+  ifd_hbuf_put(b, s, strlen(s));
 }
 
-void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
+void ifd_hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
   va_list ap;
   int n;
 
   /* Most callers print short numbers: try the room already there first. */
-  if (ifd__hbuf_reserve(b, 64) != 0) return;
+  if (ifd_hbuf_reserve(b, 64) != 0) return;
   va_start(ap, fmt);
   n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
   va_end(ap);
@@ -86,7 +88,7 @@ void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
     return;
   }
   if ((size_t)n >= b->cap - b->len) {
-    if (ifd__hbuf_reserve(b, (size_t)n + 1) != 0) return;
+    if (ifd_hbuf_reserve(b, (size_t)n + 1) != 0) return;
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
@@ -94,16 +96,16 @@ void ifd__hbuf_printf(ifd_hbuf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-int ifd__hbuf_prepend(ifd_hbuf_t *b, const char *p, size_t n) {
+int ifd_hbuf_prepend(ifd_hbuf_t *b, const char *p, size_t n) {
   /* An empty body has no memory yet: the head room must exist first. */
-  if (b->data == NULL && ifd__hbuf_reserve(b, 1) != 0) return IFD_ENOMEM;
+  if (b->data == NULL && ifd_hbuf_reserve(b, 1) != 0) return IFD_ENOMEM;
   if (b->oom || n > b->start) return IFD_ENOMEM;
   b->start -= n;
   memcpy(b->data + b->start, p, n);
   return 0;
 }
 
-void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
+void ifd_json_str(ifd_hbuf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   size_t i, run = 0;
 
@@ -112,7 +114,7 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
     b->oom = 1;
     return;
   }
-  if (ifd__hbuf_reserve(b, n * 6 + 2) != 0) return;
+  if (ifd_hbuf_reserve(b, n * 6 + 2) != 0) return;
   b->data[b->len++] = '"';
   for (i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
@@ -166,11 +168,11 @@ void ifd__json_str(ifd_hbuf_t *b, const char *s, size_t n) {
   b->data[b->len++] = '"';
 }
 
-void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n) {
+void ifd_json_text(ifd_hbuf_t *b, const char *s, size_t n) {
   char *tmp;
 
   if (ifd_utf8_valid(s, n)) {
-    ifd__json_str(b, s, n);
+    ifd_json_str(b, s, n);
     return;
   }
   /* Ill-formed: rare, so a repaired copy is fine. */
@@ -178,24 +180,24 @@ void ifd__json_text(ifd_hbuf_t *b, const char *s, size_t n) {
     b->oom = 1;
     return;
   }
-  ifd__json_str(b, tmp, ifd_utf8_repair(s, n, tmp));
+  ifd_json_str(b, tmp, ifd_utf8_repair(s, n, tmp));
   free(tmp);
 }
 
 /* Makes "1" read "1.0" so that a float stays a float to the client. */
 static void put_number(ifd_hbuf_t *b, const char *tmp, int n) {
-  ifd__hbuf_put(b, tmp, (size_t)n);
-  if (strpbrk(tmp, ".eEn") == NULL) ifd__hbuf_put(b, ".0", 2);
+  ifd_hbuf_put(b, tmp, (size_t)n);
+  if (strpbrk(tmp, ".eEn") == NULL) ifd_hbuf_put(b, ".0", 2);
 }
 
 static int put_nonfinite(ifd_hbuf_t *b, double v) {
   /* JSON has no spelling for these; Python's json module reads these. */
   if (isnan(v)) {
-    ifd__hbuf_puts(b, "NaN");
+    ifd_hbuf_puts(b, "NaN");
     return 1;
   }
   if (isinf(v)) {
-    ifd__hbuf_puts(b, v < 0 ? "-Infinity" : "Infinity");
+    ifd_hbuf_puts(b, v < 0 ? "-Infinity" : "Infinity");
     return 1;
   }
   return 0;
@@ -286,13 +288,13 @@ static int fast_f32(float v, char *out) {
   return -1;
 }
 
-void ifd__json_f32(ifd_hbuf_t *b, float v) {
+void ifd_json_f32(ifd_hbuf_t *b, float v) {
   char tmp[32];
   int p, n = 0;
 
   if (put_nonfinite(b, v)) return;
   if (v == 0) {
-    ifd__hbuf_puts(b, signbit(v) ? "-0.0" : "0.0");
+    ifd_hbuf_puts(b, signbit(v) ? "-0.0" : "0.0");
     return;
   }
   /* Whole numbers below 1e7 (all exact floats): the shortest round trip is
@@ -303,7 +305,7 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
     char *o;
 
     /* Straight into the buffer: sign, digits, ".0" (at most 10 bytes). */
-    if (ifd__hbuf_reserve(b, 16) != 0) return;
+    if (ifd_hbuf_reserve(b, 16) != 0) return;
     n = (v < 0) + 3;
     for (t = u; t >= 10; t /= 10) n++;
     o = b->data + b->len + n;
@@ -319,7 +321,7 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
   }
   n = fast_f32(v, tmp);
   if (n > 0) {
-    ifd__hbuf_put(b, tmp, (size_t)n);
+    ifd_hbuf_put(b, tmp, (size_t)n);
     return;
   }
   for (p = 1; p <= 9; p++) {
@@ -329,7 +331,7 @@ void ifd__json_f32(ifd_hbuf_t *b, float v) {
   put_number(b, tmp, n);
 }
 
-void ifd__json_f64(ifd_hbuf_t *b, double v) {
+void ifd_json_f64(ifd_hbuf_t *b, double v) {
   char tmp[40];
   int p, n = 0;
 
@@ -341,7 +343,7 @@ void ifd__json_f64(ifd_hbuf_t *b, double v) {
   put_number(b, tmp, n);
 }
 
-void ifd__json_dump(ifd_hbuf_t *b, const json_t *j) {
+void ifd_json_dump(ifd_hbuf_t *b, const json_t *j) {
   size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
   size_t n = json_dumpb(j, NULL, 0, flags);
 
@@ -349,71 +351,6 @@ void ifd__json_dump(ifd_hbuf_t *b, const json_t *j) {
     b->oom = 1;
     return;
   }
-  if (ifd__hbuf_reserve(b, n) != 0) return;
+  if (ifd_hbuf_reserve(b, n) != 0) return;
   b->len += json_dumpb(j, b->data + b->len, n, flags);
-}
-
-uint16_t ifd__f32_to_f16(float f) {
-  uint32_t x, sign, exp, mant, h, rem, half;
-  int e, shift;
-
-  memcpy(&x, &f, sizeof(x));
-  sign = (x >> 16) & 0x8000u;
-  exp = (x >> 23) & 0xffu;
-  mant = x & 0x7fffffu;
-  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant != 0 ? 0x200u : 0));
-  e = (int)exp - 127 + 15;
-  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    /* Subnormal half: value = M * 2^(exp-150) = h * 2^-24. */
-    if (e < -10) return (uint16_t)sign;
-    mant |= 0x800000u;
-    shift = 14 - e;
-    h = mant >> shift;
-    rem = mant & ((1u << shift) - 1);
-    half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) h++;
-    return (uint16_t)(sign | h);
-  }
-  h = ((uint32_t)e << 10) | (mant >> 13);
-  rem = mant & 0x1fffu;
-  /* A carry out of the mantissa bumps the exponent, up to infinity: right. */
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-  return (uint16_t)(sign | h);
-}
-
-float ifd__f16_to_f32(uint16_t h) {
-  uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-  uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;
-  uint32_t mant = (uint32_t)h & 0x3ffu;
-  uint32_t x;
-  float f;
-
-  if (exp == 0) {
-    f = ldexpf((float)mant, -24);
-    return sign != 0 ? -f : f;
-  }
-  if (exp == 31)
-    x = sign | 0x7f800000u | (mant << 13);
-  else
-    x = sign | ((exp + 112u) << 23) | (mant << 13);
-  memcpy(&f, &x, sizeof(f));
-  return f;
-}
-
-uint16_t ifd__f32_to_bf16(float f) {
-  uint32_t x;
-
-  memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
-
-float ifd__bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-
-  memcpy(&f, &x, sizeof(f));
-  return f;
 }

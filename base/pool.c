@@ -1,7 +1,7 @@
 /*
- * core/pool.c - bump allocation over a list of chunks.
+ * base/pool.c - bump allocation over a list of chunks.
  */
-#include "core/pool.h"
+#include "base/pool.h"
 
 #include <stdint.h>
 #include <stdlib.h>

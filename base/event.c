@@ -1,7 +1,7 @@
 /*
- * core/event.c - multi-producer, single-consumer event queue drained by one
+ * base/event.c - multi-producer, single-consumer event queue drained by one
  * uv_async handle on the loop, with deferred wake-ups kept as a debt of the
- * queue (see core/event.h for who pays it).
+ * queue (see base/event.h for who pays it).
  *
  * Memory ordering: `owed` changes only under mu; the loop's check handle
  * reads it without the lock as a hint (a stale 0 only means the debt is paid
@@ -34,15 +34,15 @@
  * little); and the expected-event wait kept here, which removes the eventfd
  * write, the sleeping poll and the eventfd read of each cheap hand-off.
  */
-#include "core/event.h"
+#include "base/event.h"
 
 #include <poll.h>
 #include <sched.h>
 #include <stddef.h>
 #include <time.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* This thread's deferral, if it defers. */
 static _Thread_local struct {

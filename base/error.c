@@ -1,7 +1,7 @@
 /*
- * core/error.c - error code names and formatted error messages.
+ * base/error.c - error code names and formatted error messages.
  */
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

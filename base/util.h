@@ -1,8 +1,8 @@
 /*
- * core/util.h - small macros every module uses.
+ * base/util.h - small macros every module uses.
  */
-#ifndef IFD_CORE_UTIL_H
-#define IFD_CORE_UTIL_H
+#ifndef IFD_BASE_UTIL_H
+#define IFD_BASE_UTIL_H
 
 #include <stddef.h>
 #include <stdlib.h>

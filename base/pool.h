@@ -1,12 +1,12 @@
 /*
- * core/pool.h - a per-request memory pool (bump allocator over chunks).
+ * base/pool.h - a per-request memory pool (bump allocator over chunks).
  *
  * Everything a request needs for its own life (names, shapes, parameters,
  * decoded JSON tensors) comes from its pool and is released in one call.
  * Single-threaded: a pool is touched by one thread at a time.
  */
-#ifndef IFD_CORE_POOL_H
-#define IFD_CORE_POOL_H
+#ifndef IFD_BASE_POOL_H
+#define IFD_BASE_POOL_H
 
 #include <stddef.h>
 

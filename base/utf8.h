@@ -1,5 +1,5 @@
 /*
- * core/utf8.h - well-formed UTF-8 for the text the server sends out.
+ * base/utf8.h - well-formed UTF-8 for the text the server sends out.
  *
  * Names and messages that core hands out may hold any bytes (a model folder
  * name is whatever the file system allows), but a JSON string and a proto3
@@ -7,8 +7,8 @@
  * front ends pass such text through here; each byte of an ill-formed
  * sequence becomes U+FFFD.
  */
-#ifndef IFD_CORE_UTF8_H
-#define IFD_CORE_UTF8_H
+#ifndef IFD_BASE_UTF8_H
+#define IFD_BASE_UTF8_H
 
 #include <stddef.h>
 

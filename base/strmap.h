@@ -1,12 +1,12 @@
 /*
- * core/strmap.h - an open-addressing hash map from byte strings to pointers.
+ * base/strmap.h - an open-addressing hash map from byte strings to pointers.
  *
  * Used for every by-name lookup on the hot path (models by name). Keys are
  * borrowed: each must outlive its entry (typically it lives in the value).
  * Not thread-safe; the loop thread owns every map.
  */
-#ifndef IFD_CORE_STRMAP_H
-#define IFD_CORE_STRMAP_H
+#ifndef IFD_BASE_STRMAP_H
+#define IFD_BASE_STRMAP_H
 
 #include <stddef.h>
 #include <stdint.h>

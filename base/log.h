@@ -1,5 +1,5 @@
 /*
- * core/log.h - logging in tritonserver's formats.
+ * base/log.h - logging in tritonserver's formats.
  *
  * Lines go to stderr, or to the --log-file, as tritonserver prints them:
  *   default:  `<L><mmdd> <hh:mm:ss.uuuuuu> <tid> <file>:<line>] <msg>`
@@ -12,8 +12,8 @@
  * logging extension, from the loop thread); every thread sees the change
  * at its next line.
  */
-#ifndef IFD_CORE_LOG_H
-#define IFD_CORE_LOG_H
+#ifndef IFD_BASE_LOG_H
+#define IFD_BASE_LOG_H
 
 #include <stddef.h>
 

@@ -1,14 +1,14 @@
 /*
- * core/strmap.c - linear-probing hash map keyed by byte strings (FNV-1a).
+ * base/strmap.c - linear-probing hash map keyed by byte strings (FNV-1a).
  * Removal shifts the entries that follow back (no tombstones), so a lookup
  * stops at the first empty slot whatever was removed before.
  */
-#include "core/strmap.h"
+#include "base/strmap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 static uint64_t fnv1a(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
