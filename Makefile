@@ -154,7 +154,7 @@ FAKE_NVML := $(BUILD)/test/libfake_nvml.so
 GPU_TEST_BACKEND_SO := $(if $(filter 1,$(HAVE_CUDA)),$(if $(wildcard $(NVCC)),\
   $(BUILD)/test/backends/cuda_add/libtriton_cuda_add.so))
 
-.PHONY: all run test test-unit test-e2e test-deploy test-gpu test-asan deps deps-check clean format-check bench \
+.PHONY: all run test test-unit test-e2e test-deploy test-gpu test-asan deps deps-check clean format-check check-layers bench \
   fuzz fuzz-bins example image image-full test-image deps-image
 .DEFAULT_GOAL := all
 
@@ -492,6 +492,12 @@ deps-check:
 run: deps
 	$(MAKE) all
 	$(INFERD) --model-repository=examples/model_repository --backend-directory=$(BUILD)/backends
+
+# The layering check (test/layers/check_layers.py): the include arrows
+# docs/architecture.md allows, no circle of more than two files in the
+# folders it names (from the built objects), no product file over 900 lines.
+check-layers: $(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ)
+	BUILD=$(BUILD) $(PYTHON) test/layers/check_layers.py
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
