@@ -44,7 +44,9 @@
 #                     bench/torch_floor.cc), uds (issue 29: identity at
 #                     concurrency 1 over Unix domain sockets against loopback
 #                     TCP, HTTP binary and gRPC; UDS_ROUNDS=N rounds, default
-#                     2); default all
+#                     2), ab (issue 30: this build against a baseline build,
+#                     BENCH_BASE=DIR, AB_ROUNDS=N; see the section); default
+#                     all but ab
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
 #                     most 19000); BENCH_CONNS_GRPC=N idle gRPC ones (1000)
 #   BENCH_SLOW_N=N, BENCH_SLOW_INTERVAL=S  slowloris: connections (5000) and
@@ -82,7 +84,10 @@ IDLE_N=${BENCH_IDLE:-10000}
 SEQ_IDLE_N=${BENCH_SEQ_IDLE:-10000}
 ONLY=${BENCH_ONLY:-}
 # section NAME: true when BENCH_ONLY is unset or lists NAME.
-section() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+# The ab section runs only when named (it needs BENCH_BASE).
+section() {
+  if [ -z "$ONLY" ]; then [ "$1" != ab ]; else [[ ",$ONLY," == *",$1,"* ]]; fi
+}
 PROFILE=${PROFILE:-${BENCH_PROFILE:-auto}}
 CONCS=(1 16 256)
 # The load tools run for RUN_S seconds: the warm-up, the window and a margin,
@@ -787,6 +792,46 @@ if section uds; then
   stop_pid "$UDS_UNIX_PID"
   [ -e "$UDS_DIR/http.sock" ] && log "uds: WARNING: $UDS_DIR/http.sock left behind at exit"
   rmdir "$UDS_DIR" 2>/dev/null || true
+fi
+
+# ---- A/B: this build against a baseline build (issue 30, and every change after) --
+# BENCH_BASE=DIR names the build folder of the baseline (DIR/inferd and
+# DIR/backends: e.g. `git worktree add /tmp/base <commit> && make -C /tmp/base`,
+# BENCH_BASE=/tmp/base/build). The two inferds run side by side on the server
+# core, idle but for the one being measured; identity_fp32 FP32[1,16] over
+# HTTP/1.1 binary and JSON, gRPC unary and streaming, at concurrency 1 and 16,
+# each scenario once on the baseline and once on this build, AB_ROUNDS rounds
+# (default 2) interleaved, so drift hits both alike. Report: this build /
+# baseline, best and median of the rounds (bench/lib/report30.py).
+if section ab; then
+  [ -n "${BENCH_BASE:-}" ] && [ -x "$BENCH_BASE/inferd" ] ||
+    die "section ab needs BENCH_BASE=DIR, the baseline's build folder (DIR/inferd)"
+  BUILD=$BENCH_BASE start_inferd inferd_ab_base
+  AB_BASE_PID=$INFERD_PID AB_BASE_HTTP=$HTTP_PORT AB_BASE_GRPC=$GRPC_PORT
+  start_inferd inferd_ab_new
+  AB_NEW_PID=$INFERD_PID AB_NEW_HTTP=$HTTP_PORT AB_NEW_GRPC=$GRPC_PORT
+  git -C "$BENCH_BASE/.." rev-parse --short HEAD >"$RES/ab_base.txt" 2>/dev/null || true
+  AB_SAVE=("$HTTP_PORT" "$INFERD_URL_HTTP" "$INFERD_URL_GRPC")
+  for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do
+    for proto in http-binary http-json grpc grpc-stream; do
+      for c in 1 16; do
+        for side in base new; do
+          if [ "$side" = base ]; then
+            pid=$AB_BASE_PID HTTP_PORT=$AB_BASE_HTTP gport=$AB_BASE_GRPC
+          else
+            pid=$AB_NEW_PID HTTP_PORT=$AB_NEW_HTTP gport=$AB_NEW_GRPC
+          fi
+          INFERD_URL_HTTP=127.0.0.1:$HTTP_PORT INFERD_URL_GRPC=127.0.0.1:$gport
+          # shellcheck disable=SC2046
+          run_perf "ab_${side}_${proto}_c${c}_r$round" "inferd:$ID" "$pid" -- "$PERF" \
+            $(perf_args "$proto" "$c") --cpu-pid "$pid"
+        done
+      done
+    done
+  done
+  HTTP_PORT=${AB_SAVE[0]} INFERD_URL_HTTP=${AB_SAVE[1]} INFERD_URL_GRPC=${AB_SAVE[2]}
+  stop_pid "$AB_BASE_PID"
+  stop_pid "$AB_NEW_PID"
 fi
 
 # ---- issue 15: the Python backend ---------------------------------------------------------
