@@ -322,7 +322,7 @@ $(PT_INC):
 	  "(third_party/install-deps.sh installs Debian's libtorch-dev)" >&2
 	@exit 1
 
-# ---- GPUs (README, "GPUs") ------------------------------------------------------
+# ---- GPUs (docs/gpus.md) --------------------------------------------------------
 # A fake libnvidia-ml for the GPU gauges' tests (test/unit/lib/fake_nvml.c).
 $(FAKE_NVML): test/unit/lib/fake_nvml.c
 	@mkdir -p $(dir $@)

@@ -1,4 +1,4 @@
-"""Every tritonserver 2.47 flag on inferd's command line (README, "Flags").
+"""Every tritonserver 2.47 flag on inferd's command line (docs/flags.md).
 
 Each accepted flag starts a server that serves (one identity model, so the
 starts stay fast); bad values are refused with a message naming the flag;
