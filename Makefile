@@ -199,10 +199,10 @@ $(LIBTS): $(LIB_OBJ) $(ABI_MAP)
 	  -o $@ $(LIB_OBJ) $(LIB_DEPS)
 
 # ---- the server ---------------------------------------------------------------
-# net/ and app/ call core's ifd_* functions, which the library keeps to itself, so the
-# executable links core's objects directly and stands in for the library:
-# it exports the same ABI (--dynamic-list) and carries the soname
-# libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and
+# net/ and app/ call core's ifd_* functions, which the library keeps to
+# itself, so the executable links core's objects directly and stands in for
+# the library: it exports the same ABI (--dynamic-list) and carries the
+# soname libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and
 # ours, linked with -ltritonserver, usually without an rpath) is then matched
 # by ld.so against the already loaded executable, so dlopen loads no second
 # copy of core and the backend's calls bind to the executable's functions.

@@ -1,6 +1,7 @@
 /*
  * app/main.c - the inferd executable: start-up from the command line
- * (app/options.c reads it), the loop, and graceful shutdown.
+ * (app/options.c reads it), the server as the runtime builds it
+ * (app/runtime.c), the front ends, the loop, and graceful shutdown.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,23 +13,22 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "app/options.h"
+#include "app/runtime.h"
 #include "base/log.h"
 #include "core/metrics.h"
-#include "backend_api/backend_api.h"
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "net/grpc.h"
 #include "net/http.h"
 #include "net/listen.h"
-#include "app/options.h"
 #include "net/restrict.h"
-#include "sched/sched.h"
 
 typedef struct app {
   uv_loop_t loop;
   ifd_app_options_t opt;
-  ifd_server_t *server;     /* owned */
+  ifd_server_t *server;     /* owned: ifd_runtime_new's */
   ifd_http_t *http;         /* owned until ifd_http_stop's done */
   ifd_grpc_t *grpc;         /* owned until ifd_grpc_stop's done */
   ifd_http_t *metrics_http; /* owned until ifd_http_stop's done */
@@ -125,7 +125,7 @@ static void on_handle_closed(uv_handle_t *h) {
 static void on_unloaded(ifd_server_t *s, void *arg) {
   app_t *a = arg;
   (void)s;
-  ifd_server_free(a->server);
+  ifd_runtime_free(a->server);
   a->server = NULL;
   uv_close((uv_handle_t *)&a->sigint, on_handle_closed);
   uv_close((uv_handle_t *)&a->sigterm, on_handle_closed);
@@ -483,7 +483,6 @@ int main(int argc, char **argv) {
   so.host_policy = a->opt.host_cfg;
   so.n_host_policy = a->opt.n_host_cfg;
   so.repoagent_dir = a->opt.repoagent_dir;
-  so.repoagent_ops = ifd_repoagent_ops();
   so.model_namespacing = a->opt.model_namespacing;
   so.cache_name = a->opt.cache_name;
   so.cache_config = a->opt.cache_cfg;
@@ -515,9 +514,8 @@ int main(int argc, char **argv) {
   so.gpu_skip = ifd_gpu_unsupported(so.min_compute_capability);
   /* Before any model loads; without a GPU there is nothing to set up. */
   ifd_cuda_mem_init(&a->opt.cuda_mem, so.gpu_count);
-  so.ops = ifd_sched_model_ops();
   ifd_errclear(&err);
-  if (ifd_server_new(&a->loop, &so, &a->server, &err) < 0) {
+  if (ifd_runtime_new(&a->loop, &so, &a->server, &err) < 0) {
     fprintf(stderr, "inferd: %s\n", err.text);
     return 1;
   }
