@@ -1,6 +1,9 @@
 /*
  * app/options.c - tritonserver's command line: one table of flags, each
- * with a kind that says how its value is read, and the usage text.
+ * with a kind that says how its value is read, the parse loop, and the
+ * defaults. Single values are read by app/options_values.c, the setting
+ * languages by app/options_settings.c, the checks once every flag is read
+ * are app/options_check.c's, the usage text app/options_usage.c's.
  *
  * Every flag of tritonserver 2.47 (and the few later ones a newer command
  * line may carry) is accepted, spelled and checked as tritonserver does:
@@ -23,7 +26,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "base/log.h"
 #include "net/forward.h"
 #include "net/http.h"
 #include "app/options_internal.h"
@@ -35,28 +37,6 @@
 /* --overload-retry-after-secs: a queue that is full now has usually
  * drained within a second or so at inference speeds. */
 #define DEFAULT_RETRY_AFTER_SECS 1
-
-int ifd__opt_parse_bool(const char *v, int *out) {
-  static const char *yes[] = {"true", "1", "yes", "on"};
-  static const char *no[] = {"false", "0", "no", "off"};
-  size_t i;
-  for (i = 0; i < 4; i++) {
-    if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
-    if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
-  }
-  return -1;
-}
-
-int ifd__opt_parse_int(const char *v, long long lo, long long hi,
-                       long long *out) {
-  char *end;
-  long long n;
-  errno = 0;
-  n = strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) return -1;
-  *out = n;
-  return 0;
-}
 
 enum kind {
   K_REPO,
@@ -290,113 +270,6 @@ static const flag_t flags[] = {
     {"model-load-gpu-limit", K_GPU_LIMIT, 0, 0, NULL},
 };
 
-int ifd__app_options_bad(const char *name, const char *value, const char *why) {
-  fprintf(stderr, "inferd: invalid value '%s' for --%s: %s\n", value, name,
-          why);
-  ifd__app_options_usage(stderr);
-  return -1;
-}
-
-/* The model control flags together, as tritonserver takes them: '*' must
- * be the only --load-model; --load-model only matters in explicit mode
- * (tritonserver ignores it otherwise: so do we, with a warning); polling
- * needs a positive interval. Returns 0 or -1 after printing why. */
-static int check_control(ifd_app_options_t *o) {
-  if (o->load_all && o->n_load_models > 0) {
-    fprintf(stderr,
-            "inferd: --load-model=* must be the only --load-model (it "
-            "loads every model)\n");
-    return -1;
-  }
-  if (o->load_all) {
-    o->load_models[0] = "*";
-    o->n_load_models = 1;
-  }
-  if (o->n_load_models > 0 && o->control_mode != IFD_CONTROL_EXPLICIT) {
-    IFD_WARN("--load-model is ignored unless --model-control-mode=explicit");
-    o->n_load_models = 0;
-  }
-  if (o->control_mode == IFD_CONTROL_POLL && o->poll_secs <= 0) {
-    fprintf(stderr,
-            "inferd: invalid value '%d' for --repository-poll-secs: must be "
-            "greater than 0 with --model-control-mode=poll\n",
-            o->poll_secs);
-    return -1;
-  }
-  return 0;
-}
-
-/* Prints "--<name> is not supported by inferd yet: <why>" and returns -1. */
-static int refuse(const char *name, const char *why) {
-  fprintf(stderr, "inferd: --%s is not supported by inferd yet: %s\n", name,
-          why);
-  return -1;
-}
-
-/* Notes a flag accepted without effect, once per name. */
-static void no_effect(ifd_app_options_t *o, const char *name, const char *why) {
-  size_t k;
-  for (k = 0; k < o->n_no_effect; k++)
-    if (strcmp(o->no_effect[k], name) == 0) return;
-  if (o->n_no_effect == IFD_MAX_NO_EFFECT) return;
-  o->no_effect[o->n_no_effect] = name;
-  o->no_effect_why[o->n_no_effect++] = why;
-}
-
-/* A double as std::stod reads it (the whole text). 0 or -1. */
-static int parse_double(const char *v, double *out) {
-  char *end;
-  errno = 0;
-  *out = strtod(v, &end);
-  return errno != 0 || end == v || *end != '\0' ? -1 : 0;
-}
-
-/* <int><sep><int-or-float> (tritonserver's ParsePairOption). 0 or -1. */
-static int check_pair(const char *v, const char *sep, int second_float) {
-  const char *d = strstr(v, sep);
-  char first[32];
-  long long n;
-  double f;
-  size_t len;
-  if (d == NULL) return -1;
-  len = (size_t)(d - v);
-  if (len == 0 || len >= sizeof(first)) return -1;
-  memcpy(first, v, len);
-  first[len] = '\0';
-  if (ifd__opt_parse_int(first, INT_MIN, INT_MAX, &n) < 0) return -1;
-  d += strlen(sep);
-  if (second_float) return parse_double(d, &f);
-  return ifd__opt_parse_int(d, LLONG_MIN, LLONG_MAX, &n);
-}
-
-/* <name><d1><setting><d2><value>, all three non-empty (tritonserver's
- * ParseGenericConfigOption). 0 or -1. */
-static int check_generic(const char *v, char d1, char d2) {
-  const char *a = strchr(v, d1), *b;
-  if (a == NULL || a == v) return -1;
-  b = strchr(a + 1, d2);
-  return b == NULL || b == a + 1 || b[1] == '\0' ? -1 : 0;
-}
-
-/* <name>:<count>[:<device>] (tritonserver's ParseRateLimiterResourceOption).
- * 0 or -1. */
-static int check_resource(const char *v) {
-  const char *a = strchr(v, ':'), *b;
-  char num[32];
-  long long n;
-  size_t len;
-  if (a == NULL) return -1;
-  b = strchr(a + 1, ':');
-  if (b == NULL) return ifd__opt_parse_int(a + 1, INT_MIN, INT_MAX, &n);
-  if (strchr(b + 1, ':') != NULL) return -1;
-  len = (size_t)(b - a - 1);
-  if (len == 0 || len >= sizeof(num)) return -1;
-  memcpy(num, a + 1, len);
-  num[len] = '\0';
-  if (ifd__opt_parse_int(num, INT_MIN, INT_MAX, &n) < 0) return -1;
-  return ifd__opt_parse_int(b + 1, INT_MIN, INT_MAX, &n);
-}
-
 /* Checks a K_IGNORED / K_REFUSED value; returns 0 or -1 after printing
  * tritonserver's message. */
 static int check_value(const flag_t *f, const char *v) {
@@ -412,14 +285,14 @@ static int check_value(const flag_t *f, const char *v) {
       if (ifd__opt_parse_bool(v, &b) == 0) return 0;
       return ifd__app_options_bad(f->name, v, "expected true or false");
     case C_PAIR_INT:
-      if (check_pair(v, ":", 0) == 0) return 0;
+      if (ifd__opt_check_pair(v, ":", 0) == 0) return 0;
       return ifd__app_options_bad(f->name, v, "expected <device id>:<integer>");
     case C_PAIR_FLOAT:
-      if (check_pair(v, ":", 1) == 0) return 0;
+      if (ifd__opt_check_pair(v, ":", 1) == 0) return 0;
       return ifd__app_options_bad(f->name, v,
                                   "expected <device id>:<fraction>");
     case C_RESOURCE:
-      if (check_resource(v) == 0) return 0;
+      if (ifd__opt_check_resource(v) == 0) return 0;
       return ifd__app_options_bad(f->name, v,
                                   "--rate-limit-resource option format is "
                                   "'<resource_name>:<count>:<device>' or "
@@ -462,129 +335,6 @@ static int parse_unix_perm(const flag_t *f, const char *v, ifd_unix_perm_t *p) {
     p->uid = n;
   else
     p->gid = n;
-  return 0;
-}
-
-/* The unix: addresses: two services on one socket path collide (tritonserver's
- * port collision, for paths); the metrics service, which defaults to the
- * HTTP address, stays on TCP 0.0.0.0 when HTTP listens on a socket; the
- * socket file flags of a service on TCP have no effect (one info line).
- * Returns 0 or -1 after printing why. */
-static int check_unix(ifd_app_options_t *o) {
-  struct {
-    const char *name, *flag, *addr;
-    int on;
-    const ifd_unix_perm_t *perm;
-  } s[3];
-  int i, j;
-
-  if (o->metrics_address == NULL && ifd__net_is_unix(o->http_address))
-    o->metrics_address = "0.0.0.0";
-  s[0].name = "HTTP", s[0].flag = "http-unix-socket-*";
-  s[0].addr = o->http_address, s[0].on = o->allow_http;
-  s[0].perm = &o->http_unix;
-  s[1].name = "GRPC", s[1].flag = "grpc-unix-socket-*";
-  s[1].addr = o->grpc_address, s[1].on = o->allow_grpc;
-  s[1].perm = &o->grpc_unix;
-  s[2].name = "metrics", s[2].flag = "metrics-unix-socket-*";
-  s[2].addr = o->metrics_address != NULL ? o->metrics_address : "";
-  s[2].on = o->allow_metrics, s[2].perm = &o->metrics_unix;
-  for (i = 0; i < 3; i++) {
-    int given =
-        s[i].perm->mode >= 0 || s[i].perm->uid >= 0 || s[i].perm->gid >= 0;
-    if (!ifd__net_is_unix(s[i].addr)) {
-      if (given)
-        no_effect(o, s[i].flag,
-                  "its service does not listen on a unix: address");
-      continue;
-    }
-    for (j = i + 1; j < 3; j++)
-      if (s[i].on && s[j].on && ifd__net_is_unix(s[j].addr) &&
-          strcmp(ifd__net_unix_path(s[i].addr),
-                 ifd__net_unix_path(s[j].addr)) == 0) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests and %s "
-                "requests on the same socket %s\n",
-                s[i].name, s[j].name, s[i].addr);
-        return -1;
-      }
-  }
-  return 0;
-}
-
-/* tritonserver's CheckPortCollision: two enabled services on one address
- * and port are refused (with --reuse-*-port they would otherwise share the
- * listener's connections). Port 0 (a free port each) never collides.
- * Returns 0 or -1 after printing why. */
-static int check_ports(const ifd_app_options_t *o) {
-  struct {
-    const char *name, *addr;
-    int port, on, range, lo, hi;
-  } s[5] = {
-      {"HTTP", o->http_address, o->http_port, o->allow_http, 0, 0, 0},
-      {"GRPC", o->grpc_address, o->grpc_port, o->allow_grpc, 0, 0, 0},
-      {"metrics",
-       o->metrics_address != NULL ? o->metrics_address : o->http_address,
-       o->metrics_port, o->allow_metrics, 0, 0, 0},
-      /* tritonserver binds both cloud endpoints to 0.0.0.0. */
-      {"SageMaker", "0.0.0.0", o->sagemaker_port, o->allow_sagemaker,
-       o->sagemaker_range_set, o->sagemaker_range_lo, o->sagemaker_range_hi},
-      {"Vertex AI", "0.0.0.0", o->vertex_ai_port, o->allow_vertex_ai, 0, 0, 0},
-  };
-  int i, j;
-  for (i = 0; i < 5; i++) {
-    if (!s[i].on) continue;
-    /* A service with an allowed port range checks every other one. */
-    for (j = s[i].range ? 0 : i + 1; j < 5; j++) {
-      if (j == i || !s[j].on || strcmp(s[i].addr, s[j].addr) != 0) continue;
-      /* Sockets collide by path only (check_unix). */
-      if (ifd__net_is_unix(s[i].addr)) continue;
-      if (s[i].range && (s[j].port < s[i].lo || s[j].port > s[i].hi)) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests at port "
-                "%d, allowed port range is [%d, %d]\n",
-                s[j].name, s[j].port, s[i].lo, s[i].hi);
-        return -1;
-      }
-      if (s[i].port != 0 && s[i].port == s[j].port) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests and %s "
-                "requests at the same address and port %s:%d\n",
-                s[i].name, s[j].name, s[i].addr, s[i].port);
-        return -1;
-      }
-    }
-  }
-  return 0;
-}
-
-/* The flags whose feature inferd lacks, refused once every flag is read
- * (tritonserver's own cross-flag checks first). Also applies
- * --disable-auto-complete-config. Returns 0 or -1 after printing why. */
-static int check_features(ifd_app_options_t *o) {
-  if (o->cache_config && o->cache_byte_size) {
-    fprintf(stderr,
-            "inferd: Error: Incompatible flags --response-cache-byte-size "
-            "and --cache-config both provided. Please provide one or the "
-            "other.\n");
-    return -1;
-  }
-  if (o->cache_byte_size) {
-    o->cache_name = "local";
-    o->cache_cfg[0] =
-        (ifd_backend_setting_t){"local", "size", o->cache_size_text};
-    o->n_cache_cfg = 1;
-  }
-  if (o->disable_auto_complete) o->strict_config = 1;
-  /* tritonserver takes the resources and ignores them when off. */
-  if (!o->rate_limit_on && o->n_rl_res > 0)
-    no_effect(o, "rate-limit-resource",
-              "--rate-limit is off: instances run as soon as they are free");
-  if (o->trace_otel)
-    return refuse("trace-config",
-                  "trace mode opentelemetry is not supported by inferd yet; "
-                  "use mode triton (the default)");
-  if (o->refused != NULL) return refuse(o->refused, o->refused_why);
   return 0;
 }
 
@@ -743,13 +493,13 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
         *(int *)((char *)o + f->off) = n > 0 ? (int)n : 0;
         break;
       case K_MS_FLOAT:
-        if (parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
+        if (ifd__opt_parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
           return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative number");
         *(int *)((char *)o + f->off) = d > 0 && d < 1 ? 1 : (int)(d + 0.5);
         break;
       case K_FLOAT:
-        if (parse_double(value, &d) < 0)
+        if (ifd__opt_parse_double(value, &d) < 0)
           return ifd__app_options_bad(f->name, value, "expected a number");
         *(double *)((char *)o + f->off) = d;
         break;
@@ -886,7 +636,7 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
         break;
       case K_IGNORED:
         if (check_value(f, value) < 0) return -1;
-        no_effect(o, f->name, f->why);
+        ifd__opt_no_effect(o, f->name, f->why);
         break;
       case K_REFUSED:
         if (check_value(f, value) < 0) return -1;
@@ -926,7 +676,7 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
         char *end;
         long dev;
         double frac;
-        if (check_pair(value, ":", 1) != 0)
+        if (ifd__opt_check_pair(value, ":", 1) != 0)
           return ifd__app_options_bad(f->name, value,
                                       "expected <device id>:<fraction>");
         dev = strtol(value, &end, 10);
@@ -959,7 +709,7 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
       case K_HOST_POLICY: {
         char *t, *comma, *eq;
         ifd_backend_setting_t *hp;
-        if (check_generic(value, ',', '=') != 0)
+        if (ifd__opt_check_generic(value, ',', '=') != 0)
           return ifd__app_options_bad(f->name, value,
                                       "--host-policy option format is "
                                       "'<policy name>,<setting>=<value>'");
@@ -977,9 +727,10 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
         o->host_cfg_text[o->n_host_cfg++] = t;
         if (strcmp(hp->setting, "numa-node") != 0 &&
             strcmp(hp->setting, "cpu-cores") != 0)
-          no_effect(o, "host-policy",
-                    "only its numa-node and cpu-cores settings are used "
-                    "(they pick the CPUs of the policy's instance threads)");
+          ifd__opt_no_effect(
+              o, "host-policy",
+              "only its numa-node and cpu-cores settings are used "
+              "(they pick the CPUs of the policy's instance threads)");
         break;
       }
       case K_RL_RESOURCE: {
@@ -1037,17 +788,7 @@ int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
     ifd__app_options_usage(stderr);
     return -1;
   }
-  if (check_features(o) < 0 || check_unix(o) < 0 || check_ports(o) < 0)
-    return -1;
-  if (o->exit_timeout_secs < 0) o->exit_timeout_secs = 0;
-  return check_control(o);
-}
-
-void ifd__app_options_report(const ifd_app_options_t *o) {
-  size_t k;
-  for (k = 0; k < o->n_no_effect; k++)
-    IFD_INFO("--%s has no effect in inferd: %s", o->no_effect[k],
-             o->no_effect_why[k]);
+  return ifd__opt_check_all(o);
 }
 
 static void default_backend_dir(ifd_app_options_t *o) {
