@@ -84,14 +84,20 @@ PROTO_C := $(PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
 LIB_PROTO_C := $(BUILD)/proto/model_config.pb-c.c
 NET_PROTO_C := $(filter-out $(LIB_PROTO_C),$(PROTO_C))
-LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
-NET_SRC := $(filter-out net/main.c,$(wildcard net/*.c))
+# app/ is the wiring point: the program (main.c and the option files) goes
+# into the executable, the runtime that builds a server and the embedded
+# entry (TRITONSERVER_ServerNew) into the library.
+APP_LIB_SRC := $(wildcard app/runtime.c app/embed.c)
+LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c) $(APP_LIB_SRC)
+NET_SRC := $(wildcard net/*.c)
+APP_SRC := $(filter-out app/main.c $(APP_LIB_SRC),$(wildcard app/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_PROTO_C:%.c=%.o)
 NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o) $(NET_PROTO_C:%.c=%.o)
+APP_OBJ := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC))
-MAIN_OBJ := $(BUILD)/obj/net/main.o
+MAIN_OBJ := $(BUILD)/obj/app/main.o
 
 # A shipped backend is a folder of backend_api/backends/ with sources.
 # common/ holds C shared by several backends (built into each that uses it);
@@ -170,7 +176,7 @@ $(BUILD)/%.pb-c.o: $(BUILD)/%.pb-c.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
 
 # Every object may include any generated header.
-$(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ) $(PERF_OBJ) $(UNIT_BIN): | $(PROTO_H)
+$(LIB_OBJ) $(NET_OBJ) $(APP_OBJ) $(MAIN_OBJ) $(PERF_OBJ) $(UNIT_BIN): | $(PROTO_H)
 $(UNIT_BIN): | $(TEST_PROTO_C:.c=.h)
 
 # ---- objects ----------------------------------------------------------------
@@ -193,10 +199,10 @@ $(LIBTS): $(LIB_OBJ) $(ABI_MAP)
 	  -o $@ $(LIB_OBJ) $(LIB_DEPS)
 
 # ---- the server ---------------------------------------------------------------
-# net/ calls core's ifd_* functions, which the library keeps to itself, so the
-# executable links core's objects directly and stands in for the library:
-# it exports the same ABI (--dynamic-list) and carries the soname
-# libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and
+# net/ and app/ call core's ifd_* functions, which the library keeps to
+# itself, so the executable links core's objects directly and stands in for
+# the library: it exports the same ABI (--dynamic-list) and carries the
+# soname libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and
 # ours, linked with -ltritonserver, usually without an rpath) is then matched
 # by ld.so against the already loaded executable, so dlopen loads no second
 # copy of core and the backend's calls bind to the executable's functions.
@@ -208,8 +214,8 @@ $(ABI_DYNLIST): $(ABI_MAP)
 	@mkdir -p $(dir $@)
 	{ echo '{'; sed -n '/^ *global:/,/^ *local:/{/^ *\(TRITON[A-Z]*\|INFERD\)_\*;/p}' $<; echo '};'; } > $@
 
-$(INFERD): $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
-	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \
+$(INFERD): $(MAIN_OBJ) $(APP_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) $(ABI_DYNLIST)
+	$(CC) $(LDFLAGS) $(EXPORT_ABI) -o $@ $(MAIN_OBJ) $(APP_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(LIB_OBJ) \
 	  $(EXE_DEPS)
 
 # The health probe links libc only (no core object): the image runs it
@@ -352,7 +358,7 @@ test-gpu: all $(BUILD)/test/unit/test_cuda
 	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q -rs -m gpu test/e2e/test_gpu.py
 
 # ---- tests --------------------------------------------------------------------
-$(TESTLIB): $(LIB_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
+$(TESTLIB): $(LIB_OBJ) $(APP_OBJ) $(NET_OBJ) $(LLHTTP_OBJ) $(TEST_PROTO_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -496,7 +502,7 @@ run: deps
 # The layering check (test/layers/check_layers.py): the include arrows
 # docs/architecture.md allows, no circle of more than two files in the
 # folders it names (from the built objects), no product file over 900 lines.
-check-layers: $(LIB_OBJ) $(NET_OBJ) $(MAIN_OBJ)
+check-layers: $(LIB_OBJ) $(APP_OBJ) $(NET_OBJ) $(MAIN_OBJ)
 	BUILD=$(BUILD) $(PYTHON) test/layers/check_layers.py
 
 format-check:

@@ -108,7 +108,7 @@ const struct ifd_repoagent_ops *ifd_repoagent_ops(void);
 /**
  * Opens the Triton cache plugin `<dir>/<name>/libtritoncache_<name>.so` and
  * initializes it with `config_json` (backend_api/tc_cache.c): the opener
- * core's response cache uses (ifd_cache_set_plugin_opener). Thread pool
+ * core's response cache uses (ifd_server_opts_t.cache_open). Thread pool
  * only (dlopen, the plugin's TRITONCACHE_CacheInitialize). Returns 0 and
  * *out (calls that may block), or a negative code with `err` filled.
  */

@@ -14,6 +14,17 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled) {
+  const ifd__capi_host_t *h = ifd_server_host(s);
+  /* inferd's executable: its gauges belong to its metrics service. */
+  if (h == NULL) {
+    *enabled = 1;
+    return NULL;
+  }
+  *enabled = h->metrics_on;
+  return h->metrics;
+}
+
 int ifd__capi_open(TRITONSERVER_Server *server) {
   const ifd__capi_host_t *h = ifd_server_host(SRV(server));
   return h == NULL || !atomic_load(&h->closed);

@@ -3,7 +3,7 @@
  * application sets before TRITONSERVER_ServerNew.
  *
  * Every setter of tritonserver.h exists. Those inferd has a meaning for are
- * stored and used by ServerNew (capi_server.c): repositories, model control,
+ * stored and used by ServerNew (app/embed.c): repositories, model control,
  * startup models, strict config, exit on error, strict readiness, exit
  * timeout, backend directory, log and metrics settings, memory pools, the
  * repository agent directory, model namespacing, the response cache

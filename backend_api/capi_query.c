@@ -4,7 +4,7 @@
  * repository index, batch and transaction properties, model control (load,
  * unload, poll, repository registration) and the metrics text.
  *
- * Each call works on either kind of server (capi_server.c): one
+ * Each call works on either kind of server (app/embed.c): one
  * TRITONSERVER_ServerNew made, or inferd's executable's, which a backend
  * reaches through TRITONBACKEND_ModelServer. Every one reads loop-owned
  * state, so it runs on the loop through ifd__capi_run (inline when called

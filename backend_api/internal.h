@@ -403,26 +403,30 @@ int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
 /** Makes a TRITONSERVER_Error from a negative IFD code and message. */
 TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
 
-/* ---- the in-process API (capi_loop.c, capi_server.c, capi_infer.c) ------ */
+/* ---- the in-process API (capi_loop.c, capi_infer.c; app/embed.c) -------- */
 
 #include "core/server.h"
 
 /* A TRITONSERVER_Server is the core's server itself (ifd_server_t): either
  * the one inferd's executable created, which TRITONBACKEND_ModelServer hands
  * to backends (BLS), or one TRITONSERVER_ServerNew created on a loop thread
- * of its own (capi_server.c; ifd_server_host() is then its ifd__capi_host_t).
+ * of its own (app/embed.c; ifd_server_host() is then its ifd__capi_host_t).
  * Every function that touches loop-owned state runs there through
  * ifd__capi_run or ifd__capi_post. */
 #define SRV(server) ((ifd_server_t *)(server))
 
-/* What capi_server.c keeps for a server it created, first in its own
- * object (ifd_server_host() points at it). */
+/* What the embedded entry (app/embed.c) keeps for a server it created,
+ * first in its own object (ifd_server_host() points at it). */
 typedef struct ifd__capi_host {
   atomic_int closed;  /* set once TRITONSERVER_ServerStop began: no more
                          calls are posted to the loop */
   atomic_int posting; /* posts between their check of `closed` and their
                          push: Stop waits for none before its own event, so
                          nothing is pushed after the server is freed */
+  struct ifd_metrics *metrics; /* owned by app/embed.c, loop thread only,
+                                  until its metrics stop; NULL: no gauges
+                                  sampled */
+  int metrics_on;              /* the options turned metrics on */
 } ifd__capi_host_t;
 
 /* A call from any thread that runs on the server's loop. Zero it, set fn
@@ -526,7 +530,8 @@ struct TRITONSERVER_ServerOptions {
 
 /** The metrics of `s` (loop thread): NULL when no gauges are sampled (the
  *  executable's server, whose gauges its metrics service holds); *enabled
- *  is 0 when the options turned metrics off (capi_server.c). */
+ *  is 0 when the options turned metrics off (capi_loop.c reads the
+ *  ifd__capi_host_t). */
 struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled);
 
 /** The default backend directory: `backends` beside the folder of

@@ -506,12 +506,6 @@ struct ifd_cache {
   int freeing;      /* free when the last job ends */
 };
 
-static _Atomic(ifd_cache_plugin_open_fn) plugin_opener;
-
-void ifd_cache_set_plugin_opener(ifd_cache_plugin_open_fn fn) {
-  atomic_store(&plugin_opener, fn);
-}
-
 /* Appends `s` JSON-escaped (control bytes as \u00XX). */
 static size_t json_str(char *out, const char *s) {
   size_t n = 0;
@@ -612,8 +606,8 @@ int ifd_cache_needs_open(const ifd_cache_t *c) {
   return c != NULL && c->impl.lookup == NULL;
 }
 
-int ifd_cache_open_plugin(ifd_cache_t *c, ifd_errmsg_t *err) {
-  ifd_cache_plugin_open_fn open = atomic_load(&plugin_opener);
+int ifd_cache_open_plugin(ifd_cache_t *c, ifd_cache_plugin_open_fn open,
+                          ifd_errmsg_t *err) {
   if (open == NULL)
     return ifd_errf(err, IFD_EUNSUPPORTED,
                     "cache plugins cannot be loaded by this program");

@@ -91,14 +91,14 @@ typedef struct ifd_cache_stats {
 /**
  * Opens a Triton cache plugin: `<dir>/<name>/libtritoncache_<name>.so`,
  * TRITONCACHE_CacheInitialize(config_json). Runs on a thread-pool thread
- * (dlopen). Set by backend_api (ifd_cache_set_plugin_opener) before any
- * server starts. Returns 0 and *out, or a negative code with `err` filled.
+ * (dlopen). backend_api provides it; it reaches the server through its
+ * options (ifd_server_opts_t.cache_open, set by app/runtime.c). Returns 0
+ * and *out, or a negative code with `err` filled.
  */
 typedef int (*ifd_cache_plugin_open_fn)(const char *dir, const char *name,
                                         const char *config_json,
                                         ifd_cache_impl_t *out,
                                         ifd_errmsg_t *err);
-void ifd_cache_set_plugin_opener(ifd_cache_plugin_open_fn fn);
 
 /** The built-in local cache of `capacity` bytes. */
 int ifd_cache_local_impl(uint64_t capacity, ifd_cache_impl_t *out);
@@ -117,8 +117,11 @@ void ifd_cache_free(ifd_cache_t *c);
 
 /** Does `c` still need its plugin opened (ifd__cache_open_plugin)? */
 int ifd_cache_needs_open(const ifd_cache_t *c);
-/** Opens the plugin (thread-pool thread). 0, or a negative code with err. */
-int ifd_cache_open_plugin(ifd_cache_t *c, ifd_errmsg_t *err);
+/** Opens the plugin with `open` (the server's opts.cache_open; NULL: this
+ *  program cannot load plugins, IFD_EUNSUPPORTED). Thread-pool thread. 0,
+ *  or a negative code with err. */
+int ifd_cache_open_plugin(ifd_cache_t *c, ifd_cache_plugin_open_fn open,
+                          ifd_errmsg_t *err);
 
 /** The server's cache, NULL when none is configured. */
 ifd_cache_t *ifd_server_cache(const ifd_server_t *s);

@@ -313,7 +313,8 @@ static void start_registry(ifd_server_t *s) {
  * open fails the start. */
 static void cache_open_work(uv_work_t *w) {
   ifd_server_t *s = ifd_container_of(w, ifd_server_t, cache_work);
-  s->cache_err.code = ifd_cache_open_plugin(s->cache, &s->cache_err);
+  s->cache_err.code =
+      ifd_cache_open_plugin(s->cache, s->opts.cache_open, &s->cache_err);
 }
 
 static void cache_open_after(uv_work_t *w, int status) {

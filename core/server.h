@@ -89,6 +89,8 @@ typedef struct ifd_backend_setting {
   const char *value;   /* borrowed */
 } ifd_backend_setting_t;
 
+struct ifd_cache_impl; /* core/cache.h */
+
 typedef struct ifd_server_opts {
   const char *const *repos; /* borrowed: --model-repository paths */
   size_t n_repos;
@@ -119,7 +121,8 @@ typedef struct ifd_server_opts {
   /* Of them, those below --min-supported-compute-capability (bit d: GPU
    * d), ignored as tritonserver ignores them (cuda/gpu.h). */
   uint64_t gpu_skip;
-  const ifd_model_ops_t *ops; /* borrowed: static table */
+  const ifd_model_ops_t *ops; /* borrowed: static table (sched/'s, set by
+                                 the runtime, app/runtime.c) */
   /* --id: the server metadata's name (NULL or "": IFD_SERVER_NAME). */
   const char *server_id; /* borrowed */
   /* --model-config-name: <model>/configs/<name>.pbtxt is read instead of
@@ -149,7 +152,8 @@ typedef struct ifd_server_opts {
   /* Repository agents (model_repository_agents in a config): the folder of
    * their libraries, --repoagent-directory (borrowed; NULL or "": Triton's
    * /opt/tritonserver/repoagents), and the table that runs them (borrowed:
-   * static, core/repoagent.h; NULL: a config naming agents fails to load). */
+   * static, core/repoagent.h; the runtime sets backend_api's, app/runtime.c;
+   * NULL: a config naming agents fails to load). */
   const char *repoagent_dir;
   const struct ifd_repoagent_ops *repoagent_ops;
   /* --model-namespacing: a model name may appear in several repositories,
@@ -163,6 +167,12 @@ typedef struct ifd_server_opts {
   size_t n_cache_config;
   const char *cache_dir; /* borrowed: --cache-directory (NULL: Triton's
                             /opt/tritonserver/caches) */
+  /* Opens a cache plugin (core/cache.h's ifd_cache_plugin_open_fn; the
+   * runtime sets backend_api's, app/runtime.c). NULL: a cache other than
+   * "local" fails the start ("cache plugins cannot be loaded by this
+   * program"). */
+  int (*cache_open)(const char *dir, const char *name, const char *config_json,
+                    struct ifd_cache_impl *out, ifd_errmsg_t *err);
   /* --rate-limit=execution_count: instances whose group names
    * rate_limiter resources execute only while they hold them
    * (core/ratelimit.h); --rate-limit-resource counts (borrowed: copied by

@@ -112,7 +112,7 @@ struct ifd_server {
   uv_thread_t loop_thread; /* the thread that created the server and runs
                               its loop */
   void *host; /* borrowed: the in-process API's object for a server it
-                 created (backend_api/capi_server.c); NULL otherwise */
+                 created (app/embed.c); NULL otherwise */
   /* Owned copy behind opts.repoagent_dir. */
   char *repoagent_dir;
   struct ifd_cache *cache; /* owned: the response cache; NULL: none */

@@ -126,7 +126,7 @@ uint64_t ifd_trace_new_id(void);
 int ifd_trace_attach(ifd_request_t *req, ifd_trace_sink_t *sink, int level,
                      uint64_t parent_id);
 
-/** Settings as given at start (net/options.c, the C API). */
+/** Settings as given at start (app/options.c, the C API). */
 typedef struct ifd_trace_config {
   int level;              /* IFD_TRACE_* bits; 0: OFF */
   uint32_t rate;          /* every rate-th request; 0 never */

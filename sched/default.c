@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "backend_api/backend_api.h"
-#include "core/cache.h"
 #include "base/log.h"
 #include "core/model.h"
 #include "sched/internal.h"
@@ -277,7 +276,5 @@ static const ifd_model_ops_t ops = {
 };
 
 const ifd_model_ops_t *ifd_sched_model_ops(void) {
-  /* Whoever runs models on backends also opens Triton cache plugins. */
-  ifd_cache_set_plugin_opener(ifd_tc_cache_open);
   return &ops;
 }

@@ -11,7 +11,9 @@
 #include "core/server.h"
 
 /** The model operations the server runs models with: load/unload through
- *  backend_api and submit through the model's scheduler. Static table. */
+ *  backend_api and submit through the model's scheduler. Static table; no
+ *  side effect (the runtime, app/runtime.c, puts it in the server's
+ *  options). */
 const ifd_model_ops_t *ifd_sched_model_ops(void);
 
 #endif

@@ -1,6 +1,9 @@
 /*
- * net/options.c - tritonserver's command line: one table of flags, each
- * with a kind that says how its value is read, and the usage text.
+ * app/options.c - tritonserver's command line: one table of flags, each
+ * with a kind that says how its value is read, the parse loop, and the
+ * defaults. Single values are read by app/options_values.c, the setting
+ * languages by app/options_settings.c, the checks once every flag is read
+ * are app/options_check.c's, the usage text app/options_usage.c's.
  *
  * Every flag of tritonserver 2.47 (and the few later ones a newer command
  * line may carry) is accepted, spelled and checked as tritonserver does:
@@ -11,7 +14,7 @@
  * then refuses to start, naming the flag. README's "Flags" lists which is
  * which; inferd's own flags (connection limits) follow tritonserver's.
  */
-#include "net/options.h"
+#include "app/options.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -23,10 +26,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "base/log.h"
 #include "net/forward.h"
 #include "net/http.h"
-#include "net/options_internal.h"
+#include "app/options_internal.h"
 
 /* tritonserver's default --repository-poll-secs. */
 #define DEFAULT_POLL_SECS 15
@@ -35,28 +37,6 @@
 /* --overload-retry-after-secs: a queue that is full now has usually
  * drained within a second or so at inference speeds. */
 #define DEFAULT_RETRY_AFTER_SECS 1
-
-int ifd__opt_parse_bool(const char *v, int *out) {
-  static const char *yes[] = {"true", "1", "yes", "on"};
-  static const char *no[] = {"false", "0", "no", "off"};
-  size_t i;
-  for (i = 0; i < 4; i++) {
-    if (strcasecmp(v, yes[i]) == 0) return *out = 1, 0;
-    if (strcasecmp(v, no[i]) == 0) return *out = 0, 0;
-  }
-  return -1;
-}
-
-int ifd__opt_parse_int(const char *v, long long lo, long long hi,
-                       long long *out) {
-  char *end;
-  long long n;
-  errno = 0;
-  n = strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) return -1;
-  *out = n;
-  return 0;
-}
 
 enum kind {
   K_REPO,
@@ -90,7 +70,7 @@ enum kind {
   K_CACHE_SIZE,     /* --response-cache-byte-size <int64> */
   K_IGNORED,        /* checked as `check` says, then no effect (`why`) */
   K_REFUSED,        /* checked as `check` says, then refused (`why`) */
-  K_REGEX,          /* a POSIX ERE compiled into a struct ifd_net_fwd_pattern */
+  K_REGEX,          /* a POSIX ERE compiled into a struct ifd_app_fwd_pattern */
   K_COMPRESSION,    /* none | low | medium | high into an int 0-3 */
   K_HOST_POLICY,    /* --host-policy <policy>,<setting>=<value> */
   K_PORT_RANGE,     /* --sagemaker-safe-port-range <int>-<int> */
@@ -116,12 +96,12 @@ enum check {
 typedef struct flag {
   const char *name;
   enum kind kind;
-  size_t off;       /* offset in ifd_net_options_t, for kinds that store */
+  size_t off;       /* offset in ifd_app_options_t, for kinds that store */
   enum check check; /* K_IGNORED, K_REFUSED */
   const char *why;  /* K_IGNORED, K_REFUSED: why, for the log line */
 } flag_t;
 
-#define OFF(f) offsetof(ifd_net_options_t, f)
+#define OFF(f) offsetof(ifd_app_options_t, f)
 /* A flag accepted without effect, and a flag refused. */
 #define IGN(n, c, w) \
   { n, K_IGNORED, 0, c, w }
@@ -290,113 +270,6 @@ static const flag_t flags[] = {
     {"model-load-gpu-limit", K_GPU_LIMIT, 0, 0, NULL},
 };
 
-int ifd__net_options_bad(const char *name, const char *value, const char *why) {
-  fprintf(stderr, "inferd: invalid value '%s' for --%s: %s\n", value, name,
-          why);
-  ifd__net_options_usage(stderr);
-  return -1;
-}
-
-/* The model control flags together, as tritonserver takes them: '*' must
- * be the only --load-model; --load-model only matters in explicit mode
- * (tritonserver ignores it otherwise: so do we, with a warning); polling
- * needs a positive interval. Returns 0 or -1 after printing why. */
-static int check_control(ifd_net_options_t *o) {
-  if (o->load_all && o->n_load_models > 0) {
-    fprintf(stderr,
-            "inferd: --load-model=* must be the only --load-model (it "
-            "loads every model)\n");
-    return -1;
-  }
-  if (o->load_all) {
-    o->load_models[0] = "*";
-    o->n_load_models = 1;
-  }
-  if (o->n_load_models > 0 && o->control_mode != IFD_CONTROL_EXPLICIT) {
-    IFD_WARN("--load-model is ignored unless --model-control-mode=explicit");
-    o->n_load_models = 0;
-  }
-  if (o->control_mode == IFD_CONTROL_POLL && o->poll_secs <= 0) {
-    fprintf(stderr,
-            "inferd: invalid value '%d' for --repository-poll-secs: must be "
-            "greater than 0 with --model-control-mode=poll\n",
-            o->poll_secs);
-    return -1;
-  }
-  return 0;
-}
-
-/* Prints "--<name> is not supported by inferd yet: <why>" and returns -1. */
-static int refuse(const char *name, const char *why) {
-  fprintf(stderr, "inferd: --%s is not supported by inferd yet: %s\n", name,
-          why);
-  return -1;
-}
-
-/* Notes a flag accepted without effect, once per name. */
-static void no_effect(ifd_net_options_t *o, const char *name, const char *why) {
-  size_t k;
-  for (k = 0; k < o->n_no_effect; k++)
-    if (strcmp(o->no_effect[k], name) == 0) return;
-  if (o->n_no_effect == IFD_MAX_NO_EFFECT) return;
-  o->no_effect[o->n_no_effect] = name;
-  o->no_effect_why[o->n_no_effect++] = why;
-}
-
-/* A double as std::stod reads it (the whole text). 0 or -1. */
-static int parse_double(const char *v, double *out) {
-  char *end;
-  errno = 0;
-  *out = strtod(v, &end);
-  return errno != 0 || end == v || *end != '\0' ? -1 : 0;
-}
-
-/* <int><sep><int-or-float> (tritonserver's ParsePairOption). 0 or -1. */
-static int check_pair(const char *v, const char *sep, int second_float) {
-  const char *d = strstr(v, sep);
-  char first[32];
-  long long n;
-  double f;
-  size_t len;
-  if (d == NULL) return -1;
-  len = (size_t)(d - v);
-  if (len == 0 || len >= sizeof(first)) return -1;
-  memcpy(first, v, len);
-  first[len] = '\0';
-  if (ifd__opt_parse_int(first, INT_MIN, INT_MAX, &n) < 0) return -1;
-  d += strlen(sep);
-  if (second_float) return parse_double(d, &f);
-  return ifd__opt_parse_int(d, LLONG_MIN, LLONG_MAX, &n);
-}
-
-/* <name><d1><setting><d2><value>, all three non-empty (tritonserver's
- * ParseGenericConfigOption). 0 or -1. */
-static int check_generic(const char *v, char d1, char d2) {
-  const char *a = strchr(v, d1), *b;
-  if (a == NULL || a == v) return -1;
-  b = strchr(a + 1, d2);
-  return b == NULL || b == a + 1 || b[1] == '\0' ? -1 : 0;
-}
-
-/* <name>:<count>[:<device>] (tritonserver's ParseRateLimiterResourceOption).
- * 0 or -1. */
-static int check_resource(const char *v) {
-  const char *a = strchr(v, ':'), *b;
-  char num[32];
-  long long n;
-  size_t len;
-  if (a == NULL) return -1;
-  b = strchr(a + 1, ':');
-  if (b == NULL) return ifd__opt_parse_int(a + 1, INT_MIN, INT_MAX, &n);
-  if (strchr(b + 1, ':') != NULL) return -1;
-  len = (size_t)(b - a - 1);
-  if (len == 0 || len >= sizeof(num)) return -1;
-  memcpy(num, a + 1, len);
-  num[len] = '\0';
-  if (ifd__opt_parse_int(num, INT_MIN, INT_MAX, &n) < 0) return -1;
-  return ifd__opt_parse_int(b + 1, INT_MIN, INT_MAX, &n);
-}
-
 /* Checks a K_IGNORED / K_REFUSED value; returns 0 or -1 after printing
  * tritonserver's message. */
 static int check_value(const flag_t *f, const char *v) {
@@ -407,20 +280,20 @@ static int check_value(const flag_t *f, const char *v) {
       return 0;
     case C_INT:
       if (ifd__opt_parse_int(v, INT_MIN, INT_MAX, &n) == 0) return 0;
-      return ifd__net_options_bad(f->name, v, "expected an integer");
+      return ifd__app_options_bad(f->name, v, "expected an integer");
     case C_BOOL:
       if (ifd__opt_parse_bool(v, &b) == 0) return 0;
-      return ifd__net_options_bad(f->name, v, "expected true or false");
+      return ifd__app_options_bad(f->name, v, "expected true or false");
     case C_PAIR_INT:
-      if (check_pair(v, ":", 0) == 0) return 0;
-      return ifd__net_options_bad(f->name, v, "expected <device id>:<integer>");
+      if (ifd__opt_check_pair(v, ":", 0) == 0) return 0;
+      return ifd__app_options_bad(f->name, v, "expected <device id>:<integer>");
     case C_PAIR_FLOAT:
-      if (check_pair(v, ":", 1) == 0) return 0;
-      return ifd__net_options_bad(f->name, v,
+      if (ifd__opt_check_pair(v, ":", 1) == 0) return 0;
+      return ifd__app_options_bad(f->name, v,
                                   "expected <device id>:<fraction>");
     case C_RESOURCE:
-      if (check_resource(v) == 0) return 0;
-      return ifd__net_options_bad(f->name, v,
+      if (ifd__opt_check_resource(v) == 0) return 0;
+      return ifd__app_options_bad(f->name, v,
                                   "--rate-limit-resource option format is "
                                   "'<resource_name>:<count>:<device>' or "
                                   "'<resource_name>:<count>'");
@@ -439,152 +312,29 @@ static int parse_unix_perm(const flag_t *f, const char *v, ifd_unix_perm_t *p) {
   n = strtol(v, &end, f->kind == K_UNIX_MODE ? 8 : 10);
   if (f->kind == K_UNIX_MODE) {
     if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 07777)
-      return ifd__net_options_bad(f->name, v,
+      return ifd__app_options_bad(f->name, v,
                                   "expected octal permission bits, e.g. 0660");
     p->mode = (int)n;
     return 0;
   }
   if (errno == 0 && end != v && *end == '\0') {
     if (n < 0 || n > INT_MAX)
-      return ifd__net_options_bad(f->name, v, "expected a name or an id >= 0");
+      return ifd__app_options_bad(f->name, v, "expected a name or an id >= 0");
   } else if (f->kind == K_UNIX_OWNER) {
     const struct passwd *pw = getpwnam(v);
     if (pw == NULL || v[0] == '\0')
-      return ifd__net_options_bad(f->name, v, "no such user");
+      return ifd__app_options_bad(f->name, v, "no such user");
     n = (long)pw->pw_uid;
   } else {
     const struct group *gr = getgrnam(v);
     if (gr == NULL || v[0] == '\0')
-      return ifd__net_options_bad(f->name, v, "no such group");
+      return ifd__app_options_bad(f->name, v, "no such group");
     n = (long)gr->gr_gid;
   }
   if (f->kind == K_UNIX_OWNER)
     p->uid = n;
   else
     p->gid = n;
-  return 0;
-}
-
-/* The unix: addresses: two services on one socket path collide (tritonserver's
- * port collision, for paths); the metrics service, which defaults to the
- * HTTP address, stays on TCP 0.0.0.0 when HTTP listens on a socket; the
- * socket file flags of a service on TCP have no effect (one info line).
- * Returns 0 or -1 after printing why. */
-static int check_unix(ifd_net_options_t *o) {
-  struct {
-    const char *name, *flag, *addr;
-    int on;
-    const ifd_unix_perm_t *perm;
-  } s[3];
-  int i, j;
-
-  if (o->metrics_address == NULL && ifd__net_is_unix(o->http_address))
-    o->metrics_address = "0.0.0.0";
-  s[0].name = "HTTP", s[0].flag = "http-unix-socket-*";
-  s[0].addr = o->http_address, s[0].on = o->allow_http;
-  s[0].perm = &o->http_unix;
-  s[1].name = "GRPC", s[1].flag = "grpc-unix-socket-*";
-  s[1].addr = o->grpc_address, s[1].on = o->allow_grpc;
-  s[1].perm = &o->grpc_unix;
-  s[2].name = "metrics", s[2].flag = "metrics-unix-socket-*";
-  s[2].addr = o->metrics_address != NULL ? o->metrics_address : "";
-  s[2].on = o->allow_metrics, s[2].perm = &o->metrics_unix;
-  for (i = 0; i < 3; i++) {
-    int given =
-        s[i].perm->mode >= 0 || s[i].perm->uid >= 0 || s[i].perm->gid >= 0;
-    if (!ifd__net_is_unix(s[i].addr)) {
-      if (given)
-        no_effect(o, s[i].flag,
-                  "its service does not listen on a unix: address");
-      continue;
-    }
-    for (j = i + 1; j < 3; j++)
-      if (s[i].on && s[j].on && ifd__net_is_unix(s[j].addr) &&
-          strcmp(ifd__net_unix_path(s[i].addr),
-                 ifd__net_unix_path(s[j].addr)) == 0) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests and %s "
-                "requests on the same socket %s\n",
-                s[i].name, s[j].name, s[i].addr);
-        return -1;
-      }
-  }
-  return 0;
-}
-
-/* tritonserver's CheckPortCollision: two enabled services on one address
- * and port are refused (with --reuse-*-port they would otherwise share the
- * listener's connections). Port 0 (a free port each) never collides.
- * Returns 0 or -1 after printing why. */
-static int check_ports(const ifd_net_options_t *o) {
-  struct {
-    const char *name, *addr;
-    int port, on, range, lo, hi;
-  } s[5] = {
-      {"HTTP", o->http_address, o->http_port, o->allow_http, 0, 0, 0},
-      {"GRPC", o->grpc_address, o->grpc_port, o->allow_grpc, 0, 0, 0},
-      {"metrics",
-       o->metrics_address != NULL ? o->metrics_address : o->http_address,
-       o->metrics_port, o->allow_metrics, 0, 0, 0},
-      /* tritonserver binds both cloud endpoints to 0.0.0.0. */
-      {"SageMaker", "0.0.0.0", o->sagemaker_port, o->allow_sagemaker,
-       o->sagemaker_range_set, o->sagemaker_range_lo, o->sagemaker_range_hi},
-      {"Vertex AI", "0.0.0.0", o->vertex_ai_port, o->allow_vertex_ai, 0, 0, 0},
-  };
-  int i, j;
-  for (i = 0; i < 5; i++) {
-    if (!s[i].on) continue;
-    /* A service with an allowed port range checks every other one. */
-    for (j = s[i].range ? 0 : i + 1; j < 5; j++) {
-      if (j == i || !s[j].on || strcmp(s[i].addr, s[j].addr) != 0) continue;
-      /* Sockets collide by path only (check_unix). */
-      if (ifd__net_is_unix(s[i].addr)) continue;
-      if (s[i].range && (s[j].port < s[i].lo || s[j].port > s[i].hi)) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests at port "
-                "%d, allowed port range is [%d, %d]\n",
-                s[j].name, s[j].port, s[i].lo, s[i].hi);
-        return -1;
-      }
-      if (s[i].port != 0 && s[i].port == s[j].port) {
-        fprintf(stderr,
-                "inferd: The server cannot listen to %s requests and %s "
-                "requests at the same address and port %s:%d\n",
-                s[i].name, s[j].name, s[i].addr, s[i].port);
-        return -1;
-      }
-    }
-  }
-  return 0;
-}
-
-/* The flags whose feature inferd lacks, refused once every flag is read
- * (tritonserver's own cross-flag checks first). Also applies
- * --disable-auto-complete-config. Returns 0 or -1 after printing why. */
-static int check_features(ifd_net_options_t *o) {
-  if (o->cache_config && o->cache_byte_size) {
-    fprintf(stderr,
-            "inferd: Error: Incompatible flags --response-cache-byte-size "
-            "and --cache-config both provided. Please provide one or the "
-            "other.\n");
-    return -1;
-  }
-  if (o->cache_byte_size) {
-    o->cache_name = "local";
-    o->cache_cfg[0] =
-        (ifd_backend_setting_t){"local", "size", o->cache_size_text};
-    o->n_cache_cfg = 1;
-  }
-  if (o->disable_auto_complete) o->strict_config = 1;
-  /* tritonserver takes the resources and ignores them when off. */
-  if (!o->rate_limit_on && o->n_rl_res > 0)
-    no_effect(o, "rate-limit-resource",
-              "--rate-limit is off: instances run as soon as they are free");
-  if (o->trace_otel)
-    return refuse("trace-config",
-                  "trace mode opentelemetry is not supported by inferd yet; "
-                  "use mode triton (the default)");
-  if (o->refused != NULL) return refuse(o->refused, o->refused_why);
   return 0;
 }
 
@@ -603,14 +353,14 @@ static const flag_t *find_flag(const char *arg, size_t nlen) {
   if (hits == 1) return f;
   fprintf(stderr, "inferd: %s option '--%.*s'\n",
           hits > 1 ? "ambiguous" : "unknown", (int)nlen, arg);
-  ifd__net_options_usage(stderr);
+  ifd__app_options_usage(stderr);
   return NULL;
 }
 
 /* tritonserver's defaults from the environment, before any flag: under
  * AIP_MODE=PREDICTION Vertex AI is on and HTTP and gRPC off; the Vertex AI
  * port is AIP_HTTP_PORT, else 8080. Returns 0 or -1 after printing why. */
-static int env_defaults(ifd_net_options_t *o) {
+static int env_defaults(ifd_app_options_t *o) {
   const char *aip = getenv("AIP_MODE"), *port = getenv("AIP_HTTP_PORT");
   long long n;
 
@@ -632,19 +382,19 @@ static int env_defaults(ifd_net_options_t *o) {
 
 /* --sagemaker-safe-port-range <int>-<int>, split at the first '-' as
  * tritonserver splits it. */
-static int parse_range(const char *v, ifd_net_options_t *o) {
+static int parse_range(const char *v, ifd_app_options_t *o) {
   const char *dash = strchr(v, '-');
   char first[32];
   long long lo, hi;
 
   if (dash == NULL || (size_t)(dash - v) >= sizeof(first))
-    return ifd__net_options_bad("sagemaker-safe-port-range", v,
+    return ifd__app_options_bad("sagemaker-safe-port-range", v,
                                 "expected <integer>-<integer>");
   memcpy(first, v, (size_t)(dash - v));
   first[dash - v] = '\0';
   if (ifd__opt_parse_int(first, INT_MIN, INT_MAX, &lo) < 0 ||
       ifd__opt_parse_int(dash + 1, INT_MIN, INT_MAX, &hi) < 0)
-    return ifd__net_options_bad("sagemaker-safe-port-range", v,
+    return ifd__app_options_bad("sagemaker-safe-port-range", v,
                                 "expected <integer>-<integer>");
   o->sagemaker_range_set = 1;
   o->sagemaker_range_lo = (int)lo;
@@ -652,7 +402,7 @@ static int parse_range(const char *v, ifd_net_options_t *o) {
   return 0;
 }
 
-int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
+int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o) {
   int i, rc;
   if (env_defaults(o) < 0) return -1;
   for (i = 1; i < argc; i++) {
@@ -665,7 +415,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) return 1;
     if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
       fprintf(stderr, "inferd: Unexpected argument: %s\n", arg);
-      ifd__net_options_usage(stderr);
+      ifd__app_options_usage(stderr);
       return -1;
     }
     arg += 2;
@@ -677,7 +427,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
       if (eq != NULL) {
         fprintf(stderr, "inferd: option '--%s' doesn't allow an argument\n",
                 f->name);
-        ifd__net_options_usage(stderr);
+        ifd__app_options_usage(stderr);
         return -1;
       }
       *(int *)((char *)o + f->off) = 1;
@@ -689,15 +439,15 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
       value = argv[++i];
     } else {
       fprintf(stderr, "inferd: option '--%s' requires an argument\n", f->name);
-      ifd__net_options_usage(stderr);
+      ifd__app_options_usage(stderr);
       return -1;
     }
     switch (f->kind) {
       case K_REPO:
         if (o->n_repos == IFD_MAX_REPOS)
-          return ifd__net_options_bad(f->name, value, "too many repositories");
+          return ifd__app_options_bad(f->name, value, "too many repositories");
         if (value[0] == '\0')
-          return ifd__net_options_bad(f->name, value, "empty path");
+          return ifd__app_options_bad(f->name, value, "empty path");
         o->repos[o->n_repos++] = value;
         break;
       case K_STR:
@@ -705,30 +455,30 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         break;
       case K_NONEMPTY:
         if (value[0] == '\0')
-          return ifd__net_options_bad(f->name, value, "empty argument");
+          return ifd__app_options_bad(f->name, value, "empty argument");
         *(const char **)((char *)o + f->off) = value;
         break;
       case K_PORT:
         if (ifd__opt_parse_int(value, 0, 65535, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a port number 0-65535");
         *(int *)((char *)o + f->off) = (int)n;
         break;
       case K_BOOL:
         if (ifd__opt_parse_bool(value, (int *)((char *)o + f->off)) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "invalid value for bool option: "
                                       "expected true or false");
         break;
       case K_INT:
         if (ifd__opt_parse_int(value, 0, INT_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative integer");
         *(int *)((char *)o + f->off) = (int)n;
         break;
       case K_ANYINT:
         if (ifd__opt_parse_int(value, INT_MIN, INT_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value, "expected an integer");
+          return ifd__app_options_bad(f->name, value, "expected an integer");
         *(int *)((char *)o + f->off) = (int)n;
         break;
       case K_LOG_VERBOSE:
@@ -738,30 +488,30 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         else if (strcasecmp(value, "false") == 0)
           n = 0;
         else if (ifd__opt_parse_int(value, INT_MIN, INT_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected an integer, true or false");
         *(int *)((char *)o + f->off) = n > 0 ? (int)n : 0;
         break;
       case K_MS_FLOAT:
-        if (parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
-          return ifd__net_options_bad(f->name, value,
+        if (ifd__opt_parse_double(value, &d) < 0 || !(d >= 0) || d > INT_MAX)
+          return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative number");
         *(int *)((char *)o + f->off) = d > 0 && d < 1 ? 1 : (int)(d + 0.5);
         break;
       case K_FLOAT:
-        if (parse_double(value, &d) < 0)
-          return ifd__net_options_bad(f->name, value, "expected a number");
+        if (ifd__opt_parse_double(value, &d) < 0)
+          return ifd__app_options_bad(f->name, value, "expected a number");
         *(double *)((char *)o + f->off) = d;
         break;
       case K_POS:
         if (ifd__opt_parse_int(value, 1, INT_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a positive integer");
         *(int *)((char *)o + f->off) = (int)n;
         break;
       case K_U64:
         if (ifd__opt_parse_int(value, 1, LLONG_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a positive integer");
         *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
         break;
@@ -774,48 +524,48 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         else if (strcasecmp(value, "poll") == 0)
           o->control_mode = IFD_CONTROL_POLL;
         else
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "invalid argument for "
                                       "--model-control-mode (none, explicit "
                                       "or poll)");
         break;
       case K_LOAD:
         if (value[0] == '\0')
-          return ifd__net_options_bad(f->name, value, "empty model name");
+          return ifd__app_options_bad(f->name, value, "empty model name");
         if (strcmp(value, "*") == 0) {
           o->load_all = 1;
           break;
         }
         if (o->n_load_models == IFD_MAX_LOAD_MODELS)
-          return ifd__net_options_bad(f->name, value, "too many models");
+          return ifd__app_options_bad(f->name, value, "too many models");
         o->load_models[o->n_load_models++] = value;
         break;
       case K_BACKEND_CONFIG:
         if (ifd__opt_parse_backend_config(value, o) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected [<backend>,]<setting>=<value>");
         break;
       case K_METRICS_CONFIG:
         if (ifd__opt_parse_metrics_config(value, o) < 0) {
-          ifd__net_options_usage(stderr);
+          ifd__app_options_usage(stderr);
           return -1;
         }
         break;
       case K_UINT:
         if (ifd__opt_parse_int(value, 0, UINT_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative integer");
         *(unsigned *)((char *)o + f->off) = (unsigned)n;
         break;
       case K_U64Z:
         if (ifd__opt_parse_int(value, 0, LLONG_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative integer");
         *(uint64_t *)((char *)o + f->off) = (uint64_t)n;
         break;
       case K_SECS_MS:
         if (ifd__opt_parse_int(value, 0, LLONG_MAX / 1000, &n) < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected a non-negative integer");
         *(uint64_t *)((char *)o + f->off) = (uint64_t)n * 1000u;
         break;
@@ -826,14 +576,14 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         if (ifd_restrict_add((ifd_restrict_t *)((char *)o + f->off), value,
                              grpc ? "triton-grpc-protocol-" : "",
                              grpc ? "protocol" : "api", &e) != 0)
-          return ifd__net_options_bad(f->name, value, e.text);
+          return ifd__app_options_bad(f->name, value, e.text);
         break;
       }
       case K_CUDA_POOL: {
         ifd_errmsg_t e;
         ifd_errclear(&e);
         if (ifd_cuda_mem_parse_pool(&o->cuda_mem, value, &e) < 0)
-          return ifd__net_options_bad(f->name, value, e.text);
+          return ifd__app_options_bad(f->name, value, e.text);
         break;
       }
       case K_RATE_LIMIT:
@@ -842,14 +592,14 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         else if (strcasecmp(value, "execution_count") == 0)
           o->rate_limit_on = 1;
         else
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "invalid argument for --rate-limit "
                                       "(off or execution_count)");
         break;
       case K_TRACE_LEVEL:
         rc = ifd__opt_trace_level(value);
         if (rc < 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "invalid value for trace level option");
         ifd__opt_add_trace_level(o, rc);
         break;
@@ -869,7 +619,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         break;
       case K_CACHE_SIZE:
         if (ifd__opt_parse_int(value, LLONG_MIN, LLONG_MAX, &n) < 0)
-          return ifd__net_options_bad(f->name, value, "expected an integer");
+          return ifd__app_options_bad(f->name, value, "expected an integer");
         /* tritonserver: deprecated, the same as local,size=<n>. */
         fprintf(stderr,
                 "Warning: '--response-cache-byte-size' has been deprecated! "
@@ -886,7 +636,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         break;
       case K_IGNORED:
         if (check_value(f, value) < 0) return -1;
-        no_effect(o, f->name, f->why);
+        ifd__opt_no_effect(o, f->name, f->why);
         break;
       case K_REFUSED:
         if (check_value(f, value) < 0) return -1;
@@ -896,14 +646,14 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         }
         break;
       case K_REGEX: {
-        struct ifd_net_fwd_pattern *fp =
-            (struct ifd_net_fwd_pattern *)((char *)o + f->off);
+        struct ifd_app_fwd_pattern *fp =
+            (struct ifd_app_fwd_pattern *)((char *)o + f->off);
         ifd_errmsg_t e;
         ifd_errclear(&e);
         if (fp->set) ifd__fwd_re_free(&fp->re); /* the last one given wins */
         fp->set = 0;
         if (ifd__fwd_compile(&fp->re, value, &e) != 0)
-          return ifd__net_options_bad(f->name, value, e.text);
+          return ifd__app_options_bad(f->name, value, e.text);
         fp->set = 1;
         break;
       }
@@ -913,7 +663,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         for (l = 0; l < 4 && strcasecmp(value, levels[l]) != 0; l++) {
         }
         if (l == 4)
-          return ifd__net_options_bad(
+          return ifd__app_options_bad(
               f->name, value,
               "invalid argument for --grpc_infer_response_compression_level "
               "(none, low, medium or high)");
@@ -926,8 +676,8 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         char *end;
         long dev;
         double frac;
-        if (check_pair(value, ":", 1) != 0)
-          return ifd__net_options_bad(f->name, value,
+        if (ifd__opt_check_pair(value, ":", 1) != 0)
+          return ifd__app_options_bad(f->name, value,
                                       "expected <device id>:<fraction>");
         dev = strtol(value, &end, 10);
         frac = strtod(end + 1, NULL);
@@ -959,14 +709,14 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
       case K_HOST_POLICY: {
         char *t, *comma, *eq;
         ifd_backend_setting_t *hp;
-        if (check_generic(value, ',', '=') != 0)
-          return ifd__net_options_bad(f->name, value,
+        if (ifd__opt_check_generic(value, ',', '=') != 0)
+          return ifd__app_options_bad(f->name, value,
                                       "--host-policy option format is "
                                       "'<policy name>,<setting>=<value>'");
         if (o->n_host_cfg == IFD_MAX_HOST_POLICY)
-          return ifd__net_options_bad(f->name, value, "too many settings");
+          return ifd__app_options_bad(f->name, value, "too many settings");
         t = strdup(value);
-        if (t == NULL) return ifd__net_options_bad(f->name, value, "no memory");
+        if (t == NULL) return ifd__app_options_bad(f->name, value, "no memory");
         comma = strchr(t, ',');
         eq = strchr(comma + 1, '=');
         *comma = *eq = '\0';
@@ -977,9 +727,10 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         o->host_cfg_text[o->n_host_cfg++] = t;
         if (strcmp(hp->setting, "numa-node") != 0 &&
             strcmp(hp->setting, "cpu-cores") != 0)
-          no_effect(o, "host-policy",
-                    "only its numa-node and cpu-cores settings are used "
-                    "(they pick the CPUs of the policy's instance threads)");
+          ifd__opt_no_effect(
+              o, "host-policy",
+              "only its numa-node and cpu-cores settings are used "
+              "(they pick the CPUs of the policy's instance threads)");
         break;
       }
       case K_RL_RESOURCE: {
@@ -988,9 +739,9 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         long long n = 0, dev = IFD_RL_ANY_DEVICE;
         if (check_value(f, value) < 0) return -1;
         if (o->n_rl_res == IFD_MAX_RL_RESOURCES)
-          return ifd__net_options_bad(f->name, value, "too many resources");
+          return ifd__app_options_bad(f->name, value, "too many resources");
         t = strdup(value);
-        if (t == NULL) return ifd__net_options_bad(f->name, value, "no memory");
+        if (t == NULL) return ifd__app_options_bad(f->name, value, "no memory");
         c1 = strchr(t, ':');
         c2 = strchr(c1 + 1, ':');
         *c1 = '\0';
@@ -1002,7 +753,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
         r = &o->rl_res[o->n_rl_res];
         o->rl_res_text[o->n_rl_res++] = t;
         if (n < 0 || dev < IFD_RL_ANY_DEVICE)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "the count must not be negative, nor "
                                       "the device below -1 (every device)");
         r->name = t;
@@ -1012,7 +763,7 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
       }
       case K_OVERLOAD:
         if (strcmp(value, "503") != 0 && strcmp(value, "429") != 0)
-          return ifd__net_options_bad(f->name, value,
+          return ifd__app_options_bad(f->name, value,
                                       "expected 503 (Triton's UNAVAILABLE) "
                                       "or 429 (RESOURCE_EXHAUSTED on gRPC)");
         *(int *)((char *)o + f->off) = atoi(value);
@@ -1034,23 +785,13 @@ int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o) {
     o->repos[o->n_repos++] = getenv("AIP_STORAGE_URI");
   if (o->n_repos == 0) {
     fprintf(stderr, "inferd: --model-repository must be specified\n");
-    ifd__net_options_usage(stderr);
+    ifd__app_options_usage(stderr);
     return -1;
   }
-  if (check_features(o) < 0 || check_unix(o) < 0 || check_ports(o) < 0)
-    return -1;
-  if (o->exit_timeout_secs < 0) o->exit_timeout_secs = 0;
-  return check_control(o);
+  return ifd__opt_check_all(o);
 }
 
-void ifd__net_options_report(const ifd_net_options_t *o) {
-  size_t k;
-  for (k = 0; k < o->n_no_effect; k++)
-    IFD_INFO("--%s has no effect in inferd: %s", o->no_effect[k],
-             o->no_effect_why[k]);
-}
-
-static void default_backend_dir(ifd_net_options_t *o) {
+static void default_backend_dir(ifd_app_options_t *o) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   char *slash;
@@ -1067,7 +808,7 @@ static void default_backend_dir(ifd_net_options_t *o) {
   o->backend_dir = o->backend_dir_default;
 }
 
-void ifd__net_options_init(ifd_net_options_t *o) {
+void ifd__app_options_init(ifd_app_options_t *o) {
   memset(o, 0, sizeof(*o));
   o->http_port = 8000;
   o->allow_http = 1;
@@ -1110,7 +851,7 @@ void ifd__net_options_init(ifd_net_options_t *o) {
   default_backend_dir(o);
 }
 
-void ifd__net_options_free(ifd_net_options_t *o) {
+void ifd__app_options_free(ifd_app_options_t *o) {
   if (o->http_fwd.set) ifd__fwd_re_free(&o->http_fwd.re);
   if (o->grpc_fwd.set) ifd__fwd_re_free(&o->grpc_fwd.re);
   ifd_restrict_free(&o->http_restrict);

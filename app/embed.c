@@ -1,15 +1,17 @@
 /*
- * backend_api/capi_server.c - the in-process server: TRITONSERVER_ServerNew,
- * Stop, Delete, and every TRITONSERVER_Server* query and model control call.
+ * app/embed.c - the embedded entry: the in-process server's
+ * TRITONSERVER_ServerNew, ServerStop, ServerDelete and ServerSetExitTimeout.
+ * Part of libtritonserver.so.
  *
- * A server made here runs the same core as inferd's executable, on a libuv
- * loop and a thread of its own (no HTTP, no gRPC). TRITONSERVER_Server* is
- * the core's ifd_server_t itself; the capi_server_t around it is reached
- * with ifd_server_host(), its first member being the ifd__capi_host_t that
- * capi_loop.c reads. The server of inferd's executable, which backends get
- * from TRITONBACKEND_ModelServer (BLS), has no host: the queries and model
- * control work on it too, but it cannot be stopped, deleted or given an exit
- * timeout through the API (a backend must not stop its host).
+ * A server made here runs the same core as inferd's executable, built by
+ * the same runtime (app/runtime.c), on a libuv loop and a thread of its own
+ * (no HTTP, no gRPC). TRITONSERVER_Server* is the core's ifd_server_t
+ * itself; the capi_server_t around it is reached with ifd_server_host(),
+ * its first member being the ifd__capi_host_t that backend_api's in-process
+ * API reads (backend_api/capi_loop.c). The server of inferd's executable, which
+ * backends get from TRITONBACKEND_ModelServer (BLS), has no host: the queries
+ * and model control work on it too, but it cannot be stopped, deleted or given
+ * an exit timeout through the API (a backend must not stop its host).
  *
  * Life of an embedded server:
  *   ServerNew  the caller's thread starts the loop thread and waits; the
@@ -24,7 +26,9 @@
  *   ServerDelete  stops if needed, then the loop frees the server, its loop
  *              ends, the thread is joined and the object freed.
  *
- * The queries, model control and metrics calls are capi_query.c.
+ * The options (TRITONSERVER_ServerOptions), the queries, model control and
+ * metrics calls, and in-process inference stay at the ABI edge, in
+ * backend_api/capi_*.c.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -35,14 +39,13 @@
 #include <string.h>
 #include <uv.h>
 
+#include "app/runtime.h"
 #include "backend_api/internal.h"
-#include "backend_api/backend_api.h"
 #include "base/log.h"
-#include "core/metrics.h"
 #include "base/util.h"
+#include "core/metrics.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
-#include "sched/sched.h"
 
 /* The longest the loop spins for expected events before it blocks, as
  * inferd's --loop-spin-us default (base/event.h, "Expected events"). */
@@ -64,12 +67,10 @@ typedef struct capi_server {
   int stopped;                   /* guarded by mu: Stop's work has ended */
   TRITONSERVER_Error *start_err; /* guarded by mu: why the start failed */
   uv_thread_t thread;
-  uv_loop_t loop;         /* embedded; loop thread only */
-  ifd_server_t *srv;      /* owned by the loop thread; set once the loop thread
-                             created it, before ServerNew returns */
-  ifd_metrics_t *metrics; /* owned: loop thread, until metrics stop */
+  uv_loop_t loop;    /* embedded; loop thread only */
+  ifd_server_t *srv; /* owned by the loop thread; set once the loop thread
+                        created it, before ServerNew returns */
   const ifd_server_opts_t *so; /* borrowed: ServerNew's, during start only */
-  int metrics_on;
   int gpu_metrics;
   uint64_t metrics_interval_ms;
   int exit_on_error;
@@ -119,7 +120,7 @@ static void stop_part_done(capi_server_t *cs) {
   if (cs->free_at_end) {
     /* A failed start: nobody holds the server; its handles close and
      * uv_run returns. */
-    ifd_server_free(cs->srv);
+    ifd_runtime_free(cs->srv);
     return;
   }
   pthread_mutex_lock(&cs->mu);
@@ -142,7 +143,7 @@ static void on_drained(ifd_server_t *s, uint64_t left, void *arg) {
 
 static void on_metrics_stopped(void *arg) {
   capi_server_t *cs = arg;
-  cs->metrics = NULL;
+  cs->host.metrics = NULL;
   stop_part_done(cs);
 }
 
@@ -153,9 +154,9 @@ static void begin_stop(capi_server_t *cs) {
   if (cs->stopping) return;
   cs->stopping = 1;
   cs->stop_parts = 1; /* the drain and unload */
-  if (cs->metrics != NULL) {
+  if (cs->host.metrics != NULL) {
     cs->stop_parts++;
-    ifd_metrics_stop(cs->metrics, on_metrics_stopped, cs);
+    ifd_metrics_stop(cs->host.metrics, on_metrics_stopped, cs);
   }
   uv_update_time(&cs->loop);
   deadline =
@@ -169,7 +170,7 @@ static void on_stop_ev(ifd_event_t *ev) {
 
 static void on_free_ev(ifd_event_t *ev) {
   capi_server_t *cs = ifd_container_of(ev, capi_server_t, free_ev);
-  ifd_server_free(cs->srv);
+  ifd_runtime_free(cs->srv);
 }
 
 static void on_loaded(ifd_server_t *s, int failed, void *arg) {
@@ -205,7 +206,7 @@ static void loop_main(void *arg) {
     set_phase(cs, PHASE_ENDED);
     return;
   }
-  if (ifd_server_new(&cs->loop, cs->so, &cs->srv, &err) < 0) {
+  if (ifd_runtime_new(&cs->loop, cs->so, &cs->srv, &err) < 0) {
     pthread_mutex_lock(&cs->mu);
     cs->start_err = ifd__error_from(err.code != 0 ? err.code : IFD_ENOMEM,
                                     err.text[0] != '\0' ? err.text : NULL);
@@ -216,11 +217,12 @@ static void loop_main(void *arg) {
   }
   ifd_server_set_host(cs->srv, &cs->host);
   ifd_evq_set_spin(ifd_server_evq(cs->srv), LOOP_SPIN_NS);
-  if (cs->metrics_on) {
-    if (ifd_metrics_start(cs->srv, cs->metrics_interval_ms, &cs->metrics) < 0)
-      cs->metrics = NULL; /* ServerMetrics then renders no gauges */
+  if (cs->host.metrics_on) {
+    if (ifd_metrics_start(cs->srv, cs->metrics_interval_ms, &cs->host.metrics) <
+        0)
+      cs->host.metrics = NULL; /* ServerMetrics then renders no gauges */
     else
-      ifd_metrics_allow_gpu(cs->metrics, cs->gpu_metrics);
+      ifd_metrics_allow_gpu(cs->host.metrics, cs->gpu_metrics);
   }
   ifd_server_start(cs->srv, on_loaded, cs);
   uv_run(&cs->loop, UV_RUN_DEFAULT);
@@ -307,11 +309,9 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   so.rate_limit_resources = options->rl_res;
   so.n_rate_limit_resources = options->n_rl_res;
   so.repoagent_dir = options->repoagent_dir;
-  so.repoagent_ops = ifd_repoagent_ops();
   so.model_namespacing = options->model_namespacing;
   so.gpu_count = ifd_gpu_count();
   so.gpu_skip = ifd_gpu_unsupported(so.min_compute_capability);
-  so.ops = ifd_sched_model_ops();
   /* Backend settings, then host policies: views of the options' copies,
    * read by ifd_server_new (which copies them) before this function
    * returns. */
@@ -348,7 +348,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerNew(
   pthread_mutex_init(&cs->mu, NULL);
   pthread_cond_init(&cs->cv, NULL);
   cs->so = &so;
-  cs->metrics_on = options->metrics;
+  cs->host.metrics_on = options->metrics;
   cs->gpu_metrics = options->gpu_metrics;
   cs->metrics_interval_ms = options->metrics_interval_ms;
   cs->exit_on_error = options->exit_on_error;
@@ -446,18 +446,4 @@ TRITONSERVER_Error *TRITONSERVER_ServerSetExitTimeout(
   if (cs == NULL) return refuse_host(__func__);
   atomic_store(&cs->exit_timeout_secs, timeout);
   return NULL;
-}
-
-/* ---- for capi_query.c ------------------------------------------------------
- */
-
-ifd_metrics_t *ifd__capi_metrics(ifd_server_t *s, int *enabled) {
-  capi_server_t *cs = ifd_server_host(s);
-  /* inferd's executable: its gauges belong to its metrics service. */
-  if (cs == NULL) {
-    *enabled = 1;
-    return NULL;
-  }
-  *enabled = cs->metrics_on;
-  return cs->metrics;
 }

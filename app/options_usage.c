@@ -1,13 +1,13 @@
 /*
- * net/options_usage.c - the usage text of inferd's command line (--help and
- * every refused command line), kept beside net/options.c's table of flags:
+ * app/options_usage.c - the usage text of inferd's command line (--help and
+ * every refused command line), kept beside app/options.c's table of flags:
  * change both together, and README's "Flags".
  */
 #include <stdio.h>
 
-#include "net/options.h"
+#include "app/options.h"
 
-void ifd__net_options_usage(FILE *f) {
+void ifd__app_options_usage(FILE *f) {
   fprintf(
       f,
       "Usage: inferd [options]\n"

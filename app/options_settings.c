@@ -1,8 +1,8 @@
 /*
- * net/options_settings.c - the values of tritonserver's setting flags,
+ * app/options_settings.c - the values of tritonserver's setting flags,
  * each a small language of its own: --backend-config, --metrics-config,
  * --trace-config and the deprecated --trace-* flags, --cache-config. The
- * flag table and the parse loop that call them are net/options.c's.
+ * flag table and the parse loop that call them are app/options.c's.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -11,11 +11,11 @@
 #include <strings.h>
 
 #include "base/log.h"
-#include "net/options_internal.h"
+#include "app/options_internal.h"
 
 /* --backend-config=[<backend>,]<setting>=<value> (tritonserver's form; no
  * backend: every backend). The value may hold '=' and ','. 0 or -1. */
-int ifd__opt_parse_backend_config(const char *value, ifd_net_options_t *o) {
+int ifd__opt_parse_backend_config(const char *value, ifd_app_options_t *o) {
   char *t, *eq, *comma;
   ifd_backend_setting_t *b;
   if (o->n_backend_cfg == IFD_MAX_BACKEND_CONFIG) return -1;
@@ -48,7 +48,7 @@ out_bad:
  * summary_latencies (default false), summary_quantiles (core/summary.h).
  * Other settings are ignored with a warning (tritonserver keeps
  * unknown ones without effect). Returns 0, or -1 after printing why. */
-int ifd__opt_parse_metrics_config(const char *value, ifd_net_options_t *o) {
+int ifd__opt_parse_metrics_config(const char *value, ifd_app_options_t *o) {
   const char *eq = strchr(value, '=');
   size_t klen = eq != NULL ? (size_t)(eq - value) : 0;
   int b;
@@ -94,7 +94,7 @@ int ifd__opt_trace_level(const char *v) {
   return strcasecmp(v, "tensors") == 0 ? 2 : -1;
 }
 
-void ifd__opt_add_trace_level(ifd_net_options_t *o, int level) {
+void ifd__opt_add_trace_level(ifd_app_options_t *o, int level) {
   if (level == 0)
     o->trace_level_off = 1;
   else
@@ -104,7 +104,7 @@ void ifd__opt_add_trace_level(ifd_net_options_t *o, int level) {
 /* One trace setting (`key`, `val`) of mode triton or a global one, into
  * `o`. Returns 0 or -1 after printing why (`flag`, `v` name it). */
 int ifd__opt_trace_setting(const char *flag, const char *v, const char *key,
-                           size_t klen, const char *val, ifd_net_options_t *o) {
+                           size_t klen, const char *val, ifd_app_options_t *o) {
   long long n;
 #define KEY_IS(k) (klen == strlen(k) && strncmp(key, k, klen) == 0)
   if (KEY_IS("file")) {
@@ -114,14 +114,14 @@ int ifd__opt_trace_setting(const char *flag, const char *v, const char *key,
   if (KEY_IS("rate") || KEY_IS("count") || KEY_IS("log-frequency") ||
       KEY_IS("log_frequency")) {
     if (ifd__opt_parse_int(val, INT_MIN, INT_MAX, &n) < 0)
-      return ifd__net_options_bad(flag, v, "expected an integer");
+      return ifd__app_options_bad(flag, v, "expected an integer");
     if (KEY_IS("count")) {
       if (n < -1)
-        return ifd__net_options_bad(flag, v, "trace count must be -1 or more");
+        return ifd__app_options_bad(flag, v, "trace count must be -1 or more");
       o->trace_count = (int)n;
       o->trace_count_set = 1;
     } else if (n < 0) {
-      return ifd__net_options_bad(flag, v, "expected a non-negative integer");
+      return ifd__app_options_bad(flag, v, "expected a non-negative integer");
     } else if (KEY_IS("rate")) {
       o->trace_rate = (unsigned)n;
       o->trace_rate_set = 1;
@@ -137,7 +137,7 @@ int ifd__opt_trace_setting(const char *flag, const char *v, const char *key,
  * mode triton or opentelemetry; level, rate, count, file and log-frequency
  * take effect; settings of mode opentelemetry are accepted (that mode is
  * refused after every flag is read). Returns 0 or -1 after printing why. */
-int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
+int ifd__opt_parse_trace_config(const char *v, ifd_app_options_t *o) {
   const char *comma = strchr(v, ','), *eq, *set = v;
   const char *fmt =
       "--trace-config option format is '<trace mode>,"
@@ -145,7 +145,7 @@ int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
   size_t klen;
   int otel = 0;
   if (comma == v)
-    return ifd__net_options_bad("trace-config", v,
+    return ifd__app_options_bad("trace-config", v,
                                 "No trace mode specified. --trace-config "
                                 "option format is <trace mode>,<setting>="
                                 "<value> or <setting>=<value>");
@@ -157,7 +157,7 @@ int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
     if (mlen >= sizeof(mode) || (memcpy(mode, v, mlen), mode[mlen] = '\0',
                                  strcasecmp(mode, "triton") != 0 &&
                                      strcasecmp(mode, "opentelemetry") != 0))
-      return ifd__net_options_bad("trace-config", v,
+      return ifd__app_options_bad("trace-config", v,
                                   "invalid value for trace mode option. "
                                   "Available options are \"triton\" and "
                                   "\"opentelemetry\"");
@@ -165,13 +165,13 @@ int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
     set = comma + 1;
   }
   if (eq == NULL || eq == set || eq[1] == '\0')
-    return ifd__net_options_bad("trace-config", v, fmt);
+    return ifd__app_options_bad("trace-config", v, fmt);
   klen = (size_t)(eq - set);
 #define KEY_IS(k) (klen == strlen(k) && strncmp(set, k, klen) == 0)
   if (KEY_IS("level")) {
     int l = ifd__opt_trace_level(eq + 1);
     if (l < 0)
-      return ifd__net_options_bad("trace-config", v,
+      return ifd__app_options_bad("trace-config", v,
                                   "invalid value for trace level option");
     ifd__opt_add_trace_level(o, l);
     return 0;
@@ -179,7 +179,7 @@ int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
   if (KEY_IS("mode")) {
     if (strcasecmp(eq + 1, "triton") != 0 &&
         strcasecmp(eq + 1, "opentelemetry") != 0)
-      return ifd__net_options_bad("trace-config", v,
+      return ifd__app_options_bad("trace-config", v,
                                   "invalid value for trace mode option. "
                                   "Available options are \"triton\" and "
                                   "\"opentelemetry\"");
@@ -193,7 +193,7 @@ int ifd__opt_parse_trace_config(const char *v, ifd_net_options_t *o) {
 
 /* Keeps a checked --cache-config value: settings accumulate; one cache
  * only (tritonserver's cache manager holds one). 0 or -1. */
-int ifd__opt_add_cache_config(const char *v, ifd_net_options_t *o) {
+int ifd__opt_add_cache_config(const char *v, ifd_app_options_t *o) {
   char *t, *comma, *eq;
   ifd_backend_setting_t *b;
   if (o->n_cache_cfg == IFD_MAX_BACKEND_CONFIG) {
@@ -226,12 +226,12 @@ int ifd__opt_add_cache_config(const char *v, ifd_net_options_t *o) {
 int ifd__opt_check_cache_config(const char *v) {
   const char *comma = strchr(v, ','), *eq;
   if (comma == NULL || comma == v)
-    return ifd__net_options_bad("cache-config", v,
+    return ifd__app_options_bad("cache-config", v,
                                 "No cache specified. --cache-config option "
                                 "format is <cache name>,<setting>=<value>");
   eq = strchr(comma + 1, '=');
   if (eq == NULL || eq == comma + 1 || eq[1] == '\0')
-    return ifd__net_options_bad("cache-config", v,
+    return ifd__app_options_bad("cache-config", v,
                                 "--cache-config option format is '<cache "
                                 "name>,<setting>=<value>'");
   return 0;

@@ -1,10 +1,10 @@
 /*
- * net/options.h - tritonserver's command line as inferd reads it: the
+ * app/options.h - tritonserver's command line as inferd reads it: the
  * options every front end and the core start from, their defaults, parsing
- * (one table of flags) and the usage text. Used by net/main.c.
+ * (one table of flags) and the usage text. Used by app/main.c.
  */
-#ifndef IFD_NET_OPTIONS_H
-#define IFD_NET_OPTIONS_H
+#ifndef IFD_APP_OPTIONS_H
+#define IFD_APP_OPTIONS_H
 
 #include <limits.h>
 #include <stdint.h>
@@ -24,7 +24,7 @@
 #define IFD_MAX_HOST_POLICY 64
 #define IFD_MAX_RL_RESOURCES 256
 
-typedef struct ifd_net_options {
+typedef struct ifd_app_options {
   const char *repos[IFD_MAX_REPOS];
   size_t n_repos;
   const char *backend_dir;
@@ -108,8 +108,8 @@ typedef struct ifd_net_options {
   uint64_t gpu_limit_set; /* --model-load-gpu-limit: bit d for GPU d */
   double gpu_limit[64];   /* its fraction, by device */
   /* --http-header-forward-pattern, --grpc-header-forward-pattern: compiled
-   * when `set` (owned: freed by ifd__net_options_free). */
-  struct ifd_net_fwd_pattern {
+   * when `set` (owned: freed by ifd__app_options_free). */
+  struct ifd_app_fwd_pattern {
     ifd_fwd_re_t re;
     int set;
   } http_fwd, grpc_fwd;
@@ -142,7 +142,7 @@ typedef struct ifd_net_options {
   const char *refused;     /* borrowed: first flag whose feature is missing */
   const char *refused_why; /* borrowed: static text */
   /* Flags accepted without effect, in the order first given: one info
-   * line each at start (ifd__net_options_report). */
+   * line each at start (ifd__app_options_report). */
   const char *no_effect[IFD_MAX_NO_EFFECT];     /* borrowed: flag names */
   const char *no_effect_why[IFD_MAX_NO_EFFECT]; /* borrowed: static text */
   size_t n_no_effect;
@@ -160,31 +160,31 @@ typedef struct ifd_net_options {
   ifd_rl_resource_t rl_res[IFD_MAX_RL_RESOURCES];
   size_t n_rl_res;
   char *rl_res_text[IFD_MAX_RL_RESOURCES]; /* owned: split copies */
-} ifd_net_options_t;
+} ifd_app_options_t;
 
 /** Fills `o` with tritonserver's defaults (and inferd's for its own flags);
  *  the backend directory defaults to <directory of the executable>/backends. */
-void ifd__net_options_init(ifd_net_options_t *o);
+void ifd__app_options_init(ifd_app_options_t *o);
 
 /**
- * Parses argv into `o` (initialized by ifd__net_options_init). Strings in
+ * Parses argv into `o` (initialized by ifd__app_options_init). Strings in
  * `o` point into argv (borrowed: argv outlives `o`) or into copies `o` owns
- * (free them with ifd__net_options_free). Returns 0, 1 when --help was
+ * (free them with ifd__app_options_free). Returns 0, 1 when --help was
  * asked, or -1 after printing why to stderr.
  */
-int ifd__net_options_parse(int argc, char **argv, ifd_net_options_t *o);
+int ifd__app_options_parse(int argc, char **argv, ifd_app_options_t *o);
 
 /** Logs one info line per flag given that has no effect in inferd:
  *  "--X has no effect in inferd: <why>". Call once logging is set up. */
-void ifd__net_options_report(const ifd_net_options_t *o);
+void ifd__app_options_report(const ifd_app_options_t *o);
 
-/** Prints the usage text (--help) to `f` (net/options_usage.c). */
-void ifd__net_options_usage(FILE *f);
+/** Prints the usage text (--help) to `f` (app/options_usage.c). */
+void ifd__app_options_usage(FILE *f);
 
-/** Frees what ifd__net_options_parse allocated; `o` is not used after. */
-void ifd__net_options_free(ifd_net_options_t *o);
+/** Frees what ifd__app_options_parse allocated; `o` is not used after. */
+void ifd__app_options_free(ifd_app_options_t *o);
 
 /** Prints "invalid value" for --`name` to stderr, then the usage; -1. */
-int ifd__net_options_bad(const char *name, const char *value, const char *why);
+int ifd__app_options_bad(const char *name, const char *value, const char *why);
 
 #endif

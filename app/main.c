@@ -1,6 +1,7 @@
 /*
- * net/main.c - the inferd executable: start-up from the command line
- * (net/options.c reads it), the loop, and graceful shutdown.
+ * app/main.c - the inferd executable: start-up from the command line
+ * (app/options.c reads it), the server as the runtime builds it
+ * (app/runtime.c), the front ends, the loop, and graceful shutdown.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,23 +13,22 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "app/options.h"
+#include "app/runtime.h"
 #include "base/log.h"
 #include "core/metrics.h"
-#include "backend_api/backend_api.h"
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "net/grpc.h"
 #include "net/http.h"
 #include "net/listen.h"
-#include "net/options.h"
 #include "net/restrict.h"
-#include "sched/sched.h"
 
 typedef struct app {
   uv_loop_t loop;
-  ifd_net_options_t opt;
-  ifd_server_t *server;     /* owned */
+  ifd_app_options_t opt;
+  ifd_server_t *server;     /* owned: ifd_runtime_new's */
   ifd_http_t *http;         /* owned until ifd_http_stop's done */
   ifd_grpc_t *grpc;         /* owned until ifd_grpc_stop's done */
   ifd_http_t *metrics_http; /* owned until ifd_http_stop's done */
@@ -62,7 +62,7 @@ typedef struct app {
  * --grpc-use-ssl-mutual is given; the HTTPS pair goes together. Returns 0
  * or -1 after printing why. */
 static int build_tls(app_t *a) {
-  ifd_net_options_t *o = &a->opt;
+  ifd_app_options_t *o = &a->opt;
   ifd_tls_opts_t t;
   ifd_errmsg_t err;
 
@@ -125,7 +125,7 @@ static void on_handle_closed(uv_handle_t *h) {
 static void on_unloaded(ifd_server_t *s, void *arg) {
   app_t *a = arg;
   (void)s;
-  ifd_server_free(a->server);
+  ifd_runtime_free(a->server);
   a->server = NULL;
   uv_close((uv_handle_t *)&a->sigint, on_handle_closed);
   uv_close((uv_handle_t *)&a->sigterm, on_handle_closed);
@@ -250,7 +250,7 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 /* The HTTP options both HTTP listeners share. */
-static void http_limits(const ifd_net_options_t *o, ifd_http_opts_t *ho);
+static void http_limits(const ifd_app_options_t *o, ifd_http_opts_t *ho);
 
 /* "started <what> at <address>:<port><extra>"; for a unix: address, the
  * socket, and that `port_flag` is not used. */
@@ -381,7 +381,7 @@ static void raise_nofile(void) {
 }
 
 /* The HTTP options both HTTP listeners share. */
-static void http_limits(const ifd_net_options_t *o, ifd_http_opts_t *ho) {
+static void http_limits(const ifd_app_options_t *o, ifd_http_opts_t *ho) {
   ho->max_header_bytes = (uint32_t)o->http_max_header_bytes;
   ho->max_headers = (uint32_t)o->http_max_headers;
   ho->max_pipeline = (unsigned)o->http_max_pipeline;
@@ -398,10 +398,10 @@ int main(int argc, char **argv) {
   ifd_errmsg_t err;
   int rc;
 
-  ifd__net_options_init(&a->opt);
-  rc = ifd__net_options_parse(argc, argv, &a->opt);
+  ifd__app_options_init(&a->opt);
+  rc = ifd__app_options_parse(argc, argv, &a->opt);
   if (rc != 0) {
-    if (rc > 0) ifd__net_options_usage(stdout);
+    if (rc > 0) ifd__app_options_usage(stdout);
     return rc > 0 ? 0 : 1;
   }
   /* --model-load-thread-count: models load on libuv's thread pool, sized
@@ -415,7 +415,7 @@ int main(int argc, char **argv) {
   if (a->opt.log_format != NULL) {
     ifd_log_format_t f;
     if (ifd_log_parse_format(a->opt.log_format, &f) != 0) {
-      ifd__net_options_bad("log-format", a->opt.log_format,
+      ifd__app_options_bad("log-format", a->opt.log_format,
                            "expected default or ISO8601");
       return 1;
     }
@@ -433,7 +433,7 @@ int main(int argc, char **argv) {
   ifd_log_set_enabled(IFD_LOG_INFO, a->opt.log_info);
   ifd_log_set_enabled(IFD_LOG_WARN, a->opt.log_warning);
   ifd_log_set_enabled(IFD_LOG_ERROR, a->opt.log_error);
-  ifd__net_options_report(&a->opt);
+  ifd__app_options_report(&a->opt);
   signal(SIGPIPE, SIG_IGN);
   if (a->opt.allow_vertex_ai) {
     const char *pr = getenv("AIP_PREDICT_ROUTE");
@@ -483,7 +483,6 @@ int main(int argc, char **argv) {
   so.host_policy = a->opt.host_cfg;
   so.n_host_policy = a->opt.n_host_cfg;
   so.repoagent_dir = a->opt.repoagent_dir;
-  so.repoagent_ops = ifd_repoagent_ops();
   so.model_namespacing = a->opt.model_namespacing;
   so.cache_name = a->opt.cache_name;
   so.cache_config = a->opt.cache_cfg;
@@ -515,9 +514,8 @@ int main(int argc, char **argv) {
   so.gpu_skip = ifd_gpu_unsupported(so.min_compute_capability);
   /* Before any model loads; without a GPU there is nothing to set up. */
   ifd_cuda_mem_init(&a->opt.cuda_mem, so.gpu_count);
-  so.ops = ifd_sched_model_ops();
   ifd_errclear(&err);
-  if (ifd_server_new(&a->loop, &so, &a->server, &err) < 0) {
+  if (ifd_runtime_new(&a->loop, &so, &a->server, &err) < 0) {
     fprintf(stderr, "inferd: %s\n", err.text);
     return 1;
   }
@@ -637,7 +635,7 @@ int main(int argc, char **argv) {
   ifd_tls_ctx_free(a->grpc_tls);
   free(a->vertex_model);
   ifd_cuda_mem_fini();
-  ifd__net_options_free(&a->opt);
+  ifd__app_options_free(&a->opt);
   IFD_INFO("exiting with status %d", a->exit_code);
   return a->exit_code;
 }
