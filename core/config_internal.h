@@ -1,11 +1,16 @@
 /*
  * core/config_internal.h - what the files of the model-config module share.
  *
- * The module is core/config.c (read, parse, backend auto-completion),
- * core/config_defaults.c (ifd_config_normalize), core/config_validate.c
- * (ifd_config_validate), core/config_ensemble.c (an ensemble's steps and
- * data flow) and core/config_json.c (the /config rendering and the JSON a
- * backend sets). Nothing outside those files includes this header. It is
+ * The module is core/config.c (read, parse, the preparing chain),
+ * core/config_autofill.c (backend auto-completion), core/config_defaults.c
+ * (ifd_config_normalize), core/config_validate.c (ifd_config_validate),
+ * core/config_ensemble.c (an ensemble's steps and data flow),
+ * core/config_json.c (the /config rendering and the JSON a backend sets) and
+ * core/config_util.c (the helpers below that all of them share). The files
+ * depend on each other one way: config.c on defaults, validate, autofill and
+ * json; defaults on validate and autofill; validate on ensemble; all of them
+ * on util, which calls none of them. Nothing outside those files includes
+ * this header. It is
  * named after the module rather than core/internal.h because the other
  * modules of core/ have nothing to share with it.
  */

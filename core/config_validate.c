@@ -201,12 +201,6 @@ static int has_input(const ifd_model_config_t *cfg, const char *name) {
   return 0;
 }
 
-int ifd__config_has_output(const ifd_model_config_t *cfg, const char *name) {
-  for (size_t i = 0; i < cfg->n_output; i++)
-    if (streq(cfg->output[i]->name, name)) return 1;
-  return 0;
-}
-
 static int validate_batch_io(const ifd_model_config_t *cfg, ifd_errmsg_t *err) {
   const char *m = cfg->name;
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend_api/backend_api.h"
+#include "base/check.h"
 #include "base/log.h"
 #include "core/model.h"
 #include "sched/internal.h"
@@ -101,6 +102,7 @@ static void on_idle(ifd_model_t *m, uint32_t instance, uint64_t jobs,
 static int default_submit(ifd__sched_t *s, ifd_request_t *req,
                           ifd_errmsg_t *err) {
   (void)err;
+  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
   ifd__sched_dispatch(s, &req, 1);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "core/model.h"
 #include "core/server.h"
@@ -460,6 +461,7 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   uint64_t timeout_us = l->timeout_us;
   dreq_t *x = dr(req);
 
+  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
   if (l->max_queue_size > 0 && l->count >= l->max_queue_size)
     return ifd_errf(err, IFD_EOVERLOADED,
                     "Exceeds maximum queue size for model '%s'",

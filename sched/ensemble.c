@@ -62,6 +62,7 @@
 #include <uv.h>
 
 #include "core/model.h"
+#include "base/check.h"
 #include "base/util.h"
 #include "sched/ensemble_internal.h"
 
@@ -143,8 +144,8 @@ static int ens_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
     const ifd_input_t *in = &req->inputs[i];
     int64_t t = find_input(g, in->name);
     ens_val_t *v;
-    if (t < 0) {
-      /* NEVER: core's validation refused it first. */
+    if (NEVER(t < 0)) {
+      /* Core's validation (ifd_model_validate_request) refused it first. */
       ifd__ens_exec_recycle(e, x);
       return ifd_errf(err, IFD_EINVAL,
                       "unexpected inference input '%s' for model '%s'",

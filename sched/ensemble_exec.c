@@ -26,6 +26,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "core/metrics.h"
 #include "core/model.h"
@@ -281,8 +282,8 @@ static void finish_stream(ens_exec_t *x) {
 /* The answer that ends the execution: the root's FINAL response (not
  * streaming: every needed step is done), or a stream's FINAL flag. */
 static void answer(ens_exec_t *x) {
-  if (x->in_submit) {
-    /* NEVER with the schedulers there are (a step answers on a later loop
+  if (NEVER(x->in_submit)) {
+    /* Not with the schedulers there are (a step answers on a later loop
      * turn), but not from inside the request's own submit either way. */
     x->deferred = 1;
     return;
@@ -318,8 +319,8 @@ static void answer_if_ready(ens_exec_t *x, ens_frame_t *f) {
   const ens_graph_t *g = &x->e->g;
   uint32_t i;
   int own = f->parent == NULL;
-  /* In submit: NEVER (a step answers on a later loop turn). */
-  if (f->answered || x->failed || x->answered || x->in_submit) return;
+  /* Never in submit: a step answers on a later loop turn. */
+  if (f->answered || x->failed || x->answered || NEVER(x->in_submit)) return;
   for (i = 0; i < g->n_outputs; i++) {
     if (!wanted(x->parent, g, i)) continue;
     if (val_in(f, g->outputs[i])->state == VAL_PENDING) return;
@@ -557,8 +558,8 @@ static void step_done(ens_exec_t *x, ens_run_t *r) {
   if (x->failed || x->e->streaming || r->f->parent != NULL) return;
   if (--x->left == 0) {
     answer(x);
-  } else if (x->running == 0) {
-    /* NEVER with a validated config: a needed step can never run. */
+  } else if (NEVER(x->running == 0)) {
+    /* Not with a validated config: a needed step can never run. */
     fail_exec(
         x, IFD_EINVAL,
         "unexpected deadlock, at least one output is not set while no more "

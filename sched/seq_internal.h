@@ -1,8 +1,8 @@
 /*
  * sched/seq_internal.h - what the sequence batcher's files share: its state
- * (sched/sequence.c: scheduling; sched/seq_index.c: sequences by ID and
- * the idle heap; sched/seq_inputs.c: control, state and null requests).
- * Loop thread only, like the batcher.
+ * (sched/sequence.c: scheduling; sched/seq_batch.c: forming batches;
+ * sched/seq_index.c: sequences by ID and the idle heap; sched/seq_inputs.c:
+ * control, state and null requests). Loop thread only, like the batcher.
  */
 #ifndef IFD_SCHED_SEQ_INTERNAL_H
 #define IFD_SCHED_SEQ_INTERNAL_H
@@ -124,6 +124,38 @@ typedef struct sb {
   int kick_pending;
   int stopped;
 } sb_t;
+
+/** The batcher's clock (ns): arrival times, deadlines, queue delays. */
+static inline uint64_t ifd__seq_now_ns(void) {
+  return uv_hrtime();
+}
+
+/* ---- sequence.c: sequences and timers ------------------------------------ */
+
+/** Frees `q` (no longer in the table, the heap or a slot) and its state. */
+void ifd__seq_free(seq_t *q);
+/** Releases a sequence that holds no request any more: its slot goes to the
+ *  backlog, and it is freed unless a batch still runs one of its requests
+ *  (then the instance's idle report frees it). */
+void ifd__seq_release(sb_t *b, seq_t *q);
+/** Holds instance `in`'s next batch until `until` (ns), when the wait timer
+ *  forms it. */
+void ifd__seq_wait(sb_t *b, inst_t *in, uint64_t until);
+
+/* ---- seq_batch.c: forming batches ---------------------------------------- */
+
+/** Takes the head request off `q`'s queue; the caller owns what it does
+ *  with it (q->head must be set). */
+ifd_request_t *ifd__seq_pop(sb_t *b, seq_t *q);
+/** The sequences of instance `in`'s running list `j` are out no more (their
+ *  batch finished, or it was never sent); `now` is their last use. */
+void ifd__seq_finish_running(sb_t *b, inst_t *in, uint32_t j, uint64_t now);
+/** Forms and dispatches instance k's next batch, direct strategy: one
+ *  request per busy slot at its slot's position, null requests between. */
+void ifd__seq_form_direct(sb_t *b, uint32_t k);
+/** Forms and dispatches instance k's next batch, oldest strategy: the oldest
+ *  ready requests, one per sequence. */
+void ifd__seq_form_oldest(sb_t *b, uint32_t k);
 
 /* ---- seq_index.c: sequences by ID, idle deadlines ------------------------ */
 

@@ -37,6 +37,7 @@
  * arrival time, and a deadline that comes due for a sequence that was used
  * since is pushed back then, so live traffic costs no heap work.
  *
+ * sched/seq_batch.c forms the batches,
  * sched/seq_index.c keeps the sequences by ID and the idle heap,
  * sched/seq_inputs.c builds the added inputs and the null requests,
  * sched/seq_init.c the initial values of implicit states.
@@ -47,6 +48,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "core/model.h"
 #include "core/seqstate.h"
@@ -57,16 +59,12 @@
 /* ---- timers ---------------------------------------------------------------
  */
 
-static uint64_t now_ns(void) {
-  return uv_hrtime();
-}
-
 static void on_idle_timer(uv_timer_t *t);
 static void on_wait_timer(uv_timer_t *t);
 
 /* Starts `t` to fire at `at` (ns), rounded up to the loop's milliseconds. */
 static void arm(uv_timer_t *t, uv_timer_cb cb, uint64_t at) {
-  uint64_t now = now_ns();
+  uint64_t now = ifd__seq_now_ns();
   uint64_t ms = at > now ? (at - now + 999999) / 1000000 : 0;
   uv_timer_start(t, cb, ms, 0);
 }
@@ -90,6 +88,12 @@ static void arm_idle(sb_t *b) {
     arm(&b->idle_timer, on_idle_timer, b->heap[0]->deadline);
 }
 
+void ifd__seq_wait(sb_t *b, inst_t *in, uint64_t until) {
+  in->wait_until = until;
+  timers_init(b);
+  arm(&b->wait_timer, on_wait_timer, until);
+}
+
 /* ---- sequences -------------------------------------------------------------
  */
 
@@ -104,7 +108,7 @@ static const char *seq_name(const seq_t *q, char *buf, size_t n) {
   return id_name(q->id, q->sid, buf, n);
 }
 
-static void seq_free(seq_t *q) {
+void ifd__seq_free(seq_t *q) {
   ifd_seq_state_unref(q->state);
   free(q->sid);
   free(q);
@@ -167,7 +171,7 @@ static int seq_new(sb_t *b, const ifd_request_t *req, uint64_t hash,
     q->state = ifd_seq_state_new(b->n_state);
     if (q->state == NULL) goto out_nomem;
   }
-  q->deadline = now_ns() + b->idle_ns;
+  q->deadline = ifd__seq_now_ns() + b->idle_ns;
   if (ifd__seq_heap_push(b, q) < 0) goto out_nomem;
   if (free_slot(b, &k, &slot)) {
     seq_place(b, q, k, slot);
@@ -186,7 +190,7 @@ static int seq_new(sb_t *b, const ifd_request_t *req, uint64_t hash,
 out_nomem:
   if (q != NULL) {
     ifd__seq_heap_remove(b, q);
-    seq_free(q);
+    ifd__seq_free(q);
   }
   return ifd_errf(err, IFD_ENOMEM, "out of memory");
 }
@@ -194,7 +198,7 @@ out_nomem:
 /* Releases a sequence that holds no request any more: its slot goes to the
  * backlog, and it is freed unless a batch still runs one of its requests
  * (then the instance's idle report frees it). */
-static void seq_release(sb_t *b, seq_t *q) {
+void ifd__seq_release(sb_t *b, seq_t *q) {
   ifd__seq_table_del(b, q);
   ifd__seq_heap_remove(b, q);
   if (q->inst >= 0) {
@@ -202,222 +206,7 @@ static void seq_release(sb_t *b, seq_t *q) {
     q->inst = -1;
     slot_freed(b, k, slot);
   }
-  if (!q->running) seq_free(q);
-}
-
-/* ---- forming batches -------------------------------------------------------
- */
-
-static ifd_request_t *seq_pop(sb_t *b, seq_t *q) {
-  ifd_request_t *r = q->head;
-  q->head = sr(r)->next;
-  if (q->head == NULL) q->tail = NULL;
-  sr(r)->next = NULL;
-  b->s->queued--;
-  return r;
-}
-
-/* Takes the head request of `q` into the batch: controls, states, and the
- * sequence's END (its slot goes at once). Returns it, or NULL when it had to
- * be refused (out of memory). */
-static ifd_request_t *take(sb_t *b, inst_t *in, seq_t *q) {
-  ifd_request_t *r = seq_pop(b, q);
-  uint32_t before = r->n_inputs;
-  /* Read now: a refused request may be freed by its answer. */
-  int end = (r->flags & IFD_REQUEST_FLAG_SEQUENCE_END) != 0;
-  if (ifd__seq_prepare(b, r, q) < 0) {
-    ifd_request_abort(r, IFD_ENOMEM,
-                      "out of memory adding the sequence batcher's inputs");
-    r = NULL;
-  } else {
-    uint32_t cur = (in->first + in->out) % PIPE;
-    /* How many inputs the batcher added (null_request copies the rest). */
-    sr(r)->added = r->n_inputs - before;
-    /* A rescheduled request keeps its place in the instance's order. */
-    if (b->preserve_ordering && !sr(r)->ordered) {
-      sr(r)->inst = (uint32_t)(in - b->inst);
-      sr(r)->order = in->order.next++;
-      sr(r)->ordered = 1;
-    }
-    q->running = 1;
-    in->running[cur][in->n_running[cur]++] = q;
-  }
-  if (end) {
-    q->done = 1;
-    seq_release(b, q);
-  }
-  return r;
-}
-
-/* The sequences of running list `j` are out no more: their batch finished,
- * or it was never sent. */
-static void finish_running(sb_t *b, inst_t *in, uint32_t j, uint64_t now) {
-  uint32_t i;
-  for (i = 0; i < in->n_running[j]; i++) {
-    seq_t *q = in->running[j][i];
-    q->running = 0;
-    q->last_ns = now;
-    /* Released while its last request ran (END, idle, stop). */
-    if (q->inst < 0 && q->heap_ix == 0 && !q->in_table && q->head == NULL &&
-        (q->done || q->expired || b->stopped))
-      seq_free(q);
-  }
-  in->n_running[j] = 0;
-}
-
-/* The batch being formed for `in` is not sent after all. */
-static void abandon(sb_t *b, inst_t *in) {
-  finish_running(b, in, (in->first + in->out) % PIPE, now_ns());
-}
-
-/* The batch being formed for `in` goes out. */
-static void sent(inst_t *in) {
-  in->out++;
-}
-
-/* A sequence whose next request may join the batch being formed. */
-static int ready(const seq_t *q) {
-  return q != NULL && q->head != NULL && !q->running;
-}
-
-static const ifd_input_t *find_input(const ifd_request_t *r, const char *name) {
-  uint32_t i;
-  for (i = 0; i < r->n_inputs; i++)
-    if (strcmp(r->inputs[i].name, name) == 0) return &r->inputs[i];
-  return NULL;
-}
-
-/* Can `y` join a batch that holds `x`? The inputs with variable dims and
- * no allow_ragged_batch must have the same shape in every row, as Triton's
- * batchers require (fixed dims agree by validation). */
-static int same_shapes(const sb_t *b, const ifd_request_t *x,
-                       const ifd_request_t *y) {
-  uint32_t i, d;
-  for (i = 0; i < b->n_eq; i++) {
-    const ifd_input_t *a = find_input(x, b->eq_in[i]);
-    const ifd_input_t *c = find_input(y, b->eq_in[i]);
-    if (a == NULL || c == NULL) {
-      if (a != c) return 0; /* an optional input in one row only */
-      continue;
-    }
-    if (a->ndims != c->ndims) return 0;
-    for (d = 1; d < a->ndims; d++)
-      if (a->shape[d] != c->shape[d]) return 0;
-  }
-  return 1;
-}
-
-/* Direct: one request per busy slot, at its slot's position. A slot whose
- * request cannot join (other shapes than the first) gets a null request
- * and goes in a later batch, as in Triton. */
-static void form_direct(sb_t *b, uint32_t k) {
-  inst_t *in = &b->inst[k];
-  uint32_t i, n_ready = 0, top = 0, n;
-  uint64_t oldest = UINT64_MAX;
-  ifd_request_t *like = NULL, *first = NULL;
-
-  for (i = 0; i < b->nslots; i++) {
-    seq_t *q = in->slots[i];
-    b->batch[i] = NULL;
-    if (!ready(q)) continue;
-    if (first == NULL)
-      first = q->head;
-    else if (b->n_eq > 0 && !same_shapes(b, first, q->head))
-      continue;
-    b->batch[i] = q->head; /* chosen: taken below */
-    n_ready++;
-    top = i + 1;
-    if (sr(q->head)->arrival < oldest) oldest = sr(q->head)->arrival;
-  }
-  if (n_ready == 0) return;
-  if (b->delay_ns > 0 && n_ready < b->target &&
-      now_ns() - oldest < b->delay_ns) {
-    in->wait_until = oldest + b->delay_ns;
-    timers_init(b);
-    arm(&b->wait_timer, on_wait_timer, in->wait_until);
-    return;
-  }
-  in->wait_until = 0;
-  for (i = 0; i < top; i++) {
-    if (b->batch[i] == NULL) continue;
-    b->batch[i] = take(b, in, in->slots[i]);
-    if (like == NULL) like = b->batch[i];
-  }
-  for (i = 0, n = 0; i < top; i++) {
-    if (b->batch[i] == NULL) {
-      if (like == NULL) break; /* every real one was refused */
-      b->batch[i] = ifd__seq_null_request(b, like);
-      if (b->batch[i] == NULL) {
-        /* Without a null request the later slots would shift: fail the
-         * whole batch rather than run rows in the wrong slots. */
-        uint32_t j;
-        for (j = 0; j < top; j++)
-          if (b->batch[j] != NULL) {
-            if (b->batch[j]->null_req)
-              ifd_request_unref(b->batch[j]);
-            else
-              ifd_request_abort(b->batch[j], IFD_ENOMEM,
-                                "out of memory forming a batch");
-          }
-        abandon(b, in);
-        return;
-      }
-    }
-    n++;
-  }
-  if (n == 0) {
-    abandon(b, in);
-    return;
-  }
-  sent(in);
-  ifd__sched_dispatch_to(b->s, k, b->batch, n);
-  /* The null requests' protocol references: nobody waits for them. */
-  for (i = 0; i < n; i++)
-    if (b->batch[i]->null_req) ifd_request_unref(b->batch[i]);
-}
-
-static int by_arrival(const void *x, const void *y) {
-  const seq_t *a = *(seq_t *const *)x, *c = *(seq_t *const *)y;
-  uint64_t ta = sr(a->head)->arrival, tc = sr(c->head)->arrival;
-  return ta < tc ? -1 : ta > tc;
-}
-
-/* Oldest: the oldest ready requests, one per sequence. */
-static void form_oldest(sb_t *b, uint32_t k) {
-  inst_t *in = &b->inst[k];
-  uint32_t i, nc = 0, n = 0, want;
-
-  for (i = 0; i < b->nslots; i++)
-    if (ready(in->slots[i])) b->cand[nc++] = in->slots[i];
-  if (nc == 0) return;
-  qsort(b->cand, nc, sizeof(*b->cand), by_arrival);
-  /* The oldest, and those that can join it (same shapes), oldest first. */
-  if (b->n_eq > 0) {
-    uint32_t j = 1;
-    for (i = 1; i < nc; i++)
-      if (same_shapes(b, b->cand[0]->head, b->cand[i]->head))
-        b->cand[j++] = b->cand[i];
-    nc = j;
-  }
-  want = nc < b->max_batch ? nc : b->max_batch;
-  if (b->delay_ns > 0 && want < b->target &&
-      now_ns() - sr(b->cand[0]->head)->arrival < b->delay_ns) {
-    in->wait_until = sr(b->cand[0]->head)->arrival + b->delay_ns;
-    timers_init(b);
-    arm(&b->wait_timer, on_wait_timer, in->wait_until);
-    return;
-  }
-  in->wait_until = 0;
-  for (i = 0; i < want; i++) {
-    ifd_request_t *r = take(b, in, b->cand[i]);
-    if (r != NULL) b->batch[n++] = r;
-  }
-  if (n == 0) {
-    abandon(b, in);
-    return;
-  }
-  sent(in);
-  ifd__sched_dispatch_to(b->s, k, b->batch, n);
+  if (!q->running) ifd__seq_free(q);
 }
 
 /* A sequence whose next request was cancelled ends there, as in Triton's
@@ -430,9 +219,9 @@ static void cancel_in_slot(sb_t *b, seq_t *q) {
   IFD_VERBOSE("sequence batcher of '%s': force-end cancelled sequence %s",
               b->s->model->name, seq_name(q, name, sizeof(name)));
   while (q->head != NULL)
-    ifd_request_abort(seq_pop(b, q), IFD_ECANCELLED, IFD__CANCELLED_MSG);
+    ifd_request_abort(ifd__seq_pop(b, q), IFD_ECANCELLED, IFD__CANCELLED_MSG);
   q->done = 1;
-  seq_release(b, q);
+  ifd__seq_release(b, q);
 }
 
 /* Forms instance k's next batch if it has room for one. */
@@ -453,9 +242,9 @@ static void try_dispatch(sb_t *b, uint32_t k) {
   }
   if (in->out >= PIPE) return;
   if (b->oldest)
-    form_oldest(b, k);
+    ifd__seq_form_oldest(b, k);
   else
-    form_direct(b, k);
+    ifd__seq_form_direct(b, k);
 }
 
 static void dispatch_dirty(sb_t *b) {
@@ -480,7 +269,7 @@ static void kick(sb_t *b, uint32_t k) {
 
 static void on_wait_timer(uv_timer_t *t) {
   sb_t *b = ifd_container_of(t, sb_t, wait_timer);
-  uint64_t now = now_ns(), next = 0;
+  uint64_t now = ifd__seq_now_ns(), next = 0;
   uint32_t k;
   for (k = 0; k < b->s->n_instances; k++) {
     inst_t *in = &b->inst[k];
@@ -513,10 +302,10 @@ static void drop_backlogged(sb_t *b, seq_t *q, int error, const char *msg) {
   if (b->bl_tail == q) b->bl_tail = prev;
   q->bl_next = NULL;
   b->n_backlog--;
-  while (q->head != NULL) ifd_request_abort(seq_pop(b, q), error, msg);
+  while (q->head != NULL) ifd_request_abort(ifd__seq_pop(b, q), error, msg);
   ifd__seq_table_del(b, q);
   ifd__seq_heap_remove(b, q);
-  seq_free(q);
+  ifd__seq_free(q);
 }
 
 /* A backlogged sequence whose requests' timeout expired before it got a
@@ -532,7 +321,7 @@ static void expire_backlog(sb_t *b, seq_t *q) {
 
 static void on_idle_timer(uv_timer_t *t) {
   sb_t *b = ifd_container_of(t, sb_t, idle_timer);
-  uint64_t now = now_ns();
+  uint64_t now = ifd__seq_now_ns();
   while (b->heap_n > 0 && b->heap[0]->deadline <= now + 500000) {
     seq_t *q = b->heap[0];
     char name[32];
@@ -559,7 +348,7 @@ static void on_idle_timer(uv_timer_t *t) {
                 b->s->model->name, seq_name(q, name, sizeof(name)),
                 b->idle_ns / 1000);
     q->expired = 1;
-    seq_release(b, q);
+    ifd__seq_release(b, q);
   }
   arm_idle(b);
   dispatch_dirty(b);
@@ -600,6 +389,7 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   uint64_t hash;
   int start;
   int rc;
+  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
   seq_t *q;
 
   /* An iterative sequence may begin with a request that has no ID: it
@@ -641,7 +431,7 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   }
   sr(req)->next = NULL;
   sr(req)->seq = q;
-  sr(req)->arrival = now_ns();
+  sr(req)->arrival = ifd__seq_now_ns();
   if (q->tail != NULL)
     sr(q->tail)->next = req;
   else
@@ -673,11 +463,11 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
 static void seq_idle(ifd__sched_t *s, uint32_t k) {
   sb_t *b = s->impl;
   inst_t *in;
-  uint64_t now = now_ns();
+  uint64_t now = ifd__seq_now_ns();
   if (k >= s->n_instances) return;
   in = &b->inst[k];
   while (in->out > s->inst_jobs[k]) {
-    finish_running(b, in, in->first, now);
+    ifd__seq_finish_running(b, in, in->first, now);
     in->first = (in->first + 1) % PIPE;
     in->out--;
   }
@@ -700,11 +490,11 @@ static void seq_stop(ifd__sched_t *s) {
     q->bl_next = NULL;
     b->n_backlog--;
     while (q->head != NULL)
-      ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
+      ifd_request_abort(ifd__seq_pop(b, q), IFD_EUNAVAIL,
                         "the model is being unloaded");
     ifd__seq_table_del(b, q);
     ifd__seq_heap_remove(b, q);
-    seq_free(q);
+    ifd__seq_free(q);
   }
   b->bl_tail = NULL;
   for (k = 0; k < s->n_instances; k++)
@@ -712,9 +502,9 @@ static void seq_stop(ifd__sched_t *s) {
       seq_t *q = b->inst[k].slots[i];
       if (q == NULL) continue;
       while (q->head != NULL)
-        ifd_request_abort(seq_pop(b, q), IFD_EUNAVAIL,
+        ifd_request_abort(ifd__seq_pop(b, q), IFD_EUNAVAIL,
                           "the model is being unloaded");
-      seq_release(b, q);
+      ifd__seq_release(b, q);
     }
 }
 
@@ -730,9 +520,9 @@ static void free_sb(sb_t *b) {
       for (i = 0; i < in->n_running[j]; i++)
         if (in->running[j][i]->inst < 0 && !in->running[j][i]->in_table &&
             in->running[j][i]->heap_ix == 0)
-          seq_free(in->running[j][i]);
+          ifd__seq_free(in->running[j][i]);
     for (i = 0; in->slots != NULL && i < b->nslots; i++)
-      if (in->slots[i] != NULL) seq_free(in->slots[i]);
+      if (in->slots[i] != NULL) ifd__seq_free(in->slots[i]);
     free(in->slots);
     for (j = 0; j < PIPE; j++) free(in->running[j]);
   }
@@ -842,6 +632,7 @@ static int seq_reschedule(ifd__sched_t *s, ifd_request_t *req,
   const char *sid = req->correlation_id_str;
   seq_t *q;
   char name[32];
+  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
   if (!b->iterative)
     return ifd_errf(err, IFD_EINVAL,
                     "Request is released with "
@@ -864,7 +655,7 @@ static int seq_reschedule(ifd__sched_t *s, ifd_request_t *req,
                     id_name(req->correlation_id, sid, name, sizeof(name)),
                     s->model->name);
   sr(req)->seq = q;
-  sr(req)->arrival = now_ns();
+  sr(req)->arrival = ifd__seq_now_ns();
   sr(req)->next = q->head;
   q->head = req;
   if (q->tail == NULL) q->tail = req;
@@ -891,7 +682,7 @@ static void seq_released(ifd__sched_t *s, ifd_request_t *req) {
   if (q == NULL || q->head != NULL) return;
   k = q->inst;
   q->done = 1;
-  seq_release(b, q);
+  ifd__seq_release(b, q);
   /* The slot may have gone to a backlogged sequence. */
   if (k >= 0) kick(b, (uint32_t)k);
 }

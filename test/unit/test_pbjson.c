@@ -1,7 +1,7 @@
 /*
- * test/unit/test_pbjson.c - tests for proto/pbjson.c: messages to JSON in the
- * shape tritonserver prints model configs, and JSON back to messages with
- * every accepted spelling and the path-naming errors.
+ * test/unit/test_pbjson.c - tests for proto/pbjson_print.c and proto/pbjson.c:
+ * messages to JSON in the shape tritonserver prints model configs, and JSON
+ * back to messages with every accepted spelling and the path-naming errors.
  */
 /* clang-format off */
 #include <setjmp.h>

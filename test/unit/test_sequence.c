@@ -1,9 +1,9 @@
 /*
- * test/unit/test_sequence.c - the sequence batcher (sched/sequence.c),
- * driven through the server on a real loop with the fake backend of
- * sched_fixture.h: which request goes to which instance and batch
- * position, the control inputs it carries, the backlog, the refusals, idle
- * release and unload. Time-based cases assert only lower bounds.
+ * test/unit/test_sequence.c - the sequence batcher (sched/sequence.c,
+ * sched/seq_batch.c), driven through the server on a real loop with the
+ * fake backend of sched_fixture.h: which request goes to which instance and
+ * batch position, the control inputs it carries, the backlog, the refusals,
+ * idle release and unload. Time-based cases assert only lower bounds.
  */
 /* clang-format off */
 #include <setjmp.h>
