@@ -85,6 +85,10 @@ PROTO_H := $(PROTO_C:.c=.h)
 LIB_PROTO_C := $(BUILD)/proto/model_config.pb-c.c
 NET_PROTO_C := $(filter-out $(LIB_PROTO_C),$(PROTO_C))
 LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c)
+# backend_api/ keeps one folder per ABI family (server objects, requests,
+# memory, metrics, state, cache, repository agents, models, the in-process
+# API); backend_api/backends/ holds the shipped backends, built apart.
+LIB_SRC += $(filter-out backend_api/backends/%,$(wildcard backend_api/*/*.c))
 NET_SRC := $(filter-out net/main.c,$(wildcard net/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 

@@ -1,6 +1,6 @@
 /*
  * test/unit/test_state.c - the implicit state of sequence models: the
- * backend's side of the ABI (backend_api/tb_state.c: TRITONBACKEND_StateNew,
+ * backend's side of the ABI (backend_api/state/tb_state.c: TRITONBACKEND_StateNew,
  * _StateBuffer, _StateUpdate, _StateBufferAttributes) and the initial values
  * built at load (sched/seq_init.c: ifd__seq_initial_states).
  *

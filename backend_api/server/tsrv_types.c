@@ -1,5 +1,5 @@
 /*
- * backend_api/tsrv_types.c - enum names, data type sizes, API versions and
+ * backend_api/server/tsrv_types.c - enum names, data type sizes, API versions and
  * TRITONSERVER_Parameter objects.
  *
  * Names match Triton's exactly: clients and backends print and compare them.

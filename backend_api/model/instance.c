@@ -1,5 +1,5 @@
 /*
- * backend_api/instance.c - one thread per model instance, and the model's
+ * backend_api/model/instance.c - one thread per model instance, and the model's
  * run queue they share.
  *
  * Each instance thread runs TRITONBACKEND_ModelInstanceInitialize on itself
@@ -413,7 +413,7 @@ static void bind_memory(TRITONBACKEND_ModelInstance *in) {
 static void *instance_main(void *arg) {
   TRITONBACKEND_ModelInstance *in = arg;
 
-  /* --host-policy cpu-cores / numa-node (backend_api/loader.c). */
+  /* --host-policy cpu-cores / numa-node (backend_api/model/loader.c). */
   if (in->pin) {
     int e = pthread_setaffinity_np(pthread_self(), sizeof(in->cpus), &in->cpus);
     if (e != 0)

@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_query.c - what an application asks a TRITONSERVER_Server:
+ * backend_api/capi/capi_query.c - what an application asks a TRITONSERVER_Server:
  * liveness and readiness, metadata, configuration, statistics, the
  * repository index, batch and transaction properties, model control (load,
  * unload, poll, repository registration) and the metrics text.

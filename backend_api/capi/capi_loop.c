@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_loop.c - how the in-process API reaches the loop.
+ * backend_api/capi/capi_loop.c - how the in-process API reaches the loop.
  *
  * The TRITONSERVER_* functions of the in-process API are called from any
  * thread: an application's, a backend's instance thread (BLS), or the loop

@@ -1,5 +1,5 @@
 /*
- * backend_api/tsrv_metrics.c - the backend metrics API: families and metrics
+ * backend_api/metrics/tsrv_metrics.c - the backend metrics API: families and metrics
  * (counter, gauge, histogram) that backends create with TRITONSERVER_Metric*
  * calls, rendered on /metrics after the server's own families.
  *

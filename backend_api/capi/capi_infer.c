@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_infer.c - in-process inference: response allocators,
+ * backend_api/capi/capi_infer.c - in-process inference: response allocators,
  * TRITONSERVER_ServerInferAsync, responses, cancellation, and the deadlock
  * rule of business logic scripting (BLS).
  *

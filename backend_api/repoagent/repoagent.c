@@ -1,5 +1,5 @@
 /*
- * backend_api/repoagent.c - repository agents: Triton's TRITONREPOAGENT_*
+ * backend_api/repoagent/repoagent.c - repository agents: Triton's TRITONREPOAGENT_*
  * API. The libraries (<repoagent-directory>/<name>/libtritonrepoagent_<name>
  * .so), the agent models of each load, their life (LOAD, LOAD_COMPLETE |
  * LOAD_FAIL, UNLOAD, UNLOAD_COMPLETE) and the functions agents call.

@@ -1,5 +1,5 @@
 /*
- * backend_api/tsrv_unsupported.c - the rest of the ABI: every TRITONSERVER_*
+ * backend_api/memory/tb_memory.c - the rest of the ABI: every TRITONSERVER_*
  * and TRITONBACKEND_* function the headers declare that no other file of
  * backend_api/ defines.
  *
@@ -77,7 +77,7 @@ const char *TRITONSERVER_InferenceTraceActivityString(
   return "<unknown>";
 }
 
-/* The trace objects themselves are in backend_api/capi_trace.c. */
+/* The trace objects themselves are in backend_api/capi/capi_trace.c. */
 
 /* ---- buffer attributes --------------------------------------------------- */
 

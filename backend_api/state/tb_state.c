@@ -1,5 +1,5 @@
 /*
- * backend_api/tb_state.c - TRITONBACKEND_State*: the implicit state of a
+ * backend_api/state/tb_state.c - TRITONBACKEND_State*: the implicit state of a
  * sequence model, as the backend sees it.
  *
  * The model config lists the states (sequence_batching.state); a backend

@@ -1,5 +1,5 @@
 /*
- * backend_api/loader.c - backend libraries and model lifecycles.
+ * backend_api/model/loader.c - backend libraries and model lifecycles.
  *
  * Backends are shared libraries found by Triton's search order and shared by
  * every model that names the same file. The registry of open libraries is the
