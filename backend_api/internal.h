@@ -21,6 +21,8 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
+#include "base/error.h"
+
 /* ---- tsrv_error.c ------------------------------------------------------ */
 
 /* An error is one allocation: the code followed by the NUL-terminated text. */
@@ -33,6 +35,17 @@ struct TRITONSERVER_Error {
  *  bytes). */
 TRITONSERVER_Error *ifd__errorf(TRITONSERVER_Error_Code code, const char *fmt,
                                 ...) __attribute__((format(printf, 2, 3)));
+
+/* The converters between TRITONSERVER_Error and IFD codes
+ * (server/tsrv_errconv.c). */
+/** The IFD code for a TRITONSERVER_Error_Code class. */
+int ifd__code_from_class(int cls);
+/** Converts a backend's error into an ifd code and its message, Triton's
+ *  text unchanged; `what` (the entry point that failed) only goes to the
+ *  verbose log. Frees e. */
+int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
+/** Makes a TRITONSERVER_Error from a negative IFD code and message. */
+TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
 
 /* Refuses a NULL or invalid argument as Triton's API functions do. */
 #define ARG_CHECK(cond)                                            \
@@ -165,10 +178,10 @@ typedef struct ifd__feed {
 } ifd__feed_t;
 
 /* How many of a model's instances wait on in-process requests they sent
- * (BLS), for the deadlock rule of capi_infer.c. Counted: the model holds
- * one reference and every request one of its instances sent holds one
- * until its release, so a request that outlives the model that sent it
- * (an asynchronous call) still finds its counters. */
+ * (BLS), for the deadlock rule of capi_infer.c (model/bls_gate.c). Counted: the
+ * model holds one reference and every request one of its instances sent holds
+ * one until its release, so a request that outlives the model that sent it (an
+ * asynchronous call) still finds its counters. */
 typedef struct ifd__bls_gate {
   atomic_int refs;
   atomic_uint waiting;  /* instances with at least one call out */
@@ -180,6 +193,12 @@ typedef struct ifd__bls_gate {
 ifd__bls_gate_t *ifd__bls_gate_new(uint32_t n);
 /** Drops a reference (any thread); the last frees it. NULL is ignored. */
 void ifd__bls_gate_unref(ifd__bls_gate_t *g);
+/** Instance i sent a request (any thread): takes a reference, counts the
+ *  call out. */
+void ifd__bls_gate_enter(ifd__bls_gate_t *g, uint32_t i);
+/** The request instance i sent was released: counts it back, drops the
+ *  reference ifd__bls_gate_enter took. */
+void ifd__bls_gate_leave(ifd__bls_gate_t *g, uint32_t i);
 
 struct TRITONBACKEND_Model {
   ifd_model_t *model;    /* borrowed: owns this object */
@@ -388,20 +407,11 @@ ifd_request_t *ifd__instance_request_of(const ifd_input_t *input);
  *  on the backend's thread). */
 void ifd__gpu_inputs_release(ifd_request_t *req);
 
-/** The IFD code for a TRITONSERVER_Error_Code class. */
-int ifd__code_from_class(int cls);
 /** Records a batch report for the loop (any thread). 0 or IFD_ENOMEM. */
 int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
                                const ifd__batch_report_t *r);
 /** Moves pending batch reports into the model's statistics (loop). */
 void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in);
-
-/** Converts a backend's error into an ifd code and its message, Triton's
- *  text unchanged; `what` (the entry point that failed) only goes to the
- *  verbose log. Frees e. */
-int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
-/** Makes a TRITONSERVER_Error from a negative IFD code and message. */
-TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
 
 /* ---- the in-process API (capi_loop.c, capi_server.c, capi_infer.c) ------ */
 

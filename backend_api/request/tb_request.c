@@ -1,6 +1,6 @@
 /*
- * backend_api/request/tb_request.c - TRITONBACKEND_Request*, _Input*, _Response*,
- * _Output* and statistics reporting.
+ * backend_api/request/tb_request.c - TRITONBACKEND_Request*, _Input*,
+ * _Response*, _Output* and statistics reporting.
  *
  * A TRITONBACKEND_Request is an ifd_request_t, an input an ifd_input_t and a
  * response an ifd_response_t: the backend reads the very objects the
