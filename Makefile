@@ -109,7 +109,8 @@ BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
 # The Python backend's stub and module sit beside libtriton_python.so.
 PY_STUB := $(BUILD)/backends/python/triton_python_backend_stub
 PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py \
-  $(BUILD)/backends/python/_pb_stub.py
+  $(BUILD)/backends/python/_pb_stub.py $(BUILD)/backends/python/_pb_wire.py \
+  $(BUILD)/backends/python/_pb_model_config.py
 BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 # The onnxruntime backend finds libonnxruntime.so.1 beside itself.
 ORT_DIR := backend_api/backends/onnxruntime
