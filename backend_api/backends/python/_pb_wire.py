@@ -12,6 +12,26 @@ import struct
 
 import numpy as np
 
+# What triton_python_backend_utils takes as its own names.
+__all__ = [
+    "MSG_INIT", "MSG_INIT_OK", "MSG_ERROR", "MSG_EXECUTE", "MSG_RESULT",
+    "MSG_FINALIZE", "MSG_FINALIZE_OK", "MSG_EXECUTE_DONE", "MSG_RESPONSE",
+    "MSG_BLS_INFER", "MSG_BLS_RESPONSE", "MSG_LOG", "MSG_CANCEL_QUERY",
+    "MSG_CANCEL_ANSWER", "MSG_METRIC", "MSG_METRIC_ANSWER", "MSG_FREE",
+    "MSG_AUTO_COMPLETE", "MSG_AUTO_COMPLETE_OK", "MSG_MODEL_CONTROL",
+    "MSG_MODEL_CONTROL_ANSWER", "MSG_RELEASE", "_FLAG_FINAL", "_HDR",
+    "_U32", "_U64", "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL",
+    "TRITONSERVER_REQUEST_RELEASE_ALL",
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE", "_TRITON_TO_NP", "_CODES",
+    "TRITON_STRING_TO_NUMPY", "triton_string_to_numpy",
+    "triton_to_numpy_type", "numpy_to_triton_type", "_NP_TO_TRITON",
+    "_numpy_to_triton", "serialize_byte_tensor",
+    "deserialize_bytes_tensor", "TritonError", "TritonModelException",
+    "_Writer", "_tensor_bytes",
+]
+
 # Message types and flags; they match backend_api/backends/python/ipc.h.
 MSG_INIT = 1
 MSG_INIT_OK = 2

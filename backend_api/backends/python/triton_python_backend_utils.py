@@ -26,7 +26,10 @@
 # a BLS call (docs/backends.md lists what differs from Triton and why).
 
 import asyncio
+import importlib
+import importlib.util
 import json
+import os
 import queue
 import struct
 import sys
@@ -35,25 +38,27 @@ import threading
 import numpy as np
 
 # The wire's constants, data types, errors and payload writer
-# (_pb_wire.py), and ModelConfig (_pb_model_config.py), live in modules
-# beside this one; they are this module's names, as before.
-from _pb_wire import (  # noqa: F401  (pb_utils' own names)
-    MSG_INIT, MSG_INIT_OK, MSG_ERROR, MSG_EXECUTE, MSG_RESULT,
-    MSG_FINALIZE, MSG_FINALIZE_OK, MSG_EXECUTE_DONE, MSG_RESPONSE,
-    MSG_BLS_INFER, MSG_BLS_RESPONSE, MSG_LOG, MSG_CANCEL_QUERY,
-    MSG_CANCEL_ANSWER, MSG_METRIC, MSG_METRIC_ANSWER, MSG_FREE,
-    MSG_AUTO_COMPLETE, MSG_AUTO_COMPLETE_OK, MSG_MODEL_CONTROL,
-    MSG_MODEL_CONTROL_ANSWER, MSG_RELEASE, _FLAG_FINAL, _HDR, _U32, _U64,
-    TRITONSERVER_REQUEST_FLAG_SEQUENCE_START,
-    TRITONSERVER_REQUEST_FLAG_SEQUENCE_END,
-    TRITONSERVER_RESPONSE_COMPLETE_FINAL, TRITONSERVER_REQUEST_RELEASE_ALL,
-    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, _TRITON_TO_NP, _CODES,
-    TRITON_STRING_TO_NUMPY, triton_string_to_numpy, triton_to_numpy_type,
-    numpy_to_triton_type, _NP_TO_TRITON, _numpy_to_triton,
-    serialize_byte_tensor, deserialize_bytes_tensor, TritonError,
-    TritonModelException, _Writer, _tensor_bytes,
-)
-from _pb_model_config import ModelConfig  # noqa: F401
+# (_pb_wire.py: its __all__), and ModelConfig (_pb_model_config.py), live in
+# modules beside this one; they are this module's names, as before.
+def _beside(name):
+    """The module name.py beside this file: imported as usual where this
+    folder is on sys.path (the stub's), else loaded from its file (a tool
+    that loads this file by its path)."""
+    if importlib.util.find_spec(name) is not None:
+        return importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_wire = _beside("_pb_wire")
+for _n in _wire.__all__:
+    globals()[_n] = getattr(_wire, _n)
+ModelConfig = _beside("_pb_model_config").ModelConfig
+del _wire, _n
 
 # What a model sees of them names this module, as before the split.
 for _o in (triton_string_to_numpy, triton_to_numpy_type, numpy_to_triton_type,
