@@ -10,6 +10,7 @@
  * inline instead (waiting there would wait for ourselves).
  */
 #include "backend_api/internal.h"
+#include "base/check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,6 +44,7 @@ TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
 
 static void run_call(ifd_event_t *ev) {
   ifd__capi_call_t *c = (ifd__capi_call_t *)ev; /* ev is first */
+  IFD_ASSERT(ifd_server_on_loop(c->server));
   c->fn(c);
 }
 
@@ -56,6 +58,7 @@ TRITONSERVER_Error *ifd__capi_run(TRITONSERVER_Server *server,
     c->on_loop = 1;
     c->fn(c);
     /* fn must finish inline on the loop (see ifd__capi_call_t.fn). */
+    IFD_ASSERT(c->done);
     return c->err;
   }
   c->on_loop = 0;
@@ -75,6 +78,7 @@ TRITONSERVER_Error *ifd__capi_run(TRITONSERVER_Server *server,
 }
 
 void ifd__capi_call_done(ifd__capi_call_t *c, TRITONSERVER_Error *err) {
+  IFD_ASSERT(!c->done); /* once per call */
   c->err = err;
   if (c->on_loop) {
     c->done = 1;

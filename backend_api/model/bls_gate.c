@@ -9,6 +9,7 @@
  * counter is atomic, as sends and releases happen on any thread.
  */
 #include "backend_api/internal.h"
+#include "base/check.h"
 
 #include <stdlib.h>
 
@@ -28,11 +29,14 @@ void ifd__bls_gate_unref(ifd__bls_gate_t *g) {
 }
 
 void ifd__bls_gate_enter(ifd__bls_gate_t *g, uint32_t i) {
+  IFD_ASSERT(i < g->n_instances);
   atomic_fetch_add(&g->refs, 1);
   if (atomic_fetch_add(&g->out[i], 1) == 0) atomic_fetch_add(&g->waiting, 1);
 }
 
 void ifd__bls_gate_leave(ifd__bls_gate_t *g, uint32_t i) {
+  /* Only a request counted in by ifd__bls_gate_enter leaves. */
+  IFD_ASSERT(i < g->n_instances && atomic_load(&g->out[i]) > 0);
   if (atomic_fetch_sub(&g->out[i], 1) == 1) atomic_fetch_sub(&g->waiting, 1);
   ifd__bls_gate_unref(g);
 }

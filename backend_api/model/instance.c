@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -153,9 +154,11 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, ifd__runq_t *q,
                             int *more) {
   ifd__feed_t *f = &in->model->feed;
   ifd_request_t *first = q->head, *r;
-  uint32_t n = first->job_n, i;
+  uint32_t n, i;
   int wake;
 
+  IFD_ASSERT(first != NULL && first->job_n > 0);
+  n = first->job_n;
   if (n > in->cap_job) {
     ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
     if (nj == NULL) {
@@ -655,6 +658,9 @@ static void enqueue_on(ifd_model_t *m, ifd__runq_t *q, ifd_request_t **reqs,
   ifd__feed_t *f = &bm->feed;
   uint32_t i;
 
+  /* The scheduler hands over a batch of at least one request; from here
+   * the run queue owns them until an instance takes the batch. */
+  IFD_ASSERT(n > 0);
   for (i = 0; i + 1 < n; i++) reqs[i]->next = reqs[i + 1];
   reqs[n - 1]->next = NULL;
   reqs[0]->job_n = n;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
+#include "base/check.h"
 #include "base/log.h"
 #include "core/server.h"
 
@@ -355,6 +356,7 @@ int ifd__backend_acquire(const char *name, const char *path,
 void ifd__backend_release(TRITONBACKEND_Backend *b) {
   TRITONBACKEND_Backend **pp;
   pthread_mutex_lock(&registry_mu);
+  IFD_ASSERT(b->refs > 0); /* one release per ifd__backend_acquire */
   if (--b->refs > 0) {
     pthread_mutex_unlock(&registry_mu);
     return;
