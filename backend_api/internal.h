@@ -4,6 +4,14 @@
  * Include this first in every .c file of backend_api: it asks the Triton
  * headers to mark the TRITONSERVER_* and TRITONBACKEND_* functions with
  * default visibility, as they are exported from libtritonserver.so.
+ *
+ * The files live in one folder per ABI family: server/ (errors and their
+ * converters, messages, data types and parameters, logging), request/
+ * (requests, inputs, responses, outputs), memory/ (buffer attributes, the
+ * memory manager, GPU buffers), metrics/, state/, cache/ (TRITONCACHE),
+ * repoagent/ (TRITONREPOAGENT), model/ (the loader, backend and model
+ * queries, instance threads, warmup, the BLS gate) and capi/ (the
+ * in-process API; capi_server.c still sits at the top).
  */
 #ifndef IFD_BACKEND_API_INTERNAL_H
 #define IFD_BACKEND_API_INTERNAL_H
@@ -23,7 +31,7 @@
 
 #include "base/error.h"
 
-/* ---- tsrv_error.c ------------------------------------------------------ */
+/* ---- server/tsrv_error.c ----------------------------------------------- */
 
 /* An error is one allocation: the code followed by the NUL-terminated text. */
 struct TRITONSERVER_Error {
@@ -55,7 +63,7 @@ TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
                                    "invalid argument: " #cond);    \
   } while (0)
 
-/* ---- tsrv_message.c ---------------------------------------------------- */
+/* ---- server/tsrv_message.c --------------------------------------------- */
 
 struct TRITONSERVER_Message {
   char *json; /* owned: NUL-terminated, len bytes before the NUL */
@@ -70,7 +78,7 @@ struct TRITONSERVER_Message {
  */
 TRITONSERVER_Message *ifd__message_new_owned(char *json, size_t len);
 
-/* ---- tsrv_types.c ------------------------------------------------------ */
+/* ---- server/tsrv_types.c ----------------------------------------------- */
 
 struct TRITONSERVER_Parameter {
   char *name; /* owned */
@@ -87,7 +95,7 @@ struct TRITONSERVER_Parameter {
   } v;
 };
 
-/* ---- tb_state.c, tsrv_unsupported.c: sequence state ---------------------- */
+/* ---- state/tb_state.c, memory/tb_memory.c: sequence state -------------- */
 
 /** Bytes of the buffer StateBuffer last handed out for `state` (0: none). */
 uint64_t ifd__state_buffer_size(const TRITONBACKEND_State *state);
@@ -98,7 +106,7 @@ uint64_t ifd__state_buffer_size(const TRITONBACKEND_State *state);
 TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
     const TRITONBACKEND_State *state);
 
-/* ---- backends, models, instances (loader.c, instance.c) --------------- */
+/* ---- backends, models, instances (model/loader.c, model/instance.c) ---- */
 
 #include <pthread.h>
 #include <sched.h>
@@ -332,7 +340,7 @@ int ifd__instance_step(TRITONBACKEND_ModelInstance *in);
 void ifd__instance_execute(TRITONBACKEND_ModelInstance *in,
                            ifd_request_t **reqs, uint32_t n);
 
-/* ---- warmup.c: model warmup --------------------------------------------- */
+/* ---- model/warmup.c: model warmup -------------------------------------- */
 
 typedef struct ifd__warmup ifd__warmup_t;
 
@@ -369,7 +377,7 @@ void ifd__warmup_count(TRITONBACKEND_ModelInstance *in);
 /** Frees the instance's warmup sink (with the instance). */
 void ifd__warmup_instance_free(TRITONBACKEND_ModelInstance *in);
 
-/* ---- tb_gpu.c: GPU buffers (any backend thread, never the loop) -------- */
+/* ---- memory/tb_gpu.c: GPU buffers (any backend thread, never the loop) - */
 
 /** Gives output `o` a buffer of `n` bytes on GPU `device` (its pool, else
  *  cudaMalloc). Returns 1 when it did, 0 when it cannot (no GPU, no such
@@ -413,7 +421,7 @@ int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
 /** Moves pending batch reports into the model's statistics (loop). */
 void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in);
 
-/* ---- the in-process API (capi_loop.c, capi_server.c, capi_infer.c) ------ */
+/* ---- the in-process API (capi/capi_loop.c, capi_server.c, capi_infer.c) - */
 
 #include "core/server.h"
 
@@ -475,7 +483,7 @@ TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
 /** Does `server` take calls (not stopped)? Any thread. */
 int ifd__capi_open(TRITONSERVER_Server *server);
 
-/* ---- capi_options.c: TRITONSERVER_ServerOptions -------------------------- */
+/* ---- capi/capi_options.c: TRITONSERVER_ServerOptions ------------------- */
 
 #include "cuda/cuda_mem.h"
 
@@ -544,7 +552,7 @@ struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled);
  *  itself. Writes into out (n bytes); returns 0, or -1 when unknown. */
 int ifd__capi_default_backend_dir(char *out, size_t n);
 
-/* ---- in-process requests (capi_request.c, capi_infer.c) ----------------- */
+/* ---- in-process requests (capi/capi_request.c, capi/capi_infer.c) ------ */
 
 /* One buffer an application appended to an input. */
 typedef struct ifd__capi_buf {
@@ -616,7 +624,7 @@ struct TRITONSERVER_InferenceRequest {
   TRITONSERVER_InferenceTrace *trace;
 };
 
-/* ---- capi_trace.c ---- */
+/* ---- capi/capi_trace.c ---- */
 
 /** Traces `req` into the application's `trace` (loop thread, before the
  *  submit). 0, or IFD_ENOMEM (the trace is then still the caller's). */

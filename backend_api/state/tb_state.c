@@ -278,7 +278,7 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
 }
 
 /* The attributes are a read-only view of the state (see
- * TRITONSERVER_BufferAttributes in tsrv_unsupported.c): CPU memory of id 0,
+ * TRITONSERVER_BufferAttributes in memory/tb_memory.c): CPU memory of id 0,
  * the size of the last buffer StateBuffer handed out. */
 TRITONSERVER_Error *TRITONBACKEND_StateBufferAttributes(
     TRITONBACKEND_State *state,
