@@ -130,7 +130,8 @@ typedef struct ifd_server_opts {
   double min_compute_capability;
   /* --model-load-gpu-limit <device>:<fraction>: bit d of gpu_limit_set
    * says GPU d has one, gpu_limit[d] is the fraction of its memory in use
-   * past which an instance on it is not created (backend_api/model/instance.c). */
+   * past which an instance on it is not created (backend_api/model/instance.c).
+   */
   uint64_t gpu_limit_set;
   double gpu_limit[64];
   /* --model-load-retry-count: a failed load is tried again this many
