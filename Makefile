@@ -89,6 +89,10 @@ NET_PROTO_C := $(filter-out $(LIB_PROTO_C),$(PROTO_C))
 # entry (TRITONSERVER_ServerNew) into the library.
 APP_LIB_SRC := $(wildcard app/runtime.c app/embed.c)
 LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto/*.c) $(APP_LIB_SRC)
+# backend_api/ keeps one folder per ABI family (server objects, requests,
+# memory, metrics, state, cache, repository agents, models, the in-process
+# API); backend_api/backends/ holds the shipped backends, built apart.
+LIB_SRC += $(filter-out backend_api/backends/%,$(wildcard backend_api/*/*.c))
 NET_SRC := $(wildcard net/*.c)
 APP_SRC := $(filter-out app/main.c $(APP_LIB_SRC),$(wildcard app/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
@@ -111,7 +115,8 @@ BACKEND_SO := $(foreach b,$(BACKENDS),$(BUILD)/backends/$(b)/libtriton_$(b).so)
 # The Python backend's stub and module sit beside libtriton_python.so.
 PY_STUB := $(BUILD)/backends/python/triton_python_backend_stub
 PY_UTILS := $(BUILD)/backends/python/triton_python_backend_utils.py \
-  $(BUILD)/backends/python/_pb_stub.py
+  $(BUILD)/backends/python/_pb_stub.py $(BUILD)/backends/python/_pb_wire.py \
+  $(BUILD)/backends/python/_pb_model_config.py
 BACKEND_SO += $(PY_STUB) $(PY_UTILS)
 # The onnxruntime backend finds libonnxruntime.so.1 beside itself.
 ORT_DIR := backend_api/backends/onnxruntime

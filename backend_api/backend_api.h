@@ -49,7 +49,7 @@ void ifd_backend_model_unload(ifd_model_t *m, void (*freed)(void *arg),
 
 /**
  * The deadlock rule of in-process calls from inside an execute (BLS,
- * backend_api/capi_infer.c): 1 when `req` carries a call chain that names
+ * backend_api/capi/capi_infer.c): 1 when `req` carries a call chain that names
  * `m` and every instance of `m` waits on calls it sent, so that `req`
  * could never run; else 0 (also for a model without instances of its own,
  * an ensemble). Loop thread.
@@ -107,7 +107,7 @@ struct ifd_repoagent_ops;
 const struct ifd_repoagent_ops *ifd_repoagent_ops(void);
 /**
  * Opens the Triton cache plugin `<dir>/<name>/libtritoncache_<name>.so` and
- * initializes it with `config_json` (backend_api/tc_cache.c): the opener
+ * initializes it with `config_json` (backend_api/cache/tc_cache.c): the opener
  * core's response cache uses (ifd_server_opts_t.cache_open). Thread pool
  * only (dlopen, the plugin's TRITONCACHE_CacheInitialize). Returns 0 and
  * *out (calls that may block), or a negative code with `err` filled.

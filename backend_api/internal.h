@@ -4,6 +4,14 @@
  * Include this first in every .c file of backend_api: it asks the Triton
  * headers to mark the TRITONSERVER_* and TRITONBACKEND_* functions with
  * default visibility, as they are exported from libtritonserver.so.
+ *
+ * The files live in one folder per ABI family: server/ (errors and their
+ * converters, messages, data types and parameters, logging), request/
+ * (requests, inputs, responses, outputs), memory/ (buffer attributes, the
+ * memory manager, GPU buffers), metrics/, state/, cache/ (TRITONCACHE),
+ * repoagent/ (TRITONREPOAGENT), model/ (the loader, backend and model
+ * queries, instance threads, warmup, the BLS gate) and capi/ (the
+ * in-process API; capi_server.c still sits at the top).
  */
 #ifndef IFD_BACKEND_API_INTERNAL_H
 #define IFD_BACKEND_API_INTERNAL_H
@@ -21,7 +29,9 @@
 #include "triton/core/tritonbackend.h"
 #include "triton/core/tritonserver.h"
 
-/* ---- tsrv_error.c ------------------------------------------------------ */
+#include "base/error.h"
+
+/* ---- server/tsrv_error.c ----------------------------------------------- */
 
 /* An error is one allocation: the code followed by the NUL-terminated text. */
 struct TRITONSERVER_Error {
@@ -34,6 +44,17 @@ struct TRITONSERVER_Error {
 TRITONSERVER_Error *ifd__errorf(TRITONSERVER_Error_Code code, const char *fmt,
                                 ...) __attribute__((format(printf, 2, 3)));
 
+/* The converters between TRITONSERVER_Error and IFD codes
+ * (server/tsrv_errconv.c). */
+/** The IFD code for a TRITONSERVER_Error_Code class. */
+int ifd__code_from_class(int cls);
+/** Converts a backend's error into an ifd code and its message, Triton's
+ *  text unchanged; `what` (the entry point that failed) only goes to the
+ *  verbose log. Frees e. */
+int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
+/** Makes a TRITONSERVER_Error from a negative IFD code and message. */
+TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
+
 /* Refuses a NULL or invalid argument as Triton's API functions do. */
 #define ARG_CHECK(cond)                                            \
   do {                                                             \
@@ -42,7 +63,7 @@ TRITONSERVER_Error *ifd__errorf(TRITONSERVER_Error_Code code, const char *fmt,
                                    "invalid argument: " #cond);    \
   } while (0)
 
-/* ---- tsrv_message.c ---------------------------------------------------- */
+/* ---- server/tsrv_message.c --------------------------------------------- */
 
 struct TRITONSERVER_Message {
   char *json; /* owned: NUL-terminated, len bytes before the NUL */
@@ -57,7 +78,7 @@ struct TRITONSERVER_Message {
  */
 TRITONSERVER_Message *ifd__message_new_owned(char *json, size_t len);
 
-/* ---- tsrv_types.c ------------------------------------------------------ */
+/* ---- server/tsrv_types.c ----------------------------------------------- */
 
 struct TRITONSERVER_Parameter {
   char *name; /* owned */
@@ -74,7 +95,7 @@ struct TRITONSERVER_Parameter {
   } v;
 };
 
-/* ---- tb_state.c, tsrv_unsupported.c: sequence state ---------------------- */
+/* ---- state/tb_state.c, memory/tb_memory.c: sequence state -------------- */
 
 /** Bytes of the buffer StateBuffer last handed out for `state` (0: none). */
 uint64_t ifd__state_buffer_size(const TRITONBACKEND_State *state);
@@ -85,7 +106,7 @@ uint64_t ifd__state_buffer_size(const TRITONBACKEND_State *state);
 TRITONSERVER_BufferAttributes *ifd__state_buffer_attributes(
     const TRITONBACKEND_State *state);
 
-/* ---- backends, models, instances (loader.c, instance.c) --------------- */
+/* ---- backends, models, instances (model/loader.c, model/instance.c) ---- */
 
 #include <pthread.h>
 #include <sched.h>
@@ -165,10 +186,10 @@ typedef struct ifd__feed {
 } ifd__feed_t;
 
 /* How many of a model's instances wait on in-process requests they sent
- * (BLS), for the deadlock rule of capi_infer.c. Counted: the model holds
- * one reference and every request one of its instances sent holds one
- * until its release, so a request that outlives the model that sent it
- * (an asynchronous call) still finds its counters. */
+ * (BLS), for the deadlock rule of capi_infer.c (model/bls_gate.c). Counted: the
+ * model holds one reference and every request one of its instances sent holds
+ * one until its release, so a request that outlives the model that sent it (an
+ * asynchronous call) still finds its counters. */
 typedef struct ifd__bls_gate {
   atomic_int refs;
   atomic_uint waiting;  /* instances with at least one call out */
@@ -180,6 +201,12 @@ typedef struct ifd__bls_gate {
 ifd__bls_gate_t *ifd__bls_gate_new(uint32_t n);
 /** Drops a reference (any thread); the last frees it. NULL is ignored. */
 void ifd__bls_gate_unref(ifd__bls_gate_t *g);
+/** Instance i sent a request (any thread): takes a reference, counts the
+ *  call out. */
+void ifd__bls_gate_enter(ifd__bls_gate_t *g, uint32_t i);
+/** The request instance i sent was released: counts it back, drops the
+ *  reference ifd__bls_gate_enter took. */
+void ifd__bls_gate_leave(ifd__bls_gate_t *g, uint32_t i);
 
 struct TRITONBACKEND_Model {
   ifd_model_t *model;    /* borrowed: owns this object */
@@ -313,7 +340,7 @@ int ifd__instance_step(TRITONBACKEND_ModelInstance *in);
 void ifd__instance_execute(TRITONBACKEND_ModelInstance *in,
                            ifd_request_t **reqs, uint32_t n);
 
-/* ---- warmup.c: model warmup --------------------------------------------- */
+/* ---- model/warmup.c: model warmup -------------------------------------- */
 
 typedef struct ifd__warmup ifd__warmup_t;
 
@@ -350,7 +377,7 @@ void ifd__warmup_count(TRITONBACKEND_ModelInstance *in);
 /** Frees the instance's warmup sink (with the instance). */
 void ifd__warmup_instance_free(TRITONBACKEND_ModelInstance *in);
 
-/* ---- tb_gpu.c: GPU buffers (any backend thread, never the loop) -------- */
+/* ---- memory/tb_gpu.c: GPU buffers (any backend thread, never the loop) - */
 
 /** Gives output `o` a buffer of `n` bytes on GPU `device` (its pool, else
  *  cudaMalloc). Returns 1 when it did, 0 when it cannot (no GPU, no such
@@ -388,22 +415,13 @@ ifd_request_t *ifd__instance_request_of(const ifd_input_t *input);
  *  on the backend's thread). */
 void ifd__gpu_inputs_release(ifd_request_t *req);
 
-/** The IFD code for a TRITONSERVER_Error_Code class. */
-int ifd__code_from_class(int cls);
 /** Records a batch report for the loop (any thread). 0 or IFD_ENOMEM. */
 int ifd__instance_report_batch(TRITONBACKEND_ModelInstance *in,
                                const ifd__batch_report_t *r);
 /** Moves pending batch reports into the model's statistics (loop). */
 void ifd__instance_flush_reports(TRITONBACKEND_ModelInstance *in);
 
-/** Converts a backend's error into an ifd code and its message, Triton's
- *  text unchanged; `what` (the entry point that failed) only goes to the
- *  verbose log. Frees e. */
-int ifd__take_error(TRITONSERVER_Error *e, const char *what, ifd_errmsg_t *err);
-/** Makes a TRITONSERVER_Error from a negative IFD code and message. */
-TRITONSERVER_Error *ifd__error_from(int code, const char *msg);
-
-/* ---- the in-process API (capi_loop.c, capi_infer.c; app/embed.c) -------- */
+/* ---- the in-process API (capi/capi_loop.c, capi/capi_infer.c; app/embed.c) */
 
 #include "core/server.h"
 
@@ -469,7 +487,7 @@ TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
 /** Does `server` take calls (not stopped)? Any thread. */
 int ifd__capi_open(TRITONSERVER_Server *server);
 
-/* ---- capi_options.c: TRITONSERVER_ServerOptions -------------------------- */
+/* ---- capi/capi_options.c: TRITONSERVER_ServerOptions ------------------- */
 
 #include "cuda/cuda_mem.h"
 
@@ -539,7 +557,7 @@ struct ifd_metrics *ifd__capi_metrics(ifd_server_t *s, int *enabled);
  *  itself. Writes into out (n bytes); returns 0, or -1 when unknown. */
 int ifd__capi_default_backend_dir(char *out, size_t n);
 
-/* ---- in-process requests (capi_request.c, capi_infer.c) ----------------- */
+/* ---- in-process requests (capi/capi_request.c, capi/capi_infer.c) ------ */
 
 /* One buffer an application appended to an input. */
 typedef struct ifd__capi_buf {
@@ -611,7 +629,7 @@ struct TRITONSERVER_InferenceRequest {
   TRITONSERVER_InferenceTrace *trace;
 };
 
-/* ---- capi_trace.c ---- */
+/* ---- capi/capi_trace.c ---- */
 
 /** Traces `req` into the application's `trace` (loop thread, before the
  *  submit). 0, or IFD_ENOMEM (the trace is then still the caller's). */

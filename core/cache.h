@@ -15,7 +15,7 @@
  * Behind one interface (ifd_cache_impl_t) sit the built-in local cache (an
  * LRU within a byte budget, called inline on the loop: it never blocks) and
  * a Triton cache plugin (libtritoncache_<name>.so through TRITONCACHE_*,
- * backend_api/tc_cache.c), whose calls may block and so run on the thread
+ * backend_api/cache/tc_cache.c), whose calls may block and so run on the thread
  * pool while the request waits.
  *
  * Everything here belongs to the loop thread unless said otherwise.

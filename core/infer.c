@@ -703,8 +703,8 @@ void ifd_response_free(ifd_response_t *resp) {
     resp->keep->drop(resp->keep);
   } else {
     /* A buffer is malloc'd, or staged in the pinned pool (a GPU output
-     * copied to the host: backend_api/tb_gpu.c); ifd_cuda_host_free tells
-     * them apart without calling the CUDA runtime. */
+     * copied to the host: backend_api/memory/tb_gpu.c); ifd_cuda_host_free
+     * tells them apart without calling the CUDA runtime. */
     for (i = 0; i < resp->n_outputs; i++) {
       ifd_output_t *o = &resp->outputs[i];
       if (o->alloc != NULL)

@@ -91,7 +91,7 @@ typedef void (*ifd_response_cb)(ifd_response_t *resp, void *arg);
 
 /**
  * Output buffers the requester gives (the in-process API's response
- * allocator, backend_api/capi_infer.c), embedded first in the requester's
+ * allocator, backend_api/capi/capi_infer.c), embedded first in the requester's
  * object, which outlives every response of its requests.
  */
 typedef struct ifd_out_alloc {
@@ -186,7 +186,7 @@ struct ifd_response {
    * keep->drop(keep) first. NULL otherwise. */
   struct ifd_req_attach *keep; /* borrowed: outlives the response */
   void *api_error; /* in `pool`: the in-process API's TRITONSERVER_Error for
-                      error (backend_api/capi_infer.c); NULL until asked */
+                      error (backend_api/capi/capi_infer.c); NULL until asked */
   int spare;       /* the request's embedded spare: not malloc'd */
   int embedded;    /* the request's resp_slot: not malloc'd */
   ifd_response_t *next; /* list link of whoever holds the response: the
@@ -196,7 +196,7 @@ struct ifd_response {
 
 /**
  * Something the backend ABI attached to a request that must go with it (the
- * TRITONBACKEND_State objects of backend_api/tb_state.c: the ABI has no
+ * TRITONBACKEND_State objects of backend_api/state/tb_state.c: the ABI has no
  * StateDelete). Embedded first in the attached object; request_free calls
  * `drop` on each, on the loop thread, after the backend released the
  * request.
@@ -208,7 +208,7 @@ typedef struct ifd_req_attach {
 
 /**
  * Where a request the server makes for itself, off the loop, ends (model
- * warmup: backend_api/warmup.c). A request whose `sink` is set never
+ * warmup: backend_api/model/warmup.c). A request whose `sink` is set never
  * reaches the loop: what its backend does with it calls the sink on the
  * backend's thread instead of pushing events, and it is counted in no
  * statistics. Such a request is made with ifd_request_new(NULL) on any

@@ -6,7 +6,7 @@
  * --metrics-interval-ms on the thread pool (they read /proc), so a scrape
  * never touches a file on the loop thread. One extension point appends the
  * families that backends create through the TRITONSERVER_Metric* API
- * (backend_api/tsrv_metrics.c), which core cannot include.
+ * (backend_api/metrics/tsrv_metrics.c), which core cannot include.
  */
 #ifndef IFD_CORE_METRICS_H
 #define IFD_CORE_METRICS_H

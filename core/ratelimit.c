@@ -31,7 +31,7 @@
  * so every waiter becomes first in time.
  *
  * Requests never wait here: the instance asks before it takes a batch off
- * its model's run queue (backend_api/instance.c), so a batch stays where
+ * its model's run queue (backend_api/model/instance.c), so a batch stays where
  * any instance of its model that gets its resources may take it. The loop
  * never calls in. One mutex guards everything; it is held for a pass over
  * the line, never across an execute or a wait.

@@ -1,7 +1,8 @@
 /*
  * core/registry_agents.c - the registry's side of repository agents
  * (model_repository_agents in a config; the agents themselves are
- * backend_api/repoagent.c's, reached through ifd_server_opts_t.repoagent_ops).
+ * backend_api/repoagent/repoagent.c's, reached through
+ * ifd_server_opts_t.repoagent_ops).
  *
  * A load runs its agents' LOAD in prepare (thread pool), before the version
  * list is read, so an agent that moves the model's files moves what loads.

@@ -1,10 +1,10 @@
 /*
  * core/repoagent.h - what the registry asks of repository agents
  * (model_repository_agents in a model's config; Triton's TRITONREPOAGENT_*
- * API). The agents themselves live at the ABI edge (backend_api/repoagent.c),
- * which hands the server this table (ifd_server_opts_t.repoagent_ops); core
- * only sees an opaque chain: the agent models of one load of one model, in
- * the config's order.
+ * API). The agents themselves live at the ABI edge
+ * (backend_api/repoagent/repoagent.c), which hands the server this table
+ * (ifd_server_opts_t.repoagent_ops); core only sees an opaque chain: the agent
+ * models of one load of one model, in the config's order.
  *
  * Every function here may block (dlopen, the agents' own code, file copies):
  * thread pool only, never the loop.

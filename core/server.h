@@ -133,7 +133,8 @@ typedef struct ifd_server_opts {
   double min_compute_capability;
   /* --model-load-gpu-limit <device>:<fraction>: bit d of gpu_limit_set
    * says GPU d has one, gpu_limit[d] is the fraction of its memory in use
-   * past which an instance on it is not created (backend_api/instance.c). */
+   * past which an instance on it is not created (backend_api/model/instance.c).
+   */
   uint64_t gpu_limit_set;
   double gpu_limit[64];
   /* --model-load-retry-count: a failed load is tried again this many
@@ -146,7 +147,7 @@ typedef struct ifd_server_opts {
   /* --host-policy <name>,<setting>=<value> settings (borrowed; `backend`
    * holds the policy name). Instances of policy "cpu", "gpu_<device>" or
    * their group's host_policy run on the CPUs that cpu-cores or numa-node
-   * give (backend_api/loader.c). */
+   * give (backend_api/model/loader.c). */
   const ifd_backend_setting_t *host_policy;
   size_t n_host_policy;
   /* Repository agents (model_repository_agents in a config): the folder of

@@ -44,7 +44,7 @@ typedef struct ifd_trace ifd_trace_t;
 
 /**
  * An application's trace object (the in-process API's
- * TRITONSERVER_InferenceTrace, backend_api/capi_trace.c) that a request
+ * TRITONSERVER_InferenceTrace, backend_api/capi/capi_trace.c) that a request
  * reports to instead of the trace file. Embedded first in that object.
  * Every call runs on the loop thread.
  */

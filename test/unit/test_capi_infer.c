@@ -1,6 +1,6 @@
 /*
  * test/unit/test_capi_infer.c - in-process inference through Triton's C API
- * (backend_api/capi_infer.c, capi_request.c), from an application's seat.
+ * (backend_api/capi/capi_infer.c, capi_request.c), from an application's seat.
  *
  * This program is an embedding application: it links
  * build/lib/libtritonserver.so (no internal header, no core object) and

@@ -1,6 +1,6 @@
 /*
  * test/unit/test_capi_stop.c - stopping an in-process server with requests
- * in flight (backend_api/capi_infer.c with app/embed.c), from an
+ * in flight (backend_api/capi/capi_infer.c with app/embed.c), from an
  * application's seat (capi_fixture.h): ServerStop drains what is in flight
  * within the exit timeout, ServerDelete without Stop answers what the
  * timeout left, every request gets exactly one FINAL response and one

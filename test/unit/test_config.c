@@ -759,7 +759,7 @@ static void test_valid_shapes(void **state) {
       /* model_warmup: Triton's config validation checks nothing of it (an
        * ensemble's aside); a variable dim, a missing data kind, a batch of
        * 0 or an unknown input are refused, or skipped, when the model
-       * loads (backend_api/warmup.c, test/e2e/test_warmup.py). */
+       * loads (backend_api/model/warmup.c, test/e2e/test_warmup.py). */
       "name: \"m\" backend: \"b\" max_batch_size: 8 "
       "input [ { name: \"I\" data_type: TYPE_FP32 dims: [ -1 ] } ] "
       "model_warmup [ { name: \"w\" batch_size: 0 count: 3 inputs { key: "

@@ -1,6 +1,6 @@
 /*
  * test/unit/test_custom_metrics.c - the backend metrics API of
- * backend_api/tsrv_metrics.c (included to reach its renderer): every
+ * backend_api/metrics/tsrv_metrics.c (included to reach its renderer): every
  * function with its errors, Triton's sharing rules for family names and label
  * sets, the exposition text, exact totals from concurrent updates, and
  * creation and deletion racing a renderer.
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_api/tsrv_metrics.c"
+#include "backend_api/metrics/tsrv_metrics.c"
 
 /* Asserts success, freeing the error otherwise. */
 #define OK(x)                                                      \

@@ -1,8 +1,8 @@
 /*
  * test/unit/test_instance.c - a model's run queue and its instances
- * (backend_api/instance.c), run inline: no instance thread, the test takes
- * and runs each batch itself (ifd__instances_inline, ifd__instance_step), so
- * every step is deterministic. The backend is a fake one built in the test
+ * (backend_api/model/instance.c), run inline: no instance thread, the test
+ * takes and runs each batch itself (ifd__instances_inline, ifd__instance_step),
+ * so every step is deterministic. The backend is a fake one built in the test
  * (function pointers in a TRITONBACKEND_Backend, no shared library), and the
  * requests are bare request objects: the run queue only links them.
  *

@@ -1,8 +1,9 @@
 /*
  * test/unit/test_state.c - the implicit state of sequence models: the
- * backend's side of the ABI (backend_api/tb_state.c: TRITONBACKEND_StateNew,
- * _StateBuffer, _StateUpdate, _StateBufferAttributes) and the initial values
- * built at load (sched/seq_init.c: ifd__seq_initial_states).
+ * backend's side of the ABI (backend_api/state/tb_state.c:
+ * TRITONBACKEND_StateNew, _StateBuffer, _StateUpdate, _StateBufferAttributes)
+ * and the initial values built at load (sched/seq_init.c:
+ * ifd__seq_initial_states).
  *
  * The requests are bare request objects (no server, no scheduler) bound to a
  * fake model whose config is parsed from text; the sequence's state is an

@@ -3,8 +3,9 @@
  * backend (libtriton_python.so) share.
  *
  * The files: python.c (the backend's entry points, model state,
- * auto_complete_config), proc.c (a stub's life: spawn, the reader thread,
- * restart, calls from the instance thread), shm.c (the DOWN segment's
+ * auto_complete_config), spawn.c (starting and reaping a stub process),
+ * proc.c (a stub's life: the reader thread, restart, calls from the
+ * instance thread), shm.c (the DOWN segment's
  * allocator), exec.c (EXECUTE, RESULT, RESPONSE, decoupled requests), bls.c
  * (BLS on the in-process API), ops.c (LOG, CANCEL_QUERY, METRIC), wire.c
  * (text buffers, framing, RESP decoding). The protocol: ipc.h.
@@ -290,7 +291,7 @@ typedef struct ifd__py_instance {
   uint64_t next_handle;
 } ifd__py_instance_t;
 
-/* ---- proc.c ----------------------------------------------------------------
+/* ---- spawn.c ---------------------------------------------------------------
  */
 
 /**
@@ -306,6 +307,9 @@ int ifd__py_spawn(const char *stub_path, const char *backend_dir,
 /** Reaps pid, waiting up to wait_ms for it to exit on its own before
  * SIGKILL; how it ended goes in `how`. */
 void ifd__py_reap(pid_t pid, int wait_ms, char *how, size_t n);
+
+/* ---- proc.c ----------------------------------------------------------------
+ */
 
 /**
  * Creates the segments and the channel, spawns the stub, starts the reader

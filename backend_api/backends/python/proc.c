@@ -1,6 +1,7 @@
 /*
- * backend_api/backends/python/proc.c - a stub's life: spawn, the reader
- * thread, restart, and the calls of the instance thread.
+ * backend_api/backends/python/proc.c - a stub's life: spawn (the process
+ * itself: spawn.c), the reader thread, restart, and the calls of the
+ * instance thread.
  *
  * The instance thread sends INIT (through launch()), EXECUTE and FINALIZE.
  * One thread at a time reads the socket: the holder of rmu, which
@@ -48,8 +49,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-
-extern char **environ;
 
 /* How long finalize waits for the model's finalize, and a restart for the
  * reap of a stub that closed its socket. */
@@ -137,75 +136,6 @@ void ifd__py_chan_put(ifd__py_chan_t *c) {
 /* ---- spawn and reap ---------------------------------------------------------
  */
 
-/* A copy of fd at 10 or above: the child's dup2 onto 3..5 cannot clobber
- * it. -1 on failure. */
-static int high_fd(int fd) {
-  return fcntl(fd, F_DUPFD_CLOEXEC, 10);
-}
-
-/* The launch through an execution environment's bin/activate, as Triton's
- * ("source <env>/bin/activate && exec env LD_LIBRARY_PATH=<env>/lib:...");
- * the paths travel as arguments, never inside the script's text. */
-static const char env_script[] =
-    ". \"$1/bin/activate\" && "
-    "export LD_LIBRARY_PATH=\"$1/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" "
-    "INFERD_PYTHON_EXECUTION_ENV=\"$1\" && shift && exec \"$@\"";
-
-int ifd__py_spawn(const char *stub_path, const char *backend_dir,
-                  const char *model, const char *inst, const char *env_dir,
-                  int down_fd, int up_fd, pid_t *pid, int *sock, char *msg,
-                  size_t msg_len) {
-  int sv[2] = {-1, -1}, down = -1, up = -1, child = -1, rc;
-  posix_spawn_file_actions_t fa;
-  msg[0] = '\0';
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    snprintf(msg, msg_len, "socketpair: %s", strerror(errno));
-    goto out;
-  }
-  down = high_fd(down_fd);
-  up = high_fd(up_fd);
-  child = high_fd(sv[1]);
-  if (down < 0 || up < 0 || child < 0) {
-    snprintf(msg, msg_len, "fcntl: %s", strerror(errno));
-    goto out;
-  }
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, child, IFD_PY_SOCK_FD);
-  posix_spawn_file_actions_adddup2(&fa, down, IFD_PY_DOWN_FD);
-  posix_spawn_file_actions_adddup2(&fa, up, IFD_PY_UP_FD);
-  /* The model and instance names only name the process (ps, tests). */
-  char *argv[] = {(char *)stub_path, (char *)backend_dir, (char *)model,
-                  (char *)inst, NULL};
-  char *env_argv[] = {"bash",
-                      "-c",
-                      (char *)env_script,
-                      "triton_python_backend_stub",
-                      (char *)env_dir,
-                      (char *)stub_path,
-                      (char *)backend_dir,
-                      (char *)model,
-                      (char *)inst,
-                      NULL};
-  if (env_dir != NULL)
-    rc = posix_spawnp(pid, "bash", &fa, NULL, env_argv, environ);
-  else
-    rc = posix_spawn(pid, stub_path, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    snprintf(msg, msg_len, "cannot start %s: %s", stub_path, strerror(rc));
-    goto out;
-  }
-  *sock = sv[0];
-  sv[0] = -1;
-out:
-  if (sv[0] >= 0) close(sv[0]);
-  if (sv[1] >= 0) close(sv[1]);
-  if (child >= 0) close(child);
-  if (down >= 0) close(down);
-  if (up >= 0) close(up);
-  return msg[0] != '\0' ? -1 : 0;
-}
-
 /* Starts the instance's stub; sets pid and sock (under mu and wmu). 0, or
  * -1 with the reason in in->fail_msg. */
 static int spawn(ifd__py_instance_t *in) {
@@ -227,29 +157,6 @@ static int spawn(ifd__py_instance_t *in) {
   pthread_mutex_unlock(&in->wmu);
   pthread_mutex_unlock(&in->mu);
   return 0;
-}
-
-void ifd__py_reap(pid_t pid, int wait_ms, char *how, size_t n) {
-  int st = 0;
-  pid_t r = 0;
-  snprintf(how, n, "unknown status");
-  if (pid <= 0) return;
-  for (int waited = 0; waited < wait_ms; waited += 5) {
-    r = waitpid(pid, &st, WNOHANG);
-    if (r != 0) break;
-    struct timespec ts = {0, 5000000};
-    nanosleep(&ts, NULL);
-  }
-  if (r == 0) {
-    kill(pid, SIGKILL);
-    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-      ;
-  }
-  if (r < 0) return;
-  if (WIFSIGNALED(st))
-    snprintf(how, n, "killed by signal %d", WTERMSIG(st));
-  else if (WIFEXITED(st))
-    snprintf(how, n, "exit status %d", WEXITSTATUS(st));
 }
 
 /* Spawns a stub and sends INIT; the answer reaches answer(). On a spawn

@@ -6,7 +6,9 @@
 # sender of decoupled models, Logger, MetricFamily/Metric, ModelConfig for
 # auto_complete_config, TritonError, model control, PreferredMemory,
 # InferenceTrace, ...) and the stub's side of protocol v2
-# (ipc.h), _stub_main() (the loop itself is _pb_stub.py):
+# (ipc.h), _stub_main() (the loop itself is _pb_stub.py; the wire's
+# constants, data types and errors are _pb_wire.py's, ModelConfig is
+# _pb_model_config.py's, all of them this module's names too):
 #   - a reader thread (C, in the stub: it waits without the GIL) owns the
 #     socket's reading and dispatches every message: INIT/EXECUTE/FINALIZE/
 #     AUTO_COMPLETE go to the main thread's queue (execute runs there, like
@@ -24,7 +26,10 @@
 # a BLS call (docs/backends.md lists what differs from Triton and why).
 
 import asyncio
+import importlib
+import importlib.util
 import json
+import os
 import queue
 import struct
 import sys
@@ -32,153 +37,35 @@ import threading
 
 import numpy as np
 
-# Message types and flags; they match backend_api/backends/python/ipc.h.
-MSG_INIT = 1
-MSG_INIT_OK = 2
-MSG_ERROR = 3
-MSG_EXECUTE = 4
-MSG_RESULT = 5
-MSG_FINALIZE = 6
-MSG_FINALIZE_OK = 7
-MSG_EXECUTE_DONE = 8
-MSG_RESPONSE = 9
-MSG_BLS_INFER = 10
-MSG_BLS_RESPONSE = 11
-MSG_LOG = 12
-MSG_CANCEL_QUERY = 13
-MSG_CANCEL_ANSWER = 14
-MSG_METRIC = 15
-MSG_METRIC_ANSWER = 16
-MSG_FREE = 17
-MSG_AUTO_COMPLETE = 18
-MSG_AUTO_COMPLETE_OK = 19
-MSG_MODEL_CONTROL = 20
-MSG_MODEL_CONTROL_ANSWER = 21
-MSG_RELEASE = 22
-_FLAG_FINAL = 1
-_HDR = struct.Struct("<IIQ")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-
-TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
-TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
-TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
-TRITONSERVER_REQUEST_RELEASE_ALL = 1
-TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
-
-_TRITON_TO_NP = {
-    "BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16,
-    "UINT32": np.uint32, "UINT64": np.uint64, "INT8": np.int8,
-    "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
-    "FP16": np.float16, "FP32": np.float32, "FP64": np.float64,
-    "BYTES": np.object_,
-}
-# Triton's numeric data type codes (TRITONSERVER_DataType), for
-# triton_to_numpy_type / numpy_to_triton_type.
-_CODES = ["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8",
-          "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES"]
-
-TRITON_STRING_TO_NUMPY = dict(_TRITON_TO_NP)
-TRITON_STRING_TO_NUMPY.update({"TYPE_" + k: v for k, v in _TRITON_TO_NP.items()})
-TRITON_STRING_TO_NUMPY["TYPE_STRING"] = np.object_
+# The wire's constants, data types, errors and payload writer
+# (_pb_wire.py: its __all__), and ModelConfig (_pb_model_config.py), live in
+# modules beside this one; they are this module's names, as before.
+def _beside(name):
+    """The module name.py beside this file: imported as usual where this
+    folder is on sys.path (the stub's), else loaded from its file (a tool
+    that loads this file by its path)."""
+    if importlib.util.find_spec(name) is not None:
+        return importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def triton_string_to_numpy(triton_type_string):
-    """Numpy type of a Triton data type string ("TYPE_FP32" or "FP32")."""
-    s = triton_type_string
-    if s.startswith("TYPE_"):
-        s = s[5:]
-    if s == "STRING":
-        s = "BYTES"
-    return _TRITON_TO_NP[s]
+_wire = _beside("_pb_wire")
+for _n in _wire.__all__:
+    globals()[_n] = getattr(_wire, _n)
+ModelConfig = _beside("_pb_model_config").ModelConfig
+del _wire, _n
 
-
-def triton_to_numpy_type(data_type):
-    """Numpy type of a Triton data type code (1 BOOL ... 13 BYTES)."""
-    if 1 <= data_type < len(_CODES):
-        return _TRITON_TO_NP[_CODES[data_type]]
-    return None
-
-
-def numpy_to_triton_type(data_type):
-    """Triton data type code of a numpy type, or None."""
-    if data_type == np.object_ or data_type == np.bytes_:
-        return 13
-    for i in range(1, 13):
-        if np.dtype(_TRITON_TO_NP[_CODES[i]]) == np.dtype(data_type):
-            return i
-    return None
-
-
-_NP_TO_TRITON = {np.dtype(v): k for k, v in _TRITON_TO_NP.items()
-                 if k != "BYTES"}
-
-
-def _numpy_to_triton(arr):
-    dt = arr.dtype
-    k = _NP_TO_TRITON.get(dt)
-    if k is not None:
-        return k
-    if dt == np.object_ or dt.kind in ("S", "U"):
-        return "BYTES"
-    raise TritonModelException("unsupported numpy data type " + str(dt))
-
-
-def serialize_byte_tensor(arr):
-    """Triton's BYTES format: each element as a 4-byte length + its bytes."""
-    parts = []
-    for item in np.asarray(arr, dtype=np.object_).ravel(order="C"):
-        if isinstance(item, str):
-            item = item.encode("utf-8")
-        elif not isinstance(item, (bytes, bytearray)):
-            item = str(item).encode("utf-8")
-        parts.append(_U32.pack(len(item)))
-        parts.append(bytes(item))
-    return b"".join(parts)
-
-
-def deserialize_bytes_tensor(buf):
-    out = []
-    mv = memoryview(buf)
-    off = 0
-    while off + 4 <= len(mv):
-        (n,) = _U32.unpack_from(mv, off)
-        off += 4
-        out.append(bytes(mv[off:off + n]))
-        off += n
-    return np.array(out, dtype=np.object_)
-
-
-class TritonError(Exception):
-    """An error in a response; codes match TRITONSERVER_Error_Code."""
-    UNKNOWN = 0
-    INTERNAL = 1
-    NOT_FOUND = 2
-    INVALID_ARG = 3
-    UNAVAILABLE = 4
-    UNSUPPORTED = 5
-    ALREADY_EXISTS = 6
-    CANCELLED = 7
-
-    def __init__(self, message, code=INTERNAL):
-        super().__init__(message)
-        self._message = message
-        self._code = code
-
-    def message(self):
-        return self._message
-
-    def code(self):
-        return self._code
-
-
-class TritonModelException(Exception):
-    def __init__(self, msg):
-        super().__init__(msg)
-        self._msg = msg
-
-    def message(self):
-        return self._msg
+# What a model sees of them names this module, as before the split.
+for _o in (triton_string_to_numpy, triton_to_numpy_type, numpy_to_triton_type,
+           serialize_byte_tensor, deserialize_bytes_tensor, TritonError,
+           TritonModelException, ModelConfig):
+    _o.__module__ = __name__
+del _o
 
 
 class _Capsule:
@@ -860,176 +747,9 @@ class Metric:
             _STUB.metric_nowait({"op": "metric_delete", "handle": self._handle})
 
 
-# ---- ModelConfig (auto_complete_config) ---------------------------------------
-
-class ModelConfig:
-    """The model's configuration as auto_complete_config sees and edits it
-    (Triton's methods and validation messages)."""
-
-    def __init__(self, model_config):
-        if isinstance(model_config, str):
-            model_config = json.loads(model_config)
-        self._model_config = model_config
-        self._model_config.setdefault("max_batch_size", 0)
-        self._model_config.setdefault("input", [])
-        self._model_config.setdefault("output", [])
-
-    def as_dict(self):
-        return self._model_config
-
-    def _name(self):
-        return self._model_config.get("name", "")
-
-    def set_max_batch_size(self, max_batch_size):
-        current = self._model_config["max_batch_size"]
-        if current > max_batch_size:
-            raise ValueError(
-                "configuration specified max_batch_size " + str(current)
-                + ", but in auto-complete-config function for model '"
-                + self._name() + "' specified max_batch_size "
-                + str(max_batch_size))
-        self._model_config["max_batch_size"] = max_batch_size
-
-    def set_dynamic_batching(self):
-        for other in ("sequence_batching", "ensemble_scheduling"):
-            if other in self._model_config:
-                raise ValueError(
-                    "Configuration specified scheduling_choice as '" + other
-                    + "', but auto-complete-config function for model '"
-                    + self._name()
-                    + "' tries to set scheduling_choice as 'dynamic_batching'")
-        self._model_config.setdefault("dynamic_batching", {})
-
-    def _add_tensor(self, kind, t, valid):
-        if not isinstance(t, dict):
-            raise ValueError(kind + " in auto-complete-config function for "
-                             "model '" + self._name() + "' must be a dict.")
-        for p in t:
-            if p not in valid:
-                raise ValueError(
-                    kind + " '" + str(t.get("name")) + "' in auto-complete-"
-                    "config function for model '" + self._name()
-                    + "' contains property other than "
-                    + ", ".join("'" + v + "'" for v in valid[:-1])
-                    + " and '" + valid[-1] + "'.")
-        if "name" not in t:
-            raise ValueError(
-                kind + " in auto-complete-config function for model '"
-                + self._name() + "' is missing 'name' property.")
-        for p in ("data_type", "dims"):
-            if p not in t:
-                raise ValueError(
-                    kind + " '" + t["name"] + "' in auto-complete-config "
-                    "function for model '" + self._name() + "' is missing '"
-                    + p + "' property.")
-        for cur in self._model_config[kind]:
-            if cur.get("name") != t["name"]:
-                continue
-            cur_type = cur.get("data_type", "TYPE_INVALID")
-            if cur_type != "TYPE_INVALID" and cur_type != t["data_type"]:
-                raise ValueError(
-                    "unable to load model '" + self._name()
-                    + "', configuration expects datatype " + cur_type
-                    + " for " + kind + " '" + t["name"] + "', model provides "
-                    + t["data_type"])
-            if cur.get("dims") and list(cur["dims"]) != list(t["dims"]):
-                raise ValueError(
-                    "model '" + self._name() + "', tensor '" + t["name"]
-                    + "': the model expects dims " + str(t["dims"])
-                    + " but the model configuration specifies dims "
-                    + str(cur["dims"]))
-            if "optional" in cur and "optional" in t \
-                    and cur["optional"] != t["optional"]:
-                raise ValueError(
-                    "model '" + self._name() + "', tensor '" + t["name"]
-                    + "': the model expects optional " + str(t["optional"])
-                    + " but the model configuration specifies optional "
-                    + str(cur["optional"]))
-            cur.update(t)
-            return
-        self._model_config[kind].append(dict(t))
-
-    def add_input(self, input):
-        self._add_tensor("input", input,
-                         ["name", "data_type", "dims", "optional"])
-
-    def add_output(self, output):
-        self._add_tensor("output", output, ["name", "data_type", "dims"])
-
-    def set_model_transaction_policy(self, transaction_policy_dict):
-        for p in transaction_policy_dict:
-            if p != "decoupled":
-                raise ValueError(
-                    "model transaction property in auto-complete-config "
-                    "function for model '" + self._name()
-                    + "' contains property other than 'decoupled'.")
-        policy = self._model_config.setdefault("model_transaction_policy", {})
-        if "decoupled" in transaction_policy_dict:
-            want = transaction_policy_dict["decoupled"]
-            if "decoupled" in policy and policy["decoupled"] != want:
-                raise ValueError(
-                    "trying to change decoupled property in auto-complete-"
-                    "config for model '" + self._name()
-                    + "', which is already set to '" + str(policy["decoupled"])
-                    + "'.")
-            policy["decoupled"] = want
-
-    def add_model_warmup(self, model_warmup):
-        if not isinstance(model_warmup, dict) or "name" not in model_warmup:
-            raise ValueError(
-                "model warmup in auto-complete-config function for model '"
-                + self._name() + "' must be a dict with a 'name' property.")
-        warmups = self._model_config.setdefault("model_warmup", [])
-        for w in warmups:
-            if w.get("name") == model_warmup["name"]:
-                raise ValueError(
-                    "model warmup '" + model_warmup["name"] + "' in auto-"
-                    "complete-config function for model '" + self._name()
-                    + "' is already set.")
-        warmups.append(dict(model_warmup))
-
-
 # ---- the stub's side of the protocol ------------------------------------------
 
 _STUB = None  # the _Stub of this process, once _stub_main runs
-
-
-class _Writer:
-    """A message payload as a list of buffers, with its length so far (the
-    padding of ipc.h counts from the payload's start)."""
-
-    def __init__(self):
-        self.parts = []
-        self.pos = 0
-
-    def add(self, b):
-        if len(b):
-            self.parts.append(b)
-            self.pos += len(b)
-
-    def u32(self, v):
-        self.add(_U32.pack(v))
-
-    def u64(self, v):
-        self.add(_U64.pack(v))
-
-    def str(self, s):
-        b = s.encode("utf-8", "replace")
-        self.add(_U32.pack(len(b)) + b)
-
-    def pad8(self):
-        n = (-self.pos) & 7
-        if n:
-            self.add(b"\0" * n)
-
-
-def _tensor_bytes(arr):
-    """(triton dtype, C-order bytes-like) of an output array."""
-    dtype = _numpy_to_triton(arr)
-    if dtype == "BYTES":
-        return dtype, serialize_byte_tensor(arr)
-    a = np.ascontiguousarray(arr).reshape(-1)
-    return dtype, memoryview(a.view(np.uint8))
 
 
 def _check_output(t):

@@ -1,5 +1,5 @@
 /*
- * backend_api/tsrv_error.c - TRITONSERVER_Error objects.
+ * backend_api/server/tsrv_error.c - TRITONSERVER_Error objects.
  *
  * An error is a single malloc'd block holding its code and a private copy of
  * its message. Allocation failure cannot be reported through an error, so

@@ -1,5 +1,5 @@
 /*
- * backend_api/tc_cache.c - Triton cache plugins (TRITONCACHE_*): the
+ * backend_api/cache/tc_cache.c - Triton cache plugins (TRITONCACHE_*): the
  * server side of the ABI (entries, TRITONCACHE_Copy) and the loader that
  * wraps a libtritoncache_<name>.so as a core cache implementation
  * (ifd_cache_impl_t, core/cache.h).

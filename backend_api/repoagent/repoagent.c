@@ -1,8 +1,9 @@
 /*
- * backend_api/repoagent.c - repository agents: Triton's TRITONREPOAGENT_*
- * API. The libraries (<repoagent-directory>/<name>/libtritonrepoagent_<name>
- * .so), the agent models of each load, their life (LOAD, LOAD_COMPLETE |
- * LOAD_FAIL, UNLOAD, UNLOAD_COMPLETE) and the functions agents call.
+ * backend_api/repoagent/repoagent.c - repository agents: Triton's
+ * TRITONREPOAGENT_* API. The libraries
+ * (<repoagent-directory>/<name>/libtritonrepoagent_<name> .so), the agent
+ * models of each load, their life (LOAD, LOAD_COMPLETE | LOAD_FAIL, UNLOAD,
+ * UNLOAD_COMPLETE) and the functions agents call.
  *
  * The registry (core/registry.c) drives it through ifd_repoagent_ops(), the
  * table core/repoagent.h describes, always from the thread pool. Agent

@@ -1,6 +1,6 @@
 /*
- * backend_api/tsrv_types.c - enum names, data type sizes, API versions and
- * TRITONSERVER_Parameter objects.
+ * backend_api/server/tsrv_types.c - enum names, data type sizes, API versions
+ * and TRITONSERVER_Parameter objects.
  *
  * Names match Triton's exactly: clients and backends print and compare them.
  */
@@ -93,6 +93,59 @@ const char *TRITONSERVER_InstanceGroupKindString(
   }
   return "<invalid>";
 }
+
+/* Trace level and activity names are static strings, as in Triton:
+ * backends print them. The trace objects are the in-process API's
+ * (capi/capi_trace.c). Unknown values get "<unknown>", never NULL, so a
+ * caller that prints the result cannot crash. */
+
+const char *TRITONSERVER_InferenceTraceLevelString(
+    TRITONSERVER_InferenceTraceLevel level) {
+  switch (level) {
+    case TRITONSERVER_TRACE_LEVEL_DISABLED:
+      return "DISABLED";
+    case TRITONSERVER_TRACE_LEVEL_MIN:
+      return "MIN";
+    case TRITONSERVER_TRACE_LEVEL_MAX:
+      return "MAX";
+    case TRITONSERVER_TRACE_LEVEL_TIMESTAMPS:
+      return "TIMESTAMPS";
+    case TRITONSERVER_TRACE_LEVEL_TENSORS:
+      return "TENSORS";
+  }
+  return "<unknown>";
+}
+
+const char *TRITONSERVER_InferenceTraceActivityString(
+    TRITONSERVER_InferenceTraceActivity activity) {
+  switch (activity) {
+    case TRITONSERVER_TRACE_REQUEST_START:
+      return "REQUEST_START";
+    case TRITONSERVER_TRACE_QUEUE_START:
+      return "QUEUE_START";
+    case TRITONSERVER_TRACE_COMPUTE_START:
+      return "COMPUTE_START";
+    case TRITONSERVER_TRACE_COMPUTE_INPUT_END:
+      return "COMPUTE_INPUT_END";
+    case TRITONSERVER_TRACE_COMPUTE_OUTPUT_START:
+      return "COMPUTE_OUTPUT_START";
+    case TRITONSERVER_TRACE_COMPUTE_END:
+      return "COMPUTE_END";
+    case TRITONSERVER_TRACE_REQUEST_END:
+      return "REQUEST_END";
+    case TRITONSERVER_TRACE_TENSOR_QUEUE_INPUT:
+      return "TENSOR_QUEUE_INPUT";
+    case TRITONSERVER_TRACE_TENSOR_BACKEND_INPUT:
+      return "TENSOR_BACKEND_INPUT";
+    case TRITONSERVER_TRACE_TENSOR_BACKEND_OUTPUT:
+      return "TENSOR_BACKEND_OUTPUT";
+    case TRITONSERVER_TRACE_CUSTOM_ACTIVITY:
+      return "CUSTOM_ACTIVITY";
+  }
+  return "<unknown>";
+}
+
+/* The trace objects themselves are in backend_api/capi/capi_trace.c. */
 
 TRITONSERVER_Error *TRITONSERVER_ApiVersion(uint32_t *major, uint32_t *minor) {
   if (major == NULL || minor == NULL)

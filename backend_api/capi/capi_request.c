@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_request.c - the application's side of an in-process
+ * backend_api/capi/capi_request.c - the application's side of an in-process
  * request: TRITONSERVER_InferenceRequest and its setters and getters.
  *
  * A request is a plain record the application fills on its own thread; the

@@ -1,7 +1,8 @@
 /*
- * backend_api/tsrv_metrics.c - the backend metrics API: families and metrics
- * (counter, gauge, histogram) that backends create with TRITONSERVER_Metric*
- * calls, rendered on /metrics after the server's own families.
+ * backend_api/metrics/tsrv_metrics.c - the backend metrics API: families and
+ * metrics (counter, gauge, histogram) that backends create with
+ * TRITONSERVER_Metric* calls, rendered on /metrics after the server's own
+ * families.
  *
  * Semantics are Triton's (core src/metric_family.cc and tritonserver.cc, whose
  * families live in one prometheus-cpp registry that merges by name):

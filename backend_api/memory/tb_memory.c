@@ -1,83 +1,27 @@
 /*
- * backend_api/tsrv_unsupported.c - the rest of the ABI: every TRITONSERVER_*
- * and TRITONBACKEND_* function the headers declare that no other file of
- * backend_api/ defines.
+ * backend_api/memory/tb_memory.c - memory and buffer attributes:
+ * TRITONSERVER_BufferAttributes (records a backend makes, and read-only
+ * views of an input's, an output's or a state's buffer), and the memory
+ * manager a backend allocates its own buffers from
+ * (TRITONBACKEND_MemoryManagerAllocate/Free on the server's CPU, pinned
+ * and GPU memory).
  *
  * A backend built for Triton is opened with RTLD_NOW, so it loads only if
  * every symbol it references exists, even the ones it calls on paths inferd
- * rarely takes. What is left here is done for real: buffer attributes, the
- * memory manager, the names of trace levels and activities, and reading a
- * response's outputs back. (A function whose feature inferd lacks answers
- * TRITONSERVER_ERROR_UNSUPPORTED naming itself, where it lives, never a
- * silent success.)
+ * rarely takes: these are done for real. Where a feature is missing (GPU
+ * memory without a GPU) the function answers TRITONSERVER_ERROR_UNSUPPORTED
+ * naming itself, never a silent success.
  *
  * Errors returned here are new objects the caller owns, as everywhere in the
- * API. The in-process API itself lives in capi_*.c.
+ * API.
  */
 #include "backend_api/internal.h"
 
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/infer.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
-
-/* ---- tracing ------------------------------------------------------------- */
-
-/* The names are static strings, as in Triton, so they are given for real:
- * backends print them. Unknown values get "<unknown>", never NULL, so a
- * caller that prints the result cannot crash. */
-
-const char *TRITONSERVER_InferenceTraceLevelString(
-    TRITONSERVER_InferenceTraceLevel level) {
-  switch (level) {
-    case TRITONSERVER_TRACE_LEVEL_DISABLED:
-      return "DISABLED";
-    case TRITONSERVER_TRACE_LEVEL_MIN:
-      return "MIN";
-    case TRITONSERVER_TRACE_LEVEL_MAX:
-      return "MAX";
-    case TRITONSERVER_TRACE_LEVEL_TIMESTAMPS:
-      return "TIMESTAMPS";
-    case TRITONSERVER_TRACE_LEVEL_TENSORS:
-      return "TENSORS";
-  }
-  return "<unknown>";
-}
-
-const char *TRITONSERVER_InferenceTraceActivityString(
-    TRITONSERVER_InferenceTraceActivity activity) {
-  switch (activity) {
-    case TRITONSERVER_TRACE_REQUEST_START:
-      return "REQUEST_START";
-    case TRITONSERVER_TRACE_QUEUE_START:
-      return "QUEUE_START";
-    case TRITONSERVER_TRACE_COMPUTE_START:
-      return "COMPUTE_START";
-    case TRITONSERVER_TRACE_COMPUTE_INPUT_END:
-      return "COMPUTE_INPUT_END";
-    case TRITONSERVER_TRACE_COMPUTE_OUTPUT_START:
-      return "COMPUTE_OUTPUT_START";
-    case TRITONSERVER_TRACE_COMPUTE_END:
-      return "COMPUTE_END";
-    case TRITONSERVER_TRACE_REQUEST_END:
-      return "REQUEST_END";
-    case TRITONSERVER_TRACE_TENSOR_QUEUE_INPUT:
-      return "TENSOR_QUEUE_INPUT";
-    case TRITONSERVER_TRACE_TENSOR_BACKEND_INPUT:
-      return "TENSOR_BACKEND_INPUT";
-    case TRITONSERVER_TRACE_TENSOR_BACKEND_OUTPUT:
-      return "TENSOR_BACKEND_OUTPUT";
-    case TRITONSERVER_TRACE_CUSTOM_ACTIVITY:
-      return "CUSTOM_ACTIVITY";
-  }
-  return "<unknown>";
-}
-
-/* The trace objects themselves are in backend_api/capi_trace.c. */
 
 /* ---- buffer attributes --------------------------------------------------- */
 
@@ -366,52 +310,4 @@ TRITONSERVER_Error *TRITONBACKEND_MemoryManagerFree(
       return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                    "unknown memory type");
   }
-}
-
-/* ---- reading a response back --------------------------------------------- */
-
-/*
- * A backend may list the outputs of a response it built (custom batchers and
- * the Python backend do). A TRITONBACKEND_Response is an ifd_response_t, so
- * these are read straight from it. Triton's header marks
- * InferenceResponseOutputByName as backend-implemented (ISPEC), but Triton's
- * server defines it and backends call it, so it is defined here too.
- */
-TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutput(
-    TRITONBACKEND_Response *response, const uint32_t index, const char **name,
-    TRITONSERVER_DataType *datatype, const int64_t **shape,
-    uint64_t *dim_count) {
-  const ifd_response_t *resp = (const ifd_response_t *)response;
-  const ifd_output_t *o;
-  ARG_CHECK(response != NULL && name != NULL && datatype != NULL &&
-            shape != NULL && dim_count != NULL);
-  if (index >= resp->n_outputs)
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
-                                 "response output index out of range");
-  o = &resp->outputs[index];
-  *name = o->name;
-  *datatype = (TRITONSERVER_DataType)o->dtype;
-  *shape = o->shape;
-  *dim_count = o->ndims;
-  return NULL;
-}
-
-TRITONSERVER_Error *TRITONBACKEND_InferenceResponseOutputByName(
-    TRITONBACKEND_Response *response, const char *name,
-    TRITONSERVER_DataType *datatype, const int64_t **shape,
-    uint64_t *dim_count) {
-  const ifd_response_t *resp = (const ifd_response_t *)response;
-  uint32_t i;
-  ARG_CHECK(response != NULL && name != NULL && datatype != NULL &&
-            shape != NULL && dim_count != NULL);
-  for (i = 0; i < resp->n_outputs; i++) {
-    const ifd_output_t *o = &resp->outputs[i];
-    if (strcmp(o->name, name) != 0) continue;
-    *datatype = (TRITONSERVER_DataType)o->dtype;
-    *shape = o->shape;
-    *dim_count = o->ndims;
-    return NULL;
-  }
-  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_NOT_FOUND,
-                               "response has no output of that name");
 }

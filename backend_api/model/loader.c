@@ -1,5 +1,5 @@
 /*
- * backend_api/loader.c - backend libraries and model lifecycles.
+ * backend_api/model/loader.c - backend libraries and model lifecycles.
  *
  * Backends are shared libraries found by Triton's search order and shared by
  * every model that names the same file. The registry of open libraries is the
@@ -27,34 +27,12 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
+#include "base/check.h"
 #include "base/log.h"
 #include "core/server.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static TRITONBACKEND_Backend *registry; /* guarded by registry_mu */
-
-int ifd__code_from_class(int cls) {
-  static const int codes[] = {IFD_EUNKNOWN, IFD_EINTERNAL, IFD_ENOTFOUND,
-                              IFD_EINVAL,   IFD_EUNAVAIL,  IFD_EUNSUPPORTED,
-                              IFD_EEXISTS,  IFD_ECANCELLED};
-  return cls >= 0 && cls < 8 ? codes[cls] : IFD_EUNKNOWN;
-}
-
-int ifd__take_error(TRITONSERVER_Error *e, const char *what,
-                    ifd_errmsg_t *err) {
-  int rc = ifd__code_from_class(TRITONSERVER_ErrorCode(e));
-  /* The client and the repository index get the backend's text as it is,
-   * as Triton passes it on; which entry point failed goes to the log. */
-  IFD_VERBOSE("%s: %s", what, TRITONSERVER_ErrorMessage(e));
-  ifd_errf(err, rc, "%s", TRITONSERVER_ErrorMessage(e));
-  TRITONSERVER_ErrorDelete(e);
-  return rc;
-}
-
-TRITONSERVER_Error *ifd__error_from(int code, const char *msg) {
-  return TRITONSERVER_ErrorNew((TRITONSERVER_Error_Code)ifd_error_class(code),
-                               msg != NULL ? msg : ifd_strerror(code));
-}
 
 static int is_file(const char *path) {
   struct stat st;
@@ -378,6 +356,7 @@ int ifd__backend_acquire(const char *name, const char *path,
 void ifd__backend_release(TRITONBACKEND_Backend *b) {
   TRITONBACKEND_Backend **pp;
   pthread_mutex_lock(&registry_mu);
+  IFD_ASSERT(b->refs > 0); /* one release per ifd__backend_acquire */
   if (--b->refs > 0) {
     pthread_mutex_unlock(&registry_mu);
     return;

@@ -1,5 +1,6 @@
 /*
- * backend_api/tsrv_message.c - TRITONSERVER_Message: an owned JSON string.
+ * backend_api/server/tsrv_message.c - TRITONSERVER_Message: an owned JSON
+ * string.
  *
  * The text is stored NUL-terminated so callers that treat it as a C string
  * (several backends print it with "%s") stay safe.

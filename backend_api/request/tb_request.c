@@ -1,6 +1,6 @@
 /*
- * backend_api/tb_request.c - TRITONBACKEND_Request*, _Input*, _Response*,
- * _Output* and statistics reporting.
+ * backend_api/request/tb_request.c - TRITONBACKEND_Request*, _Input*,
+ * _Response*, _Output* and statistics reporting.
  *
  * A TRITONBACKEND_Request is an ifd_request_t, an input an ifd_input_t and a
  * response an ifd_response_t: the backend reads the very objects the
@@ -661,7 +661,7 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
                                memory_type_id);
   /* A backend that prefers GPU memory gets it when that GPU exists (the
    * device pool, else cudaMalloc); ResponseSend copies it to host memory
-   * before the response leaves this thread (backend_api/tb_gpu.c). */
+   * before the response leaves this thread (backend_api/memory/tb_gpu.c). */
   if (*memory_type == TRITONSERVER_MEMORY_GPU &&
       ifd__gpu_output_buffer(o, buffer_byte_size, *memory_type_id)) {
     *buffer = o->buffer;

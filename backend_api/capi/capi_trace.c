@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_trace.c - the in-process API's trace objects
+ * backend_api/capi/capi_trace.c - the in-process API's trace objects
  * (TRITONSERVER_InferenceTrace*): an application creates a trace, hands it
  * to TRITONSERVER_ServerInferAsync, and gets the request's activities
  * through its callbacks, then the trace back through its release callback.

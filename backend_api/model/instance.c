@@ -1,5 +1,5 @@
 /*
- * backend_api/instance.c - one thread per model instance, and the model's
+ * backend_api/model/instance.c - one thread per model instance, and the model's
  * run queue they share.
  *
  * Each instance thread runs TRITONBACKEND_ModelInstanceInitialize on itself
@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "backend_api/internal.h"
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -153,9 +154,11 @@ static uint32_t take_locked(TRITONBACKEND_ModelInstance *in, ifd__runq_t *q,
                             int *more) {
   ifd__feed_t *f = &in->model->feed;
   ifd_request_t *first = q->head, *r;
-  uint32_t n = first->job_n, i;
+  uint32_t n, i;
   int wake;
 
+  IFD_ASSERT(first != NULL && first->job_n > 0);
+  n = first->job_n;
   if (n > in->cap_job) {
     ifd_request_t **nj = realloc(in->job, n * sizeof(*nj));
     if (nj == NULL) {
@@ -413,7 +416,7 @@ static void bind_memory(TRITONBACKEND_ModelInstance *in) {
 static void *instance_main(void *arg) {
   TRITONBACKEND_ModelInstance *in = arg;
 
-  /* --host-policy cpu-cores / numa-node (backend_api/loader.c). */
+  /* --host-policy cpu-cores / numa-node (backend_api/model/loader.c). */
   if (in->pin) {
     int e = pthread_setaffinity_np(pthread_self(), sizeof(in->cpus), &in->cpus);
     if (e != 0)
@@ -655,6 +658,9 @@ static void enqueue_on(ifd_model_t *m, ifd__runq_t *q, ifd_request_t **reqs,
   ifd__feed_t *f = &bm->feed;
   uint32_t i;
 
+  /* The scheduler hands over a batch of at least one request; from here
+   * the run queue owns them until an instance takes the batch. */
+  IFD_ASSERT(n > 0);
   for (i = 0; i + 1 < n; i++) reqs[i]->next = reqs[i + 1];
   reqs[n - 1]->next = NULL;
   reqs[0]->job_n = n;

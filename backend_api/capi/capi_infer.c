@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_infer.c - in-process inference: response allocators,
+ * backend_api/capi/capi_infer.c - in-process inference: response allocators,
  * TRITONSERVER_ServerInferAsync, responses, cancellation, and the deadlock
  * rule of business logic scripting (BLS).
  *
@@ -54,34 +54,6 @@ static TRITONSERVER_Error *nomem(void) {
   return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, "out of memory");
 }
 
-/* ---- the BLS gate -----------------------------------------------------------
- */
-
-ifd__bls_gate_t *ifd__bls_gate_new(uint32_t n) {
-  ifd__bls_gate_t *g = calloc(1, sizeof(*g) + (n ? n : 1) * sizeof(g->out[0]));
-  uint32_t i;
-  if (g == NULL) return NULL;
-  atomic_init(&g->refs, 1);
-  atomic_init(&g->waiting, 0);
-  g->n_instances = n;
-  for (i = 0; i < n; i++) atomic_init(&g->out[i], 0);
-  return g;
-}
-
-void ifd__bls_gate_unref(ifd__bls_gate_t *g) {
-  if (g != NULL && atomic_fetch_sub(&g->refs, 1) == 1) free(g);
-}
-
-static void gate_enter(ifd__bls_gate_t *g, uint32_t i) {
-  atomic_fetch_add(&g->refs, 1);
-  if (atomic_fetch_add(&g->out[i], 1) == 0) atomic_fetch_add(&g->waiting, 1);
-}
-
-static void gate_leave(ifd__bls_gate_t *g, uint32_t i) {
-  if (atomic_fetch_sub(&g->out[i], 1) == 1) atomic_fetch_sub(&g->waiting, 1);
-  ifd__bls_gate_unref(g);
-}
-
 /* Adds `name` to a chain being built in buf (NUL-separated), once. */
 static int chain_add(char *buf, uint32_t *len, uint32_t *n, const char *name) {
   uint32_t off = 0;
@@ -130,7 +102,7 @@ static TRITONSERVER_Error *bls_enter(TRITONSERVER_InferenceRequest *r) {
   r->chain_len = len;
   r->gate = in->model->gate;
   r->gate_index = in->index;
-  gate_enter(r->gate, r->gate_index);
+  ifd__bls_gate_enter(r->gate, r->gate_index);
   return NULL;
 too_deep:
   free(buf);
@@ -142,7 +114,7 @@ too_deep:
 
 static void bls_leave(TRITONSERVER_InferenceRequest *r) {
   if (r->gate == NULL) return;
-  gate_leave(r->gate, r->gate_index);
+  ifd__bls_gate_leave(r->gate, r->gate_index);
   r->gate = NULL;
 }
 

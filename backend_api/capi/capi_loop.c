@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_loop.c - how the in-process API reaches the loop.
+ * backend_api/capi/capi_loop.c - how the in-process API reaches the loop.
  *
  * The TRITONSERVER_* functions of the in-process API are called from any
  * thread: an application's, a backend's instance thread (BLS), or the loop
@@ -10,6 +10,7 @@
  * inline instead (waiting there would wait for ourselves).
  */
 #include "backend_api/internal.h"
+#include "base/check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,6 +55,7 @@ TRITONSERVER_Error *ifd__capi_post(TRITONSERVER_Server *server,
 
 static void run_call(ifd_event_t *ev) {
   ifd__capi_call_t *c = (ifd__capi_call_t *)ev; /* ev is first */
+  IFD_ASSERT(ifd_server_on_loop(c->server));
   c->fn(c);
 }
 
@@ -67,6 +69,7 @@ TRITONSERVER_Error *ifd__capi_run(TRITONSERVER_Server *server,
     c->on_loop = 1;
     c->fn(c);
     /* fn must finish inline on the loop (see ifd__capi_call_t.fn). */
+    IFD_ASSERT(c->done);
     return c->err;
   }
   c->on_loop = 0;
@@ -86,6 +89,7 @@ TRITONSERVER_Error *ifd__capi_run(TRITONSERVER_Server *server,
 }
 
 void ifd__capi_call_done(ifd__capi_call_t *c, TRITONSERVER_Error *err) {
+  IFD_ASSERT(!c->done); /* once per call */
   c->err = err;
   if (c->on_loop) {
     c->done = 1;

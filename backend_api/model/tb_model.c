@@ -1,5 +1,5 @@
 /*
- * backend_api/tb_model.c - TRITONBACKEND_Backend*, _Model* and
+ * backend_api/model/tb_model.c - TRITONBACKEND_Backend*, _Model* and
  * _ModelInstance* functions: what a backend may ask about itself, its models
  * and its instances, and where it keeps its own state.
  */

@@ -1,6 +1,6 @@
 /*
- * backend_api/tb_gpu.c - the GPU side of the backend ABI's buffers: output
- * buffers in GPU memory when a backend asks for them, their copy to host
+ * backend_api/memory/tb_gpu.c - the GPU side of the backend ABI's buffers:
+ * output buffers in GPU memory when a backend asks for them, their copy to host
  * memory before the response leaves the backend's thread, and device copies
  * of host inputs for a backend that asks for its input on a GPU.
  *

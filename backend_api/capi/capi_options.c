@@ -1,5 +1,5 @@
 /*
- * backend_api/capi_options.c - TRITONSERVER_ServerOptions: what an
+ * backend_api/capi/capi_options.c - TRITONSERVER_ServerOptions: what an
  * application sets before TRITONSERVER_ServerNew.
  *
  * Every setter of tritonserver.h exists. Those inferd has a meaning for are
@@ -584,7 +584,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetBackendConfig(
     const char *setting, const char *value) {
   OPT_CHECK(options);
   /* Backends find it in TRITONBACKEND_BackendConfig's "cmdline" object
-   * (backend_api/loader.c); backend "" applies to every backend. */
+   * (backend_api/model/loader.c); backend "" applies to every backend. */
   return push_setting(&options->backend_config, &options->n_backend_config,
                       backend_name, setting, value);
 }
@@ -594,7 +594,7 @@ TRITONSERVER_Error *TRITONSERVER_ServerOptionsSetHostPolicy(
     const char *setting, const char *value) {
   OPT_CHECK(options);
   /* numa-node and cpu-cores pick the CPUs of the policy's instance
-   * threads (backend_api/loader.c). */
+   * threads (backend_api/model/loader.c). */
   return push_setting(&options->host_policy, &options->n_host_policy,
                       policy_name, setting, value);
 }

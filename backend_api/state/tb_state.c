@@ -1,5 +1,5 @@
 /*
- * backend_api/tb_state.c - TRITONBACKEND_State*: the implicit state of a
+ * backend_api/state/tb_state.c - TRITONBACKEND_State*: the implicit state of a
  * sequence model, as the backend sees it.
  *
  * The model config lists the states (sequence_batching.state); a backend
@@ -278,7 +278,7 @@ TRITONSERVER_Error *TRITONBACKEND_StateUpdate(TRITONBACKEND_State *state) {
 }
 
 /* The attributes are a read-only view of the state (see
- * TRITONSERVER_BufferAttributes in tsrv_unsupported.c): CPU memory of id 0,
+ * TRITONSERVER_BufferAttributes in memory/tb_memory.c): CPU memory of id 0,
  * the size of the last buffer StateBuffer handed out. */
 TRITONSERVER_Error *TRITONBACKEND_StateBufferAttributes(
     TRITONBACKEND_State *state,

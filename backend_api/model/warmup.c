@@ -1,5 +1,5 @@
 /*
- * backend_api/warmup.c - model warmup: the config's model_warmup samples,
+ * backend_api/model/warmup.c - model warmup: the config's model_warmup samples,
  * run on every instance before its model is ready.
  *
  * As Triton does: each sample (name, batch_size, inputs, count) becomes

@@ -1,8 +1,8 @@
 /*
- * backend_api/capi_query.c - what an application asks a TRITONSERVER_Server:
- * liveness and readiness, metadata, configuration, statistics, the
- * repository index, batch and transaction properties, model control (load,
- * unload, poll, repository registration) and the metrics text.
+ * backend_api/capi/capi_query.c - what an application asks a
+ * TRITONSERVER_Server: liveness and readiness, metadata, configuration,
+ * statistics, the repository index, batch and transaction properties, model
+ * control (load, unload, poll, repository registration) and the metrics text.
  *
  * Each call works on either kind of server (app/embed.c): one
  * TRITONSERVER_ServerNew made, or inferd's executable's, which a backend

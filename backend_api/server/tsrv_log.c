@@ -1,7 +1,7 @@
 /*
- * backend_api/tsrv_log.c - TRITONSERVER_LogIsEnabled / TRITONSERVER_LogMessage
- * on top of the project logger (base/log.h), so backend lines share the
- * server's format, levels and single-write(2) atomicity.
+ * backend_api/server/tsrv_log.c - TRITONSERVER_LogIsEnabled /
+ * TRITONSERVER_LogMessage on top of the project logger (base/log.h), so backend
+ * lines share the server's format, levels and single-write(2) atomicity.
  */
 #include "backend_api/internal.h"
 
