@@ -382,6 +382,7 @@ static void free_grpc(ifd_grpc_t *g) {
   if (g->cbs != NULL) nghttp2_session_callbacks_del(g->cbs);
   if (g->h2opt != NULL) nghttp2_option_del(g->h2opt);
   free(g->mtab);
+  if (g->app_free != NULL) g->app_free(g->app);
   free(g);
 }
 
@@ -430,17 +431,21 @@ static int h2_options(ifd_grpc_t *g) {
   return 0;
 }
 
-int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
-                   const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
-                   ifd_errmsg_t *err) {
+int ifd_grpc_serve(uv_loop_t *loop, const ifd_grpc_opts_t *opts,
+                   ifd_grpc_t **out, ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
   int rc;
   ifd_grpc_t *g;
 
   g = calloc(1, sizeof(*g));
-  if (g == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (g == NULL) {
+    if (opts->app_free != NULL) opts->app_free(opts->app);
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
   g->loop = loop;
-  g->server = server;
+  g->app = opts->app;
+  g->app_free = opts->app_free;
+  g->methods = opts->methods;
   g->max_message = opts->max_message_size != 0
                        ? opts->max_message_size
                        : IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
@@ -461,7 +466,6 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     g->lim.max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
   g->restrict_api = g->lim.restrict_api;
   g->fwd_re = opts->forward_headers;
-  g->overload_429 = opts->overload_429;
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0 ||
       h2_options(g) != 0) {
     free_grpc(g);

@@ -25,7 +25,7 @@
 
 #include "base/log.h"
 #include "net/forward.h"
-#include "net/http.h"
+#include "frontend/frontend.h"
 #include "net/options_internal.h"
 
 /* tritonserver's default --repository-poll-secs. */
@@ -237,7 +237,7 @@ static const flag_t flags[] = {
     {"log-error", K_BOOL, OFF(log_error), 0, NULL},
     {"log-file", K_STR, OFF(log_file), 0, NULL},
     {"log-format", K_STR, OFF(log_format), 0, NULL},
-    /* SageMaker and Vertex AI (net/http_cloud.c). */
+    /* SageMaker and Vertex AI (frontend/http_cloud.c). */
     {"allow-sagemaker", K_BOOL, OFF(allow_sagemaker), 0, NULL},
     {"sagemaker-port", K_PORT, OFF(sagemaker_port), 0, NULL},
     {"sagemaker-safe-port-range", K_PORT_RANGE, 0, 0, NULL},
