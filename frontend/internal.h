@@ -8,6 +8,7 @@
  *   http_routes.c the route matcher and the KServe v2 handlers
  *   http_infer.c  one infer exchange: decode, submit, answer the slot
  *   http_infer_decode.c  infer request JSON/binary body into ifd_request_t
+ *   http_infer_data.c    an input's JSON `data` into its tensor buffer
  *   http_infer_encode.c  infer response into its JSON/binary body
  *   http_generate.c      one generate / generate_stream exchange
  *   http_generate_map.c  generate JSON body <-> request, response <-> JSON

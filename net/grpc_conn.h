@@ -1,9 +1,11 @@
 /*
- * net/grpc_conn.h - what the two halves of the gRPC transport share:
+ * net/grpc_conn.h - what the parts of the gRPC transport share:
  * net/grpc_transport.c (connections: reading, write batches, the nghttp2
- * session's output, start and stop) and net/grpc_stream.c (calls: nghttp2's
- * callbacks, message framing, deadlines, finishing and sending). Nothing
- * outside the transport includes it; the methods see net/grpc_internal.h.
+ * session's output, start and stop), net/grpc_stream.c (calls: nghttp2's
+ * callbacks, routing, message framing in, deadlines), net/grpc_send.c
+ * (answers: framing out, compression, finishing) and net/grpc_limits.c.
+ * Nothing outside the transport includes it; the methods see
+ * net/grpc_internal.h.
  */
 #ifndef IFD_NET_GRPC_CONN_H
 #define IFD_NET_GRPC_CONN_H

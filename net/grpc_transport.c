@@ -2,10 +2,11 @@
  * net/grpc_transport.c - the connections of the gRPC transport:
  * prior-knowledge h2c with nghttp2's server session on the connection layer
  * (net/conn.c: accept, connection list, flusher, timers, close, shutdown
- * deadline). The calls themselves (routing by :path to the methods of
- * ifd__grpc_methods, framing, deadlines, statuses) are net/grpc_stream.c's.
+ * deadline). The calls themselves (routing by :path to the application's
+ * method table, framing, deadlines) are net/grpc_stream.c's, their answers
+ * and statuses net/grpc_send.c's.
  *
- * Reading. All connections share one read buffer owned by the front end:
+ * Reading. All connections share one read buffer owned by the transport:
  * libuv calls alloc, read and the read callback back to back, and the
  * callback feeds everything to nghttp2_session_mem_recv before returning, so
  * no bytes wait in it and an idle connection holds no buffer. nghttp2 sends
@@ -15,7 +16,7 @@
  * Writing. nghttp2_session_mem_send produces the frames. Control frames and
  * frame headers are small: they are copied into blocks of the connection's
  * next write batch; DATA frames point at the methods' messages (see
- * grpc_stream.c). Connections with something to send are flushed by the
+ * grpc_send.c). Connections with something to send are flushed by the
  * connection layer just before the loop blocks, so all output of one loop
  * iteration goes in one uv_write; one write is in flight per connection.
  *
