@@ -70,7 +70,7 @@ $(shell mkdir -p $(BUILD); echo '$(FLAGS_TEXT)' | cmp -s - $(FLAGS_STAMP) || ech
 
 LIB_DEPS := -luv -ljansson -lprotobuf-c -ldl -lm $(CUDA_LIBS)
 # TLS (net/tls.c): OpenSSL from Debian's libssl-dev.
-# gRPC response compression (net/grpc_stream.c): zlib from zlib1g-dev.
+# gRPC message compression (net/grpc_zip.c): zlib from zlib1g-dev.
 # Header-forward patterns (net/forward.c): PCRE2 from libpcre2-dev.
 TLS_LIBS := -lssl -lcrypto
 NET_LIBS := -lnghttp2 -lpcre2-8 $(TLS_LIBS) -lz
@@ -78,7 +78,7 @@ EXE_DEPS := $(NET_LIBS) $(LIB_DEPS)
 
 # ---- sources -------------------------------------------------------------
 # Core reads model configurations, so model_config.proto's code is part of the
-# library; the gRPC service's messages (every other .proto) belong to net/.
+# library; the gRPC service's messages (every other .proto) belong to frontend/.
 PROTOS := $(wildcard proto/*.proto)
 PROTO_C := $(PROTOS:%.proto=$(BUILD)/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
@@ -94,11 +94,15 @@ LIB_SRC := $(wildcard base/*.c core/*.c sched/*.c backend_api/*.c cuda/*.c proto
 # API); backend_api/backends/ holds the shipped backends, built apart.
 LIB_SRC += $(filter-out backend_api/backends/%,$(wildcard backend_api/*/*.c))
 NET_SRC := $(wildcard net/*.c)
+FRONTEND_SRC := $(wildcard frontend/*.c)
 APP_SRC := $(filter-out app/main.c $(APP_LIB_SRC),$(wildcard app/*.c))
 LLHTTP_SRC := $(LLHTTP_DIR)/api.c $(LLHTTP_DIR)/http.c $(LLHTTP_DIR)/llhttp.c
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_PROTO_C:%.c=%.o)
-NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o) $(NET_PROTO_C:%.c=%.o)
+# The transports (net/) and the applications over them (frontend/) go into
+# the executable (and the test archive), not the library.
+NET_OBJ := $(NET_SRC:%.c=$(BUILD)/obj/%.o) $(FRONTEND_SRC:%.c=$(BUILD)/obj/%.o) \
+  $(NET_PROTO_C:%.c=%.o)
 APP_OBJ := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 LLHTTP_OBJ := $(patsubst $(LLHTTP_DIR)/%.c,$(BUILD)/obj/llhttp/%.o,$(LLHTTP_SRC))
 MAIN_OBJ := $(BUILD)/obj/app/main.o
@@ -204,7 +208,7 @@ $(LIBTS): $(LIB_OBJ) $(ABI_MAP)
 	  -o $@ $(LIB_OBJ) $(LIB_DEPS)
 
 # ---- the server ---------------------------------------------------------------
-# net/ and app/ call core's ifd_* functions, which the library keeps to
+# frontend/ and app/ call core's ifd_* functions, which the library keeps to
 # itself, so the executable links core's objects directly and stands in for
 # the library: it exports the same ABI (--dynamic-list) and carries the
 # soname libtritonserver.so. A backend's DT_NEEDED libtritonserver.so (Triton's and

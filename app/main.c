@@ -21,7 +21,7 @@
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 #include "net/grpc.h"
-#include "net/http.h"
+#include "frontend/frontend.h"
 #include "net/listen.h"
 #include "net/restrict.h"
 
@@ -42,7 +42,7 @@ typedef struct app {
   int stopping;
   int drained; /* the core has nothing left in flight */
   int exit_code;
-  /* Cloud endpoints (net/http_cloud.c); Vertex AI starts once the models
+  /* Cloud endpoints (frontend/http_cloud.c); Vertex AI starts once the models
    * have loaded, as tritonserver starts it (its default model is one of
    * them). */
   ifd_http_t *sagemaker;     /* owned until ifd_http_stop's done */

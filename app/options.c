@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "net/forward.h"
-#include "net/http.h"
 #include "app/options_internal.h"
+#include "frontend/frontend.h"
 
 /* tritonserver's default --repository-poll-secs. */
 #define DEFAULT_POLL_SECS 15
@@ -217,7 +217,7 @@ static const flag_t flags[] = {
     {"log-error", K_BOOL, OFF(log_error), 0, NULL},
     {"log-file", K_STR, OFF(log_file), 0, NULL},
     {"log-format", K_STR, OFF(log_format), 0, NULL},
-    /* SageMaker and Vertex AI (net/http_cloud.c). */
+    /* SageMaker and Vertex AI (frontend/http_cloud.c). */
     {"allow-sagemaker", K_BOOL, OFF(allow_sagemaker), 0, NULL},
     {"sagemaker-port", K_PORT, OFF(sagemaker_port), 0, NULL},
     {"sagemaker-safe-port-range", K_PORT_RANGE, 0, 0, NULL},

@@ -35,6 +35,7 @@
  * pause, flusher, deadline, sweeper and defer handles and every connection
  * are closed.
  */
+#include "base/check.h"
 #include "net/conn.h"
 
 #include <ctype.h>
@@ -79,7 +80,7 @@ static ifd_conn_stats_t *stats_for(const ifd_conn_proto_t *proto) {
   }
   for (i = 0; i < n_stats; i++)
     if (strcmp(stats[i].label, label) == 0) return &stats[i];
-  if (n_stats == MAX_LABELS) return &stats_overflow; /* NEVER */
+  if (NEVER(n_stats == MAX_LABELS)) return &stats_overflow;
   stats[n_stats].label = label;
   return &stats[n_stats++];
 }

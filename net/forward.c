@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/pool.h"
-
 /* Bounds on one match: header names are short, so a pattern that needs more
  * than this is pathological (RE2 would answer in linear time). */
 #define MATCH_LIMIT 100000u
@@ -134,36 +132,4 @@ void ifd__fwd_reset(ifd_fwd_buf_t *b) {
 void ifd__fwd_free(ifd_fwd_buf_t *b) {
   free(b->data);
   memset(b, 0, sizeof(*b));
-}
-
-int ifd__fwd_apply(ifd_request_t *req, const char *data, size_t len, uint32_t n,
-                   ifd_errmsg_t *err) {
-  ifd_param_t *arr;
-  const char *p, *end;
-  uint32_t k, cap = 4;
-  if (n == 0 || data == NULL) return 0; /* nothing forwarded (no buffer) */
-  p = data;
-  end = data + len;
-  /* A new array (decoders size theirs exactly), with the capacity
-   * ifd_request_add_param expects of an array it grows: a power of two,
-   * at least 4. */
-  while (cap < req->n_params + n) cap *= 2;
-  arr = ifd_pool_alloc(&req->pool, (size_t)cap * sizeof(*arr));
-  if (arr == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
-  if (req->n_params != 0)
-    memcpy(arr, req->params, req->n_params * sizeof(*arr));
-  for (k = 0; k < n && p < end; k++) {
-    size_t kl = strlen(p), vl = strlen(p + kl + 1);
-    ifd_param_t *q = &arr[req->n_params + k];
-    memset(q, 0, sizeof(*q));
-    q->type = IFD_PARAM_STRING;
-    q->key = ifd_pool_strndup(&req->pool, p, kl);
-    q->v.s = ifd_pool_strndup(&req->pool, p + kl + 1, vl);
-    if (q->key == NULL || q->v.s == NULL)
-      return ifd_errf(err, IFD_ENOMEM, "out of memory");
-    p += kl + 1 + vl + 1;
-  }
-  req->params = arr;
-  req->n_params += k;
-  return 0;
 }

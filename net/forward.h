@@ -4,9 +4,10 @@
  * regular expression become string parameters of the inference request
  * (key: the header name as received, value: its value).
  *
- * A front end collects the matching headers of one request into an
- * ifd_fwd_buf_t while it parses them, then appends them to the request
- * after its own parameters are decoded (ifd__fwd_apply).
+ * A transport collects the matching headers of one request into an
+ * ifd_fwd_buf_t while it parses them; the application appends them to the
+ * request after its own parameters are decoded (frontend/forward.h's
+ * ifd__fwd_apply).
  */
 #ifndef IFD_NET_FORWARD_H
 #define IFD_NET_FORWARD_H
@@ -15,7 +16,6 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "core/infer.h"
 
 /**
  * A compiled header-name pattern: tritonserver's RE2 syntax, as Debian's
@@ -72,13 +72,5 @@ int ifd__fwd_end(ifd_fwd_buf_t *b, const ifd_fwd_re_t *re);
 void ifd__fwd_reset(ifd_fwd_buf_t *b);
 /** Frees the buffer. */
 void ifd__fwd_free(ifd_fwd_buf_t *b);
-
-/**
- * Appends the `n` pairs of `data` (`len` bytes, as in ifd_fwd_buf_t) to
- * req's parameters as strings copied into req's pool. Returns 0 or
- * IFD_ENOMEM (with `err` set).
- */
-int ifd__fwd_apply(ifd_request_t *req, const char *data, size_t len, uint32_t n,
-                   ifd_errmsg_t *err);
 
 #endif

@@ -1,7 +1,12 @@
 /*
- * net/grpc.h - the gRPC front end: inference.GRPCInferenceService and
- * grpc.health.v1.Health over HTTP/2 (nghttp2, prior-knowledge h2c) on the
- * server's loop.
+ * net/grpc.h - the gRPC transport: gRPC calls over HTTP/2 (nghttp2,
+ * prior-knowledge h2c or TLS with ALPN h2) on a libuv loop.
+ *
+ * The transport knows no service: the application passes its method table
+ * (net/grpc_internal.h's ifd_grpc_method_t) and its object in the options,
+ * and the transport routes each call by its :path to one of those methods.
+ * The KServe v2 service (inference.GRPCInferenceService, grpc.health.v1)
+ * is frontend/'s (frontend/frontend.h: ifd_grpc_start).
  */
 #ifndef IFD_NET_GRPC_H
 #define IFD_NET_GRPC_H
@@ -10,10 +15,10 @@
 #include <uv.h>
 
 #include "base/error.h"
-#include "core/server.h"
 #include "net/tls.h"
 
-struct ifd_fwd_re; /* net/forward.h */
+struct ifd_fwd_re;      /* net/forward.h */
+struct ifd_grpc_method; /* net/grpc_internal.h */
 
 typedef struct ifd_grpc ifd_grpc_t;
 
@@ -71,8 +76,18 @@ typedef struct ifd_grpc_opts {
    * (borrowed: outlives the front end); NULL: prior-knowledge h2c. */
   ifd_tls_ctx_t *tls;
   /* --overload-status=429: a request refused for load (IFD_EOVERLOADED)
-   * ends RESOURCE_EXHAUSTED instead of Triton's UNAVAILABLE. */
+   * ends RESOURCE_EXHAUSTED instead of Triton's UNAVAILABLE (read by the
+   * application, frontend/grpc_app.c; the transport does not use it). */
   int overload_429;
+  /* The application. `methods` (borrowed: outlives the transport; NULL-path
+   * terminated) are the calls served: an unknown path gets UNIMPLEMENTED.
+   * `app` (owned once ifd_grpc_serve is called, when app_free is set) is
+   * what ifd_gstream_app() returns for every call; app_free(app) runs when
+   * the transport is freed (after ifd_grpc_stop's done, or when
+   * ifd_grpc_serve fails). */
+  const struct ifd_grpc_method *methods;
+  void *app;
+  void (*app_free)(void *app);
 } ifd_grpc_opts_t;
 
 /* Defaults of the HTTP/2 limits. */
@@ -97,13 +112,13 @@ typedef struct ifd_grpc_opts {
 void ifd_grpc_opts_defaults(ifd_grpc_opts_t *o);
 
 /**
- * Binds, listens and serves on `loop`. `server` is borrowed and must outlive
- * the front end (until ifd_grpc_stop's `done`). Returns 0 and *out, or
- * IFD_EIO with a message naming the address, or IFD_ENOMEM.
+ * Binds, listens and serves opts->methods on `loop`; `opts` is copied.
+ * Returns 0 and *out, or IFD_EIO with a message naming the address, or
+ * IFD_ENOMEM (opts->app is then freed through opts->app_free, possibly
+ * later from the loop).
  */
-int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
-                   const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
-                   ifd_errmsg_t *err);
+int ifd_grpc_serve(uv_loop_t *loop, const ifd_grpc_opts_t *opts,
+                   ifd_grpc_t **out, ifd_errmsg_t *err);
 
 /** The bound port. */
 int ifd_grpc_port(const ifd_grpc_t *g);

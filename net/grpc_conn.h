@@ -1,9 +1,11 @@
 /*
- * net/grpc_conn.h - what the two halves of the gRPC transport share:
+ * net/grpc_conn.h - what the parts of the gRPC transport share:
  * net/grpc_transport.c (connections: reading, write batches, the nghttp2
- * session's output, start and stop) and net/grpc_stream.c (calls: nghttp2's
- * callbacks, message framing, deadlines, finishing and sending). Nothing
- * outside the transport includes it; the methods see net/grpc_internal.h.
+ * session's output, start and stop), net/grpc_stream.c (calls: nghttp2's
+ * callbacks, routing, message framing in, deadlines), net/grpc_send.c
+ * (answers: framing out, compression, finishing) and net/grpc_limits.c.
+ * Nothing outside the transport includes it; the methods see
+ * net/grpc_internal.h.
  */
 #ifndef IFD_NET_GRPC_CONN_H
 #define IFD_NET_GRPC_CONN_H
@@ -49,16 +51,19 @@ typedef struct batch {
 } batch_t;
 
 typedef struct mslot {
-  const ifd_grpc_method_t *m; /* borrowed: static table */
+  const ifd_grpc_method_t *m; /* borrowed: the application's table */
   uint64_t hash;
 } mslot_t;
 
 struct ifd_grpc {
-  ifd_conn_set_t set;             /* embedded, first: listener, connections */
-  uv_loop_t *loop;                /* borrowed */
-  ifd_server_t *server;           /* borrowed: outlives the front end */
-  nghttp2_session_callbacks *cbs; /* owned */
-  mslot_t *mtab;                  /* owned: path -> method, open addressing */
+  ifd_conn_set_t set; /* embedded, first: listener, connections */
+  uv_loop_t *loop;    /* borrowed */
+  void *app;          /* the application's (ifd_grpc_opts_t.app): owned when
+                         app_free is set */
+  void (*app_free)(void *app);
+  const ifd_grpc_method_t *methods; /* borrowed: outlives the transport */
+  nghttp2_session_callbacks *cbs;   /* owned */
+  mslot_t *mtab;                    /* owned: path -> method, open addressing */
   size_t mtab_mask;
   uint64_t max_message;
   uint64_t max_queued;   /* per call: see ifd_grpc_opts_t.stream_buffer_bytes */
@@ -67,7 +72,6 @@ struct ifd_grpc {
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the front end */
   const ifd_fwd_re_t *fwd_re; /* borrowed: --grpc-header-forward-pattern, or
                                 NULL */
-  int overload_429;           /* IFD_EOVERLOADED: RESOURCE_EXHAUSTED */
   void (*done)(void *arg);
   void *done_arg;           /* borrowed: the caller's */
   char rbuf[READ_BUF_SIZE]; /* shared read buffer (see grpc_transport.c) */
@@ -143,8 +147,9 @@ int ifd__gzip_inflate(const uint8_t *in, size_t len, int zip, uint64_t max,
 
 struct ifd_gstream {
   gconn_t *conn;                   /* borrowed; NULL once detached */
-  ifd_server_t *server;            /* borrowed: outlives the call */
-  const ifd_grpc_method_t *method; /* borrowed: static; NULL: not routed */
+  void *app;                       /* borrowed: the transport's app */
+  const ifd_grpc_method_t *method; /* borrowed: the application's table;
+                                      NULL: not routed */
   void *data;                      /* the method's */
   ifd_link_t link;                 /* in conn->streams while attached */
   int32_t id;
@@ -203,9 +208,28 @@ int ifd__gbatch_copy(batch_t *b, const void *p, size_t n);
 /** Releases `q` (its free_fn) once the batch's write is done. */
 void ifd__gbatch_release_later(batch_t *b, qmsg_t *q);
 
+/* ---- grpc_send.c ------------------------------------------------------ */
+
+/** Decides the call's status (`by_method`: the method finished it).
+ *  Trailers follow the queued messages; a call that sent nothing gets a
+ *  Trailers-Only response. */
+void ifd__gstream_finish_call(ifd_gstream_t *st, int status, const char *msg,
+                              int by_method);
+/** The transport ends a call the method did not finish: status, then the
+ *  method's on_cancel so it drops its work. */
+void ifd__gstream_fail(ifd_gstream_t *st, int status, const char *msg);
+/** Refuses a call before any method saw it: a Trailers-Only response with
+ *  HTTP status `http_status`. */
+void ifd__gstream_finish_http(ifd_gstream_t *st, const char *http_status,
+                              int status, const char *msg);
+/** nghttp2's send_data callback (NGHTTP2_DATA_FLAG_NO_COPY frames). */
+int ifd__grpc_on_send_data(nghttp2_session *s, nghttp2_frame *frame,
+                           const uint8_t *framehd, size_t length,
+                           nghttp2_data_source *source, void *user_data);
+
 /* ---- grpc_stream.c ---------------------------------------------------- */
 
-/** Builds g->mtab from ifd__grpc_methods. Returns 0 or IFD_ENOMEM. */
+/** Builds g->mtab from g->methods. Returns 0 or IFD_ENOMEM. */
 int ifd__grpc_mtab_build(ifd_grpc_t *g);
 /** The nghttp2 callbacks of a server session. Returns 0 or IFD_ENOMEM. */
 int ifd__grpc_callbacks_new(nghttp2_session_callbacks **out);

@@ -1,7 +1,8 @@
 /*
  * net/grpc_internal.h - the contract between the gRPC transport
  * (net/grpc_transport.c: HTTP/2, framing, deadlines, flow control) and the
- * gRPC service handlers (net/grpc_service.c, net/grpc_infer.c).
+ * applications over it (the KServe v2 service: frontend/grpc_service.c,
+ * frontend/grpc_infer.c).
  *
  * The transport knows nothing of Triton's messages: it routes a call by its
  * :path to a method, hands each complete gRPC message to the method, and
@@ -22,7 +23,6 @@
 #include <uv.h>
 
 #include "base/error.h"
-#include "core/server.h"
 
 typedef struct ifd_gstream ifd_gstream_t;
 
@@ -77,10 +77,6 @@ typedef struct ifd_grpc_method {
   int group;
 } ifd_grpc_method_t;
 
-/** The methods the service layer serves (net/grpc_service.c); NULL-path
- *  terminated. Unknown paths get UNIMPLEMENTED from the transport. */
-extern const ifd_grpc_method_t ifd__grpc_methods[];
-
 /**
  * Compresses the call's response messages from now on, as gRPC core does
  * for a server's compression level (Triton's
@@ -93,16 +89,12 @@ extern const ifd_grpc_method_t ifd__grpc_methods[];
  */
 void ifd_gstream_compress(ifd_gstream_t *st);
 
-/** Server the call belongs to. */
-ifd_server_t *ifd_gstream_server(const ifd_gstream_t *st);
-/** The gRPC status of IFD_E* `code` on this call's front end: Triton's
- *  (net/status.h), but RESOURCE_EXHAUSTED for IFD_EOVERLOADED under
- *  --overload-status=429. */
-int ifd__gstream_status(const ifd_gstream_t *st, int code);
-/** Appends the call's metadata that --grpc-header-forward-pattern matched
- *  to req's parameters (strings). 0 or IFD_ENOMEM with `err` set. */
-int ifd__gstream_forward(const ifd_gstream_t *st, struct ifd_request *req,
-                         ifd_errmsg_t *err);
+/** The application object of the call's transport (ifd_grpc_opts_t.app). */
+void *ifd_gstream_app(const ifd_gstream_t *st);
+/** The call's metadata that --grpc-header-forward-pattern matched, as
+ *  net/forward.h's pairs (borrowed: valid while the call is). */
+void ifd_gstream_forwarded(const ifd_gstream_t *st, const char **data,
+                           size_t *len, uint32_t *n);
 /** Per-call storage for the method (NULL initially). */
 void *ifd_gstream_data(const ifd_gstream_t *st);
 void ifd_gstream_set_data(ifd_gstream_t *st, void *data);

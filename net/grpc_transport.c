@@ -2,10 +2,11 @@
  * net/grpc_transport.c - the connections of the gRPC transport:
  * prior-knowledge h2c with nghttp2's server session on the connection layer
  * (net/conn.c: accept, connection list, flusher, timers, close, shutdown
- * deadline). The calls themselves (routing by :path to the methods of
- * ifd__grpc_methods, framing, deadlines, statuses) are net/grpc_stream.c's.
+ * deadline). The calls themselves (routing by :path to the application's
+ * method table, framing, deadlines) are net/grpc_stream.c's, their answers
+ * and statuses net/grpc_send.c's.
  *
- * Reading. All connections share one read buffer owned by the front end:
+ * Reading. All connections share one read buffer owned by the transport:
  * libuv calls alloc, read and the read callback back to back, and the
  * callback feeds everything to nghttp2_session_mem_recv before returning, so
  * no bytes wait in it and an idle connection holds no buffer. nghttp2 sends
@@ -15,7 +16,7 @@
  * Writing. nghttp2_session_mem_send produces the frames. Control frames and
  * frame headers are small: they are copied into blocks of the connection's
  * next write batch; DATA frames point at the methods' messages (see
- * grpc_stream.c). Connections with something to send are flushed by the
+ * grpc_send.c). Connections with something to send are flushed by the
  * connection layer just before the loop blocks, so all output of one loop
  * iteration goes in one uv_write; one write is in flight per connection.
  *
@@ -382,6 +383,7 @@ static void free_grpc(ifd_grpc_t *g) {
   if (g->cbs != NULL) nghttp2_session_callbacks_del(g->cbs);
   if (g->h2opt != NULL) nghttp2_option_del(g->h2opt);
   free(g->mtab);
+  if (g->app_free != NULL) g->app_free(g->app);
   free(g);
 }
 
@@ -430,17 +432,21 @@ static int h2_options(ifd_grpc_t *g) {
   return 0;
 }
 
-int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
-                   const ifd_grpc_opts_t *opts, ifd_grpc_t **out,
-                   ifd_errmsg_t *err) {
+int ifd_grpc_serve(uv_loop_t *loop, const ifd_grpc_opts_t *opts,
+                   ifd_grpc_t **out, ifd_errmsg_t *err) {
   const char *host = opts->host != NULL ? opts->host : "0.0.0.0";
   int rc;
   ifd_grpc_t *g;
 
   g = calloc(1, sizeof(*g));
-  if (g == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  if (g == NULL) {
+    if (opts->app_free != NULL) opts->app_free(opts->app);
+    return ifd_errf(err, IFD_ENOMEM, "out of memory");
+  }
   g->loop = loop;
-  g->server = server;
+  g->app = opts->app;
+  g->app_free = opts->app_free;
+  g->methods = opts->methods;
   g->max_message = opts->max_message_size != 0
                        ? opts->max_message_size
                        : IFD_GRPC_DEFAULT_MAX_MESSAGE_SIZE;
@@ -461,7 +467,6 @@ int ifd_grpc_start(uv_loop_t *loop, ifd_server_t *server,
     g->lim.max_connection_buffer = IFD_GRPC_DEFAULT_CONN_BUFFER;
   g->restrict_api = g->lim.restrict_api;
   g->fwd_re = opts->forward_headers;
-  g->overload_429 = opts->overload_429;
   if (ifd__grpc_callbacks_new(&g->cbs) != 0 || ifd__grpc_mtab_build(g) != 0 ||
       h2_options(g) != 0) {
     free_grpc(g);

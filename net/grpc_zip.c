@@ -4,7 +4,7 @@
  * algorithms gRPC core offers besides identity.
  *
  * Responses: --grpc-infer-response-compression-level picks an algorithm
- * among those the client accepts (net/grpc_stream.c); a message that would
+ * among those the client accepts (net/grpc_send.c); a message that would
  * not shrink goes out as it is. Requests: a message whose compressed flag
  * is set is inflated as its call's grpc-encoding says, into a buffer of at
  * most the maximum message size (the limit applies to what the message

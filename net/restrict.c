@@ -2,9 +2,10 @@
  * net/restrict.c - Triton's restricted APIs: parsing the flags and matching
  * request headers against the rules (see net/restrict.h). Which endpoint
  * belongs to which group is decided where the endpoints are: the HTTP
- * routes (net/http_routes.c) and the gRPC method table
- * (net/grpc_service.c).
+ * routes (frontend/http_routes.c) and the gRPC method table
+ * (frontend/grpc_service.c).
  */
+#include "base/check.h"
 #include "net/restrict.h"
 
 #include <stdlib.h>
@@ -78,7 +79,7 @@ int ifd_restrict_add(ifd_restrict_t *r, const char *arg, const char *prefix,
     p = end;
     if (p == colon) break;
   }
-  if (r->n_rules == IFD_API_COUNT) /* NEVER: every rule has a new group */
+  if (NEVER(r->n_rules == IFD_API_COUNT)) /* every rule has a new group */
     return ifd_errf(err, IFD_EINVAL, "too many restricted %s rules", what);
   rule = &r->rules[r->n_rules];
   rule->header = dup_n(prefix, strlen(prefix), key, (size_t)(eq - key));

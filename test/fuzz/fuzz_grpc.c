@@ -3,8 +3,8 @@
  * what a client sends after the HTTP/2 connection preface (which the target
  * adds): frames through nghttp2's server session, the stream layer and
  * message framing of net/grpc_stream.c and every method of
- * net/grpc_service.c (ModelInfer's ModelInferRequest scanner included) on a
- * real server whose models run on fake identity operations
+ * frontend/grpc_service.c (ModelInfer's ModelInferRequest scanner included) on
+ * a real server whose models run on fake identity operations
  * (test/fuzz/fuzz_server.h).
  *
  * Beyond the sanitizers, the answer is checked frame by frame: it must be
@@ -18,7 +18,7 @@
  */
 #include <stdint.h>
 
-#include "net/grpc.h"
+#include "frontend/frontend.h"
 #include "test/fuzz/fuzz_server.h"
 
 #define MAX_ENDED 4096

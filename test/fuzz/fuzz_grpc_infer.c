@@ -1,6 +1,6 @@
 /*
  * test/fuzz/fuzz_grpc_infer.c - libFuzzer target: the ModelInferRequest
- * scanner (net/grpc_infer.c). The input is one serialized message; raw
+ * scanner (frontend/grpc_infer.c). The input is one serialized message; raw
  * input contents point into it, so it is owned by the request as on the
  * transport.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/infer.h"
-#include "net/grpc_infer.h"
+#include "frontend/grpc_infer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

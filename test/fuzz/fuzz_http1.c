@@ -20,7 +20,8 @@
 #include <llhttp.h>
 #include <stdint.h>
 
-#include "net/http.h"
+#include "frontend/frontend.h"
+#include "frontend/internal.h"
 #include "test/fuzz/fuzz_server.h"
 
 static ifd_http_t *http, *http_small;
@@ -99,9 +100,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ifd_http_start(&fz_loop, fz_server, &o, &http_small, &err) != 0)
       abort();
   }
-  /* ifd_http_t embeds its connection set as its first member. */
-  fz_serve((ifd_conn_set_t *)(void *)(size & 1 ? http_small : http), NULL, data,
-           size);
+  /* The transport (net/http1.c) embeds its connection set first. */
+  fz_serve((ifd_conn_set_t *)(void *)ifd__http_transport(size & 1 ? http_small
+                                                                  : http),
+           NULL, data, size);
   check_answer(data, size);
   free(fz_last.all);
   fz_last.all = NULL;

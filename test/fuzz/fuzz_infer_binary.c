@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/infer.h"
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

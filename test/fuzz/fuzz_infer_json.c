@@ -1,7 +1,7 @@
 /*
  * test/fuzz/fuzz_infer_json.c - libFuzzer target: the JSON infer decoder
- * (net/http_infer_decode.c with net/json_scan.c). The input is a whole
- * request body with no binary part; the decoder must accept it or refuse
+ * (frontend/http_infer_decode.c with frontend/json_scan.c). The input is a
+ * whole request body with no binary part; the decoder must accept it or refuse
  * it with a message, and never read outside it.
  */
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/infer.h"
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -38,7 +38,7 @@
 
 #include "base/util.h"
 #include "net/conn.h"
-#include "net/http.h"
+#include "frontend/frontend.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);

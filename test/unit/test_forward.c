@@ -1,7 +1,7 @@
 /*
- * test/unit/test_forward.c - net/forward.c: request headers forwarded as
- * parameters. Whole headers (gRPC metadata) and HTTP/1.1's pieces (a name
- * or value split anywhere, empty values), partial and case-insensitive
+ * test/unit/test_forward.c - net/forward.c and frontend/forward.c: headers
+ * forwarded as parameters. Whole headers (gRPC metadata) and HTTP/1.1's pieces
+ * (a name or value split anywhere, empty values), partial and case-insensitive
  * matching, and the parameters appended after a request's own ones.
  */
 /* clang-format off */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/infer.h"
+#include "frontend/forward.h"
 #include "net/forward.h"
 
 static ifd_fwd_re_t compile(const char *pattern) {

@@ -1,9 +1,9 @@
 /*
- * test/unit/test_grpc_infer.c - the gRPC inference codec (net/grpc_infer.c):
- * ModelInferRequest bytes into a request (raw inputs pointing into the
- * message, typed contents converted per datatype, parameters, requested
- * outputs, Triton's raw/typed rules, malformed and truncated wire bytes,
- * unknown fields), and responses into iovec pieces that parse back as
+ * test/unit/test_grpc_infer.c - the gRPC inference codec
+ * (frontend/grpc_infer*.c): ModelInferRequest bytes into a request (raw inputs
+ * pointing into the message, typed contents converted per datatype, parameters,
+ * requested outputs, Triton's raw/typed rules, malformed and truncated wire
+ * bytes, unknown fields), and responses into iovec pieces that parse back as
  * ModelInferResponse / ModelStreamInferResponse with the output buffers
  * referenced, not copied. No transport and no server are involved.
  */
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/infer.h"
-#include "net/grpc_infer.h"
+#include "frontend/grpc_infer.h"
 #include "proto/grpc_service.pb-c.h"
 
 /* ---- building requests --------------------------------------------------- */

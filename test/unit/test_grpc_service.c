@@ -1,15 +1,16 @@
 /*
  * test/unit/test_grpc_service.c - the metadata, statistics and repository
- * index handlers of net/grpc_service.c (included to reach its method
- * table), filling their protobuf messages straight from core's structs.
+ * index handlers of frontend/grpc_service.c (included to reach its method
+ * table; frontend/grpc_model_infer.c too, for its parameter checks),
+ * filling their protobuf messages straight from core's structs.
  *
  * A real server loads a small repository through fake model operations (no
  * backend); the calls go through a fake stream that keeps the bytes sent and
  * the final status, so no transport is involved. Each reply is unpacked
  * with protobuf-c and compared with what core holds.
  *
- * The shared-memory RPCs (net/grpc_shm.c, reached through the method table)
- * run against the server's real region table with a POSIX shared-memory
+ * The shared-memory RPCs (frontend/grpc_shm.c, reached through the method
+ * table) run against the server's real region table with a POSIX shared-memory
  * object: register and unregister answer after the loop has run their work.
  */
 /* clang-format off */
@@ -29,7 +30,8 @@
 #include <unistd.h>
 
 #include "core/shm.h"
-#include "net/grpc_service.c"
+#include "frontend/grpc_model_infer.c"
+#include "frontend/grpc_service.c"
 #include "test/unit/repo_fixture.h"
 
 /* ---- a fake stream ------------------------------------------------------- */

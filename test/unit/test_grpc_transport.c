@@ -4,13 +4,13 @@
  * The transport is started on 127.0.0.1:0 on a private loop, and a small
  * nghttp2 CLIENT session driven over a uv_tcp on the same loop makes the
  * calls, so every test is deterministic and single-threaded. The methods
- * are defined here (ifd__grpc_methods), which keeps net/grpc_service.c out
- * of the link: an echo unary method (answering in three pieces), an echo
- * bidi method, one answering after a timer while holding a reference, one
- * that never answers, and one that fails with a message to percent-encode.
- * Shutdown: an idle bidi stream survives draining and is answered
- * UNAVAILABLE once the core is drained; a call that never ends is closed at
- * the deadline. Every test ends with ifd_grpc_stop's done and
+ * are defined here (echo_methods, the application's table the transport is
+ * given), which keeps frontend/ out of the link: an echo unary method
+ * (answering in three pieces), an echo bidi method, one answering after a timer
+ * while holding a reference, one that never answers, and one that fails with a
+ * message to percent-encode. Shutdown: an idle bidi stream survives draining
+ * and is answered UNAVAILABLE once the core is drained; a call that never ends
+ * is closed at the deadline. Every test ends with ifd_grpc_stop's done and
  * uv_loop_close() == 0.
  */
 /* cmocka.h needs setjmp.h, stdarg.h and stddef.h before it. */
@@ -71,7 +71,7 @@ static int echo_send(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 }
 
 static void unary_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
-  assert_null(ifd_gstream_server(st));
+  assert_null(ifd_gstream_app(st));
   assert_int_equal(echo_send(st, msg, len), 0);
   ifd_gstream_finish(st, IFD_GRPC_OK, NULL);
   assert_true(ifd_gstream_closed(st));
@@ -189,7 +189,7 @@ static void huge_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   ifd_gstream_finish(st, IFD_GRPC_OK, NULL); /* ignored: already finished */
 }
 
-const ifd_grpc_method_t ifd__grpc_methods[] = {
+static const ifd_grpc_method_t echo_methods[] = {
     {"/test.Echo/Huge", 0, huge_msg, NULL, echo_cancel, 0},
     {"/test.Echo/Unary", 0, unary_msg, NULL, echo_cancel, 0},
     {"/test.Echo/Bidi", 1, bidi_msg, bidi_end, echo_cancel, 0},
@@ -199,6 +199,12 @@ const ifd_grpc_method_t ifd__grpc_methods[] = {
     {"/test.Echo/Timeout", 0, timeout_msg, NULL, NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0},
 };
+
+/* Starts the transport on the test loop with the echo methods. */
+static int serve(ifd_grpc_opts_t *o, ifd_grpc_t **out, ifd_errmsg_t *err) {
+  o->methods = echo_methods;
+  return ifd_grpc_serve(&loop, o, out, err);
+}
 
 /* ---- the client ------------------------------------------------------------
  */
@@ -601,7 +607,7 @@ static int setup(void **state) {
   memset(&o, 0, sizeof(o));
   o.host = "127.0.0.1";
   o.max_message_size = 100 << 20;
-  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &srv, &err), 0);
+  assert_int_equal(serve(&o, &srv, &err), 0);
   port = ifd_grpc_port(srv);
   assert_true(port > 0);
   srv_done = 0;
@@ -1041,7 +1047,7 @@ static void test_max_connections(void **state) {
   memset(&o, 0, sizeof(o));
   o.host = "127.0.0.1";
   o.max_connections = 1;
-  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &g2, &err), 0);
+  assert_int_equal(serve(&o, &g2, &err), 0);
   port = ifd_grpc_port(g2);
   a = client_new(NULL);
   t = call_start(a, "/test.Echo/Unary", NULL, 1);
@@ -1078,7 +1084,7 @@ static void test_restricted(void **state) {
   memset(&o, 0, sizeof(o));
   o.host = "127.0.0.1";
   o.restrict_api = &r;
-  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &g2, &err), 0);
+  assert_int_equal(serve(&o, &g2, &err), 0);
   port = ifd_grpc_port(g2);
   cl = client_new(NULL);
   t = call_start(cl, "/test.Echo/Unary", NULL, 1);
@@ -1121,7 +1127,7 @@ static void test_header_list_limit(void **state) {
   ifd_grpc_opts_defaults(&o);
   o.host = "127.0.0.1";
   o.max_header_list_size = 2048;
-  assert_int_equal(ifd_grpc_start(&loop, NULL, &o, &g2, &err), 0);
+  assert_int_equal(serve(&o, &g2, &err), 0);
   port = ifd_grpc_port(g2);
   cl = client_new(NULL);
   t = call_start(cl, "/test.Echo/Unary", NULL, 1);

@@ -24,8 +24,8 @@
 
 #include "base/error.h"
 #include "core/infer.h"
-#include "net/internal.h"
-#include "net/status.h"
+#include "frontend/internal.h"
+#include "frontend/status.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -968,12 +968,12 @@ static void test_json_writers(void **state) {
 static char *iov_str(const ifd_http_slot_t *s) {
   size_t n = 0, at = 0;
   char *out;
-  for (unsigned i = 0; i < s->niov; i++) n += s->iov[i].len;
+  for (unsigned i = 0; i < s->t.niov; i++) n += s->t.iov[i].len;
   out = malloc(n + 1);
   assert_non_null(out);
-  for (unsigned i = 0; i < s->niov; i++) {
-    memcpy(out + at, s->iov[i].base, s->iov[i].len);
-    at += s->iov[i].len;
+  for (unsigned i = 0; i < s->t.niov; i++) {
+    memcpy(out + at, s->t.iov[i].base, s->t.iov[i].len);
+    at += s->t.iov[i].len;
   }
   out[n] = '\0';
   return out;
@@ -986,10 +986,10 @@ static void test_slot_heads(void **state) {
   char *t;
   (void)state;
 
-  s->iov = s->iov_inline;
-  s->keep_alive = 1;
+  s->t.iov = s->t.iov_inline;
+  s->t.keep_alive = 1;
   ifd__http_slot_error(s, 404, "Not Found");
-  assert_true(s->ready);
+  assert_true(s->t.ready);
   t = iov_str(s);
   assert_string_equal(
       t,
@@ -999,13 +999,13 @@ static void test_slot_heads(void **state) {
   ifd__http_slot_free(s);
 
   s = calloc(1, sizeof(*s));
-  s->iov = s->iov_inline;
-  s->keep_alive = 1;
-  s->http10 = 1;
+  s->t.iov = s->t.iov_inline;
+  s->t.keep_alive = 1;
+  s->t.http10 = 1;
   ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   ifd_hbuf_puts(&b, "{}");
   ifd__http_slot_finish(s, 200, "application/octet-stream", &b, bin, 2, 2);
-  assert_int_equal(s->niov, 3);
+  assert_int_equal(s->t.niov, 3);
   t = iov_str(s);
   assert_string_equal(
       t,
@@ -1017,15 +1017,15 @@ static void test_slot_heads(void **state) {
 
   /* Many binary outputs spill the inline iovecs; empty bodies still work. */
   s = calloc(1, sizeof(*s));
-  s->iov = s->iov_inline;
-  s->close_after = 1;
+  s->t.iov = s->t.iov_inline;
+  s->t.close_after = 1;
   ifd_hbuf_init(&b, IFD_HTTP_HEADROOM);
   {
     uv_buf_t many[6];
     for (int i = 0; i < 6; i++) many[i] = uv_buf_init("x", 1);
     ifd__http_slot_finish(s, 200, NULL, &b, many, 6, -1);
   }
-  assert_int_equal(s->niov, 7);
+  assert_int_equal(s->t.niov, 7);
   t = iov_str(s);
   assert_string_equal(t,
                       "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: "

@@ -1,6 +1,6 @@
 /*
  * test/unit/test_http_cloud.c - the SageMaker and Vertex AI routers
- * (net/http_cloud.c) on the answers they give themselves: the binary media
+ * (frontend/http_cloud.c) on the answers they give themselves: the binary media
  * type's JSON size and Triton's errors for it, unknown paths, the
  * multi-model routes, redirects that reach no route, headers too long. The
  * answers that go on to a KServe v2 handler are the e2e tests' (test/e2e/
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 static const ifd_http_cloud_t sagemaker = {.kind = IFD_HTTP_CLOUD_SAGEMAKER,
                                            .model = "m"};
@@ -33,8 +33,8 @@ static char *answer(const ifd_http_cloud_t *c, ifd_http_method_t method,
   size_t n = 0, at = 0;
   char *out;
 
-  s->iov = s->iov_inline;
-  s->keep_alive = 1;
+  s->t.iov = s->t.iov_inline;
+  s->t.keep_alive = 1;
   memset(&msg, 0, sizeof(msg));
   msg.method = method;
   msg.path = path;
@@ -46,12 +46,12 @@ static char *answer(const ifd_http_cloud_t *c, ifd_http_method_t method,
   msg.cloud = hdrs;
   ifd__http_cloud_dispatch(NULL, c, s, &msg);
   assert_null(msg.body); /* taken */
-  assert_true(s->ready);
-  for (unsigned i = 0; i < s->niov; i++) n += s->iov[i].len;
+  assert_true(s->t.ready);
+  for (unsigned i = 0; i < s->t.niov; i++) n += s->t.iov[i].len;
   out = malloc(n + 1);
-  for (unsigned i = 0; i < s->niov; i++) {
-    memcpy(out + at, s->iov[i].base, s->iov[i].len);
-    at += s->iov[i].len;
+  for (unsigned i = 0; i < s->t.niov; i++) {
+    memcpy(out + at, s->t.iov[i].base, s->t.iov[i].len);
+    at += s->t.iov[i].len;
   }
   out[n] = '\0';
   ifd__http_slot_free(s);

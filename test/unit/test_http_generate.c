@@ -1,8 +1,8 @@
 /*
  * test/unit/test_http_generate.c - Triton's generate extension: the body to
- * request mapping and the response to flat JSON (net/http_generate_map.c),
+ * request mapping and the response to flat JSON (frontend/http_generate_map.c),
  * and the exchange's handling of responses whose connection closed
- * (net/http_generate.c, included so its static callback is reachable).
+ * (frontend/http_generate.c, included so its static callback is reachable).
  *
  * Covers inputs from scalars, one-element and nested arrays against the
  * model's shape (-1 read as 1), every message Triton gives for a wrong type
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/http_generate.c"
+#include "frontend/http_generate.c"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -350,8 +350,8 @@ static void test_orphan_frees_with_final(void **state) {
     }
     assert_non_null(req);
     assert_non_null(s);
-    s->iov = s->iov_inline;
-    s->pieces_tail = &s->pieces;
+    s->t.iov = s->t.iov_inline;
+    s->t.pieces_tail = &s->t.pieces;
     s->req = req;
     s->gen = ifd_pool_calloc(&req->pool, 1, sizeof(*s->gen));
     assert_non_null(s->gen);

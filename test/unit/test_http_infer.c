@@ -1,6 +1,6 @@
 /*
  * test/unit/test_http_infer.c - the thread-pool offload of large JSON infer
- * bodies (net/http_infer.c, included so its static jobs are reachable).
+ * bodies (frontend/http_infer.c, included so its static jobs are reachable).
  *
  * Covers the measure that decides whether a response is encoded on the pool,
  * a decode job and an encode job run inline (their results match the inline
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/http_infer.c"
+#include "frontend/http_infer.c"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -74,7 +74,7 @@ static ifd_response_t *resp_fp32(ifd_request_t *req, const char *name,
 static ifd_http_slot_t *orphan_slot(ifd_request_t *req) {
   ifd_http_slot_t *s = calloc(1, sizeof(*s));
   assert_non_null(s);
-  s->iov = s->iov_inline;
+  s->t.iov = s->t.iov_inline;
   s->req = req;
   return s;
 }

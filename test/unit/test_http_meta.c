@@ -1,7 +1,7 @@
 /*
  * test/unit/test_http_meta.c - the JSON bodies of the metadata, statistics
- * and repository index routes (net/http_meta.c), written from core's plain
- * structs, and the text string writer they use (net/jsonw.c).
+ * and repository index routes (frontend/http_meta.c), written from core's plain
+ * structs, and the text string writer they use (base/jsonw.c).
  *
  * The bodies were built with jansson before core handed out structs, and
  * clients compare them with tritonserver's: each writer is checked byte for
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/server.h"
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next(void) {

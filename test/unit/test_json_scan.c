@@ -1,6 +1,6 @@
 /*
  * test/unit/test_json_scan.c - the JSON validator and cursor helpers of
- * net/json_scan.c, and the infer request decoder built on them.
+ * frontend/json_scan.c, and the infer request decoder built on them.
  *
  * The validator must accept exactly what jansson's json_loadb() with
  * JSON_ALLOW_NUL accepts, so it is checked against jansson on hand-made
@@ -28,7 +28,7 @@
 #include "core/dtype.h"
 #include "base/error.h"
 #include "core/infer.h"
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 /* ---- the reference: the jansson decoder, as it was ---------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * test/unit/test_jsonw.c - the JSON number writer of net/jsonw.c: FP32
+ * test/unit/test_jsonw.c - the JSON number writer of base/jsonw.c: FP32
  * values are written as the shortest decimal that reads back to the same
  * float, through a printf-free fast path checked here against strtof.
  */
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "frontend/internal.h"
 
 /* The shortest %.Ng that round-trips: the reference. Our writer spells
  * numbers up to 1e7 without an exponent ("1000000.0" where %g says "1e+06"),

@@ -31,15 +31,15 @@
 #include "core/infer.h"
 #include "base/objcache.h"
 #include "core/server.h"
-#include "net/grpc_infer.h"
-#include "net/internal.h"
+#include "frontend/grpc_infer.h"
+#include "frontend/internal.h"
 #include "proto/grpc_service.pb-c.h"
 #include "base/pool.h"
 #include "core/stats.h"
 #include "base/strmap.h"
 #include "triton/core/tritonbackend.h"
 #include "net/grpc.h"
-#include "net/http.h"
+#include "frontend/frontend.h"
 #include "test/fuzz/fuzz_server.h"
 
 void *__real_malloc(size_t n);
@@ -185,7 +185,7 @@ static void test_pool_oom(void **state) {
   assert_true(sweep(pool_op) > 0);
 }
 
-/* The metadata JSON writers (net/http_meta.c): a failed allocation marks
+/* The metadata JSON writers (frontend/http_meta.c): a failed allocation marks
  * the buffer, every later append is a no-op, and nothing leaks. Enough rows
  * to grow the buffer several times, and a reason that is not UTF-8 (its
  * repair allocates too). */
@@ -535,8 +535,8 @@ static void test_http_transport_oom(void **state) {
   o.host = "127.0.0.1";
   assert_int_equal(ifd_http_start(&fz_loop, fz_server, &o, &h, &err), 0);
   for (i = 0; http_seeds[i] != NULL; i++)
-    sweep_transport((ifd_conn_set_t *)(void *)h, NULL, http_seeds[i],
-                    "http1/health", "HTTP/1.1 ");
+    sweep_transport((ifd_conn_set_t *)(void *)ifd__http_transport(h), NULL,
+                    http_seeds[i], "http1/health", "HTTP/1.1 ");
   ifd_http_stop(h, 0, fz_on_front_done, NULL);
   assert_int_equal(fz_server_fini(), 0);
 }

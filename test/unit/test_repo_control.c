@@ -1,6 +1,6 @@
 /*
  * test/unit/test_repo_control.c - load and unload parameters of the model
- * repository extension (net/repo_control.c): HTTP JSON bodies, gRPC
+ * repository extension (frontend/repo_control.c): HTTP JSON bodies, gRPC
  * messages, and the base64 decoder, with tritonserver's refusals.
  */
 /* clang-format off */
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/repo_control.h"
+#include "frontend/repo_control.h"
 
 /* ---- base64 ----------------------------------------------------------------
  */

@@ -1,7 +1,7 @@
 /*
  * test/unit/test_stats.c - statistics aggregation, and the Prometheus label
  * escaping of core/metrics.c (included to reach it). The statistics' JSON
- * layout is net/'s: test_http_meta.c checks it.
+ * layout is frontend/'s: test_http_meta.c checks it.
  */
 /* clang-format off */
 #include <setjmp.h>
