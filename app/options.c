@@ -11,7 +11,7 @@
  * booleans true/on/1 and false/off/0. Each flag then either takes effect,
  * or has no effect by design (one info line at start says why), or needs a
  * feature inferd lacks and whose absence would change results: the server
- * then refuses to start, naming the flag. README's "Flags" lists which is
+ * then refuses to start, naming the flag. docs/flags.md lists which is
  * which; inferd's own flags (connection limits) follow tritonserver's.
  */
 #include "app/options.h"

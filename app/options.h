@@ -38,7 +38,7 @@ typedef struct ifd_app_options {
   int allow_http;
   uint64_t http_max_input_size;
   uint64_t http_json_offload_bytes;
-  /* Connection limits and timeouts (README, "HTTP/1.1" section). */
+  /* Connection limits and timeouts (docs/connections.md). */
   int http_max_header_bytes;
   int http_max_headers;
   int http_max_pipeline;
@@ -47,9 +47,9 @@ typedef struct ifd_app_options {
   int http_idle_timeout_secs;
   int max_connections;
   int loop_spin_us;
-  /* Load shedding (README, "Load shedding"): --overload-status (503, as
-   * Triton, or 429), --overload-retry-after-secs, --max-inflight-requests
-   * (0: no cap). */
+  /* Load shedding (docs/connections.md, "Load shedding"): --overload-status
+   * (503, as Triton, or 429), --overload-retry-after-secs,
+   * --max-inflight-requests (0: no cap). */
   int overload_status;
   int retry_after_secs;
   unsigned max_inflight_requests;
@@ -67,7 +67,7 @@ typedef struct ifd_app_options {
   const char *metrics_address;
   int metrics_port;
   /* --{http,grpc,metrics}-unix-socket-{mode,owner,group}: the socket file
-   * of a "unix:" address (README, "Unix domain sockets"). */
+   * of a "unix:" address (docs/unix_sockets.md). */
   ifd_unix_perm_t http_unix, grpc_unix, metrics_unix;
   int allow_metrics;
   int metrics_interval_ms;
@@ -89,7 +89,7 @@ typedef struct ifd_app_options {
   int log_info, log_warning, log_error;
   const char *log_file;   /* --log-file: NULL for stderr */
   const char *log_format; /* --log-format: NULL for "default" */
-  /* GPUs (README, "GPUs"): memory pools and GPU metrics. */
+  /* GPUs (docs/gpus.md): memory pools and GPU metrics. */
   ifd_cuda_mem_opts_t cuda_mem;
   int allow_gpu_metrics;
   /* --host-policy settings (`backend`: the policy name); strings in
@@ -97,7 +97,7 @@ typedef struct ifd_app_options {
   ifd_backend_setting_t host_cfg[IFD_MAX_HOST_POLICY];
   size_t n_host_cfg;
   char *host_cfg_text[IFD_MAX_HOST_POLICY]; /* owned: split copies */
-  /* tritonserver's flags that take effect (README, "Flags"). */
+  /* tritonserver's flags that take effect (docs/flags.md). */
   const char *server_id;         /* --id: NULL for "inferd" */
   const char *model_config_name; /* --model-config-name: NULL for none */
   int disable_auto_complete;     /* --disable-auto-complete-config */

@@ -1,7 +1,7 @@
 /*
  * app/options_usage.c - the usage text of inferd's command line (--help and
  * every refused command line), kept beside app/options.c's table of flags:
- * change both together, and README's "Flags".
+ * change both together, and docs/flags.md.
  */
 #include <stdio.h>
 

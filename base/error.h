@@ -4,8 +4,9 @@
  * Every function that can fail returns 0 or a negative IFD_E* code. The codes
  * come from one X-macro so that the enum, ifd_strerror() and the mapping to the
  * Triton error classes cannot drift apart. Tables from these codes to HTTP and
- * gRPC status live in net/ only. A detailed, human-readable message travels
- * beside the code in an ifd_errmsg_t filled by the function that failed.
+ * gRPC status live in frontend/ only. A detailed, human-readable message
+ * travels beside the code in an ifd_errmsg_t filled by the function that
+ * failed.
  */
 #ifndef IFD_BASE_ERROR_H
 #define IFD_BASE_ERROR_H
@@ -53,7 +54,7 @@ enum {
 #define IFD_ETOOBIG (-12)
 #define IFD_ETIMEOUT (-13)
 /* Refused for load, not for a fault: a model's queue is full, or the
- * server's in-flight cap is reached. Triton's UNAVAILABLE by default; net/
+ * server's in-flight cap is reached. Triton's UNAVAILABLE by default; frontend/
  * may answer it 429 / RESOURCE_EXHAUSTED (--overload-status). */
 #define IFD_EOVERLOADED (-14)
 

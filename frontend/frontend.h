@@ -57,7 +57,7 @@ typedef struct ifd_http_opts {
   /* HTTPS: every connection speaks TLS with this context (borrowed:
    * outlives the front end); NULL: plain HTTP. */
   ifd_tls_ctx_t *tls;
-  /* Limits (README "Connection limits and timeouts (HTTP/1.1)"); 0 takes
+  /* Limits (docs/connections.md); 0 takes
    * the default below. --http-max-header-bytes: request line and headers;
    * --http-max-headers: header fields per request; --http-max-pipeline:
    * requests queued on one connection before it stops reading. */

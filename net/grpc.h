@@ -40,7 +40,7 @@ typedef struct ifd_grpc_opts {
    * slow reader): a send past it finishes the call with RESOURCE_EXHAUSTED.
    * A message is always queued when nothing else is. 0 = default. */
   uint64_t stream_buffer_bytes;
-  /* HTTP/2 limits and keepalive (README, "gRPC connection limits"). Used
+  /* HTTP/2 limits and keepalive (docs/connections.md). Used
    * only when `limits_set` (ifd_grpc_opts_defaults fills them in); a
    * zeroed struct gets every default. 0 turns off the ones marked (0). */
   int limits_set;

@@ -98,6 +98,10 @@ def symbol_graph(objdir):
                 continue
             obj = os.path.join(dp, name)
             mod = os.path.relpath(obj, objdir)[:-2]
+            # An object whose source is gone (a file moved since the last
+            # build) would bring its old edges back: only current sources.
+            if not any(os.path.exists(os.path.join(ROOT, mod + ext)) for ext in (".c", ".cc")):
+                continue
             out = subprocess.run(["nm", obj], capture_output=True, text=True,
                                  check=True).stdout
             for line in out.splitlines():
