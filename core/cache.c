@@ -27,10 +27,11 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "core/model.h"
+#include "core/runtime.h"
 #include "core/server.h"
-#include "core/server_internal.h"
 #include "base/util.h"
 
 /* ---- blobs ------------------------------------------------------------- */
@@ -650,10 +651,6 @@ void ifd_cache_free(ifd_cache_t *c) {
   cache_destroy(c);
 }
 
-ifd_cache_t *ifd_server_cache(const ifd_server_t *s) {
-  return s->cache;
-}
-
 uint64_t ifd_cache_in_flight(const ifd_cache_t *c) {
   return c != NULL ? c->lookups : 0;
 }
@@ -676,9 +673,9 @@ void ifd_cache_stats(const ifd_cache_t *c, ifd_cache_stats_t *out) {
 
 int ifd_cache_model_on(const ifd_model_t *m) {
   const ifd_model_config_t *cfg = m->config;
-  return m->server->cache != NULL && cfg != NULL &&
-         cfg->response_cache != NULL && cfg->response_cache->enable &&
-         !ifd_cache_needs_open(m->server->cache);
+  const ifd_cache_t *c = ifd_server_cache(m->server);
+  return c != NULL && cfg != NULL && cfg->response_cache != NULL &&
+         cfg->response_cache->enable && !ifd_cache_needs_open(c);
 }
 
 /* ---- the request path -------------------------------------------------- */
@@ -812,12 +809,19 @@ static int cacheable(const ifd_request_t *req) {
   return 1;
 }
 
-int ifd__cache_submit(ifd_request_t *req) {
-  ifd_cache_t *c = req->server->cache;
+/* The submit stage (ifd_req_hooks_t.intercept), for a request in state
+ * QUEUED. Returns 1 when the cache took the request (a hit, answered at
+ * the end of this loop iteration, or a plugin lookup in flight, after
+ * which the request goes on to ops->submit or is answered); 0 when the
+ * scheduler should get it now (a miss: req->cache_state says whether its
+ * response is to be inserted). */
+static int cache_intercept(ifd_request_t *req) {
+  ifd_cache_t *c = ifd_server_cache(req->server);
   ifd_cache_blob_t *b = NULL;
   ifd_response_t *resp;
 
-  if (!cacheable(req)) return 0;
+  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  if (!ifd_cache_model_on(req->model) || !cacheable(req)) return 0;
   req->t_cache_start = uv_hrtime();
   req->cache_hash = ifd_cache_key_hash(req);
   if (c->impl.blocking) {
@@ -856,8 +860,10 @@ int ifd__cache_submit(ifd_request_t *req) {
   return 1;
 }
 
-void ifd__cache_finish(ifd_request_t *req, ifd_response_t *resp) {
-  ifd_cache_t *c = req->server->cache;
+/* The final_response stage: a FINAL response of a MISS request reached
+ * the loop; inserts it when it succeeded and counts the miss. */
+static void cache_finish(ifd_request_t *req, ifd_response_t *resp) {
+  ifd_cache_t *c = ifd_server_cache(req->server);
   ifd_cache_blob_t *b;
   uint64_t t0 = uv_hrtime(), ins = 0;
   int rc;
@@ -899,4 +905,9 @@ void ifd__cache_finish(ifd_request_t *req, ifd_response_t *resp) {
     req->model->stats.cache_miss.ns +=
         (req->t_cache_end - req->t_cache_start) + ins;
   }
+}
+
+void ifd_cache_register_hooks(ifd_req_hooks_t *hooks) {
+  hooks->intercept = cache_intercept;
+  hooks->final_response = cache_finish;
 }

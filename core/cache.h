@@ -120,7 +120,7 @@ int ifd_cache_needs_open(const ifd_cache_t *c);
 /** Opens the plugin (thread-pool thread). 0, or a negative code with err. */
 int ifd_cache_open_plugin(ifd_cache_t *c, ifd_errmsg_t *err);
 
-/** The server's cache, NULL when none is configured. */
+/** The server's cache, NULL when none is configured (core/runtime.c). */
 ifd_cache_t *ifd_server_cache(const ifd_server_t *s);
 
 /** Requests waiting for a plugin lookup (a drain waits for them); 0 for
@@ -130,30 +130,17 @@ uint64_t ifd_cache_in_flight(const ifd_cache_t *c);
 /** Copies the cache's counters. */
 void ifd_cache_stats(const ifd_cache_t *c, ifd_cache_stats_t *out);
 
-/* ---- the request path (core/infer.c) ---------------------------------- */
+/* ---- the request path ------------------------------------------------- */
 
-/* ifd_request_t.cache_state */
-enum {
-  IFD_CACHE_NONE = 0, /* not cached */
-  IFD_CACHE_PENDING,  /* a plugin lookup is in flight */
-  IFD_CACHE_MISS,     /* ran; its FINAL response is inserted */
-  IFD_CACHE_HIT,      /* answered from the cache */
-  IFD_CACHE_DONE,     /* a miss whose response was handled */
-};
+struct ifd_req_hooks;
 
 /**
- * Called by ifd_request_submit for a request of a model with
- * response_cache on, in state QUEUED, before its scheduler. Returns 1 when
- * the cache took the request (a hit, answered at the end of this loop
- * iteration, or a plugin lookup in flight, after which the request goes on
- * to ops->submit or is answered); 0 when the scheduler should get it now
- * (a miss: req->cache_state says whether its response is to be inserted).
+ * Attaches the cache to the request path (core/runtime.h): the submit stage
+ * looks a request of a model with response_cache on up before its
+ * scheduler, and the FINAL response of a miss is inserted when it reaches
+ * the loop. Called by ifd_server_new once the server has a cache.
  */
-int ifd__cache_submit(ifd_request_t *req);
-
-/** A FINAL response of a MISS request reached the loop: inserts it when it
- *  succeeded and counts the miss. */
-void ifd__cache_finish(ifd_request_t *req, ifd_response_t *resp);
+void ifd_cache_register_hooks(struct ifd_req_hooks *hooks);
 
 /** Whether `m` caches: its config enables response_cache and the server
  *  has a cache. */

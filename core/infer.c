@@ -6,26 +6,34 @@
  * event reaches the loop). Both are counted on the loop thread only, so the
  * count needs no atomics. Responses are created and filled on any thread but
  * reach the protocol only through the completion queue.
+ *
+ * The response cache, tracing and the first-response metric attach to this
+ * path through the server's hooks (core/runtime.h): this file calls a stage
+ * when its slot is set and names none of those modules.
  */
 #include "core/infer.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
-#include "core/cache.h"
-#include "core/classify.h"
+#include "base/check.h"
 #include "base/log.h"
-#include "core/metrics.h"
-#include "core/model.h"
 #include "base/objcache.h"
+#include "core/classify.h"
+#include "core/model.h"
+#include "core/runtime.h"
 #include "core/server.h"
-#include "core/server_internal.h"
-#include "core/trace.h"
 #include "cuda/cuda_mem.h"
+
+/* The hooks of the request's server; none for a request made without one
+ * (tests, and the server's own requests, which never reach the loop). */
+static const ifd_req_hooks_t no_hooks;
+static const ifd_req_hooks_t *hooks_of(const ifd_request_t *req) {
+  return req->server != NULL ? &ifd_runtime(req->server)->hooks : &no_hooks;
+}
 
 /* Request objects go back to their server's cache (loop thread), so the
  * next request reuses one without malloc; a request made without a server
@@ -33,7 +41,8 @@
 static void request_free(ifd_request_t *req) {
   ifd_req_attach_t *a, *next;
   uint32_t i;
-  if (req->trace != NULL) ifd__trace_finish(req);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_free != NULL))
+    hooks_of(req)->traced_free(req);
   for (a = atomic_load(&req->attached); a != NULL; a = next) {
     next = a->next;
     a->drop(a);
@@ -53,6 +62,7 @@ static void request_free(ifd_request_t *req) {
  * is no longer out (that response is freed on the loop too, so whichever of
  * the two comes last frees it). */
 static void request_put(ifd_request_t *req) {
+  IFD_ASSERT(req->refs > 0);
   if (--req->refs == 0 &&
       atomic_load_explicit(&req->resp_slot_busy, memory_order_acquire) == 0)
     request_free(req);
@@ -78,8 +88,10 @@ ifd_request_t *ifd_request_new(ifd_server_t *server) {
   return req;
 }
 
-/* The transitions ifd_request_state_t lists, one bit per target state. */
+/* The transitions ifd_request_state_t lists, one bit per target state,
+ * checked by IFD_ASSERT (checking builds only). */
 #define TO(st) (1u << (st))
+#if IFD_CHECKS
 static const unsigned legal_next[] = {
     [IFD_REQ_INIT] = TO(IFD_REQ_QUEUED),
     [IFD_REQ_QUEUED] = TO(IFD_REQ_EXECUTING) | TO(IFD_REQ_RELEASED) |
@@ -88,15 +100,17 @@ static const unsigned legal_next[] = {
     [IFD_REQ_RELEASED] = 0,
     [IFD_REQ_FAILED_ENQUEUE] = 0,
 };
+#endif
 
 void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
-  assert((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
-  assert(legal_next[req->state] & TO(to));
+  IFD_ASSERT((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
+  IFD_ASSERT(legal_next[req->state] & TO(to));
   req->state = to;
   if (req->inflight_counted &&
       (to == IFD_REQ_RELEASED || to == IFD_REQ_FAILED_ENQUEUE)) {
     req->inflight_counted = 0;
-    req->server->inflight--;
+    IFD_ASSERT(ifd_runtime(req->server)->inflight > 0);
+    ifd_runtime(req->server)->inflight--;
   }
 }
 #undef TO
@@ -194,6 +208,7 @@ static const struct ifd_model_ops *ops_of(ifd_request_t *req) {
 }
 
 int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
+  ifd_runtime_t *rt = ifd_runtime(req->server);
   ifd_model_t *m;
   int rc, counts;
   unsigned cap;
@@ -210,19 +225,15 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
    * BLS) are never refused by it, or that one could not finish. */
   counts = req->caller_chain == NULL && !req->ensemble_step;
   cap = ifd_server_opts(req->server)->max_inflight_requests;
-  if (counts && cap != 0 && req->server->inflight >= cap) {
-    req->server->shed[IFD_SHED_INFLIGHT_CAP]++;
+  if (counts && cap != 0 && rt->inflight >= cap) {
+    rt->shed[IFD_SHED_INFLIGHT_CAP]++;
     return ifd_errf(err, IFD_EOVERLOADED,
                     "the server has %u requests in flight, its limit "
                     "(--max-inflight-requests)",
                     cap);
   }
-  rc = ifd_server_find_model_in(req->server, req->model_namespace,
-                                req->model_name, strlen(req->model_name),
-                                req->model_version, &m, err);
+  rc = ifd__server_resolve(req->server, req, &m, err);
   if (rc < 0) return rc;
-  if (req->correlation_id != 0 || req->correlation_id_str != NULL)
-    m = ifd__registry_sequence_home(req->server, m, req);
   if (req->caller_chain != NULL && ops_of(req)->deadlocks != NULL &&
       ops_of(req)->deadlocks(m, req))
     return ifd_errf(err, IFD_EUNAVAIL,
@@ -235,7 +246,7 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   ifd_model_ref(m);
   req->model = m;
   /* Tracing off costs this one test. */
-  if (req->server->trace_on) ifd__trace_sample(req);
+  if (rt->hooks.sample_on) rt->hooks.sample(req);
   req->t_queued = uv_hrtime();
   if (req->t_received == 0) req->t_received = req->t_queued;
   /* The backend's reference: dropped when the release event arrives, or
@@ -243,13 +254,17 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   req->refs++;
   if (counts) {
     req->inflight_counted = 1;
-    req->server->inflight++;
+    rt->inflight++;
   }
   ifd_request_set_state(req, IFD_REQ_QUEUED);
-  if (ifd_cache_model_on(m) && ifd__cache_submit(req)) return 0;
+  if (rt->hooks.intercept != NULL && rt->hooks.intercept(req)) return 0;
   rc = ops_of(req)->submit(m, req, err);
   if (rc < 0) {
-    if (rc == IFD_EOVERLOADED) req->server->shed[IFD_SHED_QUEUE_FULL]++;
+    /* The scheduler refused it and kept nothing (ifd_model_ops_t.submit's
+     * contract): the backend's reference goes back, and the caller answers
+     * from `err`. */
+    if (rc == IFD_EOVERLOADED) rt->shed[IFD_SHED_QUEUE_FULL]++;
+    IFD_ASSERT(req->state == IFD_REQ_QUEUED && req->refs >= 2);
     ifd_request_set_state(req, IFD_REQ_FAILED_ENQUEUE);
     req->refs--;
     return rc;
@@ -289,7 +304,8 @@ static void release_done(ifd_request_t *req) {
   int ok = succeeded(req);
   if (req->model != NULL && !req->null_req && ops_of(req)->released != NULL)
     ops_of(req)->released(req->model, req);
-  if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_end != NULL))
+    hooks_of(req)->traced_end(req);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
   req->release_pending = 0;
   count(req, ok);
@@ -305,25 +321,6 @@ static void release_done(ifd_request_t *req) {
   }
   if (req->on_release != NULL) req->on_release(req, ok, req->cb_arg);
   request_put(req);
-}
-
-/* A request's first response (not a flags-only FINAL) reached the loop:
- * Triton's first-response histogram counts it for decoupled models, in
- * whole milliseconds since the request arrived. */
-static void first_response(ifd_request_t *req) {
-  ifd_model_t *m = req->model;
-  const double *bounds;
-  size_t n;
-  if (m == NULL || req->null_req || req->t_received == 0 ||
-      !ifd_server_opts(req->server)->histogram_latencies ||
-      !ifd_metrics_decoupled(m))
-    return;
-  bounds = ifd_metrics_histogram_bounds(m, IFD_METRIC_FIRST_RESPONSE, &n);
-  if (ifd_histogram_observe(
-          &m->stats.first_response, bounds, n,
-          (double)((uv_hrtime() - req->t_received) / 1000000u)) != 0)
-    IFD_WARN("out of memory: model '%s' first-response histogram skipped",
-             m->name);
 }
 
 static void set_error(ifd_response_t *resp, int error, const char *msg);
@@ -445,10 +442,11 @@ static void deliver_now(ifd_response_t *resp) {
              req->id);
     ifd_response_free(resp);
   } else {
+    const ifd_req_hooks_t *hooks = hooks_of(req);
     place_outputs(resp);
     if (req->cache_state == IFD_CACHE_MISS &&
-        (resp->flags & IFD_RESPONSE_FINAL))
-      ifd__cache_finish(req, resp);
+        (resp->flags & IFD_RESPONSE_FINAL) && ALWAYS(hooks->final_response))
+      hooks->final_response(req, resp);
     /* After the cache took the plain tensors: a later request may want
      * them. */
     classify_outputs(resp);
@@ -456,14 +454,17 @@ static void deliver_now(ifd_response_t *resp) {
       req->final_delivered = 1;
       req->final_error = resp->error;
     }
-    if (req->responses == 0 && !resp->empty) first_response(req);
+    if (req->responses == 0 && !resp->empty && hooks->first_response != NULL)
+      hooks->first_response(req);
     req->responses++;
-    if (req->trace != NULL) ifd__trace_response(req, resp);
+    if (req->trace != NULL && ALWAYS(hooks->traced_response != NULL))
+      hooks->traced_response(req, resp);
     if (req->on_response != NULL)
       req->on_response(resp, req->cb_arg);
     else
       ifd_response_free(resp);
   }
+  IFD_ASSERT(!counted || atomic_load(&req->open_responses) > 0);
   if (counted && atomic_fetch_sub(&req->open_responses, 1) == 1 &&
       req->release_pending)
     release_done(req);
@@ -613,7 +614,8 @@ void ifd_request_unhold(ifd_request_t *req) {
 }
 
 void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
-  if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_end != NULL))
+    hooks_of(req)->traced_end(req);
   count(req, 0);
   ifd_request_fail(req, error, msg);
   ifd_request_set_state(req, IFD_REQ_RELEASED);

@@ -227,6 +227,16 @@ typedef struct ifd_req_sink {
   void (*unheld)(struct ifd_req_sink *s, ifd_request_t *req);
 } ifd_req_sink_t;
 
+/* ifd_request_t.cache_state: where the response cache (core/cache.c)
+ * stands with the request. */
+enum {
+  IFD_CACHE_NONE = 0, /* not cached */
+  IFD_CACHE_PENDING,  /* a plugin lookup is in flight */
+  IFD_CACHE_MISS,     /* ran; its FINAL response is inserted */
+  IFD_CACHE_HIT,      /* answered from the cache */
+  IFD_CACHE_DONE,     /* a miss whose response was handled */
+};
+
 /* Words of scheduler-private storage in every request. */
 #define IFD_REQUEST_SCHED_WORDS 8
 
@@ -409,15 +419,23 @@ ifd_param_t *ifd_request_add_param(ifd_request_t *req, const char *key,
                                    size_t key_len);
 
 /**
- * Validates the request against its model and queues it. The model is looked
- * up by req->model_name / req->model_version.
+ * Validates the request (state INIT) against its model and queues it. The
+ * model is looked up by req->model_name / req->model_version.
  *
- * Returns 0 when queued: every later outcome, error or success, arrives as
- * responses through req->on_response (the last one carries
- * IFD_RESPONSE_FINAL). Returns a negative code with `err` filled when the
- * request is refused up front (IFD_ENOTFOUND unknown model, IFD_EUNAVAIL
- * model/version not ready, IFD_EINVAL bad input, ...): no callback follows.
- * Either way the caller still holds its reference.
+ * The contract on ownership, as Triton's scheduler states it for Enqueue:
+ * - If 0 is returned, the request is QUEUED and a second reference on it,
+ *   the backend's, is transferred to the server: every later outcome, error
+ *   or success, arrives as responses through req->on_response (the last one
+ *   carries IFD_RESPONSE_FINAL), then on_release; the server drops that
+ *   reference itself.
+ * - If a negative code is returned (with `err` filled: IFD_ENOTFOUND unknown
+ *   model, IFD_EUNAVAIL model/version not ready or shutting down,
+ *   IFD_EINVAL bad input, IFD_EOVERLOADED shed, ...), nothing was
+ *   transferred: no response and no on_release follow, and the request is
+ *   INIT (refused before its scheduler) or FAILED_ENQUEUE (refused by it,
+ *   final: a second submit is refused).
+ * Either way the caller still holds its own reference and drops it with
+ * ifd_request_unref.
  */
 int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err);
 

@@ -94,6 +94,8 @@ static int is_ensemble(const ifd_model_config_t *c) {
 
 static void src_unref(ifd_server_t *s, ifd_model_src_t *src);
 
+static void model_released(ifd_model_t *m);
+
 static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
                               int64_t version, const char *path) {
   ifd_model_t *m = calloc(1, sizeof(*m));
@@ -105,10 +107,11 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
   m->version = version;
   m->state = IFD_MODEL_LOADING;
   m->refs = 1; /* the registry's */
-  if (s->opts.summary_latencies)
+  m->free_fn = model_released;
+  if (s->rt.opts.summary_latencies)
     m->stats.summary = calloc(1, sizeof(*m->stats.summary));
   if (m->name == NULL || m->path == NULL || m->repo == NULL ||
-      (s->opts.summary_latencies && m->stats.summary == NULL)) {
+      (s->rt.opts.summary_latencies && m->stats.summary == NULL)) {
     free(m->stats.summary);
     free(m->name);
     free(m->path);
@@ -119,9 +122,10 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
   return m;
 }
 
-/* Called when a model's last reference goes. The registry keeps its own
- * reference until the model leaves it, so this only runs after that. */
-void ifd__server_model_released(ifd_model_t *m) {
+/* Called when a model's last reference goes (its free_fn). The registry
+ * keeps its own reference until the model leaves it, so this only runs
+ * after that. */
+static void model_released(ifd_model_t *m) {
   ifd_server_t *s = m->server;
   ifd_stats_free(&m->stats);
   ifd__model_free_labels(m);
@@ -175,11 +179,11 @@ static ifd_model_config_t *config_clone(const ifd_model_config_t *c) {
  * UnregisterModelRepository change the server's on the loop while jobs run.
  * Returns 0 or IFD_ENOMEM. */
 int ifd__reg_repos_copy(const ifd_server_t *s, char ***out, size_t *n) {
-  char **a = calloc(s->opts.n_repos ? s->opts.n_repos : 1, sizeof(*a));
+  char **a = calloc(s->rt.opts.n_repos ? s->rt.opts.n_repos : 1, sizeof(*a));
   size_t i;
   if (a == NULL) return IFD_ENOMEM;
-  for (i = 0; i < s->opts.n_repos; i++) {
-    a[i] = strdup(s->opts.repos[i]);
+  for (i = 0; i < s->rt.opts.n_repos; i++) {
+    a[i] = strdup(s->rt.opts.repos[i]);
     if (a[i] == NULL) {
       while (i > 0) free(a[--i]);
       free(a);
@@ -187,7 +191,7 @@ int ifd__reg_repos_copy(const ifd_server_t *s, char ***out, size_t *n) {
     }
   }
   *out = a;
-  *n = s->opts.n_repos;
+  *n = s->rt.opts.n_repos;
   return 0;
 }
 
@@ -210,7 +214,7 @@ static reg_job_t *job_new(ifd_server_t *s, reg_op_t *op, ifd_model_t *m) {
 static int job_queue(reg_job_t *j, uv_work_cb work, uv_after_work_cb after) {
   ifd_server_t *s = j->server;
   s->jobs++;
-  if (uv_queue_work(s->loop, &j->work, work, after) == 0) return 0;
+  if (uv_queue_work(s->rt.loop, &j->work, work, after) == 0) return 0;
   s->jobs--;
   free(j->name);
   free(j->path);
@@ -289,7 +293,7 @@ void ifd__reg_op_enqueue(reg_op_t *op) {
 
 static void agents_end_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
-  j->server->opts.repoagent_ops->release(j->agents);
+  j->server->rt.opts.repoagent_ops->release(j->agents);
 }
 
 /* Ends a chain of repository agents no version took (LOAD_FAIL, then
@@ -297,7 +301,7 @@ static void agents_end_work(uv_work_t *w) {
 static void agents_end(ifd_server_t *s, void *chain) {
   reg_job_t *j;
   if (s->freeing) {
-    s->opts.repoagent_ops->release(chain);
+    s->rt.opts.repoagent_ops->release(chain);
     return;
   }
   j = job_new(s, NULL, NULL);
@@ -342,7 +346,7 @@ static void op_finish(reg_op_t *op, int rc, const char *msg) {
 
   if (op->call != NULL && op->call->done != NULL)
     op->call->done(rc, rc < 0 ? msg : "", op->call->arg);
-  if (op->startup && rc < 0) s->failed++;
+  if (op->startup && rc < 0) s->rt.failed++;
   e->ops = op->next;
   for (i = 0; i < op->n_waiters; i++)
     if (--op->waiters[i]->deps == 0) op_continue(op->waiters[i]);
@@ -375,7 +379,7 @@ static void unload_after(uv_work_t *w, int status) {
   reg_job_t *j = (reg_job_t *)w;
   (void)status;
   j->ev.fn = unload_done_ev;
-  ifd_evq_push(&j->server->evq, &j->ev);
+  ifd_evq_push(&j->server->rt.evq, &j->ev);
 }
 
 static void version_unloaded(ifd_server_t *s, ifd_model_t *m, reg_op_t *op);
@@ -394,7 +398,7 @@ static void unload_done_ev(ifd_event_t *ev) {
  * what executes finishes first. `op` (may be NULL) hears of its end. */
 static void version_unload(ifd_server_t *s, ifd_model_t *m, reg_op_t *op) {
   reg_job_t *j = job_new(s, op, m);
-  s->opts.ops->stop(m);
+  s->rt.opts.ops->stop(m);
   m->state = IFD_MODEL_UNLOADING;
   if (op != NULL) op->loading++;
   if (j == NULL || job_queue(j, unload_work, unload_after) < 0) {
@@ -483,25 +487,10 @@ static void retire(ifd_server_t *s, model_entry_t *e, ifd_model_t *m) {
  * (END, or the idle timeout), so a reload cuts no sequence short. */
 static int holds_sequences(ifd_server_t *s, const ifd_model_t *m) {
   uint64_t active = 0, backlog = 0;
-  if (s->opts.ops->sequences == NULL ||
-      s->opts.ops->sequences(m, &active, &backlog) < 0)
+  if (s->rt.opts.ops->sequences == NULL ||
+      s->rt.opts.ops->sequences(m, &active, &backlog) < 0)
     return 0;
   return active + backlog > 0;
-}
-
-ifd_model_t *ifd__registry_sequence_home(ifd_server_t *s, ifd_model_t *m,
-                                         const ifd_request_t *req) {
-  model_entry_t *e;
-  if (s->opts.ops->holds_sequence == NULL ||
-      (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)
-    return m;
-  e = entry_of(s, m);
-  if (e == NULL || e->retired == NULL) return m;
-  for (ifd_model_t *r = e->retired; r != NULL; r = r->next_version)
-    if (r->state == IFD_MODEL_READY && r->version == m->version &&
-        s->opts.ops->holds_sequence(r, req))
-      return r;
-  return m;
 }
 
 static void retire_check(ifd_server_t *s) {
@@ -514,7 +503,7 @@ static void retire_check(ifd_server_t *s) {
     ifd_model_t *m, *next;
     for (m = s->entries[i]->retired; m != NULL; m = next) {
       next = m->next_version;
-      if (m->state != IFD_MODEL_READY || s->opts.ops->pending(m) > 0 ||
+      if (m->state != IFD_MODEL_READY || s->rt.opts.ops->pending(m) > 0 ||
           holds_sequences(s, m))
         continue;
       s->n_retired--;
@@ -538,11 +527,11 @@ static void prepare_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
   reg_op_t *op = j->op;
   ifd_server_t *s = j->server;
-  ifd_config_opts_t copts = {s->opts.strict_config,
-                             s->opts.gpu_count,
-                             s->opts.model_config_name,
-                             s->opts.gpu_skip,
-                             s->opts.min_compute_capability,
+  ifd_config_opts_t copts = {s->rt.opts.strict_config,
+                             s->rt.opts.gpu_count,
+                             s->rt.opts.model_config_name,
+                             s->rt.opts.gpu_skip,
+                             s->rt.opts.min_compute_capability,
                              j->mapped,
                              &op->group_defaults};
   const char *dir;
@@ -578,20 +567,20 @@ static void prepare_work(uv_work_t *w) {
       (j->same_fp == 0 || op->fp != j->same_fp)) {
     /* As Triton: the agents run before the versions are read, and the
      * model loads from where the last one left its files. */
-    if (s->opts.repoagent_ops == NULL)
+    if (s->rt.opts.repoagent_ops == NULL)
       j->rc = ifd_errf(&j->err, IFD_EUNSUPPORTED,
                        "repository agents are not available");
     else
-      j->rc = s->opts.repoagent_ops->load(s->opts.repoagent_dir, j->name,
-                                          op->cfg, &copts, dir, &op->agents,
-                                          &op->agent_loc, &j->err);
+      j->rc = s->rt.opts.repoagent_ops->load(s->rt.opts.repoagent_dir, j->name,
+                                             op->cfg, &copts, dir, &op->agents,
+                                             &op->agent_loc, &j->err);
     if (j->rc == 0) dir = op->agent_loc;
   }
   if (j->rc == 0)
     j->rc = ifd_repo_versions(dir, op->cfg, &op->versions, &op->n_versions,
                               &j->err);
   if (j->rc < 0 && op->agents != NULL) {
-    s->opts.repoagent_ops->release(op->agents);
+    s->rt.opts.repoagent_ops->release(op->agents);
     op->agents = NULL;
     op->agent_loc = NULL;
   }
@@ -780,7 +769,7 @@ static void prepare_after(uv_work_t *w, int status) {
 
 static void load_work(uv_work_t *w) {
   reg_job_t *j = (reg_job_t *)w;
-  unsigned retries = j->server->opts.model_load_retry_count, k;
+  unsigned retries = j->server->rt.opts.model_load_retry_count, k;
   /* The outputs' label files first: one that cannot be read fails the load
    * (as in Triton, whose model reads them when it is created). */
   ifd_errclear(&j->err);
@@ -790,7 +779,7 @@ static void load_work(uv_work_t *w) {
    * scheduler and the backend undo what they made), so it starts over. */
   for (k = 0;; k++) {
     ifd_errclear(&j->err);
-    j->rc = j->server->opts.ops->load(j->model, &j->err);
+    j->rc = j->server->rt.opts.ops->load(j->model, &j->err);
     if (j->rc == 0 || k == retries) break;
     IFD_WARN("failed to load '%s' version %" PRId64 ": %s; retrying (%u of %u)",
              j->model->name, j->model->version,
@@ -891,7 +880,7 @@ static void agents_share(reg_op_t *op) {
   unsigned live = 1;
   if (ma == NULL) return; /* op_free ends the chain: LOAD_FAIL */
   ma->chain = op->agents;
-  ma->ops = op->server->opts.repoagent_ops;
+  ma->ops = op->server->rt.opts.repoagent_ops;
   for (ifd_model_t *m = op->staged; m != NULL; m = m->next_version)
     if (m->state == IFD_MODEL_READY) {
       m->agents = ma;
@@ -933,7 +922,7 @@ static void op_end(reg_op_t *op, int rc, const char *msg, int ok) {
     j->agents_ok = ok;
     if (job_queue(j, agents_loaded_work, agents_loaded_after) == 0) return;
   }
-  /* NEVER (out of memory): the agents miss LOAD_COMPLETE; they still end
+  /* Out of memory only: the agents miss LOAD_COMPLETE; they still end
    * with the last version that unloads, or stay (logged) when none
    * loaded: ending them would block the loop. */
   IFD_ERROR("cannot tell the repository agents of '%s' how its load went",
@@ -1024,8 +1013,8 @@ static uint64_t unchanged_fp(const model_entry_t *e, const reg_op_t *op) {
 
 /* Is `repo` a registered repository now? */
 static int repo_registered(const ifd_server_t *s, const char *repo) {
-  for (size_t i = 0; i < s->opts.n_repos; i++)
-    if (strcmp(s->opts.repos[i], repo) == 0) return 1;
+  for (size_t i = 0; i < s->rt.opts.n_repos; i++)
+    if (strcmp(s->rt.opts.repos[i], repo) == 0) return 1;
   return 0;
 }
 
@@ -1037,7 +1026,7 @@ static int locate(ifd_server_t *s, model_entry_t *e, int *mapped) {
   char *path, *repo;
 
   *mapped = 0;
-  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT) return 0;
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT) return 0;
   mp = ifd__repo_map_find(s, e->name);
   if (mp != NULL) {
     *mapped = 1;

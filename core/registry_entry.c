@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/registry_internal.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 
 model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len) {
@@ -133,10 +135,11 @@ void ifd__reg_entry_remove(ifd_server_t *s, model_entry_t *e) {
   size_t i;
   if (head == e) {
     ifd_strmap_del(&s->by_name, e->name, strlen(e->name));
-    /* NEVER fails: the map held the name a moment ago. */
-    if (e->next_same != NULL)
-      ifd_strmap_put(&s->by_name, e->next_same->name,
-                     strlen(e->next_same->name), e->next_same);
+    /* Cannot fail: the map held the name a moment ago. */
+    if (e->next_same != NULL &&
+        NEVER(ifd_strmap_put(&s->by_name, e->next_same->name,
+                             strlen(e->next_same->name), e->next_same) < 0))
+      IFD_ERROR("model '%s' left the name map", e->name);
   } else if (head != NULL) {
     while (head->next_same != NULL && head->next_same != e)
       head = head->next_same;

@@ -33,7 +33,7 @@
 #include "core/infer.h"
 #include "base/log.h"
 #include "core/model.h"
-#include "core/server_internal.h"
+#include "core/runtime.h"
 #include "core/shm.h"
 
 /* ---- growing text ------------------------------------------------------ */
@@ -159,7 +159,8 @@ struct ifd_trace_mgr {
   tset_t *global;  /* counted */
   mset_t *models;  /* owned list */
   tfile_t *files;  /* list of live tfiles */
-  int *on;         /* borrowed: the server's trace_on flag; NULL after fini */
+  int *on; /* borrowed: the server's hooks.sample_on flag (core/runtime.h);
+              NULL after fini */
   /* The writer thread: jobs in FIFO order under mu. */
   uv_mutex_t mu;
   uv_cond_t cv;
@@ -337,7 +338,7 @@ static void set_save(ifd_trace_mgr_t *m, tset_t *s, int indexed) {
 }
 
 static ifd_trace_mgr_t *mgr_of(const ifd_server_t *s) {
-  return s->trace;
+  return ifd_runtime_c(s)->trace;
 }
 
 static tset_t *set_new(ifd_trace_mgr_t *m, int level, uint32_t rate,
@@ -401,6 +402,20 @@ void ifd_trace_config_default(ifd_trace_config_t *c) {
   c->file = NULL;
 }
 
+static void stamp_end(ifd_request_t *req) {
+  ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+}
+
+/* Attaches tracing to the request path (core/runtime.h). The stages of a
+ * traced request need no manager (a trace keeps its setting's), so they
+ * stay set after ifd__trace_fini; sampling stops with sample_on. */
+static void register_hooks(ifd_req_hooks_t *h) {
+  h->sample = ifd__trace_sample;
+  h->traced_response = ifd__trace_response;
+  h->traced_end = stamp_end;
+  h->traced_free = ifd__trace_finish;
+}
+
 int ifd__trace_init(ifd_server_t *srv, const ifd_trace_config_t *cfg) {
   ifd_trace_mgr_t *m = calloc(1, sizeof(*m));
   if (m == NULL) return IFD_ENOMEM;
@@ -411,12 +426,13 @@ int ifd__trace_init(ifd_server_t *srv, const ifd_trace_config_t *cfg) {
                        cfg->file, 0);
   m->global = set_new(m, cfg->level, cfg->rate, cfg->count, cfg->log_frequency,
                       cfg->file, 0);
-  srv->trace = m;
+  ifd_runtime(srv)->trace = m;
   if (m->initial == NULL || m->global == NULL) {
     ifd__trace_fini(srv);
     return IFD_ENOMEM;
   }
-  m->on = &srv->trace_on;
+  register_hooks(&ifd_runtime(srv)->hooks);
+  m->on = &ifd_runtime(srv)->hooks.sample_on;
   recompute_on(m);
   return 0;
 }
@@ -425,8 +441,8 @@ void ifd__trace_fini(ifd_server_t *srv) {
   ifd_trace_mgr_t *m = mgr_of(srv);
   mset_t *e, *next;
   if (m == NULL) return;
-  srv->trace = NULL;
-  srv->trace_on = 0;
+  ifd_runtime(srv)->trace = NULL;
+  ifd_runtime(srv)->hooks.sample_on = 0;
   m->on = NULL;
   for (e = m->models; e != NULL; e = next) {
     next = e->next;
