@@ -1,9 +1,10 @@
 /*
  * core/registry_scan.c - the registry's view of the repositories: the scan
  * at start-up and the loads it queues, polling for changes (a timer, or a
- * client's poll) and the loads and unloads they call for, and repository
- * registration. Scans run on libuv's thread pool; everything else on the
- * loop. The operations themselves are core/registry.c's.
+ * client's poll) and the loads and unloads they call for, repository
+ * registration, and where a load of a model reads its folder. Scans run on
+ * libuv's thread pool; everything else on the loop. The operations themselves
+ * are core/registry.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -399,4 +400,43 @@ int ifd__registry_close(ifd_server_t *s, uv_close_cb cb) {
   uv_close((uv_handle_t *)&s->poll_timer, cb);
   uv_close((uv_handle_t *)&s->retire_timer, cb);
   return 2;
+}
+
+/* Is `repo` a registered repository now? */
+static int repo_registered(const ifd_server_t *s, const char *repo) {
+  for (size_t i = 0; i < s->rt.opts.n_repos; i++)
+    if (strcmp(s->rt.opts.repos[i], repo) == 0) return 1;
+  return 0;
+}
+
+/* Explicit mode: where a load of `e` reads its folder now. A name mapping
+ * decides (*mapped set); else a folder found in a repository no longer
+ * registered is looked for again. 0, or IFD_ENOMEM. */
+int ifd__reg_locate(ifd_server_t *s, model_entry_t *e, int *mapped) {
+  const ifd_repo_map_t *mp;
+  char *path, *repo;
+
+  *mapped = 0;
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT) return 0;
+  mp = ifd__repo_map_find(s, e->name);
+  if (mp != NULL) {
+    *mapped = 1;
+    if (e->path != NULL && strcmp(e->path, mp->path) == 0) return 0;
+    path = strdup(mp->path);
+    repo = strdup(mp->repo);
+    if (path == NULL || repo == NULL) {
+      free(path);
+      free(repo);
+      return IFD_ENOMEM;
+    }
+  } else if (e->repo != NULL && !repo_registered(s, e->repo)) {
+    path = repo = NULL;
+  } else {
+    return 0;
+  }
+  free(e->path);
+  free(e->repo);
+  e->path = path;
+  e->repo = repo;
+  return 0;
 }
