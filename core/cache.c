@@ -19,6 +19,7 @@
 #include "core/runtime.h"
 #include "core/server.h"
 #include "base/util.h"
+#include "core/request_internal.h"
 
 /* ---- the local cache --------------------------------------------------- */
 
@@ -354,7 +355,8 @@ static void flush_hits(uv_idle_t *h) {
   for (; req != NULL; req = next) {
     next = req->next;
     req->next = NULL;
-    ifd_response_send_now(&req->resp_slot, IFD_RESPONSE_FINAL, 0, NULL);
+    ifd_response_send_now(&ifd__req(req)->resp_slot, IFD_RESPONSE_FINAL, 0,
+                          NULL);
     ifd_request_release_now(req, 1 /* TRITONSERVER_REQUEST_RELEASE_ALL */);
   }
 }
@@ -364,7 +366,7 @@ static void flush_hits(uv_idle_t *h) {
 static ifd_response_t *lookup_done(ifd_cache_t *c, ifd_request_t *req,
                                    ifd_cache_blob_t *b) {
   ifd_response_t *resp;
-  c->lookup_ns += req->t_cache_end - req->t_cache_start;
+  c->lookup_ns += ifd__req(req)->t_cache_end - ifd__req(req)->t_cache_start;
   if (b != NULL && !ifd_cache_blob_matches(b, req)) {
     ifd_cache_blob_unref(b);
     b = NULL;
@@ -373,7 +375,7 @@ static ifd_response_t *lookup_done(ifd_cache_t *c, ifd_request_t *req,
     resp = ifd_response_new(req);
     if (resp != NULL && ifd_cache_blob_respond(b, resp) == 0) {
       c->hits++;
-      req->cache_state = IFD_CACHE_HIT;
+      ifd__req(req)->cache_state = IFD_CACHE_HIT;
       return resp;
     }
     if (resp == NULL) ifd_cache_blob_unref(b);
@@ -381,11 +383,11 @@ static ifd_response_t *lookup_done(ifd_cache_t *c, ifd_request_t *req,
     if (resp != NULL) {
       resp->discard = 1;
       ifd_response_free(resp);
-      atomic_fetch_sub(&req->open_responses, 1);
+      atomic_fetch_sub(&ifd__req(req)->open_responses, 1);
     }
   }
   c->misses++;
-  req->cache_state = IFD_CACHE_MISS;
+  ifd__req(req)->cache_state = IFD_CACHE_MISS;
   return NULL;
 }
 
@@ -406,9 +408,9 @@ static void job_ended(ifd_cache_t *c) {
 
 static void lookup_work(uv_work_t *w) {
   cjob_t *j = ifd_container_of(w, cjob_t, work);
-  j->req->t_cache_start = uv_hrtime();
+  ifd__req(j->req)->t_cache_start = uv_hrtime();
   j->rc = j->c->impl.lookup(j->c->impl.self, j->hash, j->key, &j->blob);
-  j->req->t_cache_end = uv_hrtime();
+  ifd__req(j->req)->t_cache_end = uv_hrtime();
   if (j->rc < 0) j->blob = NULL; /* the plugin's errors are logged */
 }
 
@@ -476,23 +478,23 @@ static int cacheable(const ifd_request_t *req) {
  * QUEUED. Returns 1 when the cache took the request (a hit, answered at
  * the end of this loop iteration, or a plugin lookup in flight, after
  * which the request goes on to ops->submit or is answered); 0 when the
- * scheduler should get it now (a miss: req->cache_state says whether its
- * response is to be inserted). */
+ * scheduler should get it now (a miss: ifd__req(req)->cache_state says whether
+ * its response is to be inserted). */
 static int cache_intercept(ifd_request_t *req) {
   ifd_cache_t *c = ifd_server_cache(req->server);
   ifd_cache_blob_t *b = NULL;
   ifd_response_t *resp;
 
-  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED);
   if (!ifd_cache_model_on(req->model) || !cacheable(req)) return 0;
-  req->t_cache_start = uv_hrtime();
-  req->cache_hash = ifd_cache_key_hash(req);
+  ifd__req(req)->t_cache_start = uv_hrtime();
+  ifd__req(req)->cache_hash = ifd_cache_key_hash(req);
   if (c->impl.blocking) {
     cjob_t *j = calloc(1, sizeof(*j));
     if (j == NULL) return 0; /* runs uncached */
     j->c = c;
     j->req = req;
-    j->hash = req->cache_hash;
+    j->hash = ifd__req(req)->cache_hash;
     snprintf(j->key, sizeof(j->key), "%" PRIu64, j->hash);
     if (uv_queue_work(ifd_server_loop(req->server), &j->work, lookup_work,
                       lookup_after) < 0) {
@@ -501,11 +503,12 @@ static int cache_intercept(ifd_request_t *req) {
     }
     c->jobs++;
     c->lookups++;
-    req->cache_state = IFD_CACHE_PENDING;
+    ifd__req(req)->cache_state = IFD_CACHE_PENDING;
     return 1;
   }
-  if (c->impl.lookup(c->impl.self, req->cache_hash, NULL, &b) < 0) b = NULL;
-  req->t_cache_end = uv_hrtime();
+  if (c->impl.lookup(c->impl.self, ifd__req(req)->cache_hash, NULL, &b) < 0)
+    b = NULL;
+  ifd__req(req)->t_cache_end = uv_hrtime();
   resp = lookup_done(c, req, b);
   if (resp == NULL) return 0;
   if (!c->idle_inited) {
@@ -531,10 +534,10 @@ static void cache_finish(ifd_request_t *req, ifd_response_t *resp) {
   uint64_t t0 = uv_hrtime(), ins = 0;
   int rc;
 
-  req->cache_state = IFD_CACHE_DONE;
+  ifd__req(req)->cache_state = IFD_CACHE_DONE;
   if (resp->error == 0 && !resp->spare && !resp->empty &&
       (b = ifd_cache_blob_build(req, resp)) != NULL) {
-    b->hash = req->cache_hash;
+    b->hash = ifd__req(req)->cache_hash;
     if (c->impl.blocking) {
       cjob_t *j = calloc(1, sizeof(*j));
       if (j != NULL) {
@@ -552,11 +555,11 @@ static void cache_finish(ifd_request_t *req, ifd_response_t *resp) {
       }
       ifd_cache_blob_unref(b);
     } else {
-      rc = c->impl.insert(c->impl.self, req->cache_hash, NULL, b);
+      rc = c->impl.insert(c->impl.self, ifd__req(req)->cache_hash, NULL, b);
       ifd_cache_blob_unref(b);
       if (rc < 0 && rc != IFD_EEXISTS)
         IFD_ERROR("Failed to insert key [%" PRIu64 "] into response cache: %s",
-                  req->cache_hash,
+                  ifd__req(req)->cache_hash,
                   rc == IFD_ETOOBIG ? "the entry is larger than the cache"
                                     : ifd_strerror(rc));
       ins = uv_hrtime() - t0;
@@ -566,7 +569,7 @@ static void cache_finish(ifd_request_t *req, ifd_response_t *resp) {
   if (req->model != NULL && !req->null_req) {
     req->model->stats.cache_miss.count++;
     req->model->stats.cache_miss.ns +=
-        (req->t_cache_end - req->t_cache_start) + ins;
+        (ifd__req(req)->t_cache_end - ifd__req(req)->t_cache_start) + ins;
   }
 }
 

@@ -22,11 +22,13 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/objcache.h"
+#include "base/util.h"
 #include "core/classify.h"
 #include "core/model.h"
 #include "core/runtime.h"
 #include "core/server.h"
 #include "cuda/cuda_mem.h"
+#include "core/request_internal.h"
 
 /* The hooks of the request's server; none for a request made without one
  * (tests, and the server's own requests, which never reach the loop). */
@@ -62,9 +64,10 @@ static void request_free(ifd_request_t *req) {
  * is no longer out (that response is freed on the loop too, so whichever of
  * the two comes last frees it). */
 static void request_put(ifd_request_t *req) {
-  IFD_ASSERT(req->refs > 0);
-  if (--req->refs == 0 &&
-      atomic_load_explicit(&req->resp_slot_busy, memory_order_acquire) == 0)
+  IFD_ASSERT(ifd__req(req)->refs > 0);
+  if (--ifd__req(req)->refs == 0 &&
+      atomic_load_explicit(&ifd__req(req)->resp_slot_busy,
+                           memory_order_acquire) == 0)
     request_free(req);
 }
 
@@ -77,14 +80,15 @@ ifd_request_t *ifd_request_new(ifd_server_t *server) {
    * the spare and the slot response at the end only when they are used. */
   _Static_assert(offsetof(ifd_request_t, pool) == 0, "pool is first");
   memset((char *)req + sizeof(req->pool), 0,
-         offsetof(ifd_request_t, spare) - sizeof(req->pool));
-  atomic_init(&req->resp_slot_busy, 0);
+         offsetof(ifd_request_t, core_area) - sizeof(req->pool));
+  memset(ifd__req(req), 0, offsetof(ifd_request_core_t, spare));
+  atomic_init(&ifd__req(req)->resp_slot_busy, 0);
   ifd_pool_init(&req->pool);
   req->server = server;
   req->model_version = -1;
   req->id = "";
-  req->refs = 1;
-  req->state = IFD_REQ_INIT;
+  ifd__req(req)->refs = 1;
+  ifd__req(req)->state = IFD_REQ_INIT;
   return req;
 }
 
@@ -103,12 +107,13 @@ static const unsigned legal_next[] = {
 #endif
 
 void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
-  IFD_ASSERT((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
-  IFD_ASSERT(legal_next[req->state] & TO(to));
-  req->state = to;
-  if (req->inflight_counted &&
+  IFD_ASSERT((unsigned)ifd__req(req)->state <
+             sizeof(legal_next) / sizeof(legal_next[0]));
+  IFD_ASSERT(legal_next[ifd__req(req)->state] & TO(to));
+  ifd__req(req)->state = to;
+  if (ifd__req(req)->inflight_counted &&
       (to == IFD_REQ_RELEASED || to == IFD_REQ_FAILED_ENQUEUE)) {
-    req->inflight_counted = 0;
+    ifd__req(req)->inflight_counted = 0;
     IFD_ASSERT(ifd_runtime(req->server)->inflight > 0);
     ifd_runtime(req->server)->inflight--;
   }
@@ -213,7 +218,7 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   int rc, counts;
   unsigned cap;
 
-  if (req->state != IFD_REQ_INIT)
+  if (ifd__req(req)->state != IFD_REQ_INIT)
     return ifd_errf(err, IFD_EINTERNAL, "request submitted twice");
   /* A request sent from inside a running execute (BLS) is part of work
    * accepted before the shutdown, which the drain lets finish. */
@@ -251,9 +256,9 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   if (req->t_received == 0) req->t_received = req->t_queued;
   /* The backend's reference: dropped when the release event arrives, or
    * by the scheduler if it refuses the request below. */
-  req->refs++;
+  ifd__req(req)->refs++;
   if (counts) {
-    req->inflight_counted = 1;
+    ifd__req(req)->inflight_counted = 1;
     rt->inflight++;
   }
   ifd_request_set_state(req, IFD_REQ_QUEUED);
@@ -264,9 +269,10 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
      * contract): the backend's reference goes back, and the caller answers
      * from `err`. */
     if (rc == IFD_EOVERLOADED) rt->shed[IFD_SHED_QUEUE_FULL]++;
-    IFD_ASSERT(req->state == IFD_REQ_QUEUED && req->refs >= 2);
+    IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED &&
+               ifd__req(req)->refs >= 2);
     ifd_request_set_state(req, IFD_REQ_FAILED_ENQUEUE);
-    req->refs--;
+    ifd__req(req)->refs--;
     return rc;
   }
   return 0;
@@ -285,9 +291,9 @@ static void count(ifd_request_t *req, int success) {
                            req->t_exec_start,  req->t_compute_start,
                            req->t_compute_end, req->t_exec_end};
   if (req->model == NULL || req->null_req || req->sched_counts) return;
-  if (req->cache_state == IFD_CACHE_HIT) {
-    ifd_stats_cache_hit(&req->model->stats, &t, req->t_cache_start,
-                        req->t_cache_end, uv_hrtime());
+  if (ifd__req(req)->cache_state == IFD_CACHE_HIT) {
+    ifd_stats_cache_hit(&req->model->stats, &t, ifd__req(req)->t_cache_start,
+                        ifd__req(req)->t_cache_end, uv_hrtime());
     return;
   }
   ifd_stats_request(&req->model->stats, &t, success,
@@ -296,8 +302,9 @@ static void count(ifd_request_t *req, int success) {
 
 /* Whether a released request counts as a success. */
 static int succeeded(const ifd_request_t *req) {
-  return req->stat_reported ? req->stat_success
-                            : req->final_delivered && req->final_error == 0;
+  return req->stat_reported
+             ? req->stat_success
+             : ifd__req_c(req)->final_delivered && req->final_error == 0;
 }
 
 static void release_done(ifd_request_t *req) {
@@ -307,10 +314,10 @@ static void release_done(ifd_request_t *req) {
   if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_end != NULL))
     hooks_of(req)->traced_end(req);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
-  req->release_pending = 0;
+  ifd__req(req)->release_pending = 0;
   count(req, ok);
-  if (!req->final_delivered) {
-    if (req->responses == 0)
+  if (!ifd__req(req)->final_delivered) {
+    if (ifd__req(req)->responses == 0)
       ifd_request_fail(req, IFD_EINTERNAL,
                        "the backend released the request without a response");
     else
@@ -431,11 +438,11 @@ static void deliver_now(ifd_response_t *resp) {
 
   /* The request may be freed by uncount() once the response is delivered;
    * keep it alive across the callback. */
-  req->refs++;
+  ifd__req(req)->refs++;
   resp->counted = 0;
   if (resp->discard) {
     ifd_response_free(resp);
-  } else if (req->final_delivered) {
+  } else if (ifd__req(req)->final_delivered) {
     /* A backend sent after its final response: the client was answered
      * already, so drop it. */
     IFD_WARN("dropping a response sent after the final one for request '%s'",
@@ -444,19 +451,20 @@ static void deliver_now(ifd_response_t *resp) {
   } else {
     const ifd_req_hooks_t *hooks = hooks_of(req);
     place_outputs(resp);
-    if (req->cache_state == IFD_CACHE_MISS &&
+    if (ifd__req(req)->cache_state == IFD_CACHE_MISS &&
         (resp->flags & IFD_RESPONSE_FINAL) && ALWAYS(hooks->final_response))
       hooks->final_response(req, resp);
     /* After the cache took the plain tensors: a later request may want
      * them. */
     classify_outputs(resp);
     if (resp->flags & IFD_RESPONSE_FINAL) {
-      req->final_delivered = 1;
+      ifd__req(req)->final_delivered = 1;
       req->final_error = resp->error;
     }
-    if (req->responses == 0 && !resp->empty && hooks->first_response != NULL)
+    if (ifd__req(req)->responses == 0 && !resp->empty &&
+        hooks->first_response != NULL)
       hooks->first_response(req);
-    req->responses++;
+    ifd__req(req)->responses++;
     if (req->trace != NULL && ALWAYS(hooks->traced_response != NULL))
       hooks->traced_response(req, resp);
     if (req->on_response != NULL)
@@ -464,9 +472,9 @@ static void deliver_now(ifd_response_t *resp) {
     else
       ifd_response_free(resp);
   }
-  IFD_ASSERT(!counted || atomic_load(&req->open_responses) > 0);
-  if (counted && atomic_fetch_sub(&req->open_responses, 1) == 1 &&
-      req->release_pending)
+  IFD_ASSERT(!counted || atomic_load(&ifd__req(req)->open_responses) > 0);
+  if (counted && atomic_fetch_sub(&ifd__req(req)->open_responses, 1) == 1 &&
+      ifd__req(req)->release_pending)
     release_done(req);
   request_put(req);
 }
@@ -480,11 +488,12 @@ static void deliver(ifd_response_t *resp) {
   /* A cache hit never reached the scheduler that holds responses (it has
    * no place in its order): it goes out at once. */
   if (m == NULL || m->hold_response == NULL || resp->discard ||
-      req->cache_state == IFD_CACHE_HIT) {
+      ifd__req(req)->cache_state == IFD_CACHE_HIT) {
     deliver_now(resp);
     return;
   }
-  req->refs++; /* the hold's: the request outlives the response it holds */
+  ifd__req(req)
+      ->refs++; /* the hold's: the request outlives the response it holds */
   m->hold_response(m, resp);
 }
 
@@ -506,9 +515,9 @@ ifd_response_t *ifd_response_new(ifd_request_t *req) {
    * request's slot. Any thread may get here; the exchange lets exactly one
    * of them have the slot, and ifd_response_free's release store makes the
    * loop's last writes to it visible before it is claimed again. */
-  if (atomic_exchange_explicit(&req->resp_slot_busy, 1, memory_order_acquire) ==
-      0) {
-    resp = &req->resp_slot;
+  if (atomic_exchange_explicit(&ifd__req(req)->resp_slot_busy, 1,
+                               memory_order_acquire) == 0) {
+    resp = &ifd__req(req)->resp_slot;
     memset(resp, 0, sizeof(*resp));
     embedded = 1;
   } else {
@@ -519,7 +528,7 @@ ifd_response_t *ifd_response_new(ifd_request_t *req) {
   resp->req = req;
   ifd_pool_init(&resp->pool);
   resp->counted = 1;
-  atomic_fetch_add(&req->open_responses, 1);
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
   return resp;
 }
 
@@ -546,7 +555,7 @@ void ifd_sink_response_done(ifd_response_t *resp) {
   /* The response goes first: its maker frees the request once nothing is
    * open on it, which the decrement may tell it. */
   ifd_response_free(resp);
-  atomic_fetch_sub(&req->open_responses, 1);
+  atomic_fetch_sub(&ifd__req(req)->open_responses, 1);
 }
 
 void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
@@ -564,7 +573,7 @@ void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
  * allocation: the message goes into the spare's inline pool chunk. */
 static ifd_response_t *spare_take(ifd_request_t *req, int error,
                                   const char *msg) {
-  ifd_response_t *resp = &req->spare;
+  ifd_response_t *resp = &ifd__req(req)->spare;
   size_t n;
 
   memset(resp, 0, sizeof(*resp));
@@ -578,16 +587,16 @@ static ifd_response_t *spare_take(ifd_request_t *req, int error,
   n = strlen(msg);
   resp->error_msg =
       ifd_pool_strndup(&resp->pool, msg, n > SPARE_MSG_MAX ? SPARE_MSG_MAX : n);
-  atomic_fetch_add(&req->open_responses, 1);
-  req->spare_used = 1;
-  req->refs++; /* the spare lives inside the request */
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
+  ifd__req(req)->spare_used = 1;
+  ifd__req(req)->refs++; /* the spare lives inside the request */
   return resp;
 }
 
 void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
   ifd_response_t *resp;
 
-  if (!req->spare_used) {
+  if (!ifd__req(req)->spare_used) {
     deliver(spare_take(req, error, msg));
     return;
   }
@@ -605,11 +614,12 @@ void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
 }
 
 void ifd_request_hold(ifd_request_t *req) {
-  atomic_fetch_add(&req->open_responses, 1);
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
 }
 
 void ifd_request_unhold(ifd_request_t *req) {
-  if (atomic_fetch_sub(&req->open_responses, 1) == 1 && req->release_pending)
+  if (atomic_fetch_sub(&ifd__req(req)->open_responses, 1) == 1 &&
+      ifd__req(req)->release_pending)
     release_done(req);
 }
 
@@ -633,7 +643,7 @@ static void reschedule(ifd_request_t *req) {
   int rc;
   if (req->stat_reported) count(req, req->stat_success);
   req->stat_reported = 0;
-  req->release_flags = 0;
+  ifd__req(req)->release_flags = 0;
   req->t_queued = uv_hrtime();
   ifd_request_set_state(req, IFD_REQ_QUEUED);
   if (ops == NULL || ops->reschedule == NULL) {
@@ -649,34 +659,34 @@ static void reschedule(ifd_request_t *req) {
 
 static void on_released(ifd_event_t *ev) {
   ifd_request_t *req =
-      (ifd_request_t *)((char *)ev - offsetof(ifd_request_t, release_ev));
+      ifd__req_of(ifd_container_of(ev, ifd_request_core_t, release_ev));
   /* Not done: its open responses (factories) stay open across it. */
-  if (req->release_flags & IFD_RELEASE_RESCHEDULE) {
+  if (ifd__req(req)->release_flags & IFD_RELEASE_RESCHEDULE) {
     reschedule(req);
     return;
   }
   /* Responses still being built (a backend may release a request before it
    * sends): the release completes when the last of them arrives. */
-  if (atomic_load(&req->open_responses) > 0) {
-    req->release_pending = 1;
+  if (atomic_load(&ifd__req(req)->open_responses) > 0) {
+    ifd__req(req)->release_pending = 1;
     return;
   }
   release_done(req);
 }
 
 void ifd_request_release_now(ifd_request_t *req, uint32_t flags) {
-  req->release_flags = flags;
-  on_released(&req->release_ev);
+  ifd__req(req)->release_flags = flags;
+  on_released(&ifd__req(req)->release_ev);
 }
 
 void ifd_request_release(ifd_request_t *req, uint32_t flags) {
-  req->release_flags = flags;
+  ifd__req(req)->release_flags = flags;
   if (req->sink != NULL) {
     req->sink->release(req->sink, req, flags);
     return;
   }
-  req->release_ev.fn = on_released;
-  ifd_evq_push(ifd_server_evq(req->server), &req->release_ev);
+  ifd__req(req)->release_ev.fn = on_released;
+  ifd_evq_push(ifd_server_evq(req->server), &ifd__req(req)->release_ev);
 }
 
 void ifd_response_discard(ifd_response_t *resp) {
@@ -730,8 +740,9 @@ void ifd_response_free(ifd_response_t *resp) {
     /* Hands the slot back; the request waited for it if its references
      * went first. */
     req = resp->req;
-    atomic_store_explicit(&req->resp_slot_busy, 0, memory_order_release);
-    if (req->refs == 0) request_free(req);
+    atomic_store_explicit(&ifd__req(req)->resp_slot_busy, 0,
+                          memory_order_release);
+    if (ifd__req(req)->refs == 0) request_free(req);
     return;
   }
   free(resp);
@@ -741,18 +752,19 @@ void ifd_request_cancel(ifd_request_t *req) {
   const struct ifd_model_ops *ops;
   if (req == NULL || atomic_exchange(&req->cancelled, 1) != 0) return;
   if (req->model == NULL || req->server == NULL ||
-      (req->state != IFD_REQ_QUEUED && req->state != IFD_REQ_EXECUTING))
+      (ifd__req(req)->state != IFD_REQ_QUEUED &&
+       ifd__req(req)->state != IFD_REQ_EXECUTING))
     return;
   /* Not with its scheduler: a plugin lookup in flight (its end sees the
    * flag), or a cache hit about to be answered. */
-  if (req->cache_state == IFD_CACHE_PENDING ||
-      req->cache_state == IFD_CACHE_HIT)
+  if (ifd__req(req)->cache_state == IFD_CACHE_PENDING ||
+      ifd__req(req)->cache_state == IFD_CACHE_HIT)
     return;
   ops = ops_of(req);
   if (ops->cancel == NULL) return;
   /* The scheduler may answer the request at once, which may drop the
    * protocol's last reference from inside on_response: keep it alive. */
-  req->refs++;
+  ifd__req(req)->refs++;
   ops->cancel(req->model, req);
   request_put(req);
 }
