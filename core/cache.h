@@ -106,7 +106,7 @@ int ifd_cache_local_impl(uint64_t capacity, ifd_cache_impl_t *out);
 /**
  * Creates the server's cache from its --cache-config settings: `name`
  * "local" (its "size" setting: the byte budget) is made at once; another
- * name is a plugin, opened later by ifd__cache_open_plugin on the pool.
+ * name is a plugin, opened later by ifd_cache_open_plugin on the pool.
  * `settings` are "key=value"-like pairs: keys[i] / values[i]. Returns 0
  * and *out, or a negative code with `err` filled (a bad size).
  */
@@ -115,7 +115,7 @@ int ifd_cache_new(const char *name, const char *const *keys,
                   ifd_cache_t **out, ifd_errmsg_t *err);
 void ifd_cache_free(ifd_cache_t *c);
 
-/** Does `c` still need its plugin opened (ifd__cache_open_plugin)? */
+/** Does `c` still need its plugin opened (ifd_cache_open_plugin)? */
 int ifd_cache_needs_open(const ifd_cache_t *c);
 /** Opens the plugin (thread-pool thread). 0, or a negative code with err. */
 int ifd_cache_open_plugin(ifd_cache_t *c, ifd_errmsg_t *err);

@@ -19,7 +19,7 @@
 
 typedef struct ifd_request_core {
   ifd_request_state_t state; /* loop thread; see ifd_request_set_state */
-  int inflight_counted;      /* loop thread: in server->inflight */
+  int inflight_counted;      /* loop thread: in the runtime's inflight */
   int refs;                  /* loop thread only: protocol ref + backend ref */
   uint32_t release_flags; /* TRITONSERVER_RequestReleaseFlag from the backend */
   int final_delivered; /* loop thread: a FINAL response reached on_response */

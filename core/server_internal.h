@@ -1,9 +1,11 @@
 /*
- * core/server_internal.h - what the server's three files share: the server
- * object (server.c: creation, readiness, shutdown), the model registry and
- * its state machine (registry.c: start-up, load, reload, unload, poll) and
- * the read-only queries (server_query.c: lookup, metadata, statistics, the
- * repository index). Everything here belongs to the loop thread.
+ * core/server_internal.h - what the server's files share: the server object
+ * (server.c: creation, start-up, shutdown; its runtime context first, see
+ * core/runtime.h), the model registry and its state machine (registry*.c:
+ * start-up, load, reload, unload, poll; it reports to server.c through
+ * s->owner) and the read-only queries (server_query.c: lookup, metadata,
+ * statistics, the repository index). Everything here belongs to the loop
+ * thread.
  */
 #ifndef IFD_CORE_SERVER_INTERNAL_H
 #define IFD_CORE_SERVER_INTERNAL_H

@@ -1,8 +1,9 @@
 /*
  * core/server_query.c - what the registry answers without changing: model
- * lookup for requests, readiness, server and model metadata, statistics and
- * the repository index. Loop thread; nothing here allocates beyond the
- * arrays it returns.
+ * lookup for requests (ifd__server_resolve: a sequence's request goes where
+ * its sequence began), model readiness, server and model metadata,
+ * statistics and the repository index. Loop thread; nothing here allocates
+ * beyond the arrays it returns.
  */
 #include <inttypes.h>
 #include <stdio.h>
