@@ -8,10 +8,10 @@
  * (no HTTP, no gRPC). TRITONSERVER_Server* is the core's ifd_server_t
  * itself; the capi_server_t around it is reached with ifd_server_host(),
  * its first member being the ifd__capi_host_t that backend_api's in-process
- * API reads (backend_api/capi_loop.c). The server of inferd's executable, which
- * backends get from TRITONBACKEND_ModelServer (BLS), has no host: the queries
- * and model control work on it too, but it cannot be stopped, deleted or given
- * an exit timeout through the API (a backend must not stop its host).
+ * API reads (backend_api/capi/capi_loop.c). The server of inferd's executable,
+ * which backends get from TRITONBACKEND_ModelServer (BLS), has no host: the
+ * queries and model control work on it too, but it cannot be stopped, deleted
+ * or given an exit timeout through the API (a backend must not stop its host).
  *
  * Life of an embedded server:
  *   ServerNew  the caller's thread starts the loop thread and waits; the

@@ -106,7 +106,7 @@ int ifd_cache_local_impl(uint64_t capacity, ifd_cache_impl_t *out);
 /**
  * Creates the server's cache from its --cache-config settings: `name`
  * "local" (its "size" setting: the byte budget) is made at once; another
- * name is a plugin, opened later by ifd__cache_open_plugin on the pool.
+ * name is a plugin, opened later by ifd_cache_open_plugin on the pool.
  * `settings` are "key=value"-like pairs: keys[i] / values[i]. Returns 0
  * and *out, or a negative code with `err` filled (a bad size).
  */
@@ -115,7 +115,7 @@ int ifd_cache_new(const char *name, const char *const *keys,
                   ifd_cache_t **out, ifd_errmsg_t *err);
 void ifd_cache_free(ifd_cache_t *c);
 
-/** Does `c` still need its plugin opened (ifd__cache_open_plugin)? */
+/** Does `c` still need its plugin opened (ifd_cache_open_plugin)? */
 int ifd_cache_needs_open(const ifd_cache_t *c);
 /** Opens the plugin with `open` (the server's opts.cache_open; NULL: this
  *  program cannot load plugins, IFD_EUNSUPPORTED). Thread-pool thread. 0,
@@ -123,7 +123,7 @@ int ifd_cache_needs_open(const ifd_cache_t *c);
 int ifd_cache_open_plugin(ifd_cache_t *c, ifd_cache_plugin_open_fn open,
                           ifd_errmsg_t *err);
 
-/** The server's cache, NULL when none is configured. */
+/** The server's cache, NULL when none is configured (core/runtime.c). */
 ifd_cache_t *ifd_server_cache(const ifd_server_t *s);
 
 /** Requests waiting for a plugin lookup (a drain waits for them); 0 for
@@ -133,30 +133,17 @@ uint64_t ifd_cache_in_flight(const ifd_cache_t *c);
 /** Copies the cache's counters. */
 void ifd_cache_stats(const ifd_cache_t *c, ifd_cache_stats_t *out);
 
-/* ---- the request path (core/infer.c) ---------------------------------- */
+/* ---- the request path ------------------------------------------------- */
 
-/* ifd_request_t.cache_state */
-enum {
-  IFD_CACHE_NONE = 0, /* not cached */
-  IFD_CACHE_PENDING,  /* a plugin lookup is in flight */
-  IFD_CACHE_MISS,     /* ran; its FINAL response is inserted */
-  IFD_CACHE_HIT,      /* answered from the cache */
-  IFD_CACHE_DONE,     /* a miss whose response was handled */
-};
+struct ifd_req_hooks;
 
 /**
- * Called by ifd_request_submit for a request of a model with
- * response_cache on, in state QUEUED, before its scheduler. Returns 1 when
- * the cache took the request (a hit, answered at the end of this loop
- * iteration, or a plugin lookup in flight, after which the request goes on
- * to ops->submit or is answered); 0 when the scheduler should get it now
- * (a miss: req->cache_state says whether its response is to be inserted).
+ * Attaches the cache to the request path (core/runtime.h): the submit stage
+ * looks a request of a model with response_cache on up before its
+ * scheduler, and the FINAL response of a miss is inserted when it reaches
+ * the loop. Called by ifd_server_new once the server has a cache.
  */
-int ifd__cache_submit(ifd_request_t *req);
-
-/** A FINAL response of a MISS request reached the loop: inserts it when it
- *  succeeded and counts the miss. */
-void ifd__cache_finish(ifd_request_t *req, ifd_response_t *resp);
+void ifd_cache_register_hooks(struct ifd_req_hooks *hooks);
 
 /** Whether `m` caches: its config enables response_cache and the server
  *  has a cache. */

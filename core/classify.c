@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
+
 /* ---- labels -------------------------------------------------------------- */
 
 int ifd_labels_load(ifd_labels_t *l, const char *path, ifd_errmsg_t *err) {
@@ -164,8 +166,9 @@ static void load(const unsigned char *base, ifd_dtype_t t, size_t i,
       memcpy(&e->v.d, base + 8 * i, 8);
       break;
     default:
+      IFD_ASSERT(!"a type ifd_classify refuses reached the reader");
       e->v.u = 0;
-      break; /* NEVER: refused before */
+      break;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/check.h"
 #include "core/ensemble_check.h"
 
 /* One ensemble tensor. */
@@ -245,7 +246,8 @@ static int flow(tset_t *s, const ifd_model_config_t *ens,
       if (!ready) continue;
       done[k] = 1;
       changed = 1;
-      if (st->n_input_map == 0 || st->n_output_map == 0) continue; /* NEVER */
+      /* config_ensemble.c refuses a step without maps. */
+      if (NEVER(st->n_input_map == 0 || st->n_output_map == 0)) continue;
       first = find(s, st->input_map[0]->value);
       for (size_t j = 1; j < st->n_input_map; j++) {
         if (find(s, st->input_map[j]->value)->label == first->label) continue;

@@ -6,26 +6,36 @@
  * event reaches the loop). Both are counted on the loop thread only, so the
  * count needs no atomics. Responses are created and filled on any thread but
  * reach the protocol only through the completion queue.
+ *
+ * The response cache, tracing and the first-response metric attach to this
+ * path through the server's hooks (core/runtime.h): this file calls a stage
+ * when its slot is set and names none of those modules.
  */
 #include "core/infer.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
-#include "core/cache.h"
-#include "core/classify.h"
+#include "base/check.h"
 #include "base/log.h"
-#include "core/metrics.h"
-#include "core/model.h"
 #include "base/objcache.h"
+#include "base/util.h"
+#include "core/classify.h"
+#include "core/model.h"
+#include "core/runtime.h"
 #include "core/server.h"
-#include "core/server_internal.h"
-#include "core/trace.h"
 #include "cuda/cuda_mem.h"
+#include "core/request_internal.h"
+
+/* The hooks of the request's server; none for a request made without one
+ * (tests, and the server's own requests, which never reach the loop). */
+static const ifd_req_hooks_t no_hooks;
+static const ifd_req_hooks_t *hooks_of(const ifd_request_t *req) {
+  return req->server != NULL ? &ifd_runtime(req->server)->hooks : &no_hooks;
+}
 
 /* Request objects go back to their server's cache (loop thread), so the
  * next request reuses one without malloc; a request made without a server
@@ -33,7 +43,8 @@
 static void request_free(ifd_request_t *req) {
   ifd_req_attach_t *a, *next;
   uint32_t i;
-  if (req->trace != NULL) ifd__trace_finish(req);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_free != NULL))
+    hooks_of(req)->traced_free(req);
   for (a = atomic_load(&req->attached); a != NULL; a = next) {
     next = a->next;
     a->drop(a);
@@ -53,8 +64,10 @@ static void request_free(ifd_request_t *req) {
  * is no longer out (that response is freed on the loop too, so whichever of
  * the two comes last frees it). */
 static void request_put(ifd_request_t *req) {
-  if (--req->refs == 0 &&
-      atomic_load_explicit(&req->resp_slot_busy, memory_order_acquire) == 0)
+  IFD_ASSERT(ifd__req(req)->refs > 0);
+  if (--ifd__req(req)->refs == 0 &&
+      atomic_load_explicit(&ifd__req(req)->resp_slot_busy,
+                           memory_order_acquire) == 0)
     request_free(req);
 }
 
@@ -67,19 +80,22 @@ ifd_request_t *ifd_request_new(ifd_server_t *server) {
    * the spare and the slot response at the end only when they are used. */
   _Static_assert(offsetof(ifd_request_t, pool) == 0, "pool is first");
   memset((char *)req + sizeof(req->pool), 0,
-         offsetof(ifd_request_t, spare) - sizeof(req->pool));
-  atomic_init(&req->resp_slot_busy, 0);
+         offsetof(ifd_request_t, core_area) - sizeof(req->pool));
+  memset(ifd__req(req), 0, offsetof(ifd_request_core_t, spare));
+  atomic_init(&ifd__req(req)->resp_slot_busy, 0);
   ifd_pool_init(&req->pool);
   req->server = server;
   req->model_version = -1;
   req->id = "";
-  req->refs = 1;
-  req->state = IFD_REQ_INIT;
+  ifd__req(req)->refs = 1;
+  ifd__req(req)->state = IFD_REQ_INIT;
   return req;
 }
 
-/* The transitions ifd_request_state_t lists, one bit per target state. */
+/* The transitions ifd_request_state_t lists, one bit per target state,
+ * checked by IFD_ASSERT (checking builds only). */
 #define TO(st) (1u << (st))
+#if IFD_CHECKS
 static const unsigned legal_next[] = {
     [IFD_REQ_INIT] = TO(IFD_REQ_QUEUED),
     [IFD_REQ_QUEUED] = TO(IFD_REQ_EXECUTING) | TO(IFD_REQ_RELEASED) |
@@ -88,15 +104,18 @@ static const unsigned legal_next[] = {
     [IFD_REQ_RELEASED] = 0,
     [IFD_REQ_FAILED_ENQUEUE] = 0,
 };
+#endif
 
 void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
-  assert((unsigned)req->state < sizeof(legal_next) / sizeof(legal_next[0]));
-  assert(legal_next[req->state] & TO(to));
-  req->state = to;
-  if (req->inflight_counted &&
+  IFD_ASSERT((unsigned)ifd__req(req)->state <
+             sizeof(legal_next) / sizeof(legal_next[0]));
+  IFD_ASSERT(legal_next[ifd__req(req)->state] & TO(to));
+  ifd__req(req)->state = to;
+  if (ifd__req(req)->inflight_counted &&
       (to == IFD_REQ_RELEASED || to == IFD_REQ_FAILED_ENQUEUE)) {
-    req->inflight_counted = 0;
-    req->server->inflight--;
+    ifd__req(req)->inflight_counted = 0;
+    IFD_ASSERT(ifd_runtime(req->server)->inflight > 0);
+    ifd_runtime(req->server)->inflight--;
   }
 }
 #undef TO
@@ -194,11 +213,12 @@ static const struct ifd_model_ops *ops_of(ifd_request_t *req) {
 }
 
 int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
+  ifd_runtime_t *rt = ifd_runtime(req->server);
   ifd_model_t *m;
   int rc, counts;
   unsigned cap;
 
-  if (req->state != IFD_REQ_INIT)
+  if (ifd__req(req)->state != IFD_REQ_INIT)
     return ifd_errf(err, IFD_EINTERNAL, "request submitted twice");
   /* A request sent from inside a running execute (BLS) is part of work
    * accepted before the shutdown, which the drain lets finish. */
@@ -210,19 +230,15 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
    * BLS) are never refused by it, or that one could not finish. */
   counts = req->caller_chain == NULL && !req->ensemble_step;
   cap = ifd_server_opts(req->server)->max_inflight_requests;
-  if (counts && cap != 0 && req->server->inflight >= cap) {
-    req->server->shed[IFD_SHED_INFLIGHT_CAP]++;
+  if (counts && cap != 0 && rt->inflight >= cap) {
+    rt->shed[IFD_SHED_INFLIGHT_CAP]++;
     return ifd_errf(err, IFD_EOVERLOADED,
                     "the server has %u requests in flight, its limit "
                     "(--max-inflight-requests)",
                     cap);
   }
-  rc = ifd_server_find_model_in(req->server, req->model_namespace,
-                                req->model_name, strlen(req->model_name),
-                                req->model_version, &m, err);
+  rc = ifd__server_resolve(req->server, req, &m, err);
   if (rc < 0) return rc;
-  if (req->correlation_id != 0 || req->correlation_id_str != NULL)
-    m = ifd__registry_sequence_home(req->server, m, req);
   if (req->caller_chain != NULL && ops_of(req)->deadlocks != NULL &&
       ops_of(req)->deadlocks(m, req))
     return ifd_errf(err, IFD_EUNAVAIL,
@@ -235,23 +251,28 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err) {
   ifd_model_ref(m);
   req->model = m;
   /* Tracing off costs this one test. */
-  if (req->server->trace_on) ifd__trace_sample(req);
+  if (rt->hooks.sample_on) rt->hooks.sample(req);
   req->t_queued = uv_hrtime();
   if (req->t_received == 0) req->t_received = req->t_queued;
   /* The backend's reference: dropped when the release event arrives, or
    * by the scheduler if it refuses the request below. */
-  req->refs++;
+  ifd__req(req)->refs++;
   if (counts) {
-    req->inflight_counted = 1;
-    req->server->inflight++;
+    ifd__req(req)->inflight_counted = 1;
+    rt->inflight++;
   }
   ifd_request_set_state(req, IFD_REQ_QUEUED);
-  if (ifd_cache_model_on(m) && ifd__cache_submit(req)) return 0;
+  if (rt->hooks.intercept != NULL && rt->hooks.intercept(req)) return 0;
   rc = ops_of(req)->submit(m, req, err);
   if (rc < 0) {
-    if (rc == IFD_EOVERLOADED) req->server->shed[IFD_SHED_QUEUE_FULL]++;
+    /* The scheduler refused it and kept nothing (ifd_model_ops_t.submit's
+     * contract): the backend's reference goes back, and the caller answers
+     * from `err`. */
+    if (rc == IFD_EOVERLOADED) rt->shed[IFD_SHED_QUEUE_FULL]++;
+    IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED &&
+               ifd__req(req)->refs >= 2);
     ifd_request_set_state(req, IFD_REQ_FAILED_ENQUEUE);
-    req->refs--;
+    ifd__req(req)->refs--;
     return rc;
   }
   return 0;
@@ -270,9 +291,9 @@ static void count(ifd_request_t *req, int success) {
                            req->t_exec_start,  req->t_compute_start,
                            req->t_compute_end, req->t_exec_end};
   if (req->model == NULL || req->null_req || req->sched_counts) return;
-  if (req->cache_state == IFD_CACHE_HIT) {
-    ifd_stats_cache_hit(&req->model->stats, &t, req->t_cache_start,
-                        req->t_cache_end, uv_hrtime());
+  if (ifd__req(req)->cache_state == IFD_CACHE_HIT) {
+    ifd_stats_cache_hit(&req->model->stats, &t, ifd__req(req)->t_cache_start,
+                        ifd__req(req)->t_cache_end, uv_hrtime());
     return;
   }
   ifd_stats_request(&req->model->stats, &t, success,
@@ -281,20 +302,22 @@ static void count(ifd_request_t *req, int success) {
 
 /* Whether a released request counts as a success. */
 static int succeeded(const ifd_request_t *req) {
-  return req->stat_reported ? req->stat_success
-                            : req->final_delivered && req->final_error == 0;
+  return req->stat_reported
+             ? req->stat_success
+             : ifd__req_c(req)->final_delivered && req->final_error == 0;
 }
 
 static void release_done(ifd_request_t *req) {
   int ok = succeeded(req);
   if (req->model != NULL && !req->null_req && ops_of(req)->released != NULL)
     ops_of(req)->released(req->model, req);
-  if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_end != NULL))
+    hooks_of(req)->traced_end(req);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
-  req->release_pending = 0;
+  ifd__req(req)->release_pending = 0;
   count(req, ok);
-  if (!req->final_delivered) {
-    if (req->responses == 0)
+  if (!ifd__req(req)->final_delivered) {
+    if (ifd__req(req)->responses == 0)
       ifd_request_fail(req, IFD_EINTERNAL,
                        "the backend released the request without a response");
     else
@@ -305,25 +328,6 @@ static void release_done(ifd_request_t *req) {
   }
   if (req->on_release != NULL) req->on_release(req, ok, req->cb_arg);
   request_put(req);
-}
-
-/* A request's first response (not a flags-only FINAL) reached the loop:
- * Triton's first-response histogram counts it for decoupled models, in
- * whole milliseconds since the request arrived. */
-static void first_response(ifd_request_t *req) {
-  ifd_model_t *m = req->model;
-  const double *bounds;
-  size_t n;
-  if (m == NULL || req->null_req || req->t_received == 0 ||
-      !ifd_server_opts(req->server)->histogram_latencies ||
-      !ifd_metrics_decoupled(m))
-    return;
-  bounds = ifd_metrics_histogram_bounds(m, IFD_METRIC_FIRST_RESPONSE, &n);
-  if (ifd_histogram_observe(
-          &m->stats.first_response, bounds, n,
-          (double)((uv_hrtime() - req->t_received) / 1000000u)) != 0)
-    IFD_WARN("out of memory: model '%s' first-response histogram skipped",
-             m->name);
 }
 
 static void set_error(ifd_response_t *resp, int error, const char *msg);
@@ -434,38 +438,43 @@ static void deliver_now(ifd_response_t *resp) {
 
   /* The request may be freed by uncount() once the response is delivered;
    * keep it alive across the callback. */
-  req->refs++;
+  ifd__req(req)->refs++;
   resp->counted = 0;
   if (resp->discard) {
     ifd_response_free(resp);
-  } else if (req->final_delivered) {
+  } else if (ifd__req(req)->final_delivered) {
     /* A backend sent after its final response: the client was answered
      * already, so drop it. */
     IFD_WARN("dropping a response sent after the final one for request '%s'",
              req->id);
     ifd_response_free(resp);
   } else {
+    const ifd_req_hooks_t *hooks = hooks_of(req);
     place_outputs(resp);
-    if (req->cache_state == IFD_CACHE_MISS &&
-        (resp->flags & IFD_RESPONSE_FINAL))
-      ifd__cache_finish(req, resp);
+    if (ifd__req(req)->cache_state == IFD_CACHE_MISS &&
+        (resp->flags & IFD_RESPONSE_FINAL) && ALWAYS(hooks->final_response))
+      hooks->final_response(req, resp);
     /* After the cache took the plain tensors: a later request may want
      * them. */
     classify_outputs(resp);
     if (resp->flags & IFD_RESPONSE_FINAL) {
-      req->final_delivered = 1;
+      ifd__req(req)->final_delivered = 1;
       req->final_error = resp->error;
     }
-    if (req->responses == 0 && !resp->empty) first_response(req);
-    req->responses++;
-    if (req->trace != NULL) ifd__trace_response(req, resp);
+    if (ifd__req(req)->responses == 0 && !resp->empty &&
+        hooks->first_response != NULL)
+      hooks->first_response(req);
+    ifd__req(req)->responses++;
+    if (req->trace != NULL && ALWAYS(hooks->traced_response != NULL))
+      hooks->traced_response(req, resp);
     if (req->on_response != NULL)
       req->on_response(resp, req->cb_arg);
     else
       ifd_response_free(resp);
   }
-  if (counted && atomic_fetch_sub(&req->open_responses, 1) == 1 &&
-      req->release_pending)
+  IFD_ASSERT(!counted || atomic_load(&ifd__req(req)->open_responses) > 0);
+  if (counted && atomic_fetch_sub(&ifd__req(req)->open_responses, 1) == 1 &&
+      ifd__req(req)->release_pending)
     release_done(req);
   request_put(req);
 }
@@ -479,11 +488,12 @@ static void deliver(ifd_response_t *resp) {
   /* A cache hit never reached the scheduler that holds responses (it has
    * no place in its order): it goes out at once. */
   if (m == NULL || m->hold_response == NULL || resp->discard ||
-      req->cache_state == IFD_CACHE_HIT) {
+      ifd__req(req)->cache_state == IFD_CACHE_HIT) {
     deliver_now(resp);
     return;
   }
-  req->refs++; /* the hold's: the request outlives the response it holds */
+  ifd__req(req)
+      ->refs++; /* the hold's: the request outlives the response it holds */
   m->hold_response(m, resp);
 }
 
@@ -505,9 +515,9 @@ ifd_response_t *ifd_response_new(ifd_request_t *req) {
    * request's slot. Any thread may get here; the exchange lets exactly one
    * of them have the slot, and ifd_response_free's release store makes the
    * loop's last writes to it visible before it is claimed again. */
-  if (atomic_exchange_explicit(&req->resp_slot_busy, 1, memory_order_acquire) ==
-      0) {
-    resp = &req->resp_slot;
+  if (atomic_exchange_explicit(&ifd__req(req)->resp_slot_busy, 1,
+                               memory_order_acquire) == 0) {
+    resp = &ifd__req(req)->resp_slot;
     memset(resp, 0, sizeof(*resp));
     embedded = 1;
   } else {
@@ -518,7 +528,7 @@ ifd_response_t *ifd_response_new(ifd_request_t *req) {
   resp->req = req;
   ifd_pool_init(&resp->pool);
   resp->counted = 1;
-  atomic_fetch_add(&req->open_responses, 1);
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
   return resp;
 }
 
@@ -545,7 +555,7 @@ void ifd_sink_response_done(ifd_response_t *resp) {
   /* The response goes first: its maker frees the request once nothing is
    * open on it, which the decrement may tell it. */
   ifd_response_free(resp);
-  atomic_fetch_sub(&req->open_responses, 1);
+  atomic_fetch_sub(&ifd__req(req)->open_responses, 1);
 }
 
 void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
@@ -563,7 +573,7 @@ void ifd_response_send_now(ifd_response_t *resp, uint32_t flags, int error,
  * allocation: the message goes into the spare's inline pool chunk. */
 static ifd_response_t *spare_take(ifd_request_t *req, int error,
                                   const char *msg) {
-  ifd_response_t *resp = &req->spare;
+  ifd_response_t *resp = &ifd__req(req)->spare;
   size_t n;
 
   memset(resp, 0, sizeof(*resp));
@@ -577,16 +587,16 @@ static ifd_response_t *spare_take(ifd_request_t *req, int error,
   n = strlen(msg);
   resp->error_msg =
       ifd_pool_strndup(&resp->pool, msg, n > SPARE_MSG_MAX ? SPARE_MSG_MAX : n);
-  atomic_fetch_add(&req->open_responses, 1);
-  req->spare_used = 1;
-  req->refs++; /* the spare lives inside the request */
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
+  ifd__req(req)->spare_used = 1;
+  ifd__req(req)->refs++; /* the spare lives inside the request */
   return resp;
 }
 
 void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
   ifd_response_t *resp;
 
-  if (!req->spare_used) {
+  if (!ifd__req(req)->spare_used) {
     deliver(spare_take(req, error, msg));
     return;
   }
@@ -604,16 +614,18 @@ void ifd_request_fail(ifd_request_t *req, int error, const char *msg) {
 }
 
 void ifd_request_hold(ifd_request_t *req) {
-  atomic_fetch_add(&req->open_responses, 1);
+  atomic_fetch_add(&ifd__req(req)->open_responses, 1);
 }
 
 void ifd_request_unhold(ifd_request_t *req) {
-  if (atomic_fetch_sub(&req->open_responses, 1) == 1 && req->release_pending)
+  if (atomic_fetch_sub(&ifd__req(req)->open_responses, 1) == 1 &&
+      ifd__req(req)->release_pending)
     release_done(req);
 }
 
 void ifd_request_abort(ifd_request_t *req, int error, const char *msg) {
-  if (req->trace != NULL) ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+  if (req->trace != NULL && ALWAYS(hooks_of(req)->traced_end != NULL))
+    hooks_of(req)->traced_end(req);
   count(req, 0);
   ifd_request_fail(req, error, msg);
   ifd_request_set_state(req, IFD_REQ_RELEASED);
@@ -631,7 +643,7 @@ static void reschedule(ifd_request_t *req) {
   int rc;
   if (req->stat_reported) count(req, req->stat_success);
   req->stat_reported = 0;
-  req->release_flags = 0;
+  ifd__req(req)->release_flags = 0;
   req->t_queued = uv_hrtime();
   ifd_request_set_state(req, IFD_REQ_QUEUED);
   if (ops == NULL || ops->reschedule == NULL) {
@@ -647,34 +659,34 @@ static void reschedule(ifd_request_t *req) {
 
 static void on_released(ifd_event_t *ev) {
   ifd_request_t *req =
-      (ifd_request_t *)((char *)ev - offsetof(ifd_request_t, release_ev));
+      ifd__req_of(ifd_container_of(ev, ifd_request_core_t, release_ev));
   /* Not done: its open responses (factories) stay open across it. */
-  if (req->release_flags & IFD_RELEASE_RESCHEDULE) {
+  if (ifd__req(req)->release_flags & IFD_RELEASE_RESCHEDULE) {
     reschedule(req);
     return;
   }
   /* Responses still being built (a backend may release a request before it
    * sends): the release completes when the last of them arrives. */
-  if (atomic_load(&req->open_responses) > 0) {
-    req->release_pending = 1;
+  if (atomic_load(&ifd__req(req)->open_responses) > 0) {
+    ifd__req(req)->release_pending = 1;
     return;
   }
   release_done(req);
 }
 
 void ifd_request_release_now(ifd_request_t *req, uint32_t flags) {
-  req->release_flags = flags;
-  on_released(&req->release_ev);
+  ifd__req(req)->release_flags = flags;
+  on_released(&ifd__req(req)->release_ev);
 }
 
 void ifd_request_release(ifd_request_t *req, uint32_t flags) {
-  req->release_flags = flags;
+  ifd__req(req)->release_flags = flags;
   if (req->sink != NULL) {
     req->sink->release(req->sink, req, flags);
     return;
   }
-  req->release_ev.fn = on_released;
-  ifd_evq_push(ifd_server_evq(req->server), &req->release_ev);
+  ifd__req(req)->release_ev.fn = on_released;
+  ifd_evq_push(ifd_server_evq(req->server), &ifd__req(req)->release_ev);
 }
 
 void ifd_response_discard(ifd_response_t *resp) {
@@ -728,8 +740,9 @@ void ifd_response_free(ifd_response_t *resp) {
     /* Hands the slot back; the request waited for it if its references
      * went first. */
     req = resp->req;
-    atomic_store_explicit(&req->resp_slot_busy, 0, memory_order_release);
-    if (req->refs == 0) request_free(req);
+    atomic_store_explicit(&ifd__req(req)->resp_slot_busy, 0,
+                          memory_order_release);
+    if (ifd__req(req)->refs == 0) request_free(req);
     return;
   }
   free(resp);
@@ -739,18 +752,19 @@ void ifd_request_cancel(ifd_request_t *req) {
   const struct ifd_model_ops *ops;
   if (req == NULL || atomic_exchange(&req->cancelled, 1) != 0) return;
   if (req->model == NULL || req->server == NULL ||
-      (req->state != IFD_REQ_QUEUED && req->state != IFD_REQ_EXECUTING))
+      (ifd__req(req)->state != IFD_REQ_QUEUED &&
+       ifd__req(req)->state != IFD_REQ_EXECUTING))
     return;
   /* Not with its scheduler: a plugin lookup in flight (its end sees the
    * flag), or a cache hit about to be answered. */
-  if (req->cache_state == IFD_CACHE_PENDING ||
-      req->cache_state == IFD_CACHE_HIT)
+  if (ifd__req(req)->cache_state == IFD_CACHE_PENDING ||
+      ifd__req(req)->cache_state == IFD_CACHE_HIT)
     return;
   ops = ops_of(req);
   if (ops->cancel == NULL) return;
   /* The scheduler may answer the request at once, which may drop the
    * protocol's last reference from inside on_response: keep it alive. */
-  req->refs++;
+  ifd__req(req)->refs++;
   ops->cancel(req->model, req);
   request_put(req);
 }

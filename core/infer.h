@@ -227,6 +227,20 @@ typedef struct ifd_req_sink {
   void (*unheld)(struct ifd_req_sink *s, ifd_request_t *req);
 } ifd_req_sink_t;
 
+/* ifd_request_t.cache_state: where the response cache (core/cache.c)
+ * stands with the request. */
+enum {
+  IFD_CACHE_NONE = 0, /* not cached */
+  IFD_CACHE_PENDING,  /* a plugin lookup is in flight */
+  IFD_CACHE_MISS,     /* ran; its FINAL response is inserted */
+  IFD_CACHE_HIT,      /* answered from the cache */
+  IFD_CACHE_DONE,     /* a miss whose response was handled */
+};
+
+/* Bytes of the request's core-private part (core/request_internal.h
+ * checks that ifd_request_core_t fits). */
+#define IFD_REQUEST_CORE_BYTES 1424
+
 /* Words of scheduler-private storage in every request. */
 #define IFD_REQUEST_SCHED_WORDS 8
 
@@ -330,47 +344,19 @@ struct ifd_request {
   ifd_request_t *job_next; /* run queue: next batch (on a batch's first) */
   uint32_t job_n;          /* run queue: requests in this batch */
 
-  /* Core-private from here on. */
-  ifd_request_state_t state; /* loop thread; see ifd_request_set_state */
-  int inflight_counted;      /* loop thread: in server->inflight */
-  int refs;                  /* loop thread only: protocol ref + backend ref */
-  uint32_t release_flags; /* TRITONSERVER_RequestReleaseFlag from the backend */
-  int final_delivered; /* loop thread: a FINAL response reached on_response */
-  unsigned responses;  /* loop thread: responses delivered so far */
-  /* Responses (and response factories) created but not yet delivered or
-   * deleted: a request released while some are open is not failed. */
-  atomic_int open_responses;
-  int release_pending; /* loop thread: released while responses open */
-  /* The next response index of TRITONBACKEND_ModelInstanceReport-
-   * ResponseStatistics through any of the request's factories (any
-   * thread). */
-  atomic_uint resp_stat_next;
-  int spare_used;         /* loop thread: `spare` was handed out */
-  ifd_event_t release_ev; /* pushed by TRITONBACKEND_RequestRelease */
   /* The request's trace (core/trace.h), NULL when it is not traced (almost
    * always). Owned; loop thread. */
   struct ifd_trace *trace;
   /* The front end that received the request (ifd_trace_proto_t), set
    * before the submit; names a trace's receive and send timestamps. */
   int trace_proto;
-  /* The response cache (core/cache.c): IFD_CACHE_* state, the key's hash
-   * and the lookup's span (ns, CLOCK_MONOTONIC; a plugin's lookup writes
-   * them on the pool while the request waits). */
-  int cache_state;
-  uint64_t cache_hash;
-  uint64_t t_cache_start, t_cache_end;
-  /* Last, and not even zeroed until it is used: the error response
-   * ifd_request_fail delivers without allocating, so that a request whose
-   * failure comes with memory exhausted is still answered. While it is out
-   * it holds a reference on the request (ifd_response_free drops it). */
-  ifd_response_t spare;
-  /* The first response of a request needs no allocation either: the
-   * thread that claims resp_slot_busy (0 -> 1, any thread) builds it in
-   * resp_slot; ifd_response_free (loop) hands it back. A request whose
-   * references are gone waits for its slot's response to be freed. Not
-   * zeroed until it is claimed. */
-  atomic_int resp_slot_busy;
-  ifd_response_t resp_slot;
+
+  /* Core-private: the request's state, references, response accounting,
+   * response-cache state and its two embedded responses, laid over these
+   * bytes by core/request_internal.h (ifd_request_core_t), which only core/
+   * and the library's sched/ and backend_api/ include. Front ends never
+   * read them. Last: ifd_request_new zeroes only their first part. */
+  _Alignas(8) unsigned char core_area[IFD_REQUEST_CORE_BYTES];
 };
 
 #define IFD_RESPONSE_FINAL 1u
@@ -409,15 +395,23 @@ ifd_param_t *ifd_request_add_param(ifd_request_t *req, const char *key,
                                    size_t key_len);
 
 /**
- * Validates the request against its model and queues it. The model is looked
- * up by req->model_name / req->model_version.
+ * Validates the request (state INIT) against its model and queues it. The
+ * model is looked up by req->model_name / req->model_version.
  *
- * Returns 0 when queued: every later outcome, error or success, arrives as
- * responses through req->on_response (the last one carries
- * IFD_RESPONSE_FINAL). Returns a negative code with `err` filled when the
- * request is refused up front (IFD_ENOTFOUND unknown model, IFD_EUNAVAIL
- * model/version not ready, IFD_EINVAL bad input, ...): no callback follows.
- * Either way the caller still holds its reference.
+ * The contract on ownership, as Triton's scheduler states it for Enqueue:
+ * - If 0 is returned, the request is QUEUED and a second reference on it,
+ *   the backend's, is transferred to the server: every later outcome, error
+ *   or success, arrives as responses through req->on_response (the last one
+ *   carries IFD_RESPONSE_FINAL), then on_release; the server drops that
+ *   reference itself.
+ * - If a negative code is returned (with `err` filled: IFD_ENOTFOUND unknown
+ *   model, IFD_EUNAVAIL model/version not ready or shutting down,
+ *   IFD_EINVAL bad input, IFD_EOVERLOADED shed, ...), nothing was
+ *   transferred: no response and no on_release follow, and the request is
+ *   INIT (refused before its scheduler) or FAILED_ENQUEUE (refused by it,
+ *   final: a second submit is refused).
+ * Either way the caller still holds its own reference and drops it with
+ * ifd_request_unref.
  */
 int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err);
 

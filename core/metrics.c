@@ -15,9 +15,11 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "core/cache.h"
 #include "core/model.h"
+#include "core/runtime.h"
 #include "cuda/cuda_mem.h"
 #include "cuda/gpu.h"
 
@@ -460,6 +462,30 @@ const double *ifd_metrics_histogram_bounds(const ifd_model_t *m,
   }
   *n = IFD_ARRAY_SIZE(first_response_default);
   return first_response_default;
+}
+
+/* The first_response stage (core/runtime.h): a request's first response
+ * (not a flags-only FINAL) reached the loop. Triton's first-response
+ * histogram counts it for decoupled models, in whole milliseconds since the
+ * request arrived. */
+static void first_response(ifd_request_t *req) {
+  ifd_model_t *m = req->model;
+  const double *bounds;
+  size_t n;
+  if (m == NULL || req->null_req || req->t_received == 0 ||
+      !ifd_metrics_decoupled(m))
+    return;
+  bounds = ifd_metrics_histogram_bounds(m, IFD_METRIC_FIRST_RESPONSE, &n);
+  if (ifd_histogram_observe(
+          &m->stats.first_response, bounds, n,
+          (double)((uv_hrtime() - req->t_received) / 1000000u)) != 0)
+    IFD_WARN("out of memory: model '%s' first-response histogram skipped",
+             m->name);
+}
+
+void ifd_metrics_register_hooks(ifd_req_hooks_t *hooks,
+                                const ifd_server_opts_t *opts) {
+  if (opts->histogram_latencies) hooks->first_response = first_response;
 }
 
 /* A bucket bound as Prometheus clients print it: the shortest decimal that

@@ -31,6 +31,17 @@ int ifd_metrics_decoupled(const ifd_model_t *m);
 const double *ifd_metrics_histogram_bounds(const ifd_model_t *m,
                                            const char *family, size_t *n);
 
+struct ifd_req_hooks;
+
+/**
+ * Attaches the first-response histogram to the request path
+ * (core/runtime.h) when --metrics-config histogram_latencies=true asks for
+ * it: each request's first response of a decoupled model is observed when it
+ * reaches the loop. Called by ifd_server_new.
+ */
+void ifd_metrics_register_hooks(struct ifd_req_hooks *hooks,
+                                const ifd_server_opts_t *opts);
+
 /** Starts sampling gauges every `interval_ms` (>= 1). Returns 0 or
  *  IFD_ENOMEM. Loop thread. */
 int ifd_metrics_start(ifd_server_t *s, uint64_t interval_ms,

@@ -12,18 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/classify.h"
-
+#include "base/check.h"
 #include "base/log.h"
+#include "core/classify.h"
 
 void ifd_model_ref(ifd_model_t *m) {
   m->refs++;
 }
 
-void ifd__server_model_released(ifd_model_t *m); /* core/server.c */
-
 void ifd_model_unref(ifd_model_t *m) {
-  if (--m->refs == 0) ifd__server_model_released(m);
+  IFD_ASSERT(m->refs > 0);
+  if (--m->refs == 0 && ALWAYS(m->free_fn != NULL)) m->free_fn(m);
 }
 
 static const char *req_id(const ifd_request_t *req) {

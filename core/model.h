@@ -36,6 +36,10 @@ struct ifd_model {
   ifd_model_state_t state; /* loop thread only */
   char *reason;            /* owned: why UNAVAILABLE; NULL otherwise */
   int refs;                /* loop thread only */
+  /* Frees the version when its last reference goes (ifd_model_unref); set
+   * by its creator, the registry (core/registry.c), so this module never
+   * calls up into it. */
+  void (*free_fn)(ifd_model_t *m);
 
   /* Owned by the layers above core (set by ops->load, freed by ops->unload). */
   void *backend_model; /* backend_api: its model object */

@@ -6,7 +6,8 @@
  * Each model name has an entry and a queue of operations (load or unload)
  * that run one at a time in arrival order, so concurrent calls on a model
  * are serialized and the last word wins. An operation's blocking parts run
- * on libuv's thread pool and report back in after-work callbacks:
+ * on libuv's thread pool (their work functions are core/registry_work.c's)
+ * and report back in after-work callbacks:
  *
  *   LOAD:   prepare (pool: find the folder, write override files, read and
  *           validate the config, pick versions, fingerprint the files)
@@ -83,16 +84,13 @@ void ifd__reg_set_str(char **slot, const char *val) {
   *slot = ifd_strdup_null(val);
 }
 
-static int is_ensemble(const ifd_model_config_t *c) {
-  return c != NULL && c->platform != NULL &&
-         strcmp(c->platform, "ensemble") == 0 && c->ensemble_scheduling != NULL;
-}
-
 /* ---- entries and model objects
  * ------------------------------------------------
  */
 
 static void src_unref(ifd_server_t *s, ifd_model_src_t *src);
+
+static void model_released(ifd_model_t *m);
 
 static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
                               int64_t version, const char *path) {
@@ -105,10 +103,11 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
   m->version = version;
   m->state = IFD_MODEL_LOADING;
   m->refs = 1; /* the registry's */
-  if (s->opts.summary_latencies)
+  m->free_fn = model_released;
+  if (s->rt.opts.summary_latencies)
     m->stats.summary = calloc(1, sizeof(*m->stats.summary));
   if (m->name == NULL || m->path == NULL || m->repo == NULL ||
-      (s->opts.summary_latencies && m->stats.summary == NULL)) {
+      (s->rt.opts.summary_latencies && m->stats.summary == NULL)) {
     free(m->stats.summary);
     free(m->name);
     free(m->path);
@@ -119,9 +118,10 @@ static ifd_model_t *model_new(ifd_server_t *s, model_entry_t *e,
   return m;
 }
 
-/* Called when a model's last reference goes. The registry keeps its own
- * reference until the model leaves it, so this only runs after that. */
-void ifd__server_model_released(ifd_model_t *m) {
+/* Called when a model's last reference goes (its free_fn). The registry
+ * keeps its own reference until the model leaves it, so this only runs
+ * after that. */
+static void model_released(ifd_model_t *m) {
   ifd_server_t *s = m->server;
   ifd_stats_free(&m->stats);
   ifd__model_free_labels(m);
@@ -175,11 +175,11 @@ static ifd_model_config_t *config_clone(const ifd_model_config_t *c) {
  * UnregisterModelRepository change the server's on the loop while jobs run.
  * Returns 0 or IFD_ENOMEM. */
 int ifd__reg_repos_copy(const ifd_server_t *s, char ***out, size_t *n) {
-  char **a = calloc(s->opts.n_repos ? s->opts.n_repos : 1, sizeof(*a));
+  char **a = calloc(s->rt.opts.n_repos ? s->rt.opts.n_repos : 1, sizeof(*a));
   size_t i;
   if (a == NULL) return IFD_ENOMEM;
-  for (i = 0; i < s->opts.n_repos; i++) {
-    a[i] = strdup(s->opts.repos[i]);
+  for (i = 0; i < s->rt.opts.n_repos; i++) {
+    a[i] = strdup(s->rt.opts.repos[i]);
     if (a[i] == NULL) {
       while (i > 0) free(a[--i]);
       free(a);
@@ -187,7 +187,7 @@ int ifd__reg_repos_copy(const ifd_server_t *s, char ***out, size_t *n) {
     }
   }
   *out = a;
-  *n = s->opts.n_repos;
+  *n = s->rt.opts.n_repos;
   return 0;
 }
 
@@ -210,7 +210,7 @@ static reg_job_t *job_new(ifd_server_t *s, reg_op_t *op, ifd_model_t *m) {
 static int job_queue(reg_job_t *j, uv_work_cb work, uv_after_work_cb after) {
   ifd_server_t *s = j->server;
   s->jobs++;
-  if (uv_queue_work(s->loop, &j->work, work, after) == 0) return 0;
+  if (uv_queue_work(s->rt.loop, &j->work, work, after) == 0) return 0;
   s->jobs--;
   free(j->name);
   free(j->path);
@@ -228,11 +228,6 @@ static void job_end(ifd_server_t *s, reg_job_t *j) {
   free(j);
   s->jobs--;
   if (ifd__registry_idle(s)) ifd__server_registry_idle(s);
-}
-
-static void rm_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  ifd_repo_remove_temp(j->path);
 }
 
 static void rm_after(uv_work_t *w, int status) {
@@ -256,7 +251,7 @@ static void src_unref(ifd_server_t *s, ifd_model_src_t *src) {
   if (j != NULL) {
     j->path = src->dir;
     src->dir = NULL;
-    if (job_queue(j, rm_work, rm_after) < 0)
+    if (job_queue(j, ifd__reg_rm_work, rm_after) < 0)
       IFD_WARN("cannot remove a temporary model folder");
   }
   if (src->dir != NULL)
@@ -287,23 +282,18 @@ void ifd__reg_op_enqueue(reg_op_t *op) {
   if (e->ops == op) op_start(op);
 }
 
-static void agents_end_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  j->server->opts.repoagent_ops->release(j->agents);
-}
-
 /* Ends a chain of repository agents no version took (LOAD_FAIL, then
  * ModelFinalize), on the pool. */
 static void agents_end(ifd_server_t *s, void *chain) {
   reg_job_t *j;
   if (s->freeing) {
-    s->opts.repoagent_ops->release(chain);
+    s->rt.opts.repoagent_ops->release(chain);
     return;
   }
   j = job_new(s, NULL, NULL);
   if (j != NULL) {
     j->agents = chain;
-    if (job_queue(j, agents_end_work, rm_after) == 0) return;
+    if (job_queue(j, ifd__reg_agents_end_work, rm_after) == 0) return;
   }
   IFD_ERROR("cannot end the repository agents of a load");
 }
@@ -342,7 +332,7 @@ static void op_finish(reg_op_t *op, int rc, const char *msg) {
 
   if (op->call != NULL && op->call->done != NULL)
     op->call->done(rc, rc < 0 ? msg : "", op->call->arg);
-  if (op->startup && rc < 0) s->failed++;
+  if (op->startup && rc < 0) s->rt.failed++;
   e->ops = op->next;
   for (i = 0; i < op->n_waiters; i++)
     if (--op->waiters[i]->deps == 0) op_continue(op->waiters[i]);
@@ -364,18 +354,13 @@ static void op_finish(reg_op_t *op, int rc, const char *msg) {
 
 static void unload_done_ev(ifd_event_t *ev);
 
-static void unload_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  ifd__reg_agents_unload(j->server, j->model);
-}
-
 /* The unload ran; its completion waits for the events it pushed (the layers
  * above core free their model objects from them; the queue is FIFO). */
 static void unload_after(uv_work_t *w, int status) {
   reg_job_t *j = (reg_job_t *)w;
   (void)status;
   j->ev.fn = unload_done_ev;
-  ifd_evq_push(&j->server->evq, &j->ev);
+  ifd_evq_push(&j->server->rt.evq, &j->ev);
 }
 
 static void version_unloaded(ifd_server_t *s, ifd_model_t *m, reg_op_t *op);
@@ -394,10 +379,10 @@ static void unload_done_ev(ifd_event_t *ev) {
  * what executes finishes first. `op` (may be NULL) hears of its end. */
 static void version_unload(ifd_server_t *s, ifd_model_t *m, reg_op_t *op) {
   reg_job_t *j = job_new(s, op, m);
-  s->opts.ops->stop(m);
+  s->rt.opts.ops->stop(m);
   m->state = IFD_MODEL_UNLOADING;
   if (op != NULL) op->loading++;
-  if (j == NULL || job_queue(j, unload_work, unload_after) < 0) {
+  if (j == NULL || job_queue(j, ifd__reg_unload_work, unload_after) < 0) {
     /* Leaving the backend loaded beats blocking the loop on its threads. */
     IFD_ERROR("cannot unload '%s' version %" PRId64, m->name, m->version);
     version_unloaded(s, m, op);
@@ -452,7 +437,8 @@ static void unload_start(reg_op_t *op) {
 
   if (op->by_name) e->by_name = 0;
   for (m = e->versions; m != NULL; m = m->next_version)
-    if (m->state == IFD_MODEL_READY && is_ensemble(m->config)) ens = m->config;
+    if (m->state == IFD_MODEL_READY && ifd__reg_is_ensemble(m->config))
+      ens = m->config;
   if (op->unload_dependents && ens != NULL) {
     /* Queued behind this op on other entries: the config outlives them. */
     unload_dependents(s, e->repo, ens);
@@ -483,25 +469,10 @@ static void retire(ifd_server_t *s, model_entry_t *e, ifd_model_t *m) {
  * (END, or the idle timeout), so a reload cuts no sequence short. */
 static int holds_sequences(ifd_server_t *s, const ifd_model_t *m) {
   uint64_t active = 0, backlog = 0;
-  if (s->opts.ops->sequences == NULL ||
-      s->opts.ops->sequences(m, &active, &backlog) < 0)
+  if (s->rt.opts.ops->sequences == NULL ||
+      s->rt.opts.ops->sequences(m, &active, &backlog) < 0)
     return 0;
   return active + backlog > 0;
-}
-
-ifd_model_t *ifd__registry_sequence_home(ifd_server_t *s, ifd_model_t *m,
-                                         const ifd_request_t *req) {
-  model_entry_t *e;
-  if (s->opts.ops->holds_sequence == NULL ||
-      (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)
-    return m;
-  e = entry_of(s, m);
-  if (e == NULL || e->retired == NULL) return m;
-  for (ifd_model_t *r = e->retired; r != NULL; r = r->next_version)
-    if (r->state == IFD_MODEL_READY && r->version == m->version &&
-        s->opts.ops->holds_sequence(r, req))
-      return r;
-  return m;
 }
 
 static void retire_check(ifd_server_t *s) {
@@ -514,7 +485,7 @@ static void retire_check(ifd_server_t *s) {
     ifd_model_t *m, *next;
     for (m = s->entries[i]->retired; m != NULL; m = next) {
       next = m->next_version;
-      if (m->state != IFD_MODEL_READY || s->opts.ops->pending(m) > 0 ||
+      if (m->state != IFD_MODEL_READY || s->rt.opts.ops->pending(m) > 0 ||
           holds_sequences(s, m))
         continue;
       s->n_retired--;
@@ -533,125 +504,6 @@ static void on_retire_timer(uv_timer_t *t) {
 
 /* ---- loading ----------------------------------------------------------------
  */
-
-static void prepare_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  reg_op_t *op = j->op;
-  ifd_server_t *s = j->server;
-  ifd_config_opts_t copts = {s->opts.strict_config,
-                             s->opts.gpu_count,
-                             s->opts.model_config_name,
-                             s->opts.gpu_skip,
-                             s->opts.min_compute_capability,
-                             j->mapped,
-                             &op->group_defaults};
-  const char *dir;
-  char *tmp = NULL;
-
-  ifd_errclear(&j->err);
-  if (j->path == NULL) {
-    j->rc = ifd_repo_find((const char *const *)j->repos, j->n_repos, j->name,
-                          &j->path, &j->repo, &j->err);
-    if (j->rc < 0) return;
-  }
-  dir = j->path;
-  if (op->n_files > 0) {
-    if (op->config == NULL) {
-      j->rc = ifd_errf(&j->err, IFD_EINVAL,
-                       "failed to load '%s': the 'config' parameter must be "
-                       "given with the 'file:' parameters",
-                       j->name);
-      return;
-    }
-    j->rc = ifd_repo_write_temp(j->name, op->files, op->n_files, &tmp, &j->err);
-    if (j->rc < 0) return;
-    dir = tmp;
-  }
-  if (op->config != NULL)
-    j->rc = ifd_config_prepare_json(op->config, op->config_len, dir, j->name,
-                                    &copts, &op->cfg, &j->err);
-  else
-    j->rc = ifd_config_prepare(dir, j->name, &copts, &op->cfg, &j->err);
-  op->fp = ifd_repo_fingerprint(j->path);
-  if (j->rc == 0 && op->cfg->model_repository_agents != NULL &&
-      op->cfg->model_repository_agents->n_agents > 0 &&
-      (j->same_fp == 0 || op->fp != j->same_fp)) {
-    /* As Triton: the agents run before the versions are read, and the
-     * model loads from where the last one left its files. */
-    if (s->opts.repoagent_ops == NULL)
-      j->rc = ifd_errf(&j->err, IFD_EUNSUPPORTED,
-                       "repository agents are not available");
-    else
-      j->rc = s->opts.repoagent_ops->load(s->opts.repoagent_dir, j->name,
-                                          op->cfg, &copts, dir, &op->agents,
-                                          &op->agent_loc, &j->err);
-    if (j->rc == 0) dir = op->agent_loc;
-  }
-  if (j->rc == 0)
-    j->rc = ifd_repo_versions(dir, op->cfg, &op->versions, &op->n_versions,
-                              &j->err);
-  if (j->rc < 0 && op->agents != NULL) {
-    s->opts.repoagent_ops->release(op->agents);
-    op->agents = NULL;
-    op->agent_loc = NULL;
-  }
-  if (tmp != NULL) {
-    if (j->rc < 0) {
-      ifd_repo_remove_temp(tmp);
-      free(tmp);
-    } else {
-      /* The versions load from the temporary folder. */
-      free(j->path);
-      j->path = tmp;
-    }
-  }
-}
-
-/* Is the set that serves `e` the one `op` found on disk (same versions,
- * all ready, same files, no override either way)? */
-static int unchanged(const model_entry_t *e, const reg_op_t *op) {
-  const ifd_model_t *m = e->versions;
-  size_t i;
-  if (op->config != NULL || op->n_files > 0 || e->override || op->fp != e->fp)
-    return 0;
-  for (i = 0; i < op->n_versions; i++, m = m->next_version)
-    if (m == NULL || m->version != op->versions[i] ||
-        m->state != IFD_MODEL_READY)
-      return 0;
-  return m == NULL;
-}
-
-/* Whom an ensemble's checks ask: the server, and the ensemble's repository
- * (its composing models are looked for there first). */
-typedef struct ens_ctx {
-  ifd_server_t *s;
-  const char *repo;
-} ens_ctx_t;
-
-static const ifd_model_config_t *config_of(void *arg, const char *name) {
-  ens_ctx_t *c = arg;
-  model_entry_t *e =
-      ifd__entry_resolve(c->s, c->repo, name, strlen(name), NULL);
-  return e != NULL && is_ensemble(e->cfg) ? e->cfg : NULL;
-}
-
-static ifd_ens_status_t lookup(void *arg, const char *name, int64_t version,
-                               const ifd_model_config_t **cfg) {
-  ens_ctx_t *c = arg;
-  model_entry_t *e =
-      ifd__entry_resolve(c->s, c->repo, name, strlen(name), NULL);
-  ifd_model_t *m, *best = NULL;
-  if (e == NULL) return IFD_ENS_MISSING;
-  for (m = e->versions; m != NULL; m = m->next_version)
-    if (m->state == IFD_MODEL_READY &&
-        (version < 0 ? 1 : m->version == version))
-      best = m;
-  if (best != NULL) {
-    *cfg = best->config;
-    return IFD_ENS_READY;
-  }
-  return ifd__entry_serves(e) ? IFD_ENS_NO_VERSION : IFD_ENS_MISSING;
-}
 
 /* A model-level failure of `op`'s load: recorded where the index shows it
  * (the model's row when nothing serves, else the serving versions'). */
@@ -716,7 +568,7 @@ static void prepare_after(uv_work_t *w, int status) {
   }
   ifd_config_free(e->cfg);
   e->cfg = config_clone(op->cfg);
-  if (ifd__entry_serves(e) && unchanged(e, op)) {
+  if (ifd__entry_serves(e) && ifd__reg_unchanged(e, op)) {
     op_finish(op, 0, NULL);
     job_end(s, j);
     return;
@@ -729,12 +581,13 @@ static void prepare_after(uv_work_t *w, int status) {
     job_end(s, j);
     return;
   }
-  if (is_ensemble(op->cfg)) {
+  if (ifd__reg_is_ensemble(op->cfg)) {
     const Inference__ModelEnsembling *es = op->cfg->ensemble_scheduling;
-    ens_ctx_t ctx = {s, e->repo};
+    ifd_reg_ens_ctx_t ctx = {s, e->repo};
     ifd_errmsg_t err;
     ifd_errclear(&err);
-    if (ifd_ensemble_find_cycle(op->cfg, config_of, &ctx, &err) < 0) {
+    if (ifd_ensemble_find_cycle(op->cfg, ifd__reg_ens_config_of, &ctx, &err) <
+        0) {
       char *r = status_text(err.code, err.text);
       load_refused(op, r != NULL ? r : err.text, err.text);
       free(r);
@@ -778,27 +631,6 @@ static void prepare_after(uv_work_t *w, int status) {
   op_continue(op);
 }
 
-static void load_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  unsigned retries = j->server->opts.model_load_retry_count, k;
-  /* The outputs' label files first: one that cannot be read fails the load
-   * (as in Triton, whose model reads them when it is created). */
-  ifd_errclear(&j->err);
-  j->rc = ifd__model_load_labels(j->model, &j->err);
-  if (j->rc != 0) return;
-  /* --model-load-retry-count: a failed load leaves nothing behind (the
-   * scheduler and the backend undo what they made), so it starts over. */
-  for (k = 0;; k++) {
-    ifd_errclear(&j->err);
-    j->rc = j->server->opts.ops->load(j->model, &j->err);
-    if (j->rc == 0 || k == retries) break;
-    IFD_WARN("failed to load '%s' version %" PRId64 ": %s; retrying (%u of %u)",
-             j->model->name, j->model->version,
-             j->err.text[0] ? j->err.text : ifd_strerror(j->rc), k + 1,
-             retries);
-  }
-}
-
 static void settle(reg_op_t *op);
 
 static void load_after(uv_work_t *w, int status) {
@@ -837,12 +669,13 @@ static void op_continue(reg_op_t *op) {
                                           : e->path;
   size_t i;
 
-  if (is_ensemble(op->cfg)) {
-    ens_ctx_t ctx = {s, e->repo};
+  if (ifd__reg_is_ensemble(op->cfg)) {
+    ifd_reg_ens_ctx_t ctx = {s, e->repo};
     ifd_errmsg_t err;
     ifd_errclear(&err);
-    if (ifd_ensemble_find_cycle(op->cfg, config_of, &ctx, &err) < 0 ||
-        ifd_ensemble_check(op->cfg, lookup, &ctx, &err) < 0) {
+    if (ifd_ensemble_find_cycle(op->cfg, ifd__reg_ens_config_of, &ctx, &err) <
+            0 ||
+        ifd_ensemble_check(op->cfg, ifd__reg_ens_lookup, &ctx, &err) < 0) {
       char *r = status_text(err.code, err.text);
       load_refused(op, r != NULL ? r : err.text, err.text);
       free(r);
@@ -850,7 +683,7 @@ static void op_continue(reg_op_t *op) {
     }
     /* As Triton: an ensemble streams when a composing model does. */
     if (op->cfg->model_transaction_policy != NULL &&
-        ifd_ensemble_decoupled(op->cfg, lookup, &ctx))
+        ifd_ensemble_decoupled(op->cfg, ifd__reg_ens_lookup, &ctx))
       op->cfg->model_transaction_policy->decoupled = 1;
   }
   op->loading = 1; /* held while the loads are queued */
@@ -876,7 +709,7 @@ static void op_continue(reg_op_t *op) {
       continue;
     }
     op->loading++;
-    if (job_queue(j, load_work, load_after) < 0) {
+    if (job_queue(j, ifd__reg_load_work, load_after) < 0) {
       op->loading--;
       model_fail(m, IFD_EINTERNAL, "cannot queue the load");
     }
@@ -891,7 +724,7 @@ static void agents_share(reg_op_t *op) {
   unsigned live = 1;
   if (ma == NULL) return; /* op_free ends the chain: LOAD_FAIL */
   ma->chain = op->agents;
-  ma->ops = op->server->opts.repoagent_ops;
+  ma->ops = op->server->rt.opts.repoagent_ops;
   for (ifd_model_t *m = op->staged; m != NULL; m = m->next_version)
     if (m->state == IFD_MODEL_READY) {
       m->agents = ma;
@@ -900,12 +733,6 @@ static void agents_share(reg_op_t *op) {
   atomic_init(&ma->live, live);
   op->agents = NULL;
   op->ma = ma;
-}
-
-static void agents_loaded_work(uv_work_t *w) {
-  reg_job_t *j = (reg_job_t *)w;
-  j->ma->ops->loaded(j->ma->chain, j->agents_ok);
-  ifd__reg_agents_unref(j->ma);
 }
 
 static void agents_loaded_after(uv_work_t *w, int status) {
@@ -931,9 +758,10 @@ static void op_end(reg_op_t *op, int rc, const char *msg, int ok) {
   if (j != NULL) {
     j->ma = op->ma;
     j->agents_ok = ok;
-    if (job_queue(j, agents_loaded_work, agents_loaded_after) == 0) return;
+    if (job_queue(j, ifd__reg_agents_loaded_work, agents_loaded_after) == 0)
+      return;
   }
-  /* NEVER (out of memory): the agents miss LOAD_COMPLETE; they still end
+  /* Out of memory only: the agents miss LOAD_COMPLETE; they still end
    * with the last version that unloads, or stay (logged) when none
    * loaded: ending them would block the loop. */
   IFD_ERROR("cannot tell the repository agents of '%s' how its load went",
@@ -1011,56 +839,6 @@ static void settle(reg_op_t *op) {
   }
 }
 
-/* The fingerprint a load of `e` by `op` would find unchanged (the serving
- * set, every version READY, no override either way), else 0. */
-static uint64_t unchanged_fp(const model_entry_t *e, const reg_op_t *op) {
-  if (op->config != NULL || op->n_files > 0 || e->override ||
-      e->versions == NULL)
-    return 0;
-  for (const ifd_model_t *m = e->versions; m != NULL; m = m->next_version)
-    if (m->state != IFD_MODEL_READY) return 0;
-  return e->fp;
-}
-
-/* Is `repo` a registered repository now? */
-static int repo_registered(const ifd_server_t *s, const char *repo) {
-  for (size_t i = 0; i < s->opts.n_repos; i++)
-    if (strcmp(s->opts.repos[i], repo) == 0) return 1;
-  return 0;
-}
-
-/* Explicit mode: where a load of `e` reads its folder now. A name mapping
- * decides (*mapped set); else a folder found in a repository no longer
- * registered is looked for again. 0, or IFD_ENOMEM. */
-static int locate(ifd_server_t *s, model_entry_t *e, int *mapped) {
-  const ifd_repo_map_t *mp;
-  char *path, *repo;
-
-  *mapped = 0;
-  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT) return 0;
-  mp = ifd__repo_map_find(s, e->name);
-  if (mp != NULL) {
-    *mapped = 1;
-    if (e->path != NULL && strcmp(e->path, mp->path) == 0) return 0;
-    path = strdup(mp->path);
-    repo = strdup(mp->repo);
-    if (path == NULL || repo == NULL) {
-      free(path);
-      free(repo);
-      return IFD_ENOMEM;
-    }
-  } else if (e->repo != NULL && !repo_registered(s, e->repo)) {
-    path = repo = NULL;
-  } else {
-    return 0;
-  }
-  free(e->path);
-  free(e->repo);
-  e->path = path;
-  e->repo = repo;
-  return 0;
-}
-
 static void op_start(reg_op_t *op) {
   ifd_server_t *s = op->server;
   model_entry_t *e = op->entry;
@@ -1078,16 +856,16 @@ static void op_start(reg_op_t *op) {
     op_finish(op, 0, NULL);
     return;
   }
-  j = locate(s, e, &mapped) == 0 ? job_new(s, op, NULL) : NULL;
+  j = ifd__reg_locate(s, e, &mapped) == 0 ? job_new(s, op, NULL) : NULL;
   if (j != NULL) {
     j->name = strdup(e->name);
     j->path = ifd_strdup_null(e->path);
-    j->same_fp = unchanged_fp(e, op);
+    j->same_fp = ifd__reg_unchanged_fp(e, op);
     j->mapped = mapped;
   }
   if (j == NULL || j->name == NULL || (e->path != NULL && j->path == NULL) ||
       (e->path == NULL && ifd__reg_repos_copy(s, &j->repos, &j->n_repos) < 0) ||
-      job_queue(j, prepare_work, prepare_after) < 0) {
+      job_queue(j, ifd__reg_prepare_work, prepare_after) < 0) {
     if (j != NULL) {
       free(j->name);
       free(j->path);

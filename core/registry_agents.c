@@ -25,7 +25,7 @@ void ifd__reg_agents_unref(ifd_model_agents_t *ma) {
 void ifd__reg_agents_unload(ifd_server_t *s, ifd_model_t *m) {
   ifd_model_agents_t *ma = m->agents;
   if (ma != NULL) ma->ops->unloading(ma->chain);
-  s->opts.ops->unload(m);
+  s->rt.opts.ops->unload(m);
   if (ma == NULL) return;
   m->agents = NULL;
   ifd__reg_agents_unref(ma);

@@ -12,9 +12,9 @@
 #include "base/util.h"
 
 static int refuse(ifd_server_t *s, ifd_errmsg_t *err) {
-  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT)
     return ifd_errf(err, IFD_EUNAVAIL, "%s", IFD_MODEL_CONTROL_REFUSED_TEXT);
-  if (s->shutting_down)
+  if (s->rt.shutting_down)
     return ifd_errf(err, IFD_EUNAVAIL, "the server is shutting down");
   return 0;
 }
@@ -239,7 +239,7 @@ int ifd_server_offload(ifd_server_t *s, void (*work)(void *arg),
   offload_job_t *j;
 
   if (call != NULL) *call = NULL;
-  if (s->shutting_down || s->freeing)
+  if (s->rt.shutting_down || s->freeing)
     return ifd_errf(err, IFD_EUNAVAIL, "the server is shutting down");
   j = calloc(1, sizeof(*j));
   if (j == NULL) return ifd_errf(err, IFD_ENOMEM, "out of memory");
@@ -249,7 +249,7 @@ int ifd_server_offload(ifd_server_t *s, void (*work)(void *arg),
   j->call.done = done;
   j->call.arg = arg;
   s->jobs++;
-  if (uv_queue_work(s->loop, &j->work, offload_work, offload_after) != 0) {
+  if (uv_queue_work(s->rt.loop, &j->work, offload_work, offload_after) != 0) {
     s->jobs--;
     free(j);
     return ifd_errf(err, IFD_EINTERNAL, "cannot queue work on the pool");

@@ -2,13 +2,17 @@
  * core/registry_entry.c - the registry's entries: one per model name, or
  * with --model-namespacing one per repository's model of a name (the
  * entries of a name are linked through next_same; by_name maps the name to
- * the first). Finding, adding and removing them. Loop thread.
+ * the first). Finding, adding and removing them; the queries an operation
+ * asks of them (has the set on disk changed, what an ensemble's names
+ * mean). Loop thread.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/registry_internal.h"
+#include "base/check.h"
+#include "base/log.h"
 #include "base/util.h"
 
 model_entry_t *ifd__entry_find(ifd_server_t *s, const char *name, size_t len) {
@@ -133,10 +137,11 @@ void ifd__reg_entry_remove(ifd_server_t *s, model_entry_t *e) {
   size_t i;
   if (head == e) {
     ifd_strmap_del(&s->by_name, e->name, strlen(e->name));
-    /* NEVER fails: the map held the name a moment ago. */
-    if (e->next_same != NULL)
-      ifd_strmap_put(&s->by_name, e->next_same->name,
-                     strlen(e->next_same->name), e->next_same);
+    /* Cannot fail: the map held the name a moment ago. */
+    if (e->next_same != NULL &&
+        NEVER(ifd_strmap_put(&s->by_name, e->next_same->name,
+                             strlen(e->next_same->name), e->next_same) < 0))
+      IFD_ERROR("model '%s' left the name map", e->name);
   } else if (head != NULL) {
     while (head->next_same != NULL && head->next_same != e)
       head = head->next_same;
@@ -181,4 +186,60 @@ int ifd_server_remove_model(ifd_server_t *s, const char *name, size_t name_len,
                     name);
   ifd__reg_entry_remove(s, e);
   return 0;
+}
+
+/* ---- queries of the registry's operations (core/registry.c) ---- */
+
+int ifd__reg_is_ensemble(const ifd_model_config_t *c) {
+  return c != NULL && c->platform != NULL &&
+         strcmp(c->platform, "ensemble") == 0 && c->ensemble_scheduling != NULL;
+}
+
+/* Is the set that serves `e` the one `op` found on disk (same versions,
+ * all ready, same files, no override either way)? */
+int ifd__reg_unchanged(const model_entry_t *e, const reg_op_t *op) {
+  const ifd_model_t *m = e->versions;
+  size_t i;
+  if (op->config != NULL || op->n_files > 0 || e->override || op->fp != e->fp)
+    return 0;
+  for (i = 0; i < op->n_versions; i++, m = m->next_version)
+    if (m == NULL || m->version != op->versions[i] ||
+        m->state != IFD_MODEL_READY)
+      return 0;
+  return m == NULL;
+}
+
+uint64_t ifd__reg_unchanged_fp(const model_entry_t *e, const reg_op_t *op) {
+  if (op->config != NULL || op->n_files > 0 || e->override ||
+      e->versions == NULL)
+    return 0;
+  for (const ifd_model_t *m = e->versions; m != NULL; m = m->next_version)
+    if (m->state != IFD_MODEL_READY) return 0;
+  return e->fp;
+}
+
+const ifd_model_config_t *ifd__reg_ens_config_of(void *arg, const char *name) {
+  ifd_reg_ens_ctx_t *c = arg;
+  model_entry_t *e =
+      ifd__entry_resolve(c->s, c->repo, name, strlen(name), NULL);
+  return e != NULL && ifd__reg_is_ensemble(e->cfg) ? e->cfg : NULL;
+}
+
+ifd_ens_status_t ifd__reg_ens_lookup(void *arg, const char *name,
+                                     int64_t version,
+                                     const ifd_model_config_t **cfg) {
+  ifd_reg_ens_ctx_t *c = arg;
+  model_entry_t *e =
+      ifd__entry_resolve(c->s, c->repo, name, strlen(name), NULL);
+  ifd_model_t *m, *best = NULL;
+  if (e == NULL) return IFD_ENS_MISSING;
+  for (m = e->versions; m != NULL; m = m->next_version)
+    if (m->state == IFD_MODEL_READY &&
+        (version < 0 ? 1 : m->version == version))
+      best = m;
+  if (best != NULL) {
+    *cfg = best->config;
+    return IFD_ENS_READY;
+  }
+  return ifd__entry_serves(e) ? IFD_ENS_NO_VERSION : IFD_ENS_MISSING;
 }

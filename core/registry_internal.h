@@ -1,14 +1,17 @@
 /*
  * core/registry_internal.h - what the registry's files share: an operation
- * on a model entry (load or unload), a job on the thread pool, and the
- * helpers registry_scan.c (start-up, polling, repository registration)
- * calls in registry.c (operations). Loop thread only, like the registry.
+ * on a model entry (load or unload), a job on the thread pool, the helpers
+ * registry_scan.c (start-up, polling, repository registration) calls in
+ * registry.c (operations), the queries registry.c asks of registry_entry.c
+ * and registry_scan.c, and the jobs' work functions (registry_work.c, on
+ * the thread pool). Loop thread only, like the registry, but for those.
  */
 #ifndef IFD_CORE_REGISTRY_INTERNAL_H
 #define IFD_CORE_REGISTRY_INTERNAL_H
 
 #include <stdatomic.h>
 
+#include "core/ensemble_check.h"
 #include "core/repoagent.h"
 #include "core/server_internal.h"
 
@@ -124,5 +127,57 @@ void ifd__reg_entry_remove(ifd_server_t *s, model_entry_t *e);
 
 /** Drops the registry's reference on every model of a version list. */
 void ifd__reg_unref_list(ifd_model_t *m);
+
+/* ---- registry_entry.c: queries of an operation ---- */
+
+/** Is `c` (may be NULL) an ensemble's config? */
+int ifd__reg_is_ensemble(const ifd_model_config_t *c);
+/** Is the set that serves `e` the one `op` found on disk (same versions,
+ *  all ready, same files, no override either way)? */
+int ifd__reg_unchanged(const model_entry_t *e, const reg_op_t *op);
+/** The fingerprint a load of `e` by `op` would find unchanged (the serving
+ *  set, every version READY, no override either way), else 0. */
+uint64_t ifd__reg_unchanged_fp(const model_entry_t *e, const reg_op_t *op);
+
+/* Whom an ensemble's checks ask (core/ensemble_check.h's callbacks): the
+ * server, and the ensemble's repository (its composing models are looked
+ * for there first). */
+typedef struct ifd_reg_ens_ctx {
+  ifd_server_t *s;  /* borrowed */
+  const char *repo; /* borrowed: the ensemble entry's */
+} ifd_reg_ens_ctx_t;
+/** The config of the ensemble `name` means (arg: an ifd_reg_ens_ctx_t),
+ *  or NULL. */
+const ifd_model_config_t *ifd__reg_ens_config_of(void *arg, const char *name);
+/** The READY version of `name` an ensemble step asks for (version -1: the
+ *  highest), for ifd_ensemble_check (arg: an ifd_reg_ens_ctx_t). */
+ifd_ens_status_t ifd__reg_ens_lookup(void *arg, const char *name,
+                                     int64_t version,
+                                     const ifd_model_config_t **cfg);
+
+/* ---- registry_scan.c: where a load reads ---- */
+
+/** Explicit mode: where a load of `e` reads its folder now. A name mapping
+ *  decides (*mapped set); else a folder found in a repository no longer
+ *  registered is looked for again. 0, or IFD_ENOMEM. */
+int ifd__reg_locate(ifd_server_t *s, model_entry_t *e, int *mapped);
+
+/* ---- registry_work.c: the jobs' work functions (thread pool) ---- */
+
+/** A LOAD's first step: finds the folder (j->path NULL), writes override
+ *  files to a temporary folder, reads and validates the config into
+ *  op->cfg, runs the repository agents, picks op->versions; j->rc, j->err. */
+void ifd__reg_prepare_work(uv_work_t *w);
+/** Loads version j->model (its label files, then ops->load, retried
+ *  --model-load-retry-count times); j->rc, j->err. */
+void ifd__reg_load_work(uv_work_t *w);
+/** Unloads version j->model, its repository agents told around it. */
+void ifd__reg_unload_work(uv_work_t *w);
+/** Tells j->ma's agents how the load went (LOAD_COMPLETE or LOAD_FAIL). */
+void ifd__reg_agents_loaded_work(uv_work_t *w);
+/** Ends j->agents, a chain of repository agents no version took. */
+void ifd__reg_agents_end_work(uv_work_t *w);
+/** Removes the temporary folder j->path. */
+void ifd__reg_rm_work(uv_work_t *w);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * core/registry_scan.c - the registry's view of the repositories: the scan
  * at start-up and the loads it queues, polling for changes (a timer, or a
- * client's poll) and the loads and unloads they call for, and repository
- * registration. Scans run on libuv's thread pool; everything else on the
- * loop. The operations themselves are core/registry.c's.
+ * client's poll) and the loads and unloads they call for, repository
+ * registration, and where a load of a model reads its folder. Scans run on
+ * libuv's thread pool; everything else on the loop. The operations themselves
+ * are core/registry.c's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static void scan_work(uv_work_t *w) {
   ifd_errclear(&j->err);
   j->rc =
       ifd_repo_scan_ns((const char *const *)j->repos, j->n_repos,
-                       j->server->opts.model_namespacing, &j->scan, &j->err);
+                       j->server->rt.opts.model_namespacing, &j->scan, &j->err);
   if (j->rc < 0 || !j->poll || j->scan.count == 0) return;
   j->fps = calloc(j->scan.count, sizeof(*j->fps));
   for (size_t i = 0; j->fps != NULL && i < j->scan.count; i++)
@@ -39,7 +40,7 @@ static void scan_work(uv_work_t *w) {
 static reg_op_t *queue_load(ifd_server_t *s, model_entry_t *e, int startup) {
   reg_op_t *op = ifd__reg_op_new(s, e, OP_LOAD);
   if (op == NULL) {
-    if (startup) s->failed++;
+    if (startup) s->rt.failed++;
     return NULL;
   }
   op->by_name = 1;
@@ -51,11 +52,11 @@ static reg_op_t *queue_load(ifd_server_t *s, model_entry_t *e, int startup) {
 
 /* The repository path that holds `path` ("<repo>/<name>"). */
 static const char *repo_of(ifd_server_t *s, const char *path) {
-  const char *repo = s->opts.n_repos > 0 ? s->opts.repos[0] : NULL;
-  for (size_t k = 0; k < s->opts.n_repos; k++) {
-    size_t rl = strlen(s->opts.repos[k]);
-    if (strncmp(path, s->opts.repos[k], rl) == 0 && path[rl] == '/')
-      repo = s->opts.repos[k];
+  const char *repo = s->rt.opts.n_repos > 0 ? s->rt.opts.repos[0] : NULL;
+  for (size_t k = 0; k < s->rt.opts.n_repos; k++) {
+    size_t rl = strlen(s->rt.opts.repos[k]);
+    if (strncmp(path, s->rt.opts.repos[k], rl) == 0 && path[rl] == '/')
+      repo = s->rt.opts.repos[k];
   }
   return repo;
 }
@@ -64,7 +65,7 @@ static const char *repo_of(ifd_server_t *s, const char *path) {
  * by name and repository. */
 static model_entry_t *scanned_entry(ifd_server_t *s,
                                     const ifd_repo_entry_t *re) {
-  if (!s->opts.model_namespacing)
+  if (!s->rt.opts.model_namespacing)
     return ifd__entry_find(s, re->name, strlen(re->name));
   return ifd__entry_find_in(s, repo_of(s, re->path), re->name,
                             strlen(re->name));
@@ -93,17 +94,17 @@ static void merge_scan(ifd_server_t *s, scan_job_t *j) {
 /* Start-up: which models to load. */
 static void startup_loads(ifd_server_t *s, scan_job_t *j) {
   size_t i, k;
-  int all = s->opts.control_mode != IFD_CONTROL_EXPLICIT;
+  int all = s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT;
 
-  for (k = 0; k < s->opts.n_load_models; k++)
-    if (strcmp(s->opts.load_models[k], "*") == 0) all = 1;
+  for (k = 0; k < s->rt.opts.n_load_models; k++)
+    if (strcmp(s->rt.opts.load_models[k], "*") == 0) all = 1;
   for (k = 0; k < j->scan.n_duplicates; k++) {
     /* A name found in several repositories is ambiguous: Triton refuses to
      * load it, and so do we, listing it as unavailable with the reason. */
     const char *name = j->scan.duplicates[k];
     model_entry_t *e = ifd__entry_find(s, name, strlen(name));
     if (!all) continue;
-    s->failed++;
+    s->rt.failed++;
     if (e == NULL) continue;
     ifd__reg_set_str(&e->reason,
                      "the model appears in more than one model repository");
@@ -115,15 +116,15 @@ static void startup_loads(ifd_server_t *s, scan_job_t *j) {
       if (e != NULL)
         queue_load(s, e, 1);
       else
-        s->failed++;
+        s->rt.failed++;
     }
     return;
   }
-  for (k = 0; k < s->opts.n_load_models; k++) {
-    const char *name = s->opts.load_models[k];
+  for (k = 0; k < s->rt.opts.n_load_models; k++) {
+    const char *name = s->rt.opts.load_models[k];
     model_entry_t *e = ifd__entry_find(s, name, strlen(name));
     if (e == NULL && (e = ifd__reg_entry_add(s, name, NULL, NULL)) == NULL) {
-      s->failed++;
+      s->rt.failed++;
       continue;
     }
     for (; e != NULL; e = e->next_same) {
@@ -167,11 +168,11 @@ static void scan_after(uv_work_t *w, int status) {
   s->jobs--;
   if (j->rc < 0) {
     IFD_ERROR("cannot read the model repository: %s", j->err.text);
-    if (!j->poll) s->failed++;
+    if (!j->poll) s->rt.failed++;
   } else if (!j->poll) {
     merge_scan(s, j);
     startup_loads(s, j);
-  } else if (!s->shutting_down) {
+  } else if (!s->rt.shutting_down) {
     poll_changes(s, j);
   }
   if (j->poll) s->polling = 0;
@@ -193,7 +194,7 @@ static int scan_start(ifd_server_t *s, int poll) {
   j->server = s;
   j->poll = poll;
   s->jobs++;
-  if (uv_queue_work(s->loop, &j->work, scan_work, scan_after) < 0) {
+  if (uv_queue_work(s->rt.loop, &j->work, scan_work, scan_after) < 0) {
     s->jobs--;
     ifd__reg_repos_free(j->repos, j->n_repos);
     free(j);
@@ -204,7 +205,7 @@ static int scan_start(ifd_server_t *s, int poll) {
 
 static void on_poll_timer(uv_timer_t *t) {
   ifd_server_t *s = t->data;
-  if (s->polling || s->shutting_down || !s->loading_done) return;
+  if (s->polling || s->rt.shutting_down || !s->rt.loading_done) return;
   if (scan_start(s, 1) == 0) s->polling = 1;
 }
 
@@ -269,11 +270,11 @@ int ifd_server_register_repository_mapped(ifd_server_t *s, const char *path,
   size_t i, added = 0;
   int rc;
 
-  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT)
     return ifd_errf(err, IFD_EUNSUPPORTED,
                     "repository registration is not allowed if model control "
                     "mode is not EXPLICIT");
-  for (i = 0; i < s->opts.n_repos; i++)
+  for (i = 0; i < s->rt.opts.n_repos; i++)
     if (strcmp(s->repos[i], path) == 0)
       return ifd_errf(err, IFD_EEXISTS,
                       "model repository '%s' has already been registered",
@@ -297,15 +298,15 @@ int ifd_server_register_repository_mapped(ifd_server_t *s, const char *path,
   }
   copy = strdup(path);
   grown = copy != NULL
-              ? realloc(s->repos, (s->opts.n_repos + 1) * sizeof(char *))
+              ? realloc(s->repos, (s->rt.opts.n_repos + 1) * sizeof(char *))
               : NULL;
   if (grown == NULL) {
     free(copy);
     goto out_maps;
   }
-  grown[s->opts.n_repos++] = copy;
+  grown[s->rt.opts.n_repos++] = copy;
   s->repos = grown;
-  s->opts.repos = (const char *const *)s->repos;
+  s->rt.opts.repos = (const char *const *)s->repos;
   s->n_maps += n_maps;
   return 0;
 
@@ -319,21 +320,21 @@ int ifd_server_unregister_repository(ifd_server_t *s, const char *path,
                                      ifd_errmsg_t *err) {
   size_t i, k;
 
-  if (s->opts.control_mode != IFD_CONTROL_EXPLICIT)
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT)
     return ifd_errf(err, IFD_EUNSUPPORTED,
                     "repository unregistration is not allowed if model "
                     "control mode is not EXPLICIT");
-  for (i = 0; i < s->opts.n_repos; i++)
+  for (i = 0; i < s->rt.opts.n_repos; i++)
     if (strcmp(s->repos[i], path) == 0) break;
-  if (i == s->opts.n_repos)
+  if (i == s->rt.opts.n_repos)
     return ifd_errf(err, IFD_EINVAL,
                     "failed to unregister '%s', repository not found", path);
   /* Jobs hold copies of the list; entries hold copies of their path (a
    * later load looks again: core/registry.c, load_start). */
   free(s->repos[i]);
   memmove(&s->repos[i], &s->repos[i + 1],
-          (s->opts.n_repos - i - 1) * sizeof(char *));
-  s->opts.n_repos--;
+          (s->rt.opts.n_repos - i - 1) * sizeof(char *));
+  s->rt.opts.n_repos--;
   for (i = k = 0; i < s->n_maps; i++) {
     if (strcmp(s->maps[i].repo, path) == 0)
       map_free(&s->maps[i]);
@@ -346,9 +347,9 @@ int ifd_server_unregister_repository(ifd_server_t *s, const char *path,
 
 int ifd_server_poll(ifd_server_t *s, void (*done)(void *arg), void *arg,
                     ifd_errmsg_t *err) {
-  if (s->opts.control_mode != IFD_CONTROL_POLL)
+  if (s->rt.opts.control_mode != IFD_CONTROL_POLL)
     return ifd_errf(err, IFD_EUNAVAIL, "polling is disabled");
-  if (s->shutting_down || !s->loading_done || s->poll_done != NULL)
+  if (s->rt.shutting_down || !s->rt.loading_done || s->poll_done != NULL)
     return ifd_errf(err, IFD_EUNAVAIL,
                     "the model repository cannot be polled now (starting, "
                     "stopping, or a poll in progress)");
@@ -371,16 +372,16 @@ int ifd__registry_start(ifd_server_t *s) {
     s->startup_ops = 0;
     return rc;
   }
-  if (s->opts.control_mode == IFD_CONTROL_POLL && s->opts.poll_secs > 0) {
-    uint64_t ms = (uint64_t)s->opts.poll_secs * 1000;
+  if (s->rt.opts.control_mode == IFD_CONTROL_POLL && s->rt.opts.poll_secs > 0) {
+    uint64_t ms = (uint64_t)s->rt.opts.poll_secs * 1000;
     uv_timer_start(&s->poll_timer, on_poll_timer, ms, ms);
   }
   return 0;
 }
 
 void ifd__registry_init(ifd_server_t *s) {
-  uv_timer_init(s->loop, &s->poll_timer);
-  uv_timer_init(s->loop, &s->retire_timer);
+  uv_timer_init(s->rt.loop, &s->poll_timer);
+  uv_timer_init(s->rt.loop, &s->retire_timer);
   s->poll_timer.data = s;
   s->retire_timer.data = s;
 }
@@ -399,4 +400,43 @@ int ifd__registry_close(ifd_server_t *s, uv_close_cb cb) {
   uv_close((uv_handle_t *)&s->poll_timer, cb);
   uv_close((uv_handle_t *)&s->retire_timer, cb);
   return 2;
+}
+
+/* Is `repo` a registered repository now? */
+static int repo_registered(const ifd_server_t *s, const char *repo) {
+  for (size_t i = 0; i < s->rt.opts.n_repos; i++)
+    if (strcmp(s->rt.opts.repos[i], repo) == 0) return 1;
+  return 0;
+}
+
+/* Explicit mode: where a load of `e` reads its folder now. A name mapping
+ * decides (*mapped set); else a folder found in a repository no longer
+ * registered is looked for again. 0, or IFD_ENOMEM. */
+int ifd__reg_locate(ifd_server_t *s, model_entry_t *e, int *mapped) {
+  const ifd_repo_map_t *mp;
+  char *path, *repo;
+
+  *mapped = 0;
+  if (s->rt.opts.control_mode != IFD_CONTROL_EXPLICIT) return 0;
+  mp = ifd__repo_map_find(s, e->name);
+  if (mp != NULL) {
+    *mapped = 1;
+    if (e->path != NULL && strcmp(e->path, mp->path) == 0) return 0;
+    path = strdup(mp->path);
+    repo = strdup(mp->repo);
+    if (path == NULL || repo == NULL) {
+      free(path);
+      free(repo);
+      return IFD_ENOMEM;
+    }
+  } else if (e->repo != NULL && !repo_registered(s, e->repo)) {
+    path = repo = NULL;
+  } else {
+    return 0;
+  }
+  free(e->path);
+  free(e->repo);
+  e->path = path;
+  e->repo = repo;
+  return 0;
 }

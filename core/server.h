@@ -37,7 +37,13 @@ typedef struct ifd_model_ops {
   int (*load)(ifd_model_t *m, ifd_errmsg_t *err);
   /** Finalizes instances and model, releases the backend. Never fails. */
   void (*unload)(ifd_model_t *m);
-  /** Queues a validated request. Returns 0, or a negative code with `err`. */
+  /** Queues a validated request (state QUEUED, holding the backend's
+   *  reference). If 0 is returned, ownership of that reference is
+   *  transferred to the scheduler: it answers the request and ends it
+   *  through a release or ifd_request_abort. If a negative code is returned
+   *  (with `err` filled), the scheduler kept nothing of the request, sent no
+   *  response and changed nothing of its state: the caller still owns it
+   *  (ifd_request_submit then moves it to FAILED_ENQUEUE). */
   int (*submit)(ifd_model_t *m, ifd_request_t *req, ifd_errmsg_t *err);
   /** Refuses every request still queued for `m` (loop thread), just before
    *  its unload starts. */

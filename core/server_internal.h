@@ -1,9 +1,11 @@
 /*
- * core/server_internal.h - what the server's three files share: the server
- * object (server.c: creation, readiness, shutdown), the model registry and
- * its state machine (registry.c: start-up, load, reload, unload, poll) and
- * the read-only queries (server_query.c: lookup, metadata, statistics, the
- * repository index). Everything here belongs to the loop thread.
+ * core/server_internal.h - what the server's files share: the server object
+ * (server.c: creation, start-up, shutdown; its runtime context first, see
+ * core/runtime.h), the model registry and its state machine (registry*.c:
+ * start-up, load, reload, unload, poll; it reports to server.c through
+ * s->owner) and the read-only queries (server_query.c: lookup, metadata,
+ * statistics, the repository index). Everything here belongs to the loop
+ * thread.
  */
 #ifndef IFD_CORE_SERVER_INTERNAL_H
 #define IFD_CORE_SERVER_INTERNAL_H
@@ -14,6 +16,7 @@
 #include "core/model.h"
 #include "base/objcache.h"
 #include "core/repo.h"
+#include "core/runtime.h"
 #include "core/shm.h"
 #include "core/server.h"
 #include "base/strmap.h"
@@ -57,10 +60,10 @@ typedef struct model_entry {
 } model_entry_t;
 
 struct ifd_server {
-  uv_loop_t *loop;                    /* borrowed: outlives the server */
-  ifd_server_opts_t opts;             /* strings owned (copied) */
-  char **repos;                       /* owned copies behind opts.repos */
-  char *backend_dir;                  /* owned copy behind opts.backend_dir */
+  ifd_runtime_t rt;  /* first: what the request path reads (core/runtime.h);
+                        its opts' strings are the copies below */
+  char **repos;      /* owned copies behind opts.repos */
+  char *backend_dir; /* owned copy behind opts.backend_dir */
   ifd_backend_setting_t *backend_cfg; /* owned copies behind
                                          opts.backend_config (strings too) */
   char **load_models;                 /* owned copies behind opts.load_models */
@@ -69,14 +72,10 @@ struct ifd_server {
                                          (strings too) */
   char *model_config_name; /* owned copy behind opts.model_config_name */
   ifd_server_info_t info;  /* server metadata; name: server_id */
-  ifd_evq_t evq;           /* embedded completion queue */
   ifd_strmap_t by_name;    /* name -> model_entry_t* */
   model_entry_t **entries; /* owned array, sorted by name */
   size_t n_entries;
-  int started; /* ifd_server_start was called */
-  int loading_done;
-  int shutting_down;
-  int failed;           /* models that failed to load at start-up */
+  int started;          /* ifd_server_start was called */
   unsigned startup_ops; /* start-up scan and loads not ended yet */
   unsigned ops_live;    /* registry operations not ended */
   unsigned jobs;        /* registry thread-pool jobs in flight */
@@ -106,34 +105,29 @@ struct ifd_server {
   void *stop_arg; /* borrowed: the caller's */
   int closing_handles;
   int freeing; /* ifd_server_free runs: no more thread-pool jobs */
-  /* Loop thread: free request objects for reuse (core/infer.c). */
-  ifd_objcache_t req_cache;
-  ifd_shm_t *shm;          /* owned: shared-memory regions (core/shm.c) */
-  uv_thread_t loop_thread; /* the thread that created the server and runs
-                              its loop */
-  void *host; /* borrowed: the in-process API's object for a server it
-                 created (app/embed.c); NULL otherwise */
   /* Owned copy behind opts.repoagent_dir. */
   char *repoagent_dir;
-  struct ifd_cache *cache; /* owned: the response cache; NULL: none */
-  uv_work_t cache_work;    /* embedded: opens a cache plugin at start */
-  ifd_errmsg_t cache_err;  /* the plugin's open error */
-  ifd_rl_t *rl; /* owned: the rate limiter; NULL when --rate-limit=off */
-  /* The trace extension (core/trace.c). trace_on: some setting can sample,
-   * the one test ifd_request_submit makes per request. Loop thread. */
-  struct ifd_trace_mgr *trace; /* owned (counted: see core/trace.c) */
-  int trace_on;
+  uv_work_t cache_work;   /* embedded: opens a cache plugin at start */
+  ifd_errmsg_t cache_err; /* the plugin's open error */
   /* Name mappings of registered repositories (TRITONSERVER_Server-
    * RegisterModelRepository's, SageMaker's multi-model loads): a load of
    * maps[i].name reads maps[i].path; they go with their repository. */
-  /* Load shedding (loop thread): client requests submitted and not yet
-   * released (what --max-inflight-requests caps), and requests refused with
-   * IFD_EOVERLOADED, by ifd_shed_reason_t. */
-  uint64_t inflight;
-  uint64_t shed[IFD_SHED_N];
   struct ifd_repo_map *maps; /* owned array */
   size_t n_maps;
+  /* The registry's owner (set by ifd_server_new to server.c's functions):
+   * the registry files report to it through these, so they never call up
+   * into server.c. */
+  const struct ifd_reg_owner *owner; /* borrowed: static */
 };
+
+/* What the registry tells the server it belongs to (loop thread). */
+typedef struct ifd_reg_owner {
+  /* The registry went idle (an operation or job ended): a waiting shutdown
+   * may go on. */
+  void (*registry_idle)(ifd_server_t *s);
+  /* Start-up loading ended. */
+  void (*loading_done)(ifd_server_t *s);
+} ifd_reg_owner_t;
 
 /* One name mapping: every string owned. */
 typedef struct ifd_repo_map {
@@ -176,12 +170,6 @@ model_entry_t *ifd__entry_of(ifd_server_t *s, const ifd_model_t *m);
 void ifd__entry_free(model_entry_t *e);
 /** Does the entry serve: some version in e->versions is READY? */
 int ifd__entry_serves(const model_entry_t *e);
-/** The version a request of a sequence goes to: a retired version of `m`'s
- *  model (same version number) that holds the request's sequence, else `m`
- *  (a reload keeps a sequence where it began). O(1) unless `m`'s model has
- *  retired versions. */
-ifd_model_t *ifd__registry_sequence_home(ifd_server_t *s, ifd_model_t *m,
-                                         const ifd_request_t *req);
 /** Begins the start-up scan (ifd_server_start). */
 int ifd__registry_start(ifd_server_t *s);
 /** No registry operation or thread-pool job is in flight. */
@@ -199,12 +187,15 @@ void ifd__registry_init(ifd_server_t *s);
 /** Fills s->info, the server metadata (name: --id when given). */
 void ifd__server_info_init(ifd_server_t *s);
 
-/* ---- server.c ---- */
+/* ---- the registry's owner (server.c, through s->owner) ---- */
 
-/** The registry went idle (an operation or job ended): a waiting shutdown
- *  may go on. */
-void ifd__server_registry_idle(ifd_server_t *s);
-/** Start-up loading ended. */
-void ifd__server_loading_done(ifd_server_t *s);
+/** The registry went idle: tells the server. */
+static inline void ifd__server_registry_idle(ifd_server_t *s) {
+  s->owner->registry_idle(s);
+}
+/** Start-up loading ended: tells the server. */
+static inline void ifd__server_loading_done(ifd_server_t *s) {
+  s->owner->loading_done(s);
+}
 
 #endif

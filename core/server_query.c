@@ -1,8 +1,9 @@
 /*
  * core/server_query.c - what the registry answers without changing: model
- * lookup for requests, readiness, server and model metadata, statistics and
- * the repository index. Loop thread; nothing here allocates beyond the
- * arrays it returns.
+ * lookup for requests (ifd__server_resolve: a sequence's request goes where
+ * its sequence began), model readiness, server and model metadata,
+ * statistics and the repository index. Loop thread; nothing here allocates
+ * beyond the arrays it returns.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,11 +39,39 @@ int ifd_server_find_model(ifd_server_t *s, const char *name, size_t name_len,
   return find_in_entry(e, name, name_len, version, out, err);
 }
 
+/* The version a request of a sequence goes to: a retired version of `m`'s
+ * model (same version number) that holds the request's sequence, else `m`.
+ * O(1) unless `m`'s model has retired versions. */
+static ifd_model_t *sequence_home(ifd_server_t *s, ifd_model_t *m,
+                                  const ifd_request_t *req) {
+  model_entry_t *e;
+  if (s->rt.opts.ops->holds_sequence == NULL ||
+      (req->flags & IFD_REQUEST_FLAG_SEQUENCE_START) != 0)
+    return m;
+  e = ifd__entry_of(s, m);
+  if (e == NULL || e->retired == NULL) return m;
+  for (ifd_model_t *r = e->retired; r != NULL; r = r->next_version)
+    if (r->state == IFD_MODEL_READY && r->version == m->version &&
+        s->rt.opts.ops->holds_sequence(r, req))
+      return r;
+  return m;
+}
+
+int ifd__server_resolve(ifd_server_t *s, const ifd_request_t *req,
+                        ifd_model_t **out, ifd_errmsg_t *err) {
+  int rc = ifd_server_find_model_in(s, req->model_namespace, req->model_name,
+                                    strlen(req->model_name), req->model_version,
+                                    out, err);
+  if (rc == 0 && (req->correlation_id != 0 || req->correlation_id_str != NULL))
+    *out = sequence_home(s, *out, req);
+  return rc;
+}
+
 int ifd_server_find_model_in(ifd_server_t *s, const char *repo,
                              const char *name, size_t name_len, int64_t version,
                              ifd_model_t **out, ifd_errmsg_t *err) {
   model_entry_t *e;
-  if (repo == NULL || !s->opts.model_namespacing)
+  if (repo == NULL || !s->rt.opts.model_namespacing)
     return ifd_server_find_model(s, name, name_len, version, out, err);
   e = ifd__entry_find_in(s, repo, name, name_len);
   /* None in `repo` (or it left the repository): the global lookup, which
@@ -93,7 +122,7 @@ static int find_in_entry(model_entry_t *e, const char *name, size_t name_len,
 int ifd_server_model_ready(ifd_server_t *s, const char *name, size_t name_len,
                            int64_t version) {
   ifd_model_t *m;
-  if (s->shutting_down) return 0;
+  if (s->rt.shutting_down) return 0;
   if (ifd_server_find_model(s, name, name_len, version, &m, NULL) != 0)
     return 0;
   return atomic_load_explicit(&m->unready_instances, memory_order_relaxed) == 0;

@@ -33,88 +33,17 @@
 #include "core/infer.h"
 #include "base/log.h"
 #include "core/model.h"
-#include "core/server_internal.h"
+#include "core/runtime.h"
+#include "core/trace_internal.h"
 #include "core/shm.h"
-
-/* ---- growing text ------------------------------------------------------ */
-
-typedef struct ifd_trace_text {
-  char *p; /* owned */
-  size_t len, cap;
-  int oom; /* an append failed: the text is incomplete, dropped */
-} text_t;
-
-static void text_reserve(text_t *t, size_t more) {
-  size_t cap;
-  char *np;
-  if (t->oom || t->len + more + 1 <= t->cap) return;
-  cap = t->cap ? t->cap : 256;
-  while (cap < t->len + more + 1) cap *= 2;
-  np = realloc(t->p, cap);
-  if (np == NULL) {
-    t->oom = 1;
-    return;
-  }
-  t->p = np;
-  t->cap = cap;
-}
-
-static void text_add(text_t *t, const char *s, size_t n) {
-  text_reserve(t, n);
-  if (t->oom) return;
-  memcpy(t->p + t->len, s, n);
-  t->len += n;
-  t->p[t->len] = '\0';
-}
-
-static void text_puts(text_t *t, const char *s) {
-  text_add(t, s, strlen(s));
-}
-
-static void text_printf(text_t *t, const char *fmt, ...) {
-  char small[128];
-  va_list ap;
-  int n;
-  va_start(ap, fmt);
-  n = vsnprintf(small, sizeof(small), fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n < sizeof(small)) {
-    text_add(t, small, (size_t)n);
-    return;
-  }
-  text_reserve(t, (size_t)n);
-  if (t->oom) return;
-  va_start(ap, fmt);
-  vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  t->len += (size_t)n;
-}
-
-/* A JSON string's content: quotes, backslashes, control and non-ASCII
- * bytes escaped, so any bytes give valid JSON. */
-static void text_escaped(text_t *t, const char *s, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') {
-      char e[2] = {'\\', (char)c};
-      text_add(t, e, 2);
-    } else if (c < 0x20 || c >= 0x7f) {
-      text_printf(t, "\\u%04x", c);
-    } else {
-      text_add(t, (const char *)&s[i], 1);
-    }
-  }
-}
 
 /* ---- the writer thread -------------------------------------------------- */
 
 typedef struct job {
-  struct job *next; /* owned: the rest of the queue */
-  char *path;       /* owned */
-  int truncate;     /* create or empty the file first; else append */
-  text_t bytes;     /* owned */
+  struct job *next;       /* owned: the rest of the queue */
+  char *path;             /* owned */
+  int truncate;           /* create or empty the file first; else append */
+  ifd_trace_text_t bytes; /* owned */
 } job_t;
 
 typedef struct tfile {
@@ -137,8 +66,8 @@ typedef struct tset {
    * global setting): bits of FIELD_*. */
   unsigned given;
   uint64_t sample, collected;
-  uint32_t in_stream; /* traces in `stream` */
-  text_t stream;      /* owned: traces collected, comma separated */
+  uint32_t in_stream;      /* traces in `stream` */
+  ifd_trace_text_t stream; /* owned: traces collected, comma separated */
 } tset_t;
 
 #define FIELD_LEVEL 1u
@@ -159,7 +88,8 @@ struct ifd_trace_mgr {
   tset_t *global;  /* counted */
   mset_t *models;  /* owned list */
   tfile_t *files;  /* list of live tfiles */
-  int *on;         /* borrowed: the server's trace_on flag; NULL after fini */
+  int *on; /* borrowed: the server's hooks.sample_on flag (core/runtime.h);
+              NULL after fini */
   /* The writer thread: jobs in FIFO order under mu. */
   uv_mutex_t mu;
   uv_cond_t cv;
@@ -169,9 +99,9 @@ struct ifd_trace_mgr {
 };
 
 typedef struct ifd_trace_group {
-  int pending;   /* traces of the group not finished */
-  tset_t *set;   /* counted: where the record goes */
-  text_t record; /* owned: JSON objects so far */
+  int pending;             /* traces of the group not finished */
+  tset_t *set;             /* counted: where the record goes */
+  ifd_trace_text_t record; /* owned: JSON objects so far */
 } group_t;
 
 static void write_all(const job_t *j) {
@@ -223,7 +153,7 @@ static void writer_main(void *arg) {
 /* Queues bytes for `path` (takes `bytes`); the thread starts with the
  * first job. */
 static void push_job(ifd_trace_mgr_t *m, const char *path, int truncate,
-                     text_t *bytes) {
+                     ifd_trace_text_t *bytes) {
   job_t *j = calloc(1, sizeof(*j));
   if (j == NULL || (j->path = strdup(path)) == NULL || bytes->oom) {
     IFD_ERROR("trace file %s: out of memory, traces dropped", path);
@@ -296,8 +226,8 @@ static void file_unref(ifd_trace_mgr_t *m, tfile_t *f) {
   tfile_t **pp;
   if (--f->refs > 0) return;
   if (f->begun) {
-    text_t t = {0};
-    text_puts(&t, "]");
+    ifd_trace_text_t t = {0};
+    ifd__trace_text_puts(&t, "]");
     push_job(m, f->path, 0, &t);
   }
   for (pp = &m->files; *pp != NULL; pp = &(*pp)->next)
@@ -313,7 +243,7 @@ static void file_unref(ifd_trace_mgr_t *m, tfile_t *f) {
  * file. */
 static void set_save(ifd_trace_mgr_t *m, tset_t *s, int indexed) {
   tfile_t *f = s->file;
-  text_t t = {0};
+  ifd_trace_text_t t = {0};
   if (s->in_stream == 0 || f->path[0] == '\0') return;
   if (indexed) {
     char *path;
@@ -321,14 +251,14 @@ static void set_save(ifd_trace_mgr_t *m, tset_t *s, int indexed) {
     path = malloc(n);
     if (path == NULL) return;
     snprintf(path, n, "%s.%" PRIu32, f->path, f->idx++);
-    text_puts(&t, "[");
-    text_add(&t, s->stream.p, s->stream.len);
-    text_puts(&t, "]");
+    ifd__trace_text_puts(&t, "[");
+    ifd__trace_text_add(&t, s->stream.p, s->stream.len);
+    ifd__trace_text_puts(&t, "]");
     push_job(m, path, 1, &t);
     free(path);
   } else {
-    text_puts(&t, f->begun ? "," : "[");
-    text_add(&t, s->stream.p, s->stream.len);
+    ifd__trace_text_puts(&t, f->begun ? "," : "[");
+    ifd__trace_text_add(&t, s->stream.p, s->stream.len);
     push_job(m, f->path, !f->begun, &t);
     f->begun = 1;
   }
@@ -337,7 +267,7 @@ static void set_save(ifd_trace_mgr_t *m, tset_t *s, int indexed) {
 }
 
 static ifd_trace_mgr_t *mgr_of(const ifd_server_t *s) {
-  return s->trace;
+  return ifd_runtime_c(s)->trace;
 }
 
 static tset_t *set_new(ifd_trace_mgr_t *m, int level, uint32_t rate,
@@ -401,6 +331,20 @@ void ifd_trace_config_default(ifd_trace_config_t *c) {
   c->file = NULL;
 }
 
+static void stamp_end(ifd_request_t *req) {
+  ifd_trace_stamp(req->trace, IFD_TP_REQUEST_END);
+}
+
+/* Attaches tracing to the request path (core/runtime.h). The stages of a
+ * traced request need no manager (a trace keeps its setting's), so they
+ * stay set after ifd__trace_fini; sampling stops with sample_on. */
+static void register_hooks(ifd_req_hooks_t *h) {
+  h->sample = ifd__trace_sample;
+  h->traced_response = ifd__trace_response;
+  h->traced_end = stamp_end;
+  h->traced_free = ifd__trace_finish;
+}
+
 int ifd__trace_init(ifd_server_t *srv, const ifd_trace_config_t *cfg) {
   ifd_trace_mgr_t *m = calloc(1, sizeof(*m));
   if (m == NULL) return IFD_ENOMEM;
@@ -411,12 +355,13 @@ int ifd__trace_init(ifd_server_t *srv, const ifd_trace_config_t *cfg) {
                        cfg->file, 0);
   m->global = set_new(m, cfg->level, cfg->rate, cfg->count, cfg->log_frequency,
                       cfg->file, 0);
-  srv->trace = m;
+  ifd_runtime(srv)->trace = m;
   if (m->initial == NULL || m->global == NULL) {
     ifd__trace_fini(srv);
     return IFD_ENOMEM;
   }
-  m->on = &srv->trace_on;
+  register_hooks(&ifd_runtime(srv)->hooks);
+  m->on = &ifd_runtime(srv)->hooks.sample_on;
   recompute_on(m);
   return 0;
 }
@@ -425,8 +370,8 @@ void ifd__trace_fini(ifd_server_t *srv) {
   ifd_trace_mgr_t *m = mgr_of(srv);
   mset_t *e, *next;
   if (m == NULL) return;
-  srv->trace = NULL;
-  srv->trace_on = 0;
+  ifd_runtime(srv)->trace = NULL;
+  ifd_runtime(srv)->hooks.sample_on = 0;
   m->on = NULL;
   for (e = m->models; e != NULL; e = next) {
     next = e->next;
@@ -679,138 +624,6 @@ const char *ifd_trace_point_name(ifd_trace_point_t point,
              : "UNKNOWN";
 }
 
-/* One element of a tensor as Triton's trace writes it. */
-static void element(text_t *t, ifd_dtype_t dt, const unsigned char *p) {
-  union {
-    uint8_t u8;
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    int8_t i8;
-    int16_t i16;
-    int32_t i32;
-    int64_t i64;
-    float f;
-    double d;
-  } v;
-  switch (dt) {
-    case IFD_TYPE_BOOL:
-      text_puts(t, p[0] ? "1" : "0");
-      break;
-    case IFD_TYPE_UINT8:
-      text_printf(t, "%u", (unsigned)p[0]);
-      break;
-    case IFD_TYPE_UINT16:
-      memcpy(&v.u16, p, 2);
-      text_printf(t, "%u", (unsigned)v.u16);
-      break;
-    case IFD_TYPE_UINT32:
-      memcpy(&v.u32, p, 4);
-      text_printf(t, "%" PRIu32, v.u32);
-      break;
-    case IFD_TYPE_UINT64:
-      memcpy(&v.u64, p, 8);
-      text_printf(t, "%" PRIu64, v.u64);
-      break;
-    case IFD_TYPE_INT8:
-      memcpy(&v.i8, p, 1);
-      text_printf(t, "%d", (int)v.i8);
-      break;
-    case IFD_TYPE_INT16:
-      memcpy(&v.i16, p, 2);
-      text_printf(t, "%d", (int)v.i16);
-      break;
-    case IFD_TYPE_INT32:
-      memcpy(&v.i32, p, 4);
-      text_printf(t, "%" PRId32, v.i32);
-      break;
-    case IFD_TYPE_INT64:
-      memcpy(&v.i64, p, 8);
-      text_printf(t, "%" PRId64, v.i64);
-      break;
-    case IFD_TYPE_FP32:
-      memcpy(&v.f, p, 4);
-      text_printf(t, "%g", (double)v.f);
-      break;
-    case IFD_TYPE_FP64:
-      memcpy(&v.d, p, 8);
-      text_printf(t, "%g", v.d);
-      break;
-    default:
-      break;
-  }
-}
-
-static size_t dtype_size(ifd_dtype_t dt) {
-  switch (dt) {
-    case IFD_TYPE_BOOL:
-    case IFD_TYPE_UINT8:
-    case IFD_TYPE_INT8:
-      return 1;
-    case IFD_TYPE_UINT16:
-    case IFD_TYPE_INT16:
-    case IFD_TYPE_FP16:
-    case IFD_TYPE_BF16:
-      return 2;
-    case IFD_TYPE_UINT32:
-    case IFD_TYPE_INT32:
-    case IFD_TYPE_FP32:
-      return 4;
-    case IFD_TYPE_UINT64:
-    case IFD_TYPE_INT64:
-    case IFD_TYPE_FP64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
-/* A TENSOR_* record. Data in device memory, FP16 and BF16 give empty data,
- * as Triton's does for the latter two. */
-static void tensor_record(text_t *t, uint64_t id, const char *activity,
-                          const char *name, ifd_dtype_t dt,
-                          const int64_t *shape, uint32_t ndims,
-                          const void *data, uint64_t byte_size,
-                          int32_t mem_type) {
-  const unsigned char *p = data;
-  uint64_t count = 1, e, off = 0;
-  size_t es = dtype_size(dt);
-  uint32_t i;
-
-  if (t->len != 0) text_puts(t, ",");
-  text_printf(t, "{\"id\":%" PRIu64 ",\"activity\":\"%s\",\"tensor\":{", id,
-              activity);
-  text_puts(t, "\"name\":\"");
-  text_escaped(t, name, strlen(name));
-  text_puts(t, "\",\"data\":\"");
-  for (i = 0; i < ndims; i++) count *= shape[i] > 0 ? (uint64_t)shape[i] : 0;
-  if (p != NULL && mem_type != IFD_MEM_GPU) {
-    for (e = 0; e < count; e++) {
-      if (dt == IFD_TYPE_BYTES) {
-        uint32_t len;
-        if (off + 4 > byte_size) break;
-        memcpy(&len, p + off, 4);
-        off += 4;
-        if (off + len > byte_size) break;
-        text_puts(t, "\\\"");
-        text_escaped(t, (const char *)p + off, len);
-        text_puts(t, "\\\"");
-        off += len;
-      } else {
-        if (es == 0 || dt == IFD_TYPE_FP16 || dt == IFD_TYPE_BF16 ||
-            (e + 1) * es > byte_size)
-          break;
-        element(t, dt, p + e * es);
-      }
-      if (e + 1 < count) text_puts(t, ",");
-    }
-  }
-  text_puts(t, "\",\"shape\":\"");
-  for (i = 0; i < ndims; i++)
-    text_printf(t, "%s%" PRId64, i ? "," : "", shape[i]);
-  text_printf(t, "\",\"dtype\":\"%s\"}}", ifd_dtype_name(dt));
-}
-
 void ifd__trace_response(ifd_request_t *req, const ifd_response_t *resp) {
   ifd_trace_t *t = req->trace;
   uint32_t i;
@@ -822,12 +635,14 @@ void ifd__trace_response(ifd_request_t *req, const ifd_response_t *resp) {
       t->sink->ops->output(t->sink, &resp->outputs[i]);
     return;
   }
-  if (t->outputs == NULL && (t->outputs = calloc(1, sizeof(text_t))) == NULL)
+  if (t->outputs == NULL &&
+      (t->outputs = calloc(1, sizeof(ifd_trace_text_t))) == NULL)
     return;
   for (i = 0; i < resp->n_outputs; i++) {
     const ifd_output_t *o = &resp->outputs[i];
-    tensor_record(t->outputs, t->id, "TENSOR_BACKEND_OUTPUT", o->name, o->dtype,
-                  o->shape, o->ndims, o->buffer, o->byte_size, o->mem_type);
+    ifd__trace_tensor_record(t->outputs, t->id, "TENSOR_BACKEND_OUTPUT",
+                             o->name, o->dtype, o->shape, o->ndims, o->buffer,
+                             o->byte_size, o->mem_type);
   }
 }
 
@@ -850,30 +665,30 @@ static void fill_times(const ifd_request_t *req, ifd_trace_t *t) {
 
 /* Renders `req`'s trace into its group's record. */
 static void render(ifd_request_t *req, ifd_trace_t *t) {
-  text_t *r = &t->group->record;
+  ifd_trace_text_t *r = &t->group->record;
   const ifd_model_t *m = req->model;
   uint64_t *ts = t->ts;
   int order[IFD_TP_COUNT], n = 0, i, k;
 
-  if (r->len != 0) text_puts(r, ",");
-  text_printf(r, "{\"id\":%" PRIu64 ",\"model_name\":\"", t->id);
+  if (r->len != 0) ifd__trace_text_puts(r, ",");
+  ifd__trace_text_printf(r, "{\"id\":%" PRIu64 ",\"model_name\":\"", t->id);
   if (m != NULL)
-    text_escaped(r, m->name, strlen(m->name));
+    ifd__trace_text_escaped(r, m->name, strlen(m->name));
   else if (req->model_name != NULL)
-    text_escaped(r, req->model_name, strlen(req->model_name));
-  text_printf(r, "\",\"model_version\":%" PRId64,
-              m != NULL ? m->version : req->model_version);
+    ifd__trace_text_escaped(r, req->model_name, strlen(req->model_name));
+  ifd__trace_text_printf(r, "\",\"model_version\":%" PRId64,
+                         m != NULL ? m->version : req->model_version);
   {
     const char *rid = ifd_trace_request_id(req, t);
     if (rid[0] != '\0') {
-      text_puts(r, ",\"request_id\":\"");
-      text_escaped(r, rid, strlen(rid));
-      text_puts(r, "\"");
+      ifd__trace_text_puts(r, ",\"request_id\":\"");
+      ifd__trace_text_escaped(r, rid, strlen(rid));
+      ifd__trace_text_puts(r, "\"");
     }
   }
   if (t->parent_id != 0)
-    text_printf(r, ",\"parent_id\":%" PRIu64, t->parent_id);
-  text_puts(r, "}");
+    ifd__trace_text_printf(r, ",\"parent_id\":%" PRIu64, t->parent_id);
+  ifd__trace_text_puts(r, "}");
 
   if (t->level & IFD_TRACE_TIMESTAMPS) {
     /* In the order they happened (insertion sort of a dozen). */
@@ -885,30 +700,30 @@ static void render(ifd_request_t *req, ifd_trace_t *t) {
       n++;
     }
     for (i = 0; i < n; i++)
-      text_printf(r,
-                  ",{\"id\":%" PRIu64
-                  ",\"timestamps\":[{\"name\":\"%s\",\"ns\":%" PRIu64 "}]}",
-                  t->id,
-                  ifd_trace_point_name((ifd_trace_point_t)order[i], t->proto),
-                  ts[order[i]]);
+      ifd__trace_text_printf(
+          r,
+          ",{\"id\":%" PRIu64
+          ",\"timestamps\":[{\"name\":\"%s\",\"ns\":%" PRIu64 "}]}",
+          t->id, ifd_trace_point_name((ifd_trace_point_t)order[i], t->proto),
+          ts[order[i]]);
   }
   if (t->level & IFD_TRACE_TENSORS) {
     uint32_t j;
     for (j = 0; j < req->n_inputs; j++) {
       const ifd_input_t *in = &req->inputs[j];
-      tensor_record(r, t->id, "TENSOR_QUEUE_INPUT", in->name, in->dtype,
-                    in->shape, in->ndims, in->data, in->byte_size,
-                    in->mem_type);
+      ifd__trace_tensor_record(r, t->id, "TENSOR_QUEUE_INPUT", in->name,
+                               in->dtype, in->shape, in->ndims, in->data,
+                               in->byte_size, in->mem_type);
     }
     for (j = 0; j < req->n_inputs; j++) {
       const ifd_input_t *in = &req->inputs[j];
-      tensor_record(r, t->id, "TENSOR_BACKEND_INPUT", in->name, in->dtype,
-                    in->shape, in->ndims, in->data, in->byte_size,
-                    in->mem_type);
+      ifd__trace_tensor_record(r, t->id, "TENSOR_BACKEND_INPUT", in->name,
+                               in->dtype, in->shape, in->ndims, in->data,
+                               in->byte_size, in->mem_type);
     }
     if (t->outputs != NULL && !t->outputs->oom && t->outputs->len != 0) {
-      text_puts(r, ",");
-      text_add(r, t->outputs->p, t->outputs->len);
+      ifd__trace_text_puts(r, ",");
+      ifd__trace_text_add(r, t->outputs->p, t->outputs->len);
     }
   }
 }
@@ -918,8 +733,8 @@ static void render(ifd_request_t *req, ifd_trace_t *t) {
 static void group_done(ifd_trace_mgr_t *m, group_t *g) {
   tset_t *s = g->set;
   if (!g->record.oom && g->record.len != 0) {
-    if (s->in_stream != 0) text_puts(&s->stream, ",");
-    text_add(&s->stream, g->record.p, g->record.len);
+    if (s->in_stream != 0) ifd__trace_text_puts(&s->stream, ",");
+    ifd__trace_text_add(&s->stream, g->record.p, g->record.len);
     s->in_stream++;
     s->collected++;
     if ((s->count == 0 && s->collected == s->sample) ||

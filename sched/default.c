@@ -17,6 +17,7 @@
 #include "core/model.h"
 #include "sched/internal.h"
 #include "sched/sched.h"
+#include "core/request_internal.h"
 
 /* ---- shared instance bookkeeping ------------------------------------------
  */
@@ -57,7 +58,8 @@ void ifd__sched_refuse_queued(ifd__sched_t *s) {
 
 int ifd__sched_take_cancelled(ifd__sched_t *s, ifd_request_t *req) {
   int job_gone;
-  if (req->state != IFD_REQ_EXECUTING || s->back->take_request == NULL ||
+  if (ifd__req(req)->state != IFD_REQ_EXECUTING ||
+      s->back->take_request == NULL ||
       !s->back->take_request(s->model, req, &job_gone))
     return 0;
   s->executing--;

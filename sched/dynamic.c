@@ -31,6 +31,7 @@
 #include "core/server.h"
 #include "base/util.h"
 #include "sched/internal.h"
+#include "core/request_internal.h"
 
 /* The batcher's per-request state, laid over ifd_request_t.sched_area. */
 typedef struct dreq {
@@ -577,7 +578,7 @@ static void dyn_destroy(ifd__sched_t *s) {
 static void dyn_cancel(ifd__sched_t *s, ifd_request_t *req) {
   dyn_t *d = s->impl;
   level_t *l;
-  if (req->state != IFD_REQ_QUEUED) {
+  if (ifd__req(req)->state != IFD_REQ_QUEUED) {
     ifd__sched_take_cancelled(s, req);
     return;
   }

@@ -10,6 +10,7 @@
 
 #include "core/model.h"
 #include "sched/seq_internal.h"
+#include "core/request_internal.h"
 
 /* ---- control and state inputs ---------------------------------------------
  */
@@ -163,7 +164,7 @@ ifd_request_t *ifd__seq_null_request(sb_t *b, const ifd_request_t *like) {
     goto out_free;
   ifd_model_ref(b->s->model);
   r->model = b->s->model;
-  r->refs++; /* the backend's */
+  ifd__req(r)->refs++; /* the backend's */
   ifd_request_set_state(r, IFD_REQ_QUEUED);
   return r;
 

@@ -55,6 +55,7 @@
 #include "core/server.h"
 #include "base/util.h"
 #include "sched/seq_internal.h"
+#include "core/request_internal.h"
 
 /* ---- timers ---------------------------------------------------------------
  */
@@ -602,7 +603,8 @@ static void seq_cancel(ifd__sched_t *s, ifd_request_t *req) {
   sb_t *b = s->impl;
   seq_t *q;
   char name[32];
-  if (req->null_req || req->state != IFD_REQ_QUEUED || b->stopped) return;
+  if (req->null_req || ifd__req(req)->state != IFD_REQ_QUEUED || b->stopped)
+    return;
   q = sr(req)->seq;
   if (q == NULL) return;
   if (q->inst >= 0) {

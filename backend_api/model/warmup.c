@@ -49,6 +49,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/infer.h"
+#include "core/request_internal.h"
 
 /* Room for the errors of one sample run (the rest is cut). */
 #define WARM_ERR_MAX 1024
@@ -375,7 +376,7 @@ static void on_release(ifd_req_sink_t *sink, ifd_request_t *req,
 static void on_unheld(ifd_req_sink_t *sink, ifd_request_t *req) {
   struct ifd__warm_sink *k = (struct ifd__warm_sink *)sink;
   pthread_mutex_lock(&k->mu);
-  atomic_fetch_sub(&req->open_responses, 1);
+  atomic_fetch_sub(&ifd__req(req)->open_responses, 1);
   pthread_cond_broadcast(&k->cv);
   pthread_mutex_unlock(&k->mu);
 }
@@ -385,7 +386,7 @@ static int all_done(ifd_request_t **reqs, uint32_t n) {
   uint32_t i;
   for (i = 0; i < n; i++)
     if (!reqs[i]->sched_area.u[W_RELEASED] ||
-        atomic_load(&reqs[i]->open_responses) > 0)
+        atomic_load(&ifd__req(reqs[i])->open_responses) > 0)
       return 0;
   return 1;
 }

@@ -19,6 +19,7 @@
 #include "core/server.h"
 #include "core/stats.h"
 #include "base/util.h"
+#include "core/request_internal.h"
 
 #define REQ(r) ((ifd_request_t *)(r))
 #define RESP(r) ((ifd_response_t *)(r))
@@ -879,8 +880,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportResponseStatistics(
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  "out of memory recording response statistics");
   r->req = req;
-  r->index =
-      atomic_fetch_add_explicit(&req->resp_stat_next, 1, memory_order_relaxed);
+  r->index = atomic_fetch_add_explicit(&ifd__req(req)->resp_stat_next, 1,
+                                       memory_order_relaxed);
   r->delta = delta;
   r->ev.fn = on_response_report;
   ifd_request_hold(req);

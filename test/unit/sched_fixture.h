@@ -25,6 +25,7 @@
 #include "core/server.h"
 #include "sched/internal.h"
 #include "sched/sched.h"
+#include "core/request_internal.h"
 
 /* ---- the fake backend ------------------------------------------------------
  */
@@ -124,7 +125,7 @@ static void fake_enqueue_to(ifd_model_t *m, uint32_t instance,
   b->at = uv_hrtime();
   for (i = 0; i < n; i++) {
     /* Dispatch (on the loop) made it EXECUTING. */
-    assert_int_equal(reqs[i]->state, IFD_REQ_EXECUTING);
+    assert_int_equal(ifd__req(reqs[i])->state, IFD_REQ_EXECUTING);
     b->reqs[i] = reqs[i];
   }
 }
@@ -343,8 +344,8 @@ static __attribute__((unused)) ifd_request_t *submit(
   if (rc != NULL) *rc = r;
   if (r < 0) {
     /* Refused by the scheduler (validation failures stay INIT). */
-    if (req->state != IFD_REQ_INIT)
-      assert_int_equal(req->state, IFD_REQ_FAILED_ENQUEUE);
+    if (ifd__req(req)->state != IFD_REQ_INIT)
+      assert_int_equal(ifd__req(req)->state, IFD_REQ_FAILED_ENQUEUE);
     ifd_request_unref(req);
     return NULL;
   }

@@ -21,6 +21,7 @@
 #include "core/cache.h"
 #include "core/infer.h"
 #include "core/model.h"
+#include "core/request_internal.h"
 
 static ifd_model_t model_a = {.name = "ma", .version = 1};
 static ifd_model_t model_b = {.name = "mb", .version = 1};
@@ -89,7 +90,7 @@ static ifd_response_t *resp_of(ifd_request_t *r, const int32_t *d) {
 
 static void resp_free(ifd_response_t *resp) {
   ifd_request_t *r = resp->req;
-  atomic_fetch_sub(&r->open_responses, 1);
+  atomic_fetch_sub(&ifd__req(r)->open_responses, 1);
   ifd_response_free(resp);
 }
 
@@ -295,7 +296,7 @@ static void test_damaged_entry(void **state) {
       hit = ifd_response_new(r);
       /* A truncated response section fails to parse. */
       assert_int_equal(ifd_cache_blob_respond(cut, hit), IFD_EPARSE);
-      atomic_fetch_sub(&r->open_responses, 1);
+      atomic_fetch_sub(&ifd__req(r)->open_responses, 1);
       ifd_response_free(hit);
     } else {
       ifd_cache_blob_unref(cut);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "backend_api/internal.h"
+#include "core/request_internal.h"
 #include "core/server.h"
 #include "cuda/gpu.h"
 #include "inferd/inferd_backend.h"
@@ -227,7 +228,8 @@ static void test_fifo_across_instances(void **state) {
   for (i = 0; i < 6; i++) assert_ptr_equal(fake.seen[i], &f->reqs[i]);
   /* A request's state is the loop's to set (the scheduler marks it
    * EXECUTING when it dispatches): the instance leaves it as it found it. */
-  for (i = 0; i < 6; i++) assert_int_equal(f->reqs[i].state, IFD_REQ_INIT);
+  for (i = 0; i < 6; i++)
+    assert_int_equal(ifd__req(&f->reqs[i])->state, IFD_REQ_INIT);
   assert_false(fake.other_thread);
 
   /* The loop hears of all of it: one idle report per instance at most,

@@ -23,6 +23,7 @@
 #include "core/infer.h"
 #include "base/objcache.h"
 #include "core/server.h"
+#include "core/request_internal.h"
 
 /* ---- the cache itself ------------------------------------------------------
  */
@@ -149,13 +150,13 @@ static void test_request_recycled_as_new(void **state) {
   assert_int_equal(again->n_params, 0);
   assert_null(again->inputs);
   assert_null(again->body);
-  assert_int_equal(again->refs, 1);
-  assert_int_equal(again->state, IFD_REQ_INIT);
+  assert_int_equal(ifd__req(again)->refs, 1);
+  assert_int_equal(ifd__req(again)->state, IFD_REQ_INIT);
   assert_int_equal(again->t_received, 0);
   for (i = 0; i < IFD_REQUEST_SCHED_WORDS; i++)
     assert_int_equal(again->sched_area.u[i], 0);
-  assert_int_equal(atomic_load(&again->resp_slot_busy), 0);
-  assert_int_equal(atomic_load(&again->open_responses), 0);
+  assert_int_equal(atomic_load(&ifd__req(again)->resp_slot_busy), 0);
+  assert_int_equal(atomic_load(&ifd__req(again)->open_responses), 0);
   assert_null(again->pool.chunks);
   ifd_request_unref(again);
   srv_close(&t);
@@ -193,11 +194,11 @@ static void test_slot_outlives_request_refs(void **state) {
   req = ifd_request_new(t.s);
   first = ifd_response_new(req);
   second = ifd_response_new(req);
-  assert_ptr_equal(first, &req->resp_slot);
+  assert_ptr_equal(first, &ifd__req(req)->resp_slot);
   assert_true(first->embedded);
   assert_false(second->embedded);
-  assert_ptr_not_equal(second, &req->resp_slot);
-  assert_int_equal(atomic_load(&req->open_responses), 2);
+  assert_ptr_not_equal(second, &ifd__req(req)->resp_slot);
+  assert_int_equal(atomic_load(&ifd__req(req)->open_responses), 2);
   ifd_response_free(second);
   /* The slot is out: it is not claimed twice. */
   third = ifd_response_new(req);
@@ -209,7 +210,7 @@ static void test_slot_outlives_request_refs(void **state) {
   ifd_request_unref(req);
   assert_int_equal(ifd_server_req_cache(t.s)->n, 0);
   assert_ptr_equal(first->req, req);
-  assert_int_equal(req->refs, 0);
+  assert_int_equal(ifd__req(req)->refs, 0);
   ifd_response_free(first);
   assert_int_equal(ifd_server_req_cache(t.s)->n, 1);
   srv_close(&t);
@@ -284,11 +285,11 @@ static void test_slot_race(void **state) {
       assert_ptr_equal(rs[i].got->req, req);
       if (rs[i].got->embedded) {
         embedded++;
-        assert_ptr_equal(rs[i].got, &req->resp_slot);
+        assert_ptr_equal(rs[i].got, &ifd__req(req)->resp_slot);
       }
     }
     assert_int_equal(embedded, 1);
-    assert_int_equal(atomic_load(&req->open_responses), RACERS);
+    assert_int_equal(atomic_load(&ifd__req(req)->open_responses), RACERS);
     /* The loop frees them, the request first this time. */
     ifd_request_unref(req);
     for (i = 0; i < RACERS; i++) ifd_response_free(rs[i].got);

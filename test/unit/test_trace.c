@@ -83,7 +83,7 @@ static ifd_request_t *sampled(fixture_t *f, const char *id) {
   assert_non_null(req);
   req->model = &f->model;
   req->id = id;
-  if (f->s->trace_on) ifd__trace_sample(req);
+  if (f->s->rt.hooks.sample_on) ifd__trace_sample(req);
   return req;
 }
 
@@ -124,7 +124,7 @@ static void test_defaults_and_get(void **state) {
   assert_int_equal(c.count, -1);
   assert_int_equal(c.log_frequency, 0);
   start(f, &c);
-  assert_int_equal(f->s->trace_on, 0);
+  assert_int_equal(f->s->rt.hooks.sample_on, 0);
   ifd_trace_get(f->s, NULL, &v);
   assert_int_equal(v.rate, 1000);
   assert_string_equal(v.file, "");
@@ -148,7 +148,7 @@ static void test_updates(void **state) {
   u.has_rate = 1;
   u.rate = 2;
   assert_int_equal(ifd_trace_update(f->s, NULL, &u, &err), 0);
-  assert_int_equal(f->s->trace_on, 1);
+  assert_int_equal(f->s->rt.hooks.sample_on, 1);
   /* Model: its own count, the rest follows the global. */
   memset(&u, 0, sizeof(u));
   u.has_count = 1;
@@ -187,7 +187,7 @@ static void test_updates(void **state) {
   u.has_level = 1;
   u.level = 0;
   assert_int_equal(ifd_trace_update(f->s, NULL, &u, &err), 0);
-  assert_int_equal(f->s->trace_on, 0);
+  assert_int_equal(f->s->rt.hooks.sample_on, 0);
   stop(f);
 }
 
@@ -226,7 +226,7 @@ static void test_rate_count_and_file(void **state) {
   assert_int_equal(traced, 2);
   assert_non_null(r[2]->trace);
   assert_non_null(r[5]->trace);
-  assert_int_equal(f->s->trace_on, 0);
+  assert_int_equal(f->s->rt.hooks.sample_on, 0);
   ifd_trace_get(f->s, NULL, &v);
   assert_int_equal(v.count, 0);
   r[2]->t_queued = 100;
@@ -363,7 +363,7 @@ static void test_model_only_sampling(void **state) {
   u.has_level = 1;
   u.level = IFD_TRACE_TIMESTAMPS;
   assert_int_equal(ifd_trace_update(f->s, "m", &u, &err), 0);
-  assert_int_equal(f->s->trace_on, 1);
+  assert_int_equal(f->s->rt.hooks.sample_on, 1);
   a = sampled(f, "");
   assert_non_null(a->trace);
   memset(&other, 0, sizeof(other));
