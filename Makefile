@@ -2,8 +2,9 @@
 #
 #   make            build build/inferd, build/lib/libtritonserver.so, the shipped backends
 #   make run        install missing Debian packages, build, serve examples/model_repository
-#   make test       build and run the unit (cmocka) and end-to-end (pytest) tests,
-#                   and test-deploy
+#   make test       build, check the layering (make check-layers,
+#                   docs/architecture.md), run the unit (cmocka) and end-to-end
+#                   (pytest) tests, and test-deploy
 #   make test-deploy  render and validate the Kubernetes/KServe manifests of
 #                   deploy/ (docs/deploy.md; needs kubectl, no cluster)
 #   make test-asan  the same tests on an ASan/UBSan build (in build-asan/)
@@ -461,7 +462,7 @@ test-deploy: $(INFERD)
 	INFERD_BUILD=$(BUILD) $(PYTHON) -m pytest -q test/deploy
 
 test: deps-check
-	$(MAKE) all test-unit
+	$(MAKE) all check-layers test-unit
 	$(MAKE) test-e2e
 	$(MAKE) test-deploy
 
