@@ -800,8 +800,9 @@ fi
 # BENCH_BASE=/tmp/base/build). The two inferds run side by side on the server
 # core, idle but for the one being measured; identity_fp32 FP32[1,16] over
 # HTTP/1.1 binary and JSON, gRPC unary and streaming, at concurrency 1 and 16,
-# each scenario once on the baseline and once on this build, AB_ROUNDS rounds
-# (default 2) interleaved, so drift hits both alike. Report: this build /
+# each scenario once on the baseline and once on this build (which one first
+# alternates by round), AB_ROUNDS rounds (default 2) interleaved, so drift
+# hits both alike. Report: this build /
 # baseline, best and median of the rounds (bench/lib/report30.py).
 if section ab; then
   [ -n "${BENCH_BASE:-}" ] && [ -x "$BENCH_BASE/inferd" ] ||
@@ -815,7 +816,11 @@ if section ab; then
   for ((round = 1; round <= ${AB_ROUNDS:-2}; round++)); do
     for proto in http-binary http-json grpc grpc-stream; do
       for c in 1 16; do
-        for side in base new; do
+        # The order alternates by round, so neither side always runs
+        # second (on caches the other just warmed, or after its drift).
+        sides="base new"
+        [ $((round % 2)) = 0 ] && sides="new base"
+        for side in $sides; do
           if [ "$side" = base ]; then
             pid=$AB_BASE_PID HTTP_PORT=$AB_BASE_HTTP gport=$AB_BASE_GRPC
           else
