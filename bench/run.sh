@@ -44,7 +44,10 @@
 #                     bench/torch_floor.cc), uds (issue 29: identity at
 #                     concurrency 1 over Unix domain sockets against loopback
 #                     TCP, HTTP binary and gRPC; UDS_ROUNDS=N rounds, default
-#                     2), ab (issue 30: this build against a baseline build,
+#                     2), big (issue 31: 1 MiB and 16 MiB identity
+#                     over HTTP binary and gRPC at 8 connections against
+#                     three memcpy's of the tensor, RSS over 10,000
+#                     requests), ab (issue 30: this build against a baseline build,
 #                     BENCH_BASE=DIR, AB_ROUNDS=N; see the section); default
 #                     all but ab
 #   BENCH_CONNS=N     conns: idle HTTP connections (default NOFILE - 1000, at
@@ -705,6 +708,70 @@ if section shm; then
     --json-summary "$RAW/__SC__/summary.json"
   stop_pid "$INFERD_PID"
   shm_memcpy after
+fi
+
+# ---- issue 31: big tensors against the copy floor -------------------------------------
+# identity_fp32_1m (one 1 MiB FP32 tensor) and identity_fp32_16m (16 MiB) over
+# HTTP/1.1 with the binary tensor extension and gRPC unary (raw contents), 8
+# connections, on a fresh inferd; server CPU per request from the tool
+# (--cpu-pid over its own window) and from the snapshots. The floor: three
+# copies of the tensor (socket in, the backend's copy, socket out), timed by
+# bench/lib/memcpy_limit.py on the server core with the server idle, before
+# and after the scenarios (best slice of either). RSS flat: the server's VmRSS
+# after the four scenarios (every one-time allocation done), then after more
+# 1 MiB runs that complete at least BIG_RSS_N (default 10000) more requests.
+if section big; then
+  dir=$RAW/big_memcpy
+  mkdir -p "$dir"
+  big_memcpy() { # NAME BYTES
+    taskset -c "$SERVER_CORE" "$PY" "$HERE/lib/memcpy_limit.py" "$2" \
+      "$((WINDOW < 3 ? WINDOW : 3))" "$dir/$1.json" >"$dir/$1.out" 2>&1 ||
+      log "big: memcpy_limit.py failed (see $dir/$1.out)"
+  }
+  big_memcpy before_1m 1048576
+  big_memcpy before_16m 16777216
+  start_inferd inferd_big
+  big_count() { # the requests both big models completed (their statistics)
+    local m n total=0
+    for m in identity_fp32_1m identity_fp32_16m; do
+      n=$(curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/$m/stats" |
+        "$PY" -c 'import json,sys; print(json.load(sys.stdin)["model_stats"][0]["inference_stats"]["success"]["count"])' 2>/dev/null || echo 0)
+      total=$((total + n))
+    done
+    echo "$total"
+  }
+  big_rss() { # LABEL: one line of raw/big_rss.txt
+    echo "$1 $(big_count) $(vm_kib "$INFERD_PID" VmRSS)" >>"$RAW/big_rss.txt"
+  }
+  : >"$RAW/big_rss.txt"
+  big_rss ready
+  big_perf() { # SCENARIO MODEL PROTO
+    local port=$HTTP_PORT proto_args=(-i http --http-format binary)
+    [ "$3" = grpc ] && port=$GRPC_PORT proto_args=(-i grpc --grpc-connections 8)
+    run_perf "$1" "inferd:$2" "$INFERD_PID" -- "$PERF" -m "$2" -x 1 -b 1 \
+      -u "127.0.0.1:$port" "${proto_args[@]}" --input-data zero \
+      --concurrency-range 8:8:1 --warmup $((WARM * 500)) \
+      --measurement-interval $((RUN_S * 1000 - WARM * 500 - 300)) --percentile 99 \
+      --cpu-pid "$INFERD_PID" --json-summary "$RAW/__SC__/summary.json"
+    big_rss "$1"
+  }
+  for size in 1m 16m; do
+    for proto in http grpc; do
+      big_perf "big_${size}_${proto}_c8" "identity_fp32_$size" "$proto"
+    done
+  done
+  # RSS flat: more 1 MiB requests (HTTP, then gRPC, in turns) until
+  # BIG_RSS_N (default 10000) more are done or 6 runs.
+  first=$(big_count)
+  for ((i = 1; i <= 6; i++)); do
+    [ $(($(big_count) - first)) -ge "${BIG_RSS_N:-10000}" ] && break
+    proto=http
+    [ $((i % 2)) = 0 ] && proto=grpc
+    big_perf "big_1m_${proto}-rss${i}_c8" identity_fp32_1m "$proto"
+  done
+  stop_pid "$INFERD_PID"
+  big_memcpy after_1m 1048576
+  big_memcpy after_16m 16777216
 fi
 
 # ---- issue 14: the in-process C API -------------------------------------------------

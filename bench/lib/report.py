@@ -31,6 +31,7 @@ import report15  # noqa: E402  (issue 15's table)
 import report26  # noqa: E402  (issue 26's tables)
 import report29  # noqa: E402  (issue 29's table)
 import report30  # noqa: E402  (the A/B table)
+import report31  # noqa: E402  (issue 31's table)
 import report27  # noqa: E402  (issue 27's table)
 import report27pt  # noqa: E402  (issue 27's PyTorch table)
 
@@ -567,6 +568,8 @@ def main():
     report27pt.issue27pt(p, get, res, fmt)
 
     report29.issue29(p, res, fmt)
+
+    report31.issue31(p, get, res, fmt)
 
     report30.abtable(p, res, fmt)
 
