@@ -276,6 +276,7 @@ static int start_cloud(app_t *a, const ifd_http_cloud_t *cloud, int port,
   ho.host = "0.0.0.0";
   ho.port = port;
   ho.max_input_size = a->opt.http_max_input_size;
+  ho.body_prealloc_max = a->opt.http_body_prealloc;
   ho.json_offload_bytes = a->opt.http_json_offload_bytes;
   ho.metrics = a->metrics; /* Vertex AI's redirect to /metrics */
   /* As tritonserver's, the handlers the endpoints reach check the
@@ -535,6 +536,7 @@ int main(int argc, char **argv) {
     ho.port = a->opt.http_port;
     ho.unix_perm = &a->opt.http_unix;
     ho.max_input_size = a->opt.http_max_input_size;
+    ho.body_prealloc_max = a->opt.http_body_prealloc;
     ho.json_offload_bytes = a->opt.http_json_offload_bytes;
     ho.restrict_api = &a->opt.http_restrict;
     ho.tls = a->http_tls;

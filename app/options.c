@@ -143,6 +143,7 @@ static const flag_t flags[] = {
     IGN("http-thread-count", C_INT, why_threads),
     {"http-restricted-api", K_RESTRICT, OFF(http_restrict), 0, NULL},
     {"http-max-input-size", K_U64, OFF(http_max_input_size), 0, NULL},
+    {"http-body-prealloc-size", K_U64Z, OFF(http_body_prealloc), 0, NULL},
     {"http-json-offload-bytes", K_U64, OFF(http_json_offload_bytes), 0, NULL},
     {"http-max-header-bytes", K_POS, OFF(http_max_header_bytes), 0, NULL},
     {"http-max-headers", K_POS, OFF(http_max_headers), 0, NULL},
@@ -814,6 +815,7 @@ void ifd__app_options_init(ifd_app_options_t *o) {
   o->allow_http = 1;
   o->http_address = "0.0.0.0";
   o->http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  o->http_body_prealloc = IFD_HTTP_DEFAULT_BODY_PREALLOC;
   o->http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
   o->http_max_header_bytes = IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
   o->http_max_headers = IFD_HTTP_DEFAULT_MAX_HEADERS;

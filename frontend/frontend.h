@@ -32,10 +32,11 @@ typedef struct ifd_http_opts {
   /* A "unix:" socket file's mode and owner (borrowed: outlives the front
    * end; NULL: the umask's mode, the process's owner). */
   const struct ifd_unix_perm *unix_perm;
-  int port;                 /* 0 picks a free port (see ifd_http_port) */
-  uint64_t max_input_size;  /* --http-max-input-size; 0 = default 64 MiB */
-  unsigned max_connections; /* 0 = default 65536 */
-  int reuse_port;           /* set SO_REUSEPORT before binding */
+  int port;                   /* 0 picks a free port (see ifd_http_port) */
+  uint64_t max_input_size;    /* --http-max-input-size; 0 = default 64 MiB */
+  uint64_t body_prealloc_max; /* --http-body-prealloc-size; 0: bodies grow */
+  unsigned max_connections;   /* 0 = default 65536 */
+  int reuse_port;             /* set SO_REUSEPORT before binding */
   /* --overload-status=429: a request refused for load (IFD_EOVERLOADED) is
    * answered 429 with Retry-After: retry_after_secs (0: no header) instead
    * of Triton's 503. */

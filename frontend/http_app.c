@@ -155,6 +155,7 @@ int ifd_http_start(uv_loop_t *loop, ifd_server_t *server,
   t.unix_perm = opts->unix_perm;
   t.port = opts->port;
   t.max_input_size = opts->max_input_size;
+  t.body_prealloc_max = opts->body_prealloc_max;
   t.max_connections = opts->max_connections;
   t.reuse_port = opts->reuse_port;
   t.retry_after_secs = opts->retry_after_secs;

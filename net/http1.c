@@ -7,10 +7,13 @@
  * stream, and the callback parses everything before returning, so no bytes
  * wait in it between reads and an idle connection holds no buffer. The URL
  * and the two headers we need are copied out as llhttp reports them. A body
- * goes into ONE malloc'd buffer that grows as its bytes arrive (doubling, up
- * to Content-Length, or max_input_size for chunked bodies), so a declared
- * length alone allocates nothing; once a body has started, alloc hands libuv
- * the free part of that buffer directly, so a large body is read into place.
+ * goes into ONE malloc'd buffer: allocated whole when its headers are
+ * complete if its Content-Length is at most body_prealloc_max
+ * (--http-body-prealloc-size), otherwise grown as its bytes arrive
+ * (doubling, up to Content-Length, or max_input_size for chunked bodies), so
+ * a longer declared length alone allocates nothing; once a body has started,
+ * alloc hands libuv the free part of that buffer directly, so a large body
+ * is read into place.
  * The buffer moves to the application with the message (msg->body): an
  * inference request keeps it as its body, and binary tensors point into it,
  * zero copy.
@@ -303,9 +306,16 @@ static int on_headers_complete(llhttp_t *p) {
                (unsigned long long)h->max_input_size);
       return fail(c, 400, msg);
     }
-    /* Nothing is allocated for a declared length: the buffer grows as the
-     * bytes arrive (body_reserve). */
     c->body_need = (size_t)p->content_length;
+    /* A length within body_prealloc_max is allocated whole now, so the body
+     * is read into place with no growth copy. A longer one gets nothing
+     * for its declaration: its buffer grows as the bytes arrive
+     * (body_reserve), so a client that declares much and sends slowly
+     * holds little. Without the memory now, growing is tried later. */
+    if (c->body_need <= h->body_prealloc_max) {
+      c->body = malloc(c->body_need);
+      if (c->body != NULL) c->body_cap = c->body_need;
+    }
   }
   if (c->expect_continue && (c->chunked || c->body_need > 0)) {
     ifd_http1_slot_t *s = ifd__http1_slot_push(c);
@@ -690,6 +700,7 @@ int ifd_http1_start(uv_loop_t *loop, const ifd_http1_opts_t *opts,
   h->max_input_size = opts->max_input_size != 0
                           ? opts->max_input_size
                           : IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
+  h->body_prealloc_max = opts->body_prealloc_max;
   llhttp_settings_init(&h->settings);
   h->settings.on_message_begin = on_message_begin;
   h->settings.on_url = on_url;

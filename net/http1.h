@@ -136,8 +136,12 @@ typedef struct ifd_http1_opts {
   /* A "unix:" socket file's mode and owner (borrowed: outlives the
    * transport; NULL: the umask's mode, the process's owner). */
   const struct ifd_unix_perm *unix_perm;
-  int port;                  /* 0 picks a free port (see ifd_http1_port) */
-  uint64_t max_input_size;   /* largest body; 0 = default 64 MiB */
+  int port;                /* 0 picks a free port (see ifd_http1_port) */
+  uint64_t max_input_size; /* largest body; 0 = default 64 MiB */
+  /* A body whose Content-Length is at most this is allocated whole when its
+   * headers are complete and read into place; a longer one (or a chunked
+   * one) grows as its bytes arrive. 0: every body grows. */
+  uint64_t body_prealloc_max;
   unsigned max_connections;  /* 0 = default 65536 */
   int reuse_port;            /* set SO_REUSEPORT before binding */
   unsigned retry_after_secs; /* a 429 answer says Retry-After: this (0:
@@ -172,6 +176,8 @@ typedef struct ifd_http1_opts {
 } ifd_http1_opts_t;
 
 #define IFD_HTTP_DEFAULT_MAX_INPUT_SIZE ((uint64_t)64 << 20)
+/* --http-body-prealloc-size's default: a 16 MiB tensor and its header. */
+#define IFD_HTTP_DEFAULT_BODY_PREALLOC ((uint64_t)32 << 20)
 #define IFD_HTTP_DEFAULT_MAX_CONNECTIONS 65536u
 #define IFD_HTTP_DEFAULT_MAX_HEADER_BYTES 65536u
 #define IFD_HTTP_DEFAULT_MAX_HEADERS 100u

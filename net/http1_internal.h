@@ -35,9 +35,10 @@ struct ifd_http1 {
   void *app;                            /* borrowed: the application's */
   llhttp_settings_t settings;
   uint64_t max_input_size;
-  uint32_t max_header_bytes;          /* request line and headers */
-  uint32_t max_headers;               /* header fields per request */
-  unsigned max_pipeline;              /* requests queued before reading stops */
+  uint64_t body_prealloc_max; /* bodies up to this are allocated whole */
+  uint32_t max_header_bytes;  /* request line and headers */
+  uint32_t max_headers;       /* header fields per request */
+  unsigned max_pipeline;      /* requests queued before reading stops */
   const ifd_restrict_t *restrict_api; /* borrowed: outlives the transport;
                                          NULL when nothing is restricted */
   const ifd_fwd_re_t *fwd_re; /* borrowed: --http-header-forward-pattern, or

@@ -194,9 +194,37 @@ def test_slow_body_408(limited):
     assert metric(limited, "inferd_connections_closed_total", protocol="http", reason="body_timeout") >= before + 1
 
 
+def send_body_in_pieces(srv, pieces=4):
+    """A JSON inference whose body arrives in `pieces` sends: 200, its data back."""
+    body = h.json_infer_body([("INPUT0", "FP32", [1, 16], [float(i) for i in range(16)])])
+    body = body[:-1] + b" " * 3000 + body[-1:]  # ~3 KB: above a 1 KiB bound
+    head = b"POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    with h.RawConn(srv.port) as c:
+        c.send(head)
+        step = (len(body) + pieces - 1) // pieces
+        for i in range(0, len(body), step):
+            time.sleep(0.05)
+            c.send(body[i:i + step])
+        r = c.read_response()
+        assert r.status == 200, r
+        assert r.json()["outputs"][0]["data"] == [float(i) for i in range(16)]
+
+
+def test_body_sized_from_content_length(limited):
+    # Within --http-body-prealloc-size (default 32 MiB): allocated whole, read into place.
+    send_body_in_pieces(limited)
+
+
+def test_body_beyond_prealloc_bound_grows(private_server):
+    srv = private_server(models=["identity_fp32"], extra=["--http-body-prealloc-size=1024"])
+    send_body_in_pieces(srv)
+    srv0 = private_server(models=["identity_fp32"], extra=["--http-body-prealloc-size=0"])
+    send_body_in_pieces(srv0)
+
+
 def test_limits_flags_rejected_when_invalid(tmp_path):
     for flag in ("--http-max-header-bytes=0", "--http-max-headers=-1", "--http-idle-timeout-secs=x",
-                 "--max-connections=0", "--http-max-pipeline=0"):
+                 "--max-connections=0", "--http-max-pipeline=0", "--http-body-prealloc-size=x"):
         args = h.server_args([tmp_path], 0, 0, 0, extra=[flag])
         p = subprocess.run(args, capture_output=True, timeout=h.START_TIMEOUT_S)
         assert p.returncode != 0, flag
@@ -208,7 +236,7 @@ def test_help_documents_limits():
     out = p.stdout.decode()
     for flag in ("--http-max-header-bytes", "--http-max-headers", "--http-header-timeout-secs",
                  "--http-body-timeout-secs", "--http-idle-timeout-secs", "--http-max-pipeline",
-                 "--max-connections"):
+                 "--max-connections", "--http-body-prealloc-size"):
         assert flag in out, flag
 
 

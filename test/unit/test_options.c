@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "app/options.h"
+#include "net/http1.h"
 
 /* stderr of the last parse (messages are checked, not shown). */
 static char errtext[1 << 16];
@@ -370,6 +371,27 @@ static void test_overload(void **state) {
   ifd__app_options_free(&o);
 }
 
+static void test_http_body_prealloc(void **state) {
+  ifd_app_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--id=x"), 0);
+  assert_true(o.http_body_prealloc == IFD_HTTP_DEFAULT_BODY_PREALLOC);
+  assert_true(o.http_body_prealloc == (uint64_t)32 << 20);
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-body-prealloc-size=1048576"), 0);
+  assert_true(o.http_body_prealloc == 1048576);
+  ifd__app_options_free(&o);
+  /* 0: every body grows as its bytes arrive. */
+  assert_int_equal(PARSE(&o, "--http-body-prealloc-size", "0"), 0);
+  assert_true(o.http_body_prealloc == 0);
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-body-prealloc-size=-1"), -1);
+  ERR_HAS("--http-body-prealloc-size");
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--http-body-prealloc-size=x"), -1);
+  ifd__app_options_free(&o);
+}
+
 static void test_no_effect_notes(void **state) {
   ifd_app_options_t o;
   (void)state;
@@ -464,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_ports),
       cmocka_unit_test(test_unix),
       cmocka_unit_test(test_overload),
+      cmocka_unit_test(test_http_body_prealloc),
       cmocka_unit_test(test_no_effect_notes),
       cmocka_unit_test(test_cloud),
   };
