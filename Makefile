@@ -379,7 +379,7 @@ $(BUILD)/test/unit/test_batch_io $(BUILD)/test/unit/test_ort_backend $(BUILD)/te
 # test_oom injects allocation failures: inferd's own calls go through its
 # wrappers.
 $(BUILD)/test/unit/test_oom: TEST_LDFLAGS = \
-  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=mmap
 $(BUILD)/test/unit/test_conn: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 

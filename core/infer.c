@@ -19,6 +19,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/bufpool.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/objcache.h"
@@ -52,7 +53,7 @@ static void request_free(ifd_request_t *req) {
   for (i = 0; i < req->n_blobs; i++) ifd_blob_unref(req->blobs[i]);
   ifd_seq_state_unref(req->seq_state);
   if (req->model != NULL) ifd_model_unref(req->model);
-  free(req->body);
+  ifd_request_body_free(req);
   ifd_pool_destroy(&req->pool);
   if (req->server != NULL)
     ifd_objcache_put(ifd_server_req_cache(req->server), req);
@@ -417,12 +418,13 @@ static void classify_outputs(ifd_response_t *resp) {
         o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
                           o->mem_type, o->mem_id);
       else if (!o->buffer_in_pool && !o->buffer_external)
-        ifd_cuda_host_free(o->buffer);
+        ifd_output_buffer_free(o);
     }
     o->alloc = NULL;
     o->buffer = r.data;
     o->byte_size = r.byte_size;
     o->buffer_in_pool = 1;
+    o->buffer_in_bufpool = 0;
     o->buffer_external = 0;
     o->mem_type = IFD_MEM_CPU;
     o->mem_id = 0;
@@ -699,6 +701,23 @@ void ifd_response_discard(ifd_response_t *resp) {
   ifd_evq_push(ifd_server_evq(resp->req->server), &resp->ready_ev);
 }
 
+void ifd_request_body_free(ifd_request_t *req) {
+  if (req->body_in_bufpool)
+    ifd_bufpool_put(req->body);
+  else
+    free(req->body);
+  req->body = NULL;
+  req->body_in_bufpool = 0;
+}
+
+void ifd_output_buffer_free(ifd_output_t *o) {
+  if (o->buffer_in_bufpool)
+    ifd_bufpool_put(o->buffer);
+  else
+    ifd_cuda_host_free(o->buffer);
+  o->buffer_in_bufpool = 0;
+}
+
 void ifd_response_free(ifd_response_t *resp) {
   ifd_request_t *req;
   uint32_t i;
@@ -723,7 +742,7 @@ void ifd_response_free(ifd_response_t *resp) {
         o->alloc->release(o->alloc, o->buffer, o->alloc_userp, o->byte_size,
                           o->mem_type, o->mem_id);
       else if (!o->buffer_in_pool && !o->buffer_external)
-        ifd_cuda_host_free(o->buffer);
+        ifd_output_buffer_free(o);
     }
     free(resp->params);
   }

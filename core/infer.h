@@ -153,6 +153,8 @@ typedef struct ifd_output {
                    buffer_in_pool */
   uint64_t byte_size;
   int buffer_in_pool;     /* buffer is in the response's pool: not free()d */
+  int buffer_in_bufpool;  /* buffer is from the shared buffer pool
+                             (base/bufpool.h): given back, not free()d */
   int buffer_external;    /* buffer is the client's shared memory (the
                              request's output shm placement): not free()d */
   ifd_out_alloc_t *alloc; /* borrowed: when set, buffer came from the
@@ -269,7 +271,9 @@ struct ifd_request {
   ifd_param_t *params; /* borrowed: pool */
   uint32_t n_params;
 
-  void *body; /* owned (malloc'd): bytes that inputs point into */
+  void *body;          /* owned (malloc'd, or from the shared buffer pool when
+                          body_in_bufpool): bytes that inputs point into */
+  int body_in_bufpool; /* body goes back with ifd_bufpool_put */
 
   /* Where outputs go (the in-process API): NULL for buffers of the
    * server's own. out_alloc_arg is passed to its alloc and query. */
@@ -417,6 +421,16 @@ int ifd_request_submit(ifd_request_t *req, ifd_errmsg_t *err);
 
 /** Drops the protocol's reference. Loop thread. */
 void ifd_request_unref(ifd_request_t *req);
+
+/** Frees req->body as it was allocated (malloc, or the shared buffer pool
+ *  when body_in_bufpool) and sets it NULL. Any thread. */
+void ifd_request_body_free(ifd_request_t *req);
+
+/** Frees an output's buffer of the server's own: the shared buffer pool's,
+ *  or malloc'd or pinned (ifd_cuda_host_free); not one in the response's
+ *  pool, the client's shared memory or an allocator's (the caller checks
+ *  buffer_in_pool, buffer_external and alloc). */
+void ifd_output_buffer_free(ifd_output_t *o);
 
 /** Frees a response delivered by on_response. Loop thread. */
 void ifd_response_free(ifd_response_t *resp);

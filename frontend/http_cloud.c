@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "frontend/internal.h"
 
 static const char sagemaker_binary[] =
@@ -118,7 +119,7 @@ static void infer_on(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg,
     return;
   }
   if (header_len_of(s, msg, mime) != 0) {
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
     return;
   }
@@ -169,7 +170,7 @@ static void mme_invoke(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg) {
   while (name + n < end && name[n] != '/') n++;
   if (!ifd__http_mme_has(h, name, n) || n > IFD_HTTP_CLOUD_HDR_MAX) {
     reply_status(s, 404);
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
     return;
   }
@@ -203,7 +204,7 @@ static void sagemaker(ifd_http_t *h, const ifd_http_cloud_t *c,
   } else {
     reply_status(s, 400);
   }
-  free(msg->body);
+  ifd_bufpool_put(msg->body);
   msg->body = NULL;
 }
 
@@ -277,7 +278,7 @@ static void redirect(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg) {
   return;
 
 out_free:
-  free(msg->body);
+  ifd_bufpool_put(msg->body);
   msg->body = NULL;
 }
 
@@ -285,7 +286,7 @@ static void vertex_ai(ifd_http_t *h, const ifd_http_cloud_t *c,
                       ifd_http_slot_t *s, ifd_http_msg_t *msg) {
   if (path_is(msg, c->health_route)) {
     health(h, s, msg, 0);
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
   } else if (path_is(msg, c->predict_route)) {
     if (msg->cloud != NULL && msg->cloud->has_redirect)
@@ -294,7 +295,7 @@ static void vertex_ai(ifd_http_t *h, const ifd_http_cloud_t *c,
       infer_on(h, s, msg, c->model, vertex_binary);
   } else {
     reply_status(s, 400);
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
   }
 }
@@ -308,7 +309,7 @@ void ifd__http_cloud_dispatch(ifd_http_t *h, const ifd_http_cloud_t *cloud,
              "than %d bytes",
              IFD_HTTP_CLOUD_HDR_MAX);
     ifd__http_slot_error(s, 400, text);
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
     return;
   }

@@ -179,8 +179,7 @@ static int decode(ifd_request_t *req, size_t body_len, ifd_errmsg_t *err) {
                                  info.n_inputs, err);
   ifd_model_info_free(&info);
   if (rc == 0) { /* everything was copied: the text may go */
-    free(req->body);
-    req->body = NULL;
+    ifd_request_body_free(req);
   }
   return rc;
 }

@@ -164,8 +164,7 @@ static void job_work(uv_work_t *w) {
     /* The JSON text is dead once decoded: unless a binary input points into
      * the body, it goes now, off the loop, rather than with the request. */
     if (j->rc == 0 && !body_in_use(j->req, j->body_len)) {
-      free(j->req->body);
-      j->req->body = NULL;
+      ifd_request_body_free(j->req);
     }
   }
 }

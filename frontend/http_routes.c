@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "core/metrics.h"
@@ -569,12 +570,13 @@ static ifd_request_t *url_request(ifd_server_t *srv, ifd_http_slot_t *s,
   ifd_errclear(&err);
   req = ifd_request_new(srv);
   if (req == NULL) {
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
     ifd__http_slot_error(s, 500, "out of memory");
     return NULL;
   }
   req->body = msg->body; /* the request owns the bytes its inputs point into */
+  req->body_in_bufpool = 1; /* the transport's (net/http1.h) */
   msg->body = NULL;
   req->t_received = msg->t_received;
   name = ifd_pool_alloc(&req->pool, m->model_len + 1);
@@ -721,7 +723,7 @@ void ifd__http_dispatch(ifd_http_t *h, ifd_http_slot_t *s,
     const struct ifd_metrics *mx = ifd__http_metrics(h, &metrics_only);
     if (metrics_only) {
       route_metrics(ifd__http_server(h), s, mx, msg);
-      free(msg->body);
+      ifd_bufpool_put(msg->body);
       msg->body = NULL;
       return;
     }
@@ -740,7 +742,7 @@ void ifd__http_run_route(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg,
   ifd_model_t *model;
 
   if (refuse_restricted(h, s, msg, m)) {
-    free(msg->body);
+    ifd_bufpool_put(msg->body);
     msg->body = NULL;
     return;
   }
@@ -801,6 +803,6 @@ void ifd__http_run_route(ifd_http_t *h, ifd_http_slot_t *s, ifd_http_msg_t *msg,
       ifd__http_trace(srv, s, m, msg);
       break;
   }
-  free(msg->body); /* NULL when a request took it */
+  ifd_bufpool_put(msg->body); /* NULL when a request took it */
   msg->body = NULL;
 }

@@ -7,8 +7,9 @@
  * stream, and the callback parses everything before returning, so no bytes
  * wait in it between reads and an idle connection holds no buffer. The URL
  * and the two headers we need are copied out as llhttp reports them. A body
- * goes into ONE malloc'd buffer: allocated whole when its headers are
- * complete if its Content-Length is at most body_prealloc_max
+ * goes into ONE buffer of the shared buffer pool (base/bufpool.h: a big
+ * one's pages stay mapped between requests): allocated whole when its headers
+ * are complete if its Content-Length is at most body_prealloc_max
  * (--http-body-prealloc-size), otherwise grown as its bytes arrive
  * (doubling, up to Content-Length, or max_input_size for chunked bodies), so
  * a longer declared length alone allocates nothing; once a body has started,
@@ -54,6 +55,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "base/bufpool.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -114,7 +116,7 @@ static ifd_http1_conn_t *conn_of(llhttp_t *p) {
 }
 
 static void reset_msg(ifd_http1_conn_t *c) {
-  free(c->body);
+  ifd_bufpool_put(c->body);
   c->body = NULL;
   c->body_len = c->body_cap = c->body_need = 0;
   c->url_len = 0;
@@ -313,7 +315,7 @@ static int on_headers_complete(llhttp_t *p) {
      * (body_reserve), so a client that declares much and sends slowly
      * holds little. Without the memory now, growing is tried later. */
     if (c->body_need <= h->body_prealloc_max) {
-      c->body = malloc(c->body_need);
+      c->body = ifd_bufpool_get(ifd_bufpool_shared(), c->body_need);
       if (c->body != NULL) c->body_cap = c->body_need;
     }
   }
@@ -350,7 +352,7 @@ static int body_reserve(ifd_http1_conn_t *c, size_t n, size_t limit) {
   cap = c->body_cap != 0 ? c->body_cap * 2 : BODY_FIRST_CHUNK;
   if (cap < want) cap = want;
   if (cap > limit) cap = limit;
-  b = realloc(c->body, cap);
+  b = ifd_bufpool_grow(ifd_bufpool_shared(), c->body, c->body_len, cap);
   if (b == NULL) return IFD_ENOMEM;
   c->body = b;
   c->body_cap = cap;
@@ -562,7 +564,7 @@ static void on_free(ifd_conn_t *base) {
     if (c->h->handlers->orphan == NULL || !c->h->handlers->orphan(s))
       ifd_http1_slot_free(s);
   }
-  free(c->body);
+  ifd_bufpool_put(c->body);
   free(c->pending);
   if (c->url != c->url_inline) free(c->url);
   ifd__fwd_free(&c->fwd);

@@ -95,7 +95,8 @@ typedef struct ifd_http_msg {
   ifd_http_method_t method;
   const char *path; /* borrowed: connection's buffer, valid during dispatch */
   size_t path_len;
-  char *body; /* owned (malloc'd) or NULL: the handler takes it */
+  char *body; /* owned (from the shared buffer pool, base/bufpool.h: given
+                 back with ifd_bufpool_put) or NULL: the handler takes it */
   size_t body_len;
   uint64_t header_len; /* Inference-Header-Content-Length */
   int has_header_len;

@@ -74,7 +74,7 @@ struct ifd_http1_conn {
   uint32_t hdr_bytes; /* request line and header bytes so far */
   uint32_t n_headers; /* header fields so far */
   uint32_t msg_seq;   /* messages begun (see feed) */
-  char *body;         /* owned (malloc'd); NULL until body bytes arrive */
+  char *body;         /* owned (shared bufpool); NULL until needed */
   size_t body_len, body_cap;
   size_t body_need; /* Content-Length; 0 for none or chunked */
   uint64_t t_begin;

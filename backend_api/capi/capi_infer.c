@@ -288,9 +288,10 @@ static void on_response(ifd_response_t *resp, void *arg) {
     if (o->byte_size > 0) memcpy(buf, o->buffer, o->byte_size);
     /* The server's buffer goes as ifd_response_free would free it (a GPU
      * output staged in the pinned pool included). */
-    if (resp->keep == NULL && !o->buffer_in_pool) ifd_cuda_host_free(o->buffer);
+    if (resp->keep == NULL && !o->buffer_in_pool) ifd_output_buffer_free(o);
     o->buffer = buf;
     o->buffer_in_pool = 0;
+    o->buffer_in_bufpool = 0;
     o->alloc = a;
     o->alloc_userp = userp;
     o->mem_type = mt;

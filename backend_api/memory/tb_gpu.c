@@ -92,6 +92,7 @@ int ifd__gpu_outputs_to_host(ifd_response_t *resp, char *msg, size_t msg_len) {
     ifd_cuda_free(o->buffer, IFD_MEM_GPU, o->mem_id);
     o->buffer = host;
     o->buffer_in_pool = 0;
+    o->buffer_in_bufpool = 0;
     o->mem_type = IFD_MEM_CPU;
     o->mem_id = 0;
   }

@@ -18,6 +18,7 @@
 #include "core/model.h"
 #include "core/server.h"
 #include "core/stats.h"
+#include "base/bufpool.h"
 #include "base/util.h"
 #include "core/request_internal.h"
 
@@ -25,7 +26,8 @@
 #define RESP(r) ((ifd_response_t *)(r))
 
 /* Output buffers up to this size come from the response's pool (see
- * TRITONBACKEND_OutputBuffer); larger ones are malloc'd on their own. */
+ * TRITONBACKEND_OutputBuffer); larger ones are malloc'd on their own, and
+ * from IFD_BUFPOOL_MIN on taken from the shared buffer pool. */
 #define SMALL_OUTPUT_MAX 1024
 
 /* ---- requests ---------------------------------------------------------------
@@ -678,6 +680,11 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(
     o->buffer = ifd_pool_alloc(&o->resp->pool,
                                buffer_byte_size > 0 ? buffer_byte_size : 1);
     o->buffer_in_pool = o->buffer != NULL;
+  } else if (buffer_byte_size >= IFD_BUFPOOL_MIN) {
+    /* A big one from the shared pool: its pages stay mapped between
+     * requests, so the backend's write faults none in. */
+    o->buffer = ifd_bufpool_get(ifd_bufpool_shared(), buffer_byte_size);
+    o->buffer_in_bufpool = o->buffer != NULL;
   } else {
     o->buffer = malloc(buffer_byte_size);
   }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "frontend/internal.h"
 
 static const ifd_http_cloud_t sagemaker = {.kind = IFD_HTTP_CLOUD_SAGEMAKER,
@@ -40,8 +41,11 @@ static char *answer(const ifd_http_cloud_t *c, ifd_http_method_t method,
   msg.path = path;
   msg.path_len = strlen(path);
   if (body != NULL) {
-    msg.body = strdup(body);
+    /* As the transport hands it: from the shared buffer pool. */
     msg.body_len = strlen(body);
+    msg.body = ifd_bufpool_get(ifd_bufpool_shared(), msg.body_len + 1);
+    assert_non_null(msg.body);
+    memcpy(msg.body, body, msg.body_len + 1);
   }
   msg.cloud = hdrs;
   ifd__http_cloud_dispatch(NULL, c, s, &msg);
