@@ -15,6 +15,7 @@
 
 #include "app/options.h"
 #include "app/runtime.h"
+#include "base/bufpool.h"
 #include "base/log.h"
 #include "core/metrics.h"
 #include "core/server.h"
@@ -405,6 +406,10 @@ int main(int argc, char **argv) {
     if (rc > 0) ifd__app_options_usage(stdout);
     return rc > 0 ? 0 : 1;
   }
+  /* --buffer-pool-byte-size: the free buffers the shared pool keeps. */
+  ifd_bufpool_set_cap(
+      ifd_bufpool_shared(), (size_t)a->opt.buffer_pool_bytes,
+      a->opt.buffer_pool_bytes != 0 ? IFD_BUFPOOL_DEFAULT_PER_CLASS : 0);
   /* --model-load-thread-count: models load on libuv's thread pool, sized
    * once, at its first use (after this); at least libuv's 4 threads, which
    * also serve other blocking work. An explicit UV_THREADPOOL_SIZE wins. */

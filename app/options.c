@@ -26,6 +26,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/bufpool.h"
 #include "net/forward.h"
 #include "app/options_internal.h"
 #include "frontend/frontend.h"
@@ -260,6 +261,7 @@ static const flag_t flags[] = {
     /* Memory and devices. */
     {"pinned-memory-pool-byte-size", K_U64Z, OFF(cuda_mem.pinned_bytes), 0,
      NULL},
+    {"buffer-pool-byte-size", K_U64Z, OFF(buffer_pool_bytes), 0, NULL},
     {"cuda-memory-pool-byte-size", K_CUDA_POOL, 0, 0, NULL},
     IGN("cuda-virtual-address-size", C_PAIR_INT,
         "implicit state buffers are not grown through CUDA virtual memory"),
@@ -816,6 +818,7 @@ void ifd__app_options_init(ifd_app_options_t *o) {
   o->http_address = "0.0.0.0";
   o->http_max_input_size = IFD_HTTP_DEFAULT_MAX_INPUT_SIZE;
   o->http_body_prealloc = IFD_HTTP_DEFAULT_BODY_PREALLOC;
+  o->buffer_pool_bytes = IFD_BUFPOOL_DEFAULT_CAP;
   o->http_json_offload_bytes = IFD_HTTP_DEFAULT_JSON_OFFLOAD_BYTES;
   o->http_max_header_bytes = IFD_HTTP_DEFAULT_MAX_HEADER_BYTES;
   o->http_max_headers = IFD_HTTP_DEFAULT_MAX_HEADERS;

@@ -38,6 +38,7 @@ typedef struct ifd_app_options {
   int allow_http;
   uint64_t http_max_input_size;
   uint64_t http_body_prealloc; /* --http-body-prealloc-size */
+  uint64_t buffer_pool_bytes;  /* --buffer-pool-byte-size */
   uint64_t http_json_offload_bytes;
   /* Connection limits and timeouts (docs/connections.md). */
   int http_max_header_bytes;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "app/options.h"
+#include "base/bufpool.h"
 #include "net/http1.h"
 
 /* stderr of the last parse (messages are checked, not shown). */
@@ -392,6 +393,24 @@ static void test_http_body_prealloc(void **state) {
   ifd__app_options_free(&o);
 }
 
+static void test_buffer_pool(void **state) {
+  ifd_app_options_t o;
+  (void)state;
+  assert_int_equal(PARSE(&o, "--id=x"), 0);
+  assert_true(o.buffer_pool_bytes == IFD_BUFPOOL_DEFAULT_CAP);
+  assert_true(o.buffer_pool_bytes == (uint64_t)256 << 20);
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--buffer-pool-byte-size=0"), 0);
+  assert_true(o.buffer_pool_bytes == 0);
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--buffer-pool-byte-size", "1073741824"), 0);
+  assert_true(o.buffer_pool_bytes == 1073741824);
+  ifd__app_options_free(&o);
+  assert_int_equal(PARSE(&o, "--buffer-pool-byte-size=-5"), -1);
+  ERR_HAS("--buffer-pool-byte-size");
+  ifd__app_options_free(&o);
+}
+
 static void test_no_effect_notes(void **state) {
   ifd_app_options_t o;
   (void)state;
@@ -487,6 +506,7 @@ int main(void) {
       cmocka_unit_test(test_unix),
       cmocka_unit_test(test_overload),
       cmocka_unit_test(test_http_body_prealloc),
+      cmocka_unit_test(test_buffer_pool),
       cmocka_unit_test(test_no_effect_notes),
       cmocka_unit_test(test_cloud),
   };
