@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "core/infer.h"
 #include "core/model.h"
 #include "core/server.h"
@@ -40,10 +41,11 @@ static int build_request(ifd_gstream_t *st, uint8_t *msg, size_t len,
 
   *out = req;
   if (req == NULL) {
-    free(msg);
+    ifd_bufpool_put(msg);
     return ifd_errf(err, IFD_ENOMEM, "out of memory");
   }
-  req->body = msg; /* owned by the request: raw inputs point into it */
+  req->body = msg;          /* owned by the request: raw inputs point into it */
+  req->body_in_bufpool = 1; /* the transport's (net/grpc.h) */
   req->t_received = uv_hrtime();
   req->trace_proto = IFD_TRACE_PROTO_GRPC;
   /* --grpc-infer-response-compression-level applies to inference calls. */
@@ -321,12 +323,12 @@ void ifd__grpc_stream_infer(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   int rc;
 
   if (ifd_gstream_closed(st)) {
-    free(msg); /* the call is over: late messages are dropped */
+    ifd_bufpool_put(msg); /* the call is over: late messages are dropped */
     return;
   }
   c = stream_call(st);
   if (c == NULL) {
-    free(msg);
+    ifd_bufpool_put(msg);
     ifd__grpc_finish_code(st, IFD_ENOMEM, "out of memory");
     return;
   }

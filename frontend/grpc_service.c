@@ -23,6 +23,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/bufpool.h"
 #include "core/model.h"
 #include "core/server.h"
 #include "frontend/grpc_infer.h"
@@ -73,7 +74,7 @@ void *ifd__grpc_unpack(ifd_gstream_t *st, const ProtobufCMessageDescriptor *d,
   ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, msg);
   char text[128];
 
-  free(msg);
+  ifd_bufpool_put(msg);
   if (m == NULL) {
     snprintf(text, sizeof(text), "failed to parse %s", d->short_name);
     ifd_gstream_finish(st, IFD_GRPC_INVALID_ARGUMENT, text);

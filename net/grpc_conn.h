@@ -138,7 +138,8 @@ ifd__gzip_msg_t *ifd__gzip_compress(const uv_buf_t *iov, unsigned n,
                                     uint64_t total, int zip);
 
 /** Decompresses the `len` bytes at `in`, compressed as `zip`, into a new
- *  malloc'd buffer (*out, *out_len; *out is never NULL on success) of at
+ *  buffer of the shared buffer pool (*out, *out_len; *out is never NULL on
+ *  success; give it back with ifd_bufpool_put) of at
  *  most `max` bytes. Returns 0, IFD_ETOOBIG when the message would pass
  *  `max`, IFD_ENOMEM, or IFD_EINVAL when the bytes are not a whole stream
  *  of that algorithm. */

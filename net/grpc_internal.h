@@ -59,11 +59,12 @@ typedef struct ifd_grpc_method {
   const char *path; /* "/inference.GRPCInferenceService/ModelInfer" */
   int streaming;    /* 1: bidirectional streaming; 0: unary */
   /**
-   * A complete request message arrived. `msg` (len bytes, malloc'd) is
-   * owned by the method from here on (free it, or keep it: e.g. as the
-   * inference request's body that raw inputs point into). For a unary
-   * method this is called once, after the client's END_STREAM; a unary call
-   * with zero or two messages is answered by the transport with
+   * A complete request message arrived. `msg` (len bytes, from the shared
+   * buffer pool, base/bufpool.h) is owned by the method from here on (give
+   * it back with ifd_bufpool_put, or keep it: e.g. as the inference
+   * request's body that raw inputs point into, body_in_bufpool set). For a
+   * unary method this is called once, after the client's END_STREAM; a unary
+   * call with zero or two messages is answered by the transport with
    * UNIMPLEMENTED/INTERNAL as gRPC requires, without calling the method.
    */
   void (*on_message)(ifd_gstream_t *st, uint8_t *msg, size_t len);

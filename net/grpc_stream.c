@@ -5,10 +5,15 @@
  * they run on (reading, write batches, start and stop) are
  * net/grpc_transport.c's.
  *
- * Reading. DATA payloads are reassembled into one malloc'd buffer per gRPC
- * message that grows as bytes arrive (from at most MAX_PREALLOC, doubling up
- * to the declared length), so a peer's declared length alone cannot make us
- * allocate much; its ownership moves to the method.
+ * Reading. DATA payloads are reassembled into one buffer of the shared
+ * buffer pool (base/bufpool.h: a big one's pages stay mapped between
+ * messages) per gRPC message: allocated whole from the 5-byte prefix when
+ * the declared length is at most SIZED_MAX (and within the connection's
+ * buffer limit, charged up front), so DATA is copied into place once with
+ * no growth; a longer one grows as bytes arrive (from MAX_PREALLOC,
+ * doubling up to the declared length), so a peer's declared length alone
+ * cannot make us allocate much. Its ownership moves to the method, which
+ * gives it back with ifd_bufpool_put.
  *
  * Writing (a call's answer, its framing and its status) is
  * net/grpc_send.c's.
@@ -32,12 +37,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "base/check.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "net/grpc_conn.h"
 
-/* Largest part of a message allocated before its bytes arrive. */
+/* A message up to SIZED_MAX is allocated whole from its 5-byte prefix and
+ * its DATA copied into place, with no growth; a longer one gets MAX_PREALLOC
+ * before its bytes arrive and grows as they do. */
+#define SIZED_MAX ((size_t)32 << 20)
 #define MAX_PREALLOC ((size_t)64 << 10)
 /* Expire deadlines this close to now (timers run in whole ms). */
 #define DEADLINE_SLACK_NS 1000000u
@@ -141,8 +150,8 @@ void ifd_gstream_ref(ifd_gstream_t *st) {
 void ifd_gstream_unref(ifd_gstream_t *st) {
   if (--st->refs != 0) return;
   /* The transport's reference goes last at detach, so nothing is queued. */
-  free(st->in);
-  free(st->unary);
+  ifd_bufpool_put(st->in);
+  ifd_bufpool_put(st->unary);
   free(st->path);
   free(st->message);
   ifd__fwd_free(&st->fwd);
@@ -193,9 +202,9 @@ void ifd__gstream_detach(ifd_gstream_t *st) {
   ifd__link_del(&st->link);
   if (--c->n_streams == 0) ifd__gconn_on_idle(c);
   st->conn = NULL;
-  free(st->in);
+  ifd_bufpool_put(st->in);
   st->in = NULL;
-  free(st->unary);
+  ifd_bufpool_put(st->unary);
   st->unary = NULL;
   if (!st->method_finished && !st->cancel_sent) {
     st->cancel_sent = 1;
@@ -450,7 +459,7 @@ static void deliver(ifd_gstream_t *st, uint8_t *msg, size_t len) {
     return;
   }
   if (st->unary != NULL) {
-    free(msg);
+    ifd_bufpool_put(msg);
     ifd__gstream_fail(st, IFD_GRPC_INTERNAL,
                       "unary call with more than one request message");
     return;
@@ -494,10 +503,10 @@ static int begin_message(ifd_gstream_t *st) {
     ifd__gstream_fail(st, IFD_GRPC_RESOURCE_EXHAUSTED, text);
     return -1;
   }
-  cap = need < MAX_PREALLOC ? (size_t)need : MAX_PREALLOC;
+  cap = need <= SIZED_MAX || need < MAX_PREALLOC ? (size_t)need : MAX_PREALLOC;
   if (room_for(st, cap + (st->unary != NULL ? st->unary_len : 0)) != 0)
     return -1;
-  st->in = malloc(cap != 0 ? cap : 1);
+  st->in = ifd_bufpool_get(ifd_bufpool_shared(), cap != 0 ? cap : 1);
   if (st->in == NULL) {
     ifd__gstream_fail(st, IFD_GRPC_RESOURCE_EXHAUSTED,
                       "out of memory for the request message");
@@ -519,7 +528,7 @@ static int inflate_message(ifd_gstream_t *st, uint8_t **msg, size_t *len) {
   int rc = ifd__gzip_inflate(*msg, *len, st->in_zip, st->max_message, &out,
                              &out_len);
 
-  free(*msg);
+  ifd_bufpool_put(*msg);
   *msg = NULL;
   if (rc == IFD_ETOOBIG) {
     snprintf(text, sizeof(text),
@@ -537,7 +546,7 @@ static int inflate_message(ifd_gstream_t *st, uint8_t **msg, size_t *len) {
   /* A unary request is held until END_STREAM: counted as it is now. */
   if (!st->method->streaming &&
       room_for(st, out_len + (st->unary != NULL ? st->unary_len : 0)) != 0) {
-    free(out);
+    ifd_bufpool_put(out);
     return -1;
   }
   *msg = out;
@@ -588,7 +597,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
       if (cap > st->in_need) cap = st->in_need;
       if (room_for(st, cap + (st->unary != NULL ? st->unary_len : 0)) != 0)
         break;
-      p = realloc(st->in, cap);
+      p = ifd_bufpool_grow(ifd_bufpool_shared(), st->in, st->in_len, cap);
       if (p == NULL) {
         ifd__gstream_fail(st, IFD_GRPC_RESOURCE_EXHAUSTED,
                           "out of memory for the request message");

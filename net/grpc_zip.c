@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/bufpool.h"
 #include "base/error.h"
 #include "net/grpc_conn.h"
 
@@ -105,7 +106,7 @@ int ifd__gzip_inflate(const uint8_t *in, size_t len, int zip, uint64_t max,
       }
       /* One byte past the maximum tells a message that is too big. */
       if (next > max + 1) next = (size_t)max + 1;
-      grown = realloc(buf, next);
+      grown = ifd_bufpool_grow(ifd_bufpool_shared(), buf, cap, next);
       if (grown == NULL) {
         ret = IFD_ENOMEM;
         goto fail;
@@ -127,7 +128,7 @@ int ifd__gzip_inflate(const uint8_t *in, size_t len, int zip, uint64_t max,
     goto fail;
   }
   *out_len = zs.total_out;
-  if (buf == NULL) buf = malloc(1);
+  if (buf == NULL) buf = ifd_bufpool_get(ifd_bufpool_shared(), 1);
   if (buf == NULL) {
     ret = IFD_ENOMEM;
     goto fail;
@@ -138,6 +139,6 @@ int ifd__gzip_inflate(const uint8_t *in, size_t len, int zip, uint64_t max,
 
 fail:
   inflateEnd(&zs);
-  free(buf);
+  ifd_bufpool_put(buf);
   return ret;
 }

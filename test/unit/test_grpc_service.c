@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/bufpool.h"
 #include "core/shm.h"
 #include "frontend/grpc_model_infer.c"
 #include "frontend/grpc_service.c"
@@ -122,7 +123,7 @@ static ifd_gstream_t *call(ifd_server_t *s, const char *rpc,
   const ifd_grpc_method_t *m;
   ifd_gstream_t *st = calloc(1, sizeof(*st));
   size_t len = protobuf_c_message_get_packed_size(req);
-  uint8_t *buf = malloc(len + 1);
+  uint8_t *buf = ifd_bufpool_get(ifd_bufpool_shared(), len + 1);
   char path[128];
 
   assert_non_null(st);
@@ -148,7 +149,7 @@ static ifd_gstream_t *start(ifd_server_t *s, const char *rpc,
   const ifd_grpc_method_t *m;
   ifd_gstream_t *st = calloc(1, sizeof(*st));
   size_t len = protobuf_c_message_get_packed_size(req);
-  uint8_t *buf = malloc(len + 1);
+  uint8_t *buf = ifd_bufpool_get(ifd_bufpool_shared(), len + 1);
   char path[128];
 
   assert_non_null(st);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/bufpool.h"
 #include "net/grpc.h"
 #include "net/grpc_internal.h"
 #include "net/restrict.h"
@@ -48,7 +49,7 @@ typedef struct echo {
 
 static void echo_free(void *arg) {
   echo_t *e = arg;
-  free(e->msg);
+  ifd_bufpool_put(e->msg);
   free(e);
 }
 
@@ -129,7 +130,7 @@ static void delayed_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
 
 static void never_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   (void)len;
-  free(msg);
+  ifd_bufpool_put(msg);
   n_never_msgs++;
   ifd_gstream_set_data(st, &n_never_msgs);
   assert_ptr_equal(ifd_gstream_data(st), &n_never_msgs);
@@ -142,16 +143,16 @@ static void never_cancel(ifd_gstream_t *st) {
 
 static void fail_method(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   (void)len;
-  free(msg);
+  ifd_bufpool_put(msg);
   ifd_gstream_finish(st, IFD_GRPC_INVALID_ARGUMENT, "bad \xc3\xbc 100%\n");
 }
 
 static void timeout_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   uint64_t ns = ifd_gstream_timeout_ns(st);
-  uint8_t *p = malloc(8);
+  uint8_t *p = ifd_bufpool_get(ifd_bufpool_shared(), 8);
 
   (void)len;
-  free(msg);
+  ifd_bufpool_put(msg);
   assert_non_null(p);
   memcpy(p, &ns, 8);
   assert_int_equal(echo_send(st, p, 8), 0);
@@ -173,7 +174,7 @@ static void huge_msg(ifd_gstream_t *st, uint8_t *msg, size_t len) {
   ifd_gmsg_t m;
 
   (void)len;
-  free(msg);
+  ifd_bufpool_put(msg);
   iov[0] = uv_buf_init((char *)&one, 1);
   iov[1].base = (char *)&one;
   iov[1].len = ifd_gstream_max_message(st);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bufpool.h"
 #include "base/error.h"
 #include "net/grpc_conn.h"
 
@@ -51,7 +52,7 @@ static void round_trip(int zip, size_t n, unsigned pieces) {
       ifd__gzip_inflate(z->data, z->iov.len, zip, n, &out, &out_len), 0);
   assert_int_equal(out_len, n);
   assert_memory_equal(out, msg, n);
-  free(out);
+  ifd_bufpool_put(out);
   /* One byte less than it inflates to is too big. */
   assert_int_equal(
       ifd__gzip_inflate(z->data, z->iov.len, zip, n - 1, &out, &out_len),
@@ -145,7 +146,7 @@ static void test_empty_message(void **state) {
       ifd__gzip_inflate(gz, sizeof(gz), ZIP_GZIP, 100, &out, &out_len), 0);
   assert_non_null(out);
   assert_int_equal(out_len, 0);
-  free(out);
+  ifd_bufpool_put(out);
 }
 
 static void test_header_values(void **state) {
