@@ -96,7 +96,6 @@ ifd_request_t *ifd_request_new(ifd_server_t *server) {
 /* The transitions ifd_request_state_t lists, one bit per target state,
  * checked by IFD_ASSERT (checking builds only). */
 #define TO(st) (1u << (st))
-#if IFD_CHECKS
 static const unsigned legal_next[] = {
     [IFD_REQ_INIT] = TO(IFD_REQ_QUEUED),
     [IFD_REQ_QUEUED] = TO(IFD_REQ_EXECUTING) | TO(IFD_REQ_RELEASED) |
@@ -105,7 +104,6 @@ static const unsigned legal_next[] = {
     [IFD_REQ_RELEASED] = 0,
     [IFD_REQ_FAILED_ENQUEUE] = 0,
 };
-#endif
 
 void ifd_request_set_state(ifd_request_t *req, ifd_request_state_t to) {
   IFD_ASSERT((unsigned)ifd__req(req)->state <

@@ -104,7 +104,7 @@ static void on_idle(ifd_model_t *m, uint32_t instance, uint64_t jobs,
 static int default_submit(ifd__sched_t *s, ifd_request_t *req,
                           ifd_errmsg_t *err) {
   (void)err;
-  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED);
   ifd__sched_dispatch(s, &req, 1);
   return 0;
 }

@@ -462,7 +462,7 @@ static int dyn_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   uint64_t timeout_us = l->timeout_us;
   dreq_t *x = dr(req);
 
-  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED);
   if (l->max_queue_size > 0 && l->count >= l->max_queue_size)
     return ifd_errf(err, IFD_EOVERLOADED,
                     "Exceeds maximum queue size for model '%s'",

@@ -11,12 +11,13 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "core/request_internal.h"
 #include "core/server.h"
 #include "sched/seq_internal.h"
 
 ifd_request_t *ifd__seq_pop(sb_t *b, seq_t *q) {
   ifd_request_t *r = q->head;
-  IFD_ASSERT(r != NULL && r->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(r != NULL && ifd__req(r)->state == IFD_REQ_QUEUED);
   q->head = sr(r)->next;
   if (q->head == NULL) q->tail = NULL;
   sr(r)->next = NULL;

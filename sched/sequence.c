@@ -390,7 +390,7 @@ static int seq_submit(ifd__sched_t *s, ifd_request_t *req, ifd_errmsg_t *err) {
   uint64_t hash;
   int start;
   int rc;
-  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED);
   seq_t *q;
 
   /* An iterative sequence may begin with a request that has no ID: it
@@ -634,7 +634,7 @@ static int seq_reschedule(ifd__sched_t *s, ifd_request_t *req,
   const char *sid = req->correlation_id_str;
   seq_t *q;
   char name[32];
-  IFD_ASSERT(req->state == IFD_REQ_QUEUED);
+  IFD_ASSERT(ifd__req(req)->state == IFD_REQ_QUEUED);
   if (!b->iterative)
     return ifd_errf(err, IFD_EINVAL,
                     "Request is released with "

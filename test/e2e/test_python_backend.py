@@ -184,7 +184,10 @@ def test_default_model_filename(srv, gc, proto):
 
 
 def test_args_and_request_fields(srv):
-    body = {"id": "req-7", "parameters": {"mykey": "v", "n": 3},
+    # Every parameter kind EXECUTE carries: string, int (negative too), bool,
+    # double.
+    params = {"mykey": "v\u00e9", "n": 3, "neg": -5, "flag": True, "ratio": 0.25}
+    body = {"id": "req-7", "parameters": params,
             "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2], "data": [1.0, 2.0]}],
             "outputs": [{"name": "INFO"}]}
     r = srv.post("/v2/models/introspect/infer", json=body)
@@ -201,7 +204,7 @@ def test_args_and_request_fields(srv):
     assert args["model_config"]["name"] == "introspect", args
     assert args["model_repository"].rstrip("/").endswith("introspect"), args
     assert info["request_id"] == "req-7", info
-    assert info["parameters"] == {"mykey": "v", "n": 3}, info
+    assert info["parameters"] == params, info
     assert info["requested"] == ["INFO"], info
     assert info["inputs"] == ["INPUT0"] and info["is_cpu"] is True, info
 

@@ -1,4 +1,4 @@
-# backend_api/backends/python/_pb_stub.py - the stub's side of protocol v2.
+# backend_api/backends/python/_pb_stub.py - the stub's side of protocol v3.
 #
 # The main loop of triton_python_backend_stub (ipc.h): _Stub runs INIT,
 # EXECUTE, FINALIZE and AUTO_COMPLETE on the main thread, packs RESULT into
@@ -63,6 +63,31 @@ from triton_python_backend_utils import (  # noqa: F401  (one namespace)
     serialize_byte_tensor,
     triton_string_to_numpy,
 )
+
+
+# RESULT's per-output prefixes, the same for every execute of a model: str
+# name + str dtype by (name, dtype), and the struct of ndims, dims, size,
+# where, 0, offset by ndims. Bounded: a model with endless names packs anew.
+_OUT_HEADS = {}
+_OUT_DIMS = {}
+
+
+def _out_head(name, dtype):
+    key = (name, dtype)
+    head = _OUT_HEADS.get(key)
+    if head is None:
+        n = name.encode("utf-8")
+        head = _U32.pack(len(n)) + n + _U32.pack(len(dtype)) + dtype.encode()
+        if len(_OUT_HEADS) < 1024:
+            _OUT_HEADS[key] = head
+    return head
+
+
+def _out_dims(ndim):
+    st = _OUT_DIMS.get(ndim)
+    if st is None:
+        st = _OUT_DIMS[ndim] = struct.Struct("<I%dqQIIQ" % ndim)
+    return st
 
 
 def _exc_text(e):
@@ -415,21 +440,21 @@ class _Stub:
         self.send(MSG_FINALIZE_OK, mid)
         self._end(0)
 
-    def _requests(self, msg, decoupled):
+    def _requests(self, reqs, decoupled):
+        """The InferenceRequests of EXECUTE's parsed requests (tuples of
+        _inferd_stub.parse_execute)."""
         requests = []
-        for r in msg["requests"]:
-            boff, bsize = r["block"]
+        for r in reqs:
+            boff, bsize = r[2], r[3]
             block = self.C.down_block(boff, bsize)
             inputs = []
-            for i in r["inputs"]:
-                shape = tuple(i["shape"])
-                off, size = i["offset"], i["size"]
-                npt = triton_string_to_numpy(i["dtype"])
+            for name, dtype, shape, off, size in r[9]:
+                npt = triton_string_to_numpy(dtype)
                 if size == 0:
                     arr = np.empty(shape, dtype=npt)
-                    if i["dtype"] == "BYTES":
+                    if dtype == "BYTES":
                         arr.fill(b"")
-                elif i["dtype"] == "BYTES":
+                elif dtype == "BYTES":
                     rel = off - boff
                     arr = deserialize_bytes_tensor(
                         memoryview(block)[rel:rel + size]).reshape(shape)
@@ -437,7 +462,7 @@ class _Stub:
                     arr = np.frombuffer(
                         block, dtype=npt, count=size // np.dtype(npt).itemsize,
                         offset=off - boff).reshape(shape)
-                inputs.append(Tensor(i["name"], arr))
+                inputs.append(Tensor(name, arr))
             requests.append(
                 InferenceRequest._from_execute(r, block, inputs, decoupled))
         return requests
@@ -447,10 +472,9 @@ class _Stub:
                 + self.instance_name + "', message: " + _exc_text(e))
 
     def execute(self, mid, payload):
-        msg = json.loads(payload.decode("utf-8"))
-        decoupled = bool(msg.get("decoupled", False))
         try:
-            requests = self._requests(msg, decoupled)
+            decoupled, reqs = self.C.parse_execute(payload)
+            requests = self._requests(reqs, decoupled)
         except Exception as e:  # noqa: BLE001
             self.send_error(mid, self._fail_text(e), traceback.format_exc())
             return
@@ -620,13 +644,9 @@ class _Stub:
                     src = arr
                     size = arr.nbytes
                 pos = (pos + 63) & ~63
-                name = t.name().encode("utf-8")
-                m += _U32.pack(len(name))
-                m += name
-                m += _U32.pack(len(dtype))
-                m += dtype.encode()
-                m += struct.pack("<I%dqQIIQ" % arr.ndim, arr.ndim, *arr.shape,
-                                 size, 1, 0, pos)
+                m += _out_head(t.name(), dtype)
+                m += _out_dims(arr.ndim).pack(arr.ndim, *arr.shape, size, 1,
+                                              0, pos)
                 if size:
                     copies.append((pos, src))
                 pos += size

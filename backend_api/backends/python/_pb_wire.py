@@ -1,5 +1,5 @@
 # backend_api/backends/python/_pb_wire.py - what pb_utils and the stub's
-# loop share about protocol v2 (ipc.h): message types, flags and header
+# loop share about protocol v3 (ipc.h): message types, flags and header
 # structs, Triton's data type names and codes and their numpy types, the
 # BYTES tensor format, the error classes, and the writer of a message's
 # payload.

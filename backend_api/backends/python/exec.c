@@ -333,38 +333,43 @@ void ifd__py_on_release(ifd__py_instance_t *in, const char *p, size_t len) {
 
 /* ---- EXECUTE ------------------------------------------------------------- */
 
+/* Appends the request's parameters: u32 count, then per parameter str key,
+ * u32 kind (IFD_PY_PARAM_*) and its value (ipc.h). */
 static TRITONSERVER_Error *write_params(ifd__py_buf_t *b,
                                         TRITONBACKEND_Request *req) {
   uint32_t npar = 0;
   TRITONSERVER_Error *err = TRITONBACKEND_RequestParameterCount(req, &npar);
   if (err != NULL) return err;
-  ifd__py_buf_add(b, "{", 1);
+  ifd__py_buf_u32(b, npar);
   for (uint32_t i = 0; i < npar; i++) {
     const char *key = NULL;
     TRITONSERVER_ParameterType t;
     const void *v = NULL;
     err = TRITONBACKEND_RequestParameter(req, i, &key, &t, &v);
     if (err != NULL) return err;
-    if (i > 0) ifd__py_buf_add(b, ",", 1);
-    ifd__py_buf_jcstr(b, key);
-    ifd__py_buf_add(b, ":", 1);
-    if (t == TRITONSERVER_PARAMETER_STRING)
-      ifd__py_buf_jcstr(b, (const char *)v);
-    else if (t == TRITONSERVER_PARAMETER_INT)
-      ifd__py_buf_fmt(b, "%lld", (long long)*(const int64_t *)v);
-    else if (t == TRITONSERVER_PARAMETER_BOOL)
-      ifd__py_buf_fmt(b, "%s", *(const bool *)v ? "true" : "false");
-    else if (t == TRITONSERVER_PARAMETER_DOUBLE)
-      ifd__py_buf_fmt(b, "%.17g", *(const double *)v);
-    else
-      ifd__py_buf_add(b, "null", 4);
+    ifd__py_buf_str(b, key, strlen(key));
+    if (t == TRITONSERVER_PARAMETER_STRING) {
+      ifd__py_buf_u32(b, IFD_PY_PARAM_STR);
+      ifd__py_buf_str(b, (const char *)v, strlen((const char *)v));
+    } else if (t == TRITONSERVER_PARAMETER_INT) {
+      ifd__py_buf_u32(b, IFD_PY_PARAM_INT);
+      ifd__py_buf_u64(b, (uint64_t) * (const int64_t *)v);
+    } else if (t == TRITONSERVER_PARAMETER_BOOL) {
+      ifd__py_buf_u32(b, IFD_PY_PARAM_BOOL);
+      ifd__py_buf_u32(b, *(const bool *)v ? 1 : 0);
+    } else if (t == TRITONSERVER_PARAMETER_DOUBLE) {
+      ifd__py_buf_u32(b, IFD_PY_PARAM_DOUBLE);
+      ifd__py_buf_add(b, v, sizeof(double));
+    } else {
+      ifd__py_buf_u32(b, IFD_PY_PARAM_NULL);
+    }
   }
-  ifd__py_buf_add(b, "}", 1);
   return NULL;
 }
 
-/* Appends request `req` (rid) to the EXECUTE JSON, its inputs copied into
- * a new DOWN block of generation gen (*block: its offset). */
+/* Appends request `req` (rid) to the EXECUTE payload (ipc.h's REQ), its
+ * inputs copied into a new DOWN block of generation gen (*block: its
+ * offset). */
 static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
                                        TRITONBACKEND_Request *req, uint32_t gen,
                                        uint32_t rid, uint64_t *block) {
@@ -401,19 +406,24 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
                           "python model '%s': shared memory: %s",
                           in->model_name, strerror(-rc));
 
-  ifd__py_buf_fmt(b, "{\"rid\":%u,\"block\":[%llu,%llu],\"id\":", rid,
-                  (unsigned long long)*block, (unsigned long long)total);
-  ifd__py_buf_jcstr(b, id != NULL ? id : "");
+  ifd__py_buf_u32(b, rid);
+  ifd__py_buf_u32(b, flags);
+  ifd__py_buf_u64(b, *block);
+  ifd__py_buf_u64(b, total);
+  if (id == NULL) id = "";
+  ifd__py_buf_str(b, id, strlen(id));
   err = TRITONBACKEND_RequestCorrelationId(req, &corr);
   if (err != NULL) {
     const char *cs = NULL;
     TRITONSERVER_ErrorDelete(err);
     err = TRITONBACKEND_RequestCorrelationIdString(req, &cs);
     if (err != NULL) goto out_free;
-    ifd__py_buf_add(b, ",\"correlation_id\":", 18);
-    ifd__py_buf_jcstr(b, cs != NULL ? cs : "");
+    if (cs == NULL) cs = "";
+    ifd__py_buf_u32(b, 1);
+    ifd__py_buf_str(b, cs, strlen(cs));
   } else {
-    ifd__py_buf_fmt(b, ",\"correlation_id\":%llu", (unsigned long long)corr);
+    ifd__py_buf_u32(b, 0);
+    ifd__py_buf_u64(b, corr);
   }
   /* The trace context the request came with (OpenTelemetry's), for
    * request.trace().get_context(). */
@@ -424,21 +434,21 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
     err = TRITONSERVER_InferenceTraceContext(trace, &tctx);
   if (err != NULL) goto out_free;
   if (tctx != NULL && tctx[0] != '\0') {
-    ifd__py_buf_add(b, ",\"trace_context\":", 17);
-    ifd__py_buf_jcstr(b, tctx);
+    ifd__py_buf_u32(b, 1);
+    ifd__py_buf_str(b, tctx, strlen(tctx));
+  } else {
+    ifd__py_buf_u32(b, 0);
   }
-  ifd__py_buf_fmt(b, ",\"flags\":%u,\"outputs\":[", flags);
+  ifd__py_buf_u32(b, nout);
   for (uint32_t i = 0; i < nout; i++) {
     const char *name = NULL;
     err = TRITONBACKEND_RequestOutputName(req, i, &name);
     if (err != NULL) goto out_free;
-    if (i > 0) ifd__py_buf_add(b, ",", 1);
-    ifd__py_buf_jcstr(b, name);
+    ifd__py_buf_str(b, name, strlen(name));
   }
-  ifd__py_buf_add(b, "],\"parameters\":", 15);
   err = write_params(b, req);
   if (err != NULL) goto out_free;
-  ifd__py_buf_add(b, ",\"inputs\":[", 11);
+  ifd__py_buf_u32(b, nin);
   uint64_t pos = *block;
   for (uint32_t i = 0; i < nin; i++) {
     TRITONBACKEND_Input *input = NULL;
@@ -453,15 +463,13 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
                                           &size, &nbuf);
     if (err != NULL) goto out_free;
     pos = (pos + IFD_PY_DOWN_ALIGN - 1) & ~(uint64_t)(IFD_PY_DOWN_ALIGN - 1);
-    if (i > 0) ifd__py_buf_add(b, ",", 1);
-    ifd__py_buf_add(b, "{\"name\":", 8);
-    ifd__py_buf_jcstr(b, name);
-    ifd__py_buf_fmt(b, ",\"dtype\":\"%s\",\"shape\":[",
-                    TRITONSERVER_DataTypeString(dt));
-    for (uint32_t d = 0; d < dims; d++)
-      ifd__py_buf_fmt(b, d ? ",%lld" : "%lld", (long long)shape[d]);
-    ifd__py_buf_fmt(b, "],\"offset\":%llu,\"size\":%llu}",
-                    (unsigned long long)pos, (unsigned long long)size);
+    const char *dts = TRITONSERVER_DataTypeString(dt);
+    ifd__py_buf_str(b, name, strlen(name));
+    ifd__py_buf_str(b, dts, strlen(dts));
+    ifd__py_buf_u32(b, dims);
+    ifd__py_buf_add(b, shape, sizeof(int64_t) * dims);
+    ifd__py_buf_u64(b, pos);
+    ifd__py_buf_u64(b, size);
     for (uint32_t k = 0; k < nbuf; k++) {
       const void *src = NULL;
       uint64_t n = 0;
@@ -484,7 +492,6 @@ static TRITONSERVER_Error *add_request(ifd__py_instance_t *in, ifd__py_buf_t *b,
     }
     pos += size;
   }
-  ifd__py_buf_add(b, "]}", 2);
   if (b->oom) {
     err = oom();
     goto out_free;
@@ -559,8 +566,8 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
     fail_requests(in, requests, count, oom());
     goto out_end_call;
   }
-  ifd__py_buf_fmt(&b, "{\"decoupled\":%s,\"requests\":[",
-                  in->decoupled ? "true" : "false");
+  ifd__py_buf_u32(&b, in->decoupled ? 1 : 0);
+  ifd__py_buf_u32(&b, 0); /* the count, set once known */
   for (uint32_t r = 0; r < count; r++) {
     uint32_t rid = ++in->next_rid;
     if (rid == 0) rid = ++in->next_rid;
@@ -573,12 +580,11 @@ void ifd__py_execute(ifd__py_instance_t *in, TRITONBACKEND_Request **requests,
       fail_requests(in, single, 1, err);
       continue;
     }
-    if (kept > 0) ifd__py_buf_add(&b, ",", 1);
     ifd__py_buf_add(&b, one.p, one.len);
     rids[kept] = rid;
     reqs[kept++] = requests[r];
   }
-  ifd__py_buf_add(&b, "]}", 2);
+  if (!b.oom) memcpy(b.p + 4, &kept, 4);
   if (b.oom && kept > 0) {
     for (uint32_t k = 0; k < kept; k++) ifd__py_down_free(&in->down, blocks[k]);
     fail_requests(in, reqs, kept, oom());

@@ -1,6 +1,7 @@
 /*
  * backend_api/backends/python/ipc.h - the protocol between libtriton_python.so
- * and its stub process (version 2: bidirectional, decoupled, BLS).
+ * and its stub process (version 3: bidirectional, decoupled, BLS; a binary
+ * EXECUTE since version 3).
  *
  * One stub per model instance (plus a short-lived one per model for
  * auto_complete_config). Descriptors the stub is given:
@@ -31,12 +32,18 @@
  *                       -> AUTO_COMPLETE_OK (JSON: the config, unchanged when
  *                       the method is absent) or ERROR. Then FINALIZE (the
  *                       model's finalize is not called: no instance exists).
- *  EXECUTE        id=n  JSON {decoupled: bool, requests: [{rid: u32,
- *                       block: [offset, size], id: str, correlation_id: int
- *                       or str, flags: u32, outputs: [str], parameters:
- *                       {k: v}, trace_context: str (only when the request's
- *                       trace has one), inputs: [{name, dtype ("FP32",
- *                       "BYTES", ...), shape: [int], offset, size}]}]}
+ *  EXECUTE        id=n  u32 decoupled (0/1), u32 count, then count x REQ:
+ *                       u32 rid, u32 flags, u64 block offset, u64 block
+ *                       size, str id, u32 corr_kind then (0) u64
+ *                       correlation id or (1) str correlation id, u32
+ *                       has_trace then (1) str trace_context, u32 n, n x
+ *                       str requested output name, u32 n, n x PARAM, u32
+ *                       n, n x INPUT. PARAM: str key, u32 kind
+ *                       (IFD_PY_PARAM_*), then STR: str, INT: i64, BOOL:
+ *                       u32, DOUBLE: f64, NULL: nothing. INPUT: str name,
+ *                       str dtype ("FP32", "BYTES", ...), u32 ndims, i64
+ *                       dims[ndims], u64 offset (absolute, in DOWN), u64
+ *                       size. No padding anywhere (fields unaligned).
  *                       `rid` names the request in RESPONSE and CANCEL_QUERY
  *                       until its FINAL response. `block` is the request's
  *                       one allocation in DOWN (every input of the request
@@ -139,6 +146,16 @@
 /* Address space each side maps per segment (16 GiB): the largest batch of
  * inputs or outputs one execute can carry. */
 #define IFD_PY_SEG_MAX ((uint64_t)16 << 30)
+
+/* EXECUTE's PARAM kinds (NULL: a parameter type the stub cannot show; it
+ * reads as None). */
+enum {
+  IFD_PY_PARAM_STR = 0,
+  IFD_PY_PARAM_INT = 1,
+  IFD_PY_PARAM_BOOL = 2,
+  IFD_PY_PARAM_DOUBLE = 3,
+  IFD_PY_PARAM_NULL = 4,
+};
 
 /* RESPONSE / BLS_RESPONSE flags: TRITONSERVER_RESPONSE_COMPLETE_FINAL. */
 #define IFD_PY_FLAG_FINAL 1u

@@ -4,7 +4,7 @@
  * README: built as libtriton_python.so; runs a model's model.py (Triton's
  * TritonPythonModel contract) in one triton_python_backend_stub process per
  * model instance, started at instance initialize with posix_spawn from the
- * folder of this library. The protocol (version 2): ipc.h. What each file
+ * folder of this library. The protocol (version 3): ipc.h. What each file
  * does: internal.h. Here: backend initialize (the BLS response allocator,
  * inferd's readiness extension), model initialize (auto_complete_config:
  * when the server allows it, a short-lived stub runs the model's

@@ -414,18 +414,19 @@ class InferenceRequest:
 
     @classmethod
     def _from_execute(cls, r, block, inputs, decoupled):
-        req = cls(inputs=inputs, requested_output_names=r.get("outputs", []),
-                  request_id=r.get("id", ""),
-                  correlation_id=r.get("correlation_id", 0),
-                  flags=r.get("flags", 0),
-                  parameters=r.get("parameters", {}))
+        """A request given to execute: r is one tuple of
+        _inferd_stub.parse_execute (rid, flags, block offset, block size,
+        id, correlation id, trace context, outputs, parameters, inputs)."""
+        rid, flags, _, _, rq_id, corr, tctx, outputs, params, _ = r
+        req = cls(inputs=inputs, requested_output_names=outputs,
+                  request_id=rq_id, correlation_id=corr, flags=flags,
+                  parameters=params)
         req._model_name = _STUB.model_name
         req._model_version = _STUB.model_version
-        req._trace = InferenceTrace(r.get("trace_context"))
-        req._rid = r["rid"]
+        req._trace = InferenceTrace(tctx)
+        req._rid = rid
         req._block = block
-        req._sender = InferenceResponseSender(r["rid"], decoupled,
-                                              req._outputs)
+        req._sender = InferenceResponseSender(rid, decoupled, req._outputs)
         return req
 
     def inputs(self):

@@ -21,6 +21,8 @@
  *   - up_view(n): grows UP to at least n bytes (ftruncate; only the stub
  *     grows UP) and returns a writable memoryview of its first n bytes,
  *     where execute's outputs are written once;
+ *   - parse_execute(payload): EXECUTE's binary payload as Python tuples
+ *     (no JSON on the request path);
  *   - the reader: a C thread that owns the socket's reading (below), and
  *     the main thread's work queue (next_work/try_work/post).
  * The Python-facing functions run with the GIL held; the GIL guards the
@@ -447,6 +449,172 @@ static PyObject *stub_start_reader(PyObject *mod, PyObject *fn) {
   Py_RETURN_NONE;
 }
 
+/* ---- EXECUTE's payload (ipc.h) --------------------------------------------
+ */
+
+/* A cursor over a payload; every read fails (-1) past its end. */
+typedef struct {
+  const uint8_t *p, *end;
+} cur_t;
+
+static int cur_take(cur_t *c, void *dst, size_t n) {
+  if ((size_t)(c->end - c->p) < n) return -1;
+  memcpy(dst, c->p, n);
+  c->p += n;
+  return 0;
+}
+
+static int cur_u32(cur_t *c, uint32_t *v) {
+  return cur_take(c, v, 4);
+}
+
+static int cur_u64(cur_t *c, uint64_t *v) {
+  return cur_take(c, v, 8);
+}
+
+/* A "str" as a new Python str (invalid UTF-8 replaced), or NULL. */
+static PyObject *cur_str(cur_t *c) {
+  uint32_t n = 0;
+  if (cur_u32(c, &n) != 0 || (size_t)(c->end - c->p) < n) return NULL;
+  PyObject *s = PyUnicode_DecodeUTF8((const char *)c->p, n, "replace");
+  c->p += n;
+  return s;
+}
+
+/* One PARAM's value as a new reference, or NULL. */
+static PyObject *cur_param(cur_t *c) {
+  uint32_t kind = 0, b = 0;
+  uint64_t v = 0;
+  double d = 0;
+  if (cur_u32(c, &kind) != 0) return NULL;
+  switch (kind) {
+    case IFD_PY_PARAM_STR:
+      return cur_str(c);
+    case IFD_PY_PARAM_INT:
+      if (cur_u64(c, &v) != 0) return NULL;
+      return PyLong_FromLongLong((long long)(int64_t)v);
+    case IFD_PY_PARAM_BOOL:
+      if (cur_u32(c, &b) != 0) return NULL;
+      return PyBool_FromLong(b != 0);
+    case IFD_PY_PARAM_DOUBLE:
+      if (cur_take(c, &d, sizeof(d)) != 0) return NULL;
+      return PyFloat_FromDouble(d);
+    case IFD_PY_PARAM_NULL:
+      Py_RETURN_NONE;
+    default:
+      return NULL;
+  }
+}
+
+/* One INPUT as a new (name, dtype, shape tuple, offset, size), or NULL. */
+static PyObject *cur_input(cur_t *c) {
+  PyObject *name = cur_str(c), *dtype = NULL, *shape = NULL, *r = NULL;
+  uint32_t nd = 0;
+  uint64_t off = 0, size = 0;
+  if (name == NULL) return NULL;
+  dtype = cur_str(c);
+  if (dtype == NULL || cur_u32(c, &nd) != 0 || (size_t)(c->end - c->p) / 8 < nd)
+    goto out;
+  shape = PyTuple_New(nd);
+  if (shape == NULL) goto out;
+  for (uint32_t d = 0; d < nd; d++) {
+    uint64_t v = 0;
+    cur_u64(c, &v);
+    PyObject *dim = PyLong_FromLongLong((long long)(int64_t)v);
+    if (dim == NULL) goto out;
+    PyTuple_SET_ITEM(shape, d, dim);
+  }
+  if (cur_u64(c, &off) != 0 || cur_u64(c, &size) != 0) goto out;
+  r = Py_BuildValue("(OOOKK)", name, dtype, shape, (unsigned long long)off,
+                    (unsigned long long)size);
+out:
+  Py_XDECREF(name);
+  Py_XDECREF(dtype);
+  Py_XDECREF(shape);
+  return r;
+}
+
+/* One REQ as a new tuple (rid, flags, block offset, block size, id,
+ * correlation id (int or str), trace context (str or None), [requested
+ * output names], {parameters}, [inputs]), or NULL. */
+static PyObject *cur_request(cur_t *c) {
+  uint32_t rid = 0, flags = 0, kind = 0, n = 0;
+  uint64_t boff = 0, bsize = 0, corr = 0;
+  PyObject *id = NULL, *cid = NULL, *tctx = NULL, *outs = NULL, *params = NULL;
+  PyObject *ins = NULL, *r = NULL;
+  if (cur_u32(c, &rid) != 0 || cur_u32(c, &flags) != 0 ||
+      cur_u64(c, &boff) != 0 || cur_u64(c, &bsize) != 0)
+    return NULL;
+  if ((id = cur_str(c)) == NULL || cur_u32(c, &kind) != 0) goto out;
+  if (kind == 0)
+    cid = cur_u64(c, &corr) == 0 ? PyLong_FromUnsignedLongLong(corr) : NULL;
+  else
+    cid = cur_str(c);
+  if (cid == NULL || cur_u32(c, &kind) != 0) goto out;
+  tctx = kind ? cur_str(c) : Py_NewRef(Py_None);
+  if (tctx == NULL || cur_u32(c, &n) != 0 || (size_t)(c->end - c->p) / 4 < n ||
+      (outs = PyList_New(n)) == NULL)
+    goto out;
+  for (uint32_t i = 0; i < n; i++) {
+    PyObject *o = cur_str(c);
+    if (o == NULL) goto out;
+    PyList_SET_ITEM(outs, i, o);
+  }
+  if (cur_u32(c, &n) != 0 || (params = PyDict_New()) == NULL) goto out;
+  for (uint32_t i = 0; i < n; i++) {
+    PyObject *k = cur_str(c), *v = k != NULL ? cur_param(c) : NULL;
+    int rc = v != NULL ? PyDict_SetItem(params, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    if (rc != 0) goto out;
+  }
+  if (cur_u32(c, &n) != 0 || (size_t)(c->end - c->p) / 4 < n ||
+      (ins = PyList_New(n)) == NULL)
+    goto out;
+  for (uint32_t i = 0; i < n; i++) {
+    PyObject *t = cur_input(c);
+    if (t == NULL) goto out;
+    PyList_SET_ITEM(ins, i, t);
+  }
+  r = Py_BuildValue("(IIKKOOOOOO)", rid, flags, (unsigned long long)boff,
+                    (unsigned long long)bsize, id, cid, tctx, outs, params,
+                    ins);
+out:
+  Py_XDECREF(id);
+  Py_XDECREF(cid);
+  Py_XDECREF(tctx);
+  Py_XDECREF(outs);
+  Py_XDECREF(params);
+  Py_XDECREF(ins);
+  return r;
+}
+
+/* parse_execute(payload) -> (decoupled, [REQ tuples]); ValueError when the
+ * payload is malformed. */
+static PyObject *stub_parse_execute(PyObject *mod, PyObject *arg) {
+  (void)mod;
+  Py_buffer view;
+  PyObject *reqs = NULL, *r = NULL;
+  uint32_t dec = 0, n = 0;
+  if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) != 0) return NULL;
+  cur_t c = {view.buf, (const uint8_t *)view.buf + view.len};
+  if (cur_u32(&c, &dec) != 0 || cur_u32(&c, &n) != 0 ||
+      (size_t)(c.end - c.p) / 4 < n || (reqs = PyList_New(n)) == NULL)
+    goto out_view;
+  for (uint32_t i = 0; i < n; i++) {
+    PyObject *t = cur_request(&c);
+    if (t == NULL) goto out_view;
+    PyList_SET_ITEM(reqs, i, t);
+  }
+  if (c.p == c.end) r = Py_BuildValue("(OO)", dec ? Py_True : Py_False, reqs);
+out_view:
+  Py_XDECREF(reqs);
+  PyBuffer_Release(&view);
+  if (r == NULL && !PyErr_Occurred())
+    PyErr_SetString(PyExc_ValueError, "malformed EXECUTE message");
+  return r;
+}
+
 static PyMethodDef stub_methods[] = {
     {"start_reader", stub_start_reader, METH_O,
      "start_reader(answer_fn(type, id, payload or None))"},
@@ -463,6 +631,8 @@ static PyMethodDef stub_methods[] = {
     {"set_free_notify", stub_set_free_notify, METH_O,
      "set_free_notify(callable)"},
     {"up_view", stub_up_view, METH_O, "up_view(n) -> memoryview"},
+    {"parse_execute", stub_parse_execute, METH_O,
+     "parse_execute(payload) -> (decoupled, [request tuples])"},
     {"down_held", stub_down_held, METH_NOARGS,
      "down_held() -> bytes held by live DownBlocks"},
     {NULL, NULL, 0, NULL}};
