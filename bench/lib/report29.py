@@ -11,25 +11,12 @@ independently), with the median of the rounds beside it: the rounds differ
 by what else ran on the machine, not by the transport.
 Server CPU: --cpu-pid over the tool's window; client CPU: the tool's own.
 """
-import json
-import os
-import re
+from summaries import load_steps
+from summaries import median as median_of
 
 
 def steps(res, kind, proto):
-    out = []
-    raw = os.path.join(res, "raw")
-    if not os.path.isdir(raw):
-        return out
-    for d in sorted(os.listdir(raw)):
-        if not re.fullmatch(r"uds_%s_%s_c1_r\d+" % (kind, proto), d):
-            continue
-        try:
-            with open(os.path.join(raw, d, "summary.json")) as f:
-                out.append(json.load(f)["steps"][0])
-        except (OSError, ValueError, KeyError, IndexError):
-            pass
-    return out
+    return load_steps(res, r"uds_%s_%s_c1_r\d+" % (kind, proto))
 
 
 def best(ss, fn):
@@ -38,11 +25,7 @@ def best(ss, fn):
 
 
 def median(ss, fn):
-    vals = sorted(v for v in (fn(s) for s in ss) if v is not None)
-    if not vals:
-        return None
-    n = len(vals)
-    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+    return median_of([v for v in (fn(s) for s in ss) if v is not None])
 
 
 def per_req(key):

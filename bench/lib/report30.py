@@ -10,40 +10,21 @@ ratio this build / baseline of the best rounds, and of the medians: the
 rounds differ by what else ran on the machine, not by the builds.
 Server CPU: --cpu-pid over the tool's window.
 """
-import json
 import os
 import re
+
+from summaries import load_steps, median
 
 PROTOS = (("http-binary", "HTTP/1.1 binary"), ("http-json", "HTTP/1.1 JSON"),
           ("grpc", "gRPC unary"), ("grpc-stream", "gRPC streaming"))
 
 
 def steps(res, side, proto, conc):
-    out = []
-    raw = os.path.join(res, "raw")
-    if not os.path.isdir(raw):
-        return out
-    pat = r"ab_%s_%s_c%d_r\d+" % (side, re.escape(proto), conc)
-    for d in sorted(os.listdir(raw)):
-        if not re.fullmatch(pat, d):
-            continue
-        try:
-            with open(os.path.join(raw, d, "summary.json")) as f:
-                out.append(json.load(f)["steps"][0])
-        except (OSError, ValueError, KeyError, IndexError):
-            pass
-    return out
+    return load_steps(res, r"ab_%s_%s_c%d_r\d+" % (side, re.escape(proto), conc))
 
 
 def values(ss, fn):
     return sorted(v for v in (fn(s) for s in ss) if v is not None)
-
-
-def median(vals):
-    if not vals:
-        return None
-    n = len(vals)
-    return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
 
 
 def cpu(s):
