@@ -109,9 +109,11 @@ static void trim_locked(ifd_bufpool_t *p) {
 
 void ifd_bufpool_free(ifd_bufpool_t *p) {
   if (p == NULL) return;
+  pthread_mutex_lock(&p->mu);
   p->cap = 0;
   p->per_class = 0;
   trim_locked(p);
+  pthread_mutex_unlock(&p->mu);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }

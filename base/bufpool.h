@@ -60,9 +60,9 @@ ifd_bufpool_t *ifd_bufpool_shared(void);
 /** Sets `p`'s bounds (a smaller cap unmaps free buffers beyond it). */
 void ifd_bufpool_set_cap(ifd_bufpool_t *p, size_t cap, unsigned per_class);
 
-/** Returns a buffer of at least `n` bytes (uninitialised, 64-byte aligned,
- *  page-aligned when pooled), or NULL when out of memory. Give it back with
- *  ifd_bufpool_put, never free(). Any thread. */
+/** Returns a buffer of at least `n` bytes (uninitialised; page-aligned when
+ *  pooled, malloc's alignment below IFD_BUFPOOL_MIN), or NULL when out of
+ * memory. Give it back with ifd_bufpool_put, never free(). Any thread. */
 void *ifd_bufpool_get(ifd_bufpool_t *p, size_t n);
 
 /** Gives `buf` (from ifd_bufpool_get or _grow; NULL: nothing) back to its

@@ -39,8 +39,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <stddef.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -49,12 +49,6 @@ static _Thread_local struct {
   ifd_evq_t *q;    /* borrowed: the queue whose wake-ups it may owe */
   uint64_t max_ns; /* longest a debt of its own may wait for its pushes */
 } defer;
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void on_async(uv_async_t *h) {
   ifd_evq_drain(ifd_container_of(h, ifd_evq_t, async));
@@ -78,7 +72,7 @@ static int io_ready(uv_loop_t *loop) {
  * that did not block; see the file comment for its bounds. */
 static void wait_expected(ifd_evq_t *q) {
   uv_loop_t *loop = q->async.loop;
-  uint64_t now = mono_ns(), until = now + q->expect_ns;
+  uint64_t now = ifd_now_ns(), until = now + q->expect_ns;
   int timeout, i;
 
   q->expect_ns = 0;
@@ -98,7 +92,7 @@ static void wait_expected(ifd_evq_t *q) {
       q->waits_hit++;
       break;
     }
-    if (mono_ns() >= until || (i > 0 && io_ready(loop))) break;
+    if (ifd_now_ns() >= until || (i > 0 && io_ready(loop))) break;
     sched_yield();
   }
   atomic_store(&q->looks, 0);
@@ -198,7 +192,7 @@ void ifd_evq_push(ifd_evq_t *q, ifd_event_t *ev) {
     if (atomic_load(&q->looks)) {
       /* Nothing to send or owe: the loop's check drains it. */
     } else if (defer.q == q && atomic_load(&q->watching)) {
-      q->owed_since = mono_ns();
+      q->owed_since = ifd_now_ns();
       q->owed_max = defer.max_ns;
       atomic_store_explicit(&q->owed, 1, memory_order_relaxed);
     } else {
@@ -209,7 +203,7 @@ void ifd_evq_push(ifd_evq_t *q, ifd_event_t *ev) {
     /* A non-empty queue has its wake-up sent already, unless it is owed:
      * then anyone but a deferring producer within the bound pays it. */
     if (atomic_load_explicit(&q->owed, memory_order_relaxed) &&
-        (defer.q != q || mono_ns() - q->owed_since >= q->owed_max)) {
+        (defer.q != q || ifd_now_ns() - q->owed_since >= q->owed_max)) {
       atomic_store_explicit(&q->owed, 0, memory_order_relaxed);
       send = 1;
     }

@@ -11,7 +11,7 @@ independently), with the median of the rounds beside it: the rounds differ
 by what else ran on the machine, not by the transport.
 Server CPU: --cpu-pid over the tool's window; client CPU: the tool's own.
 """
-from summaries import load_steps
+from summaries import cpu_per_req, load_steps
 from summaries import median as median_of
 
 
@@ -29,10 +29,7 @@ def median(ss, fn):
 
 
 def per_req(key):
-    def f(s):
-        n = s.get("request_count")
-        return s[key] / n if n and s.get(key) is not None else None
-    return f
+    return lambda s: cpu_per_req(s, key)
 
 
 def lat(key):

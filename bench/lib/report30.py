@@ -13,7 +13,7 @@ Server CPU: --cpu-pid over the tool's window.
 import os
 import re
 
-from summaries import load_steps, median
+from summaries import cpu_per_req, load_steps, median
 
 PROTOS = (("http-binary", "HTTP/1.1 binary"), ("http-json", "HTTP/1.1 JSON"),
           ("grpc", "gRPC unary"), ("grpc-stream", "gRPC streaming"))
@@ -28,8 +28,7 @@ def values(ss, fn):
 
 
 def cpu(s):
-    n = s.get("request_count")
-    return s["cpu_pid_us"] / n if n and s.get("cpu_pid_us") is not None else None
+    return cpu_per_req(s)
 
 
 def p50(s):

@@ -18,6 +18,9 @@ after the scenarios.
 """
 import json
 import os
+import re
+
+from summaries import cpu_per_req, load_steps
 
 # Issue 31's goal 1: server CPU per request at most 3x the copy floor.
 TARGET31 = 3.0
@@ -39,13 +42,8 @@ def floor_us(res, size):
 
 
 def tool_cpu_us(res, sc):
-    try:
-        with open(os.path.join(res, "raw", sc, "summary.json")) as f:
-            s = json.load(f)["steps"][0]
-    except (OSError, ValueError, KeyError, IndexError):
-        return None
-    n = s.get("request_count")
-    return s["cpu_pid_us"] / n if n and s.get("cpu_pid_us") is not None else None
+    steps = load_steps(res, re.escape(sc))
+    return cpu_per_req(steps[0]) if steps else None
 
 
 def rss_series(res):

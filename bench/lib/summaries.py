@@ -5,6 +5,8 @@ load_steps(res, pattern) returns the first step of raw/<dir>/summary.json
 for every scenario folder under res/raw whose name matches the regular
 expression `pattern` in full, in name order; unreadable ones are skipped.
 median(vals) is the median of a list of numbers (None when empty).
+cpu_per_req(step, key) is a step's CPU time `key` (default the server's,
+cpu_pid_us) per request, or None.
 """
 import json
 import os
@@ -33,3 +35,8 @@ def median(vals):
         return None
     n = len(vals)
     return vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+
+
+def cpu_per_req(step, key="cpu_pid_us"):
+    n = step.get("request_count")
+    return step[key] / n if n and step.get(key) is not None else None
